@@ -1,0 +1,83 @@
+#include <cerrno>
+#include <csignal>
+
+#include "backends/api/gpu.h"
+#include "backends/api/memory.h"
+#include "backends/api/region.h"
+#include "backends/api/status.h"
+#include "gtest/gtest.h"
+
+namespace resmem {
+namespace {
+
+TEST(Status, CarriesSpaceCodeAndMessage) {
+  Status s = Status::Errno(EINVAL, "offset past the end");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.space(), ErrorSpace::kErrno);
+  EXPECT_EQ(s.code(), EINVAL);
+  EXPECT_EQ(s.ToString(), "errno 22 (EINVAL): offset past the end");
+  EXPECT_EQ(s.WithContext("mmap").message(), "mmap: offset past the end");
+  EXPECT_EQ(Status::Signal(SIGKILL, "x").ToString(), "signal 9 (SIGKILL): x");
+  EXPECT_TRUE(Status().ok());
+}
+
+TEST(Result, HoldsValueOrError) {
+  Result<int> good(5);
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(*good, 5);
+  Result<int> bad(Status::Cuda(30, "unknown"));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), 30);
+}
+
+TEST(ParseSize, KernelStyleUnits) {
+  EXPECT_EQ(*ParseSize("188G"), 188ull << 30);
+  EXPECT_EQ(*ParseSize("64M"), 64ull << 20);
+  EXPECT_EQ(*ParseSize("0x1000"), 4096u);
+  EXPECT_EQ(*ParseSize("16MiB"), 16ull << 20);
+  EXPECT_EQ(*ParseSize("1.5G"), 3ull << 29);
+  EXPECT_FALSE(ParseSize("12Q").ok());
+  EXPECT_FALSE(ParseSize("").ok());
+  EXPECT_FALSE(ParseSize("-4").ok());
+  EXPECT_NE(ParseSize("12Q").status().message().find("unit"), std::string::npos);
+}
+
+TEST(FormatSize, Readable) {
+  EXPECT_EQ(FormatSize(188ull << 30), "188 GiB");
+  EXPECT_EQ(FormatSize(4096), "4 KiB");
+  EXPECT_EQ(FormatSize(100), "100 B");
+}
+
+TEST(CudaErrorNames, PerEra) {
+  EXPECT_EQ(CudaErrorName("cuda-4.1-r285", 30), "cudaErrorUnknown");
+  EXPECT_EQ(CudaErrorName("cuda-13.0-r580", 999), "cudaErrorUnknown");
+  EXPECT_EQ(CudaErrorName("cuda-13.0-r580", 1), "cudaErrorInvalidValue");
+  EXPECT_EQ(CudaErrorFromName("cuda-4.1-r285", "cudaErrorInvalidValue"), 11);
+  EXPECT_EQ(CudaErrorFromName("cuda-13.0-r580", "cudaErrorHostMemoryAlreadyRegistered"), 712);
+  EXPECT_EQ(CudaErrorFromName("cuda-13.0-r580", "cudaErrorNope"), -1);
+}
+
+TEST(RegisterFlags, NamesRoundTrip) {
+  EXPECT_EQ(RegisterFlagsName(kRegisterPortable | kRegisterIoMemory), "portable|iomemory");
+  EXPECT_EQ(RegisterFlagsName(0), "default");
+  EXPECT_EQ(*ParseRegisterFlag("IoMemory"), kRegisterIoMemory);
+  EXPECT_FALSE(ParseRegisterFlag("fast").ok());
+}
+
+TEST(Names, ParseEnums) {
+  EXPECT_EQ(*ParseMemoryType("uc-"), MemoryType::kUncachedMinus);
+  EXPECT_EQ(*ParseMapMode("pages"), MapMode::kPages);
+  EXPECT_EQ(*ParseCacheType("wc"), CacheType::kWriteCombining);
+  EXPECT_FALSE(ParseCacheType("fast").has_value());
+  EXPECT_EQ(ErrnoFromName("ENOTTY"), ENOTTY);
+}
+
+TEST(Fnv, KnownVector) {
+  // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c (the published test vector).
+  EXPECT_EQ(Fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  // Continuation equals one pass.
+  EXPECT_EQ(Fnv1a64("ab", 2), Fnv1a64("b", 1, Fnv1a64("a", 1)));
+}
+
+}  // namespace
+}  // namespace resmem

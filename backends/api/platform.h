@@ -1,0 +1,42 @@
+// The machine's facts and its host-side memory operations. The real Platform reads /proc/iomem,
+// /sys/firmware/memmap, /proc/mtrr, /proc/cmdline, /proc/meminfo and PAT state from this machine;
+// the simulated one renders the same texts from a scenario's machine model. Parsers of those
+// texts (backends/platform) are shared, so the doctor runs unchanged on both.
+#ifndef RESMEM_BACKENDS_API_PLATFORM_H_
+#define RESMEM_BACKENDS_API_PLATFORM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backends/api/clock.h"
+#include "backends/api/memory.h"
+#include "backends/api/status.h"
+
+namespace resmem {
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual std::string name() const = 0;  // "sim:seed000-workstation", "host"
+
+  // The text of a kernel source of facts, exactly as the file reads: "/proc/iomem",
+  // "/proc/cmdline", "/proc/mtrr", "/proc/meminfo", "/sys/firmware/memmap" (rendered as lines
+  // "start end type", one per entry directory), "/sys/kernel/debug/x86/pat_memtype_list",
+  // "/proc/cpuinfo". NotFound/errno status when this machine does not have it.
+  virtual Result<std::string> ReadSource(const std::string& path) = 0;
+
+  // malloc/new: pageable anonymous memory of this process (first touch faults pages in).
+  virtual Result<std::unique_ptr<HostMemory>> AllocPageable(uint64_t bytes) = 0;
+
+  // memcpy between two host spans, through the CPU. Costs what the memory types cost (UC reads
+  // one load at a time, WB at memcpy speed). Returns the seconds it took on the clock.
+  virtual Result<double> CopyHost(HostMemory& dst, uint64_t dst_offset, HostMemory& src,
+                                  uint64_t src_offset, uint64_t length) = 0;
+
+  virtual Clock& clock() = 0;
+};
+
+}  // namespace resmem
+
+#endif  // RESMEM_BACKENDS_API_PLATFORM_H_
