@@ -1,0 +1,142 @@
+// The simulated machine: firmware memory map, kernel command line, memory types, physical address
+// width, host memory performance. Boot() applies Linux's rules to give what the kernel would see.
+// Every rule cites where it comes from (Linux source, FACTS.md, a seed).
+#ifndef RESMEM_MOCK_MACHINE_MACHINE_H_
+#define RESMEM_MOCK_MACHINE_MACHINE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/api/memory.h"
+#include "backends/api/status.h"
+
+namespace resmem::sim {
+
+// e820 types, numbered as Linux's arch/x86/include/asm/e820/types.h.
+enum class E820Type : int {
+  kRam = 1,
+  kReserved = 2,
+  kAcpi = 3,
+  kNvs = 4,
+  kUnusable = 5,
+  kPmem = 7,
+  kPram = 12,
+  kHole = -1,  // not in the map at all (PCI hole, MMIO): no RAM behind it
+};
+const char* E820TypeName(E820Type t);  // "System RAM", "Reserved", "ACPI Tables", ...
+
+struct E820Entry {
+  uint64_t start = 0;
+  uint64_t end = 0;  // exclusive
+  E820Type type = E820Type::kRam;
+};
+
+// A range the firmware puts MMIO in (PCI hole, IOAPIC/HPET/LAPIC, BIOS ROM). Shown in /proc/iomem;
+// reads there return zeros, writes vanish (FACTS.md: QEMU, memmap= over the PCI hole).
+struct MmioRange {
+  uint64_t start = 0;
+  uint64_t end = 0;  // exclusive
+  std::string name;  // "PCI Bus 0000:00", "IOAPIC 0", "Video ROM"
+};
+
+struct MtrrRange {
+  uint64_t base = 0;
+  uint64_t size = 0;  // power of two, base aligned to it (as the hardware requires)
+  MemoryType type = MemoryType::kWriteBack;
+};
+
+struct MtrrConfig {
+  bool enabled = true;
+  MemoryType default_type = MemoryType::kUncached;  // MTRRdefType
+  std::vector<MtrrRange> variable;                  // variable-range MTRRs
+  // Below 1 MiB the fixed MTRRs are modelled as WB for RAM, UC for the legacy holes.
+};
+
+// Host-side memory performance of this machine.
+struct HostPerf {
+  double wb_copy_gbps = 10;        // one thread's memcpy between WB buffers, GB/s (1e9 B/s)
+  double wc_write_gbps = 10;       // writes into WC memory (combined), GB/s
+  double uc_load_latency_ns = 100; // one uncached load or store round trip; UC throughput is
+                                   // load width / latency (each access waits for DRAM)
+  int memcpy_load_bytes = 8;       // width of libc memcpy's loads on UC memory
+  double page_fault_us = 0.25;     // first touch of an anonymous 4 KiB page
+  double pin_gbps = 3.2;           // pinning pages for registration (FACTS.md: 8 GiB in 2.65 s)
+  std::vector<double> memcpy_threads_gbps;  // aggregate memcpy GB/s with 1,2,4,8,16 threads,
+                                            // where measured (FACTS.md: H100 host 11, 24, 40, 55)
+  // Bytes per second for reading memory of type t with loads of `load_bytes` each.
+  double ReadBytesPerSecond(MemoryType t, int load_bytes) const;
+  double WriteBytesPerSecond(MemoryType t) const;
+};
+
+struct MachineSpec {
+  std::string name;                     // preset name or "custom"
+  std::string description;
+  std::vector<E820Entry> firmware_e820; // what the BIOS hands the kernel (/sys/firmware/memmap)
+  std::vector<MmioRange> mmio;          // device windows
+  std::string cmdline;                  // as the kernel receives it (/proc/cmdline)
+  std::string cmdline_source = "kernel";// "kernel": cmdline is literal; "grub": expand GRUB
+                                        // variables first, so an unescaped `$` eats text
+  MtrrConfig mtrr;
+  int phys_addr_bits = 46;              // CPUID 0x80000008; PTE bits above are reserved
+  bool pat_enabled = true;
+  HostPerf perf;
+  uint64_t kernel_reserved_bytes = 0;   // what the kernel itself keeps from usable RAM
+                                        // (MemTotal = usable e820 RAM - this)
+};
+
+// Named presets: "seed000-workstation" (192 GB, 2012 BIOS whose MTRRs cover 128 GB),
+// "seed002-workstation" (12 GB, Ubuntu 9.04), "qemu-q35-2g", "qemu-q35-5g" (QEMU's layout, as
+// FACTS.md booted it), "h100-host" (the GPU machine of FACTS.md).
+Result<MachineSpec> MachinePreset(const std::string& name);
+std::vector<std::string> MachinePresetNames();
+
+// What the booted kernel sees.
+struct BootedKernel {
+  std::string cmdline;               // after GRUB expansion, as /proc/cmdline reads
+  std::vector<E820Entry> e820;       // after mem=/memmap= edits ("user-defined physical RAM map")
+  uint64_t usable_ram = 0;           // bytes of E820 RAM the kernel manages
+  uint64_t mem_total = 0;            // /proc/meminfo MemTotal in bytes
+  struct Reservation {               // ranges memmap=nn$ss reserved for a driver
+    uint64_t start = 0;
+    uint64_t end = 0;
+    bool over_ram = false;           // firmware had RAM under all of it
+    bool over_hole = false;          // some part has no RAM behind it (MMIO / not in e820)
+    std::string conflict;            // the MMIO window or firmware range it collides with
+  };
+  std::vector<Reservation> reservations;
+  std::vector<std::string> messages; // dmesg lines the kernel would print about memory
+};
+
+// Applies the command line to the firmware map with Linux's rules:
+//   mem=nn       drop RAM above nn (arch/x86/kernel/e820.c, parse_memopt)
+//   memmap=nn$ss mark [ss, ss+nn) reserved; memmap=nn!ss protected (type 12);
+//   memmap=nn@ss add RAM; memmap=nn#ss ACPI data; memmap=nn alone acts as mem=nn
+//   memmap=exactmap clears the map (parse_memmap_one).
+// Malformed options produce a clear error naming the option.
+Result<BootedKernel> Boot(const MachineSpec& spec);
+
+// GRUB's variable expansion of an unescaped line: "$name"/"${name}" -> "" (name = [A-Za-z0-9_]),
+// "\$" -> "$". So "memmap=8G$4G" reaches the kernel as "memmap=8G".
+std::string ExpandGrubLine(const std::string& line);
+
+// Effective CPU memory type for [start, end) when a mapping asks for `requested` (MTRR x PAT):
+// WB is granted only where the MTRRs make the whole range WB; otherwise the kernel degrades the
+// mapping to UC- (arch/x86/mm/pat/memtype.c, pat_x_mtrr_type). WC and UC requests are honoured.
+MemoryType EffectiveMemoryType(const MachineSpec& spec, uint64_t start, uint64_t end,
+                               MemoryType requested);
+// The MTRR type of one address.
+MemoryType MtrrTypeAt(const MtrrConfig& mtrr, uint64_t addr);
+
+// The texts a real machine would show, rendered from the model: /proc/iomem, /proc/mtrr,
+// /sys/firmware/memmap (as "start end type" lines), /proc/meminfo, /proc/cmdline, /proc/cpuinfo
+// ("address sizes : 46 bits physical").
+std::string RenderIomem(const MachineSpec& spec, const BootedKernel& kernel);
+std::string RenderMtrr(const MachineSpec& spec);
+std::string RenderFirmwareMemmap(const MachineSpec& spec);
+std::string RenderMeminfo(const BootedKernel& kernel);
+std::string RenderCpuinfo(const MachineSpec& spec);
+
+}  // namespace resmem::sim
+
+#endif  // RESMEM_MOCK_MACHINE_MACHINE_H_
