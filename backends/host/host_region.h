@@ -1,0 +1,66 @@
+// Host stand-ins for the reserved-memory device, for machines where the kernel module cannot load
+// (the GPU machine: no module loading, no /dev/mem; FACTS.md "The GPU machine"). Each kind is an
+// ordinary kind of memory whose mapping the CUDA driver treats differently:
+//   memfd      memfd_create + MAP_SHARED (shmem)            registers (FACTS.md: 0)
+//   hugetlb    MAP_HUGETLB anonymous, 2 MiB pages           registers (FACTS.md: 0)
+//   shm        a file in /dev/shm, MAP_SHARED (tmpfs)        registers (FACTS.md: 0)
+//   file       a disk file, MAP_SHARED writable              refused: 1 (FACTS.md, "ext4 file")
+//   file-private  the same file, MAP_PRIVATE                 registers (FACTS.md: 0)
+//   anon       MAP_ANONYMOUS|MAP_PRIVATE, as malloc           registers (FACTS.md: 0)
+// Mapping facts are read back from /proc/self/smaps, never assumed.
+#ifndef RESMEM_BACKENDS_HOST_HOST_REGION_H_
+#define RESMEM_BACKENDS_HOST_HOST_REGION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/api/memory.h"
+#include "backends/api/region.h"
+
+namespace resmem::host {
+
+enum class HostKind { kMemfd, kHugetlb, kShm, kFile, kFilePrivate, kAnonymous };
+const char* HostKindName(HostKind k);  // "memfd", "hugetlb", "shm", "file", "file-private", "anon"
+// Accepts the names above; the error lists them.
+Result<HostKind> ParseHostKind(const std::string& name);
+std::vector<HostKind> AllHostKinds();
+
+struct HostMapOptions {
+  bool writable = true;      // PROT_WRITE (PROT_READ alone otherwise)
+  bool noreserve = false;    // MAP_NORESERVE: reserve address space only (huge-size cases)
+  bool populate = false;     // touch every page once after mapping
+  std::string file_dir = "/var/tmp";  // where the disk-file kind creates its file
+};
+
+// Maps `bytes` of memory of `kind`. The file behind memfd/shm/file kinds is unlinked at once (the
+// mapping keeps it). A MAP_HUGETLB failure names /proc/sys/vm/nr_hugepages as the way out.
+Result<std::unique_ptr<HostMemory>> MapHostMemory(HostKind kind, uint64_t bytes,
+                                                  const HostMapOptions& options = {});
+
+// Wraps an existing mapping this process did not make (e.g. the kernel's [vvar] page, a
+// VM_IO|VM_PFNMAP mapping like remap_pfn_range makes). Facts are read from smaps. Not unmapped
+// when destroyed.
+Result<std::unique_ptr<HostMemory>> WrapForeignMapping(uint64_t address, uint64_t length,
+                                                       const std::string& describe);
+
+// A RegionProvider whose devices are the kinds: "host:memfd", "host:hugetlb", "host:shm",
+// "host:file", "host:file-private", "host:anon". Each device is `size` bytes; Map honours offset,
+// length and protections like the module's mmap (bounds checked, page aligned).
+class HostRegionProvider : public RegionProvider {
+ public:
+  explicit HostRegionProvider(uint64_t size, HostMapOptions options = {})
+      : size_(size), options_(std::move(options)) {}
+  std::string name() const override { return "host"; }
+  Result<std::vector<std::string>> List() override;
+  Result<std::unique_ptr<RegionHandle>> Open(const OpenRequest& request) override;
+
+ private:
+  uint64_t size_;
+  HostMapOptions options_;
+};
+
+}  // namespace resmem::host
+
+#endif  // RESMEM_BACKENDS_HOST_HOST_REGION_H_

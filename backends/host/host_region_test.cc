@@ -1,0 +1,121 @@
+#include "backends/host/host_region.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/host/smaps_facts.h"
+
+namespace resmem::host {
+namespace {
+
+TEST(SmapsFacts, ParsesFlagsAndBacking) {
+  const std::string text =
+      "7f0000000000-7f0000200000 rw-s 00000000 00:01 42     /memfd:resmem-standin (deleted)\n"
+      "Size:               2048 kB\n"
+      "KernelPageSize:        4 kB\n"
+      "AnonHugePages:         0 kB\n"
+      "VmFlags: rd wr sh mr mw me ms sd\n"
+      "7f0000200000-7f0000201000 r--p 00000000 00:00 0      [vvar]\n"
+      "KernelPageSize:        4 kB\n"
+      "VmFlags: rd mr pf io de dd sd\n";
+  auto memfd = ParseSmapsFacts(text, 0x7f0000001000);
+  ASSERT_TRUE(memfd.ok()) << memfd.status().ToString();
+  EXPECT_TRUE(memfd->shared);
+  EXPECT_TRUE(memfd->writable);
+  EXPECT_FALSE(memfd->vm_pfnmap);
+  EXPECT_EQ(memfd->backing, Backing::kShmem);
+  EXPECT_EQ(memfd->length, 2u << 20);
+
+  auto vvar = ParseSmapsFacts(text, 0x7f0000200000);
+  ASSERT_TRUE(vvar.ok());
+  EXPECT_TRUE(vvar->vm_pfnmap);
+  EXPECT_TRUE(vvar->vm_io);
+  EXPECT_FALSE(vvar->writable);
+  EXPECT_EQ(vvar->backing, Backing::kDevicePfn);
+
+  auto none = ParseSmapsFacts(text, 0x1000);
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no mapping"), std::string::npos);
+}
+
+TEST(HostMemory, EachKindReadsBackItsOwnFacts) {
+  struct Want {
+    HostKind kind;
+    Backing backing;
+    bool shared;
+  };
+  for (Want w : {Want{HostKind::kMemfd, Backing::kShmem, true},
+                 Want{HostKind::kShm, Backing::kShmem, true},
+                 Want{HostKind::kFile, Backing::kFile, true},
+                 Want{HostKind::kFilePrivate, Backing::kFile, false},
+                 Want{HostKind::kAnonymous, Backing::kAnonymous, false}}) {
+    auto mem = MapHostMemory(w.kind, 1 << 20);
+    ASSERT_TRUE(mem.ok()) << HostKindName(w.kind) << ": " << mem.status().ToString();
+    EXPECT_EQ((*mem)->facts().backing, w.backing) << HostKindName(w.kind);
+    EXPECT_EQ((*mem)->facts().shared, w.shared) << HostKindName(w.kind);
+    EXPECT_EQ((*mem)->facts().origin, "smaps");
+    const char msg[] = "block 7";
+    ASSERT_TRUE((*mem)->Write(4096, msg, sizeof msg).ok());
+    char back[sizeof msg] = {};
+    ASSERT_TRUE((*mem)->Read(4096, back, sizeof back).ok());
+    EXPECT_STREQ(back, msg);
+    EXPECT_FALSE((*mem)->Read((1 << 20) - 2, back, 4).ok());  // past the end
+  }
+}
+
+TEST(HostMemory, HugetlbNamesTheWayOutOrIsHuge) {
+  auto mem = MapHostMemory(HostKind::kHugetlb, 2 << 20);
+  if (!mem.ok()) {
+    // No 2 MiB pages reserved on this machine: the error must say how to get them.
+    EXPECT_NE(mem.status().message().find("nr_hugepages"), std::string::npos);
+    return;
+  }
+  EXPECT_EQ((*mem)->facts().backing, Backing::kHugetlb);
+  EXPECT_EQ((*mem)->facts().page_size, 2u << 20);
+}
+
+TEST(HostMemory, ReadOnlyMappingRefusesWrites) {
+  HostMapOptions o;
+  o.writable = false;
+  auto mem = MapHostMemory(HostKind::kAnonymous, 8192, o);
+  ASSERT_TRUE(mem.ok());
+  EXPECT_FALSE((*mem)->facts().writable);
+  char c = 1;
+  EXPECT_FALSE((*mem)->Write(0, &c, 1).ok());
+}
+
+TEST(HostRegionProvider, OpensKindsAndChecksBounds) {
+  HostRegionProvider provider(4 << 20);
+  auto list = provider.List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), AllHostKinds().size());
+  auto bad = provider.Open({"host:nvme", false, true});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("memfd"), std::string::npos);  // lists the choices
+  auto handle = provider.Open({"host:memfd", false, true});
+  ASSERT_TRUE(handle.ok());
+  MapRequest past;
+  past.offset = 4096;
+  past.length = 4 << 20;
+  EXPECT_FALSE((*handle)->Map(past).ok());
+  MapRequest unaligned;
+  unaligned.offset = 100;
+  unaligned.length = 4096;
+  EXPECT_FALSE((*handle)->Map(unaligned).ok());
+  MapRequest ok;
+  ok.length = 1 << 20;
+  auto mem = (*handle)->Map(ok);
+  ASSERT_TRUE(mem.ok());
+  EXPECT_EQ((*mem)->size(), 1u << 20);
+}
+
+TEST(ForeignMapping, VvarIsPfnmapWhereTheKernelHasIt) {
+  auto vvar = FindNamedVma("[vvar]");
+  if (!vvar.ok()) GTEST_SKIP() << "skipped: no [vvar] mapping on this kernel";
+  auto mem = WrapForeignMapping(vvar->start, vvar->length, "[vvar]");
+  ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+  EXPECT_TRUE((*mem)->facts().vm_pfnmap);
+  EXPECT_EQ((*mem)->facts().backing, Backing::kDevicePfn);
+}
+
+}  // namespace
+}  // namespace resmem::host
