@@ -1,0 +1,392 @@
+#include "backends/cuda/cuda_gpu.h"
+
+#include <cuda.h>  // driver API types only; the functions are reached through entry points
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "backends/cuda/kernels.h"
+
+namespace resmem::cuda {
+namespace {
+
+using CtxSetCurrentFn = CUresult (*)(CUcontext);
+using CtxGetCurrentFn = CUresult (*)(CUcontext*);
+using CtxCreateFn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+
+std::string Hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+// A failed runtime call: clear the (non-sticky) error and return it as a value.
+Status CudaError(cudaError_t err, const std::string& call) {
+  cudaGetLastError();
+  return Status::Cuda(static_cast<int>(err), call + " -> " + CudaCodeText(static_cast<int>(err)));
+}
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class CudaBuffer : public DeviceBuffer {
+ public:
+  CudaBuffer(void* p, uint64_t size, int device) : p_(p), size_(size), device_(device) {}
+  ~CudaBuffer() override { cudaFree(p_); }
+  uint64_t size() const override { return size_; }
+  int device() const override { return device_; }
+  uint8_t* ptr() { return static_cast<uint8_t*>(p_); }
+
+ private:
+  void* p_;
+  uint64_t size_;
+  int device_;
+};
+
+class PinnedMemory : public HostMemory {
+ public:
+  PinnedMemory(void* p, uint64_t size, MappingFacts facts)
+      : p_(static_cast<uint8_t*>(p)), size_(size), facts_(std::move(facts)) {}
+  ~PinnedMemory() override { cudaFreeHost(p_); }
+  uint64_t size() const override { return size_; }
+  const MappingFacts& facts() const override { return facts_; }
+  uint64_t address() const override { return reinterpret_cast<uint64_t>(p_); }
+  uint8_t* data() override { return p_; }
+  Status Read(uint64_t offset, void* out, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read"));
+    std::memcpy(out, p_ + offset, len);
+    return Status::Ok();
+  }
+  Status Write(uint64_t offset, const void* in, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "write"));
+    std::memcpy(p_ + offset, in, len);
+    return Status::Ok();
+  }
+  std::string Describe() const override {
+    return "cudaHostAlloc " + FormatSize(size_) + " at " + Hex(address());
+  }
+
+ private:
+  uint8_t* p_;
+  uint64_t size_;
+  MappingFacts facts_;
+};
+
+Result<uint8_t*> HostPointer(HostMemory& host, uint64_t offset, uint64_t length, const char* what) {
+  RESMEM_RETURN_IF_ERROR(CheckSpan(host, offset, length, what));
+  if (host.data() == nullptr)
+    return Status::InvalidArgument(std::string(what) + ": " + host.Describe() +
+                                   " is not addressable in this process (a simulated span); "
+                                   "use the sim Gpu with simulated memory");
+  return host.data() + offset;
+}
+
+Result<CudaBuffer*> AsCuda(DeviceBuffer& dev, uint64_t offset, uint64_t length, const char* what) {
+  auto* b = dynamic_cast<CudaBuffer*>(&dev);
+  if (b == nullptr)
+    return Status::InvalidArgument(std::string(what) +
+                                   ": device buffer was not allocated by the CUDA backend");
+  if (offset > b->size() || length > b->size() - offset)
+    return Status::InvalidArgument(std::string(what) + ": [" + std::to_string(offset) + "+" +
+                                   std::to_string(length) + ") runs past the device buffer of " +
+                                   FormatSize(b->size()));
+  return b;
+}
+
+}  // namespace
+
+std::string CudaCodeText(int code) {
+  const char* name = cudaGetErrorName(static_cast<cudaError_t>(code));
+  return std::to_string(code) + " " + (name ? name : "?");
+}
+
+Result<std::unique_ptr<CudaGpu>> CudaGpu::Create(int device) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return Status::Unavailable(
+        "no GPU: cudaGetDeviceCount -> " +
+        (err != cudaSuccess ? CudaCodeText(err) : std::string("0 devices")) +
+        "; run on a machine with an NVIDIA GPU and driver, or use --backend sim");
+  }
+  if (device < 0 || device >= count)
+    return Status::InvalidArgument("device " + std::to_string(device) + " does not exist: " +
+                                   std::to_string(count) + " device(s) here");
+  std::unique_ptr<CudaGpu> gpu(new CudaGpu());
+  gpu->device_ = device;
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  // The error numbering has been CUDA 13's since CUDA 10 (driver_types.h); the era name follows
+  // the measured profile for r580 drivers (FACTS.md), else names the driver's CUDA version.
+  char era[64];
+  std::snprintf(era, sizeof era, "cuda-%d.%d%s", driver / 1000, (driver % 1000) / 10,
+                driver >= 13000 ? "-r580" : "");
+  gpu->profile_ = era;
+  if ((err = cudaSetDevice(device)) != cudaSuccess) return CudaError(err, "cudaSetDevice");
+  if ((err = cudaFree(nullptr)) != cudaSuccess) return CudaError(err, "cudaFree(0) (init)");
+  cudaDriverEntryPointQueryResult q;
+  cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &gpu->fn_ctx_set_current_, 4000,
+                                   cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &gpu->fn_ctx_get_current_, 4000,
+                                   cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuCtxCreate", &gpu->fn_ctx_create_, 12050,
+                                   cudaEnableDefault, &q);
+  cudaGetLastError();
+  CUcontext primary = nullptr;
+  if (gpu->fn_ctx_get_current_)
+    reinterpret_cast<CtxGetCurrentFn>(gpu->fn_ctx_get_current_)(&primary);
+  gpu->contexts_.push_back(primary);
+  gpu->context_device_.push_back(device);
+  return gpu;
+}
+
+CudaGpu::~CudaGpu() = default;  // contexts die with the process; buffers free themselves
+
+Status CudaGpu::BindThread() {
+  int c = current_.load();
+  void* ctx = contexts_[c];
+  if (fn_ctx_set_current_ && ctx) {
+    CUresult r = reinterpret_cast<CtxSetCurrentFn>(fn_ctx_set_current_)(static_cast<CUcontext>(ctx));
+    if (r != CUDA_SUCCESS)
+      return Status::Cuda(static_cast<int>(r), "cuCtxSetCurrent(context " + std::to_string(c) +
+                                                   ") -> " + std::to_string(r));
+    return Status::Ok();
+  }
+  cudaError_t err = cudaSetDevice(context_device_[c]);
+  return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaSetDevice");
+}
+
+Result<int> CudaGpu::DeviceCount() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return CudaError(err, "cudaGetDeviceCount");
+  return count;
+}
+
+Result<DeviceAttributes> CudaGpu::Attributes(int device) {
+  cudaDeviceProp prop;
+  cudaError_t err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess) return CudaError(err, "cudaGetDeviceProperties(" + std::to_string(device) + ")");
+  DeviceAttributes a;
+  a.name = prop.name;
+  a.total_memory = prop.totalGlobalMem;
+  auto attr = [&](cudaDeviceAttr which, int* out) { cudaDeviceGetAttribute(out, which, device); };
+  attr(cudaDevAttrHostRegisterSupported, &a.host_register_supported);
+  attr(cudaDevAttrHostRegisterReadOnlySupported, &a.read_only_host_register_supported);
+  attr(cudaDevAttrPageableMemoryAccess, &a.pageable_memory_access);
+  attr(cudaDevAttrPageableMemoryAccessUsesHostPageTables,
+       &a.pageable_memory_access_uses_host_page_tables);
+  attr(cudaDevAttrAsyncEngineCount, &a.async_engine_count);
+  attr(cudaDevAttrCanMapHostMemory, &a.can_map_host_memory);
+  attr(cudaDevAttrPciBusId, &a.pci_bus_id);
+  cudaGetLastError();
+  return a;
+}
+
+Result<int> CudaGpu::CreateContext(int device) {
+  if (!fn_ctx_create_)
+    return Status::Unsupported("cuCtxCreate is not offered by this driver's entry points");
+  CUcontext ctx = nullptr;
+  CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, 0, device);
+  if (r != CUDA_SUCCESS)
+    return Status::Cuda(static_cast<int>(r), "cuCtxCreate(device " + std::to_string(device) +
+                                                 ") -> " + std::to_string(r));
+  std::lock_guard<std::mutex> l(mu_);
+  contexts_.push_back(ctx);
+  context_device_.push_back(device);
+  int id = static_cast<int>(contexts_.size()) - 1;
+  // cuCtxCreate made the new context current on this thread; put ours back.
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  return id;
+}
+
+Status CudaGpu::UseContext(int context) {
+  if (context < 0 || context >= static_cast<int>(contexts_.size()))
+    return Status::InvalidArgument("no context " + std::to_string(context) + ": " +
+                                   std::to_string(contexts_.size()) + " exist (CreateContext first)");
+  current_.store(context);
+  return BindThread();
+}
+
+Status CudaGpu::Register(HostMemory& mem, uint64_t offset, uint64_t length, uint32_t flags) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* p, HostPointer(mem, offset, length, "cudaHostRegister"));
+  cudaError_t err = cudaHostRegister(p, length, flags);
+  if (err != cudaSuccess)
+    return CudaError(err, "cudaHostRegister(" + Hex(reinterpret_cast<uint64_t>(p)) + ", " +
+                              FormatSize(length) + ", " + RegisterFlagsName(flags) + ")");
+  return Status::Ok();
+}
+
+Status CudaGpu::Unregister(HostMemory& mem, uint64_t offset) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  uint8_t* p = mem.data() ? mem.data() + offset : nullptr;
+  cudaError_t err = cudaHostUnregister(p);
+  if (err != cudaSuccess)
+    return CudaError(err, "cudaHostUnregister(" + Hex(reinterpret_cast<uint64_t>(p)) + ")");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_t flags) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  void* p = nullptr;
+  unsigned alloc_flags = (flags & kRegisterPortable ? cudaHostAllocPortable : 0) |
+                         (flags & kRegisterMapped ? cudaHostAllocMapped : 0);
+  cudaError_t err = cudaHostAlloc(&p, bytes, alloc_flags);
+  if (err != cudaSuccess)
+    return CudaError(err, "cudaHostAlloc(" + FormatSize(bytes) + ", " + RegisterFlagsName(flags) + ")");
+  MappingFacts f;
+  f.length = bytes;
+  f.shared = true;
+  f.backing = Backing::kPinnedHost;
+  f.pinned = true;
+  f.locked = true;
+  f.pinned_context = current_.load();
+  f.portable = flags & kRegisterPortable;
+  f.origin = "cudaHostAlloc";
+  return std::unique_ptr<HostMemory>(new PinnedMemory(p, bytes, f));
+}
+
+Result<std::unique_ptr<DeviceBuffer>> CudaGpu::AllocDevice(uint64_t bytes) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) return CudaError(err, "cudaMalloc(" + FormatSize(bytes) + ")");
+  return std::unique_ptr<DeviceBuffer>(new CudaBuffer(p, bytes, context_device_[current_.load()]));
+}
+
+Result<CopyStats> CudaGpu::Copy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                                DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "cudaMemcpy"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "cudaMemcpy"));
+  cudaPointerAttributes attrs;
+  bool pinned = cudaPointerGetAttributes(&attrs, h) == cudaSuccess &&
+                attrs.type == cudaMemoryTypeHost;
+  cudaGetLastError();
+  double t0 = Now();
+  cudaError_t err =
+      dir == CopyDirection::kHostToDevice
+          ? cudaMemcpyAsync(b->ptr() + dev_offset, h, length, cudaMemcpyHostToDevice,
+                            cudaStreamPerThread)
+          : cudaMemcpyAsync(h, b->ptr() + dev_offset, length, cudaMemcpyDeviceToHost,
+                            cudaStreamPerThread);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+  double t1 = Now();
+  if (err != cudaSuccess)
+    return CudaError(err, std::string("cudaMemcpyAsync ") +
+                              (dir == CopyDirection::kHostToDevice ? "H2D " : "D2H ") +
+                              FormatSize(length));
+  CopyStats s;
+  s.bytes = length;
+  s.seconds = t1 - t0;
+  s.path = pinned ? "pinned-dma" : "pageable-staged";
+  return s;
+}
+
+Result<CopyStats> CudaGpu::CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                                      DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "zero-copy"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "zero-copy"));
+  void* dptr = nullptr;
+  std::string path = "zero-copy-mapped";
+  cudaError_t err = cudaHostGetDevicePointer(&dptr, h, 0);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    int pageable = 0;
+    cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, b->device());
+    if (!pageable)
+      return CudaError(err, "cudaHostGetDevicePointer (memory not registered with Mapped, and "
+                            "the device reports PageableMemoryAccess 0)");
+    dptr = h;  // HMM: the device walks the host's page tables
+    path = "pageable-access";
+  }
+  double t0 = Now();
+  int rc = dir == CopyDirection::kHostToDevice
+               ? LaunchKernelCopy(b->ptr() + dev_offset, dptr, length, cudaStreamPerThread)
+               : LaunchKernelCopy(dptr, b->ptr() + dev_offset, length, cudaStreamPerThread);
+  err = static_cast<cudaError_t>(rc);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+  double t1 = Now();
+  if (err != cudaSuccess) return CudaError(err, "zero-copy kernel copy of " + FormatSize(length));
+  CopyStats s;
+  s.bytes = length;
+  s.seconds = t1 - t0;
+  s.path = path;
+  return s;
+}
+
+Result<uint64_t> CudaGpu::DeviceChecksum(DeviceBuffer& dev, uint64_t offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, offset, length, "checksum"));
+  constexpr uint64_t kBounce = 4 << 20;
+  void* bounce = nullptr;
+  cudaError_t err = cudaMallocHost(&bounce, kBounce);
+  if (err != cudaSuccess) return CudaError(err, "cudaMallocHost (checksum bounce buffer)");
+  uint64_t sum = 0xcbf29ce484222325ull;
+  for (uint64_t done = 0; done < length && err == cudaSuccess;) {
+    uint64_t n = length - done < kBounce ? length - done : kBounce;
+    err = cudaMemcpyAsync(bounce, b->ptr() + offset + done, n, cudaMemcpyDeviceToHost,
+                          cudaStreamPerThread);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+    if (err == cudaSuccess) sum = Fnv1a64(bounce, n, sum);
+    done += n;
+  }
+  cudaFreeHost(bounce);
+  if (err != cudaSuccess) return CudaError(err, "checksum copy-back");
+  return sum;
+}
+
+Result<uint64_t> CudaGpu::CountPatternMismatches(DeviceBuffer& dev, uint64_t offset,
+                                                 uint64_t length, uint64_t seq,
+                                                 uint64_t fill_seed) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, offset, length, "pattern check"));
+  // One counter per thread, kept for the thread's life: the check runs per block in the stream.
+  thread_local unsigned long long* counter = nullptr;
+  thread_local unsigned long long* host_count = nullptr;
+  cudaError_t err = cudaSuccess;
+  if (!counter) {
+    if ((err = cudaMalloc(reinterpret_cast<void**>(&counter), sizeof *counter)) != cudaSuccess)
+      return CudaError(err, "cudaMalloc (pattern counter)");
+    if ((err = cudaMallocHost(reinterpret_cast<void**>(&host_count), sizeof *host_count)) != cudaSuccess)
+      return CudaError(err, "cudaMallocHost (pattern counter)");
+  }
+  err = cudaMemsetAsync(counter, 0, sizeof *counter, cudaStreamPerThread);
+  if (err == cudaSuccess)
+    err = static_cast<cudaError_t>(LaunchCountPatternMismatches(
+        b->ptr() + offset, length, seq, fill_seed, counter, cudaStreamPerThread));
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(host_count, counter, sizeof *counter, cudaMemcpyDeviceToHost,
+                          cudaStreamPerThread);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+  if (err != cudaSuccess) return CudaError(err, "pattern check kernel");
+  return static_cast<uint64_t>(*host_count);
+}
+
+Status RegisterInChunks(Gpu& gpu, HostMemory& mem, uint64_t offset, uint64_t length,
+                        uint32_t flags, uint64_t chunk, std::vector<uint64_t>* piece_offsets) {
+  if (chunk == 0) return Status::InvalidArgument("registration chunk of 0 bytes: give a chunk size");
+  std::vector<uint64_t> done;
+  for (uint64_t off = offset; off < offset + length; off += chunk) {
+    uint64_t n = offset + length - off < chunk ? offset + length - off : chunk;
+    Status st = gpu.Register(mem, off, n, flags);
+    if (!st.ok()) {
+      for (uint64_t d : done) gpu.Unregister(mem, d);
+      return st.WithContext("piece " + std::to_string(done.size()) + " at offset " +
+                            std::to_string(off) + " of " + std::to_string(length / chunk + 1));
+    }
+    done.push_back(off);
+  }
+  if (piece_offsets) *piece_offsets = done;
+  return Status::Ok();
+}
+
+}  // namespace resmem::cuda

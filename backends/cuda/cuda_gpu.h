@@ -1,0 +1,89 @@
+// The real Gpu over the CUDA runtime (static cudart, so binaries built on CI run on a GPU machine
+// as carried). Return codes are the runtime's own numbers (CUDA 13 numbering). Copies run on the
+// calling thread's own stream (cudaStreamPerThread), so several threads copy concurrently, each
+// on its own stream, and are timed by the steady clock around the synchronised copy.
+// Where no GPU or driver is present, Create returns Unavailable naming the runtime's code
+// (on the build machine: 35 cudaErrorInsufficientDriver) and the way out (--backend sim).
+#ifndef RESMEM_BACKENDS_CUDA_CUDA_GPU_H_
+#define RESMEM_BACKENDS_CUDA_CUDA_GPU_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/api/gpu.h"
+
+namespace resmem::cuda {
+
+class CudaGpu : public Gpu {
+ public:
+  // Initialises the runtime on `device` and makes its primary context context 0.
+  static Result<std::unique_ptr<CudaGpu>> Create(int device = 0);
+  ~CudaGpu() override;
+
+  std::string name() const override { return "cuda"; }
+  std::string profile() const override { return profile_; }
+  Result<int> DeviceCount() override;
+  Result<DeviceAttributes> Attributes(int device) override;
+  // Contexts beyond 0 are made with cuCtxCreate, reached through cudaGetDriverEntryPointByVersion
+  // (no link against libcuda); a context is current per thread, and every call below first makes
+  // the Gpu's current context current on the calling thread.
+  Result<int> CreateContext(int device) override;
+  Status UseContext(int context) override;
+  int current_context() const override { return current_.load(); }
+
+  Status Register(HostMemory& mem, uint64_t offset, uint64_t length, uint32_t flags) override;
+  Status Unregister(HostMemory& mem, uint64_t offset) override;
+  Result<std::unique_ptr<HostMemory>> AllocPinned(uint64_t bytes, uint32_t flags) override;
+  Result<std::unique_ptr<DeviceBuffer>> AllocDevice(uint64_t bytes) override;
+  // path: "pinned-dma" when the runtime knows the host pointer as page-locked (registered or
+  // cudaMallocHost), "pageable-staged" otherwise (the driver stages through its own buffers).
+  Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                         DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) override;
+  // Copies the range back through a pinned bounce buffer and sums it on the host (FNV-1a 64 is
+  // sequential; a device kernel would run it on one thread). For a device-side check of a whole
+  // block use CountPatternMismatches.
+  Result<uint64_t> DeviceChecksum(DeviceBuffer& dev, uint64_t offset, uint64_t length) override;
+
+  // ---- beyond the Gpu interface ----
+  // Zero-copy: a kernel moves the bytes through the device's view of host memory: the mapped
+  // pointer of memory registered with kRegisterMapped (or pinned with it), or the host pointer
+  // itself where the device reports PageableMemoryAccess (HMM). path "zero-copy-mapped" or
+  // "pageable-access". Refused with the runtime's code when neither applies.
+  Result<CopyStats> CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                               DeviceBuffer& dev, uint64_t dev_offset, uint64_t length);
+  // Words of dev[offset, offset+length) that differ from the block pattern (block_pattern.h),
+  // counted on the device.
+  Result<uint64_t> CountPatternMismatches(DeviceBuffer& dev, uint64_t offset, uint64_t length,
+                                          uint64_t seq, uint64_t fill_seed);
+  // Makes the Gpu's current context current on this thread (done by every call above).
+  Status BindThread();
+
+ private:
+  CudaGpu() = default;
+  std::string profile_;
+  int device_ = 0;
+  std::vector<void*> contexts_;  // CUcontext per index
+  std::vector<int> context_device_;
+  std::atomic<int> current_{0};
+  std::mutex mu_;
+  void* fn_ctx_set_current_ = nullptr;
+  void* fn_ctx_create_ = nullptr;
+  void* fn_ctx_get_current_ = nullptr;
+};
+
+// "cudaHostRegister -> 1 cudaErrorInvalidValue" style text for a runtime code.
+std::string CudaCodeText(int code);
+
+// Registers [offset, offset+length) in pieces of at most `chunk` bytes, for ranges too large for
+// one call (r580 drivers refuse one call of 512 GiB or more with 2; FACTS.md). On a failure the
+// pieces already registered are unregistered again and the failing piece is named.
+Status RegisterInChunks(Gpu& gpu, HostMemory& mem, uint64_t offset, uint64_t length,
+                        uint32_t flags, uint64_t chunk, std::vector<uint64_t>* piece_offsets);
+
+}  // namespace resmem::cuda
+
+#endif  // RESMEM_BACKENDS_CUDA_CUDA_GPU_H_
