@@ -2,9 +2,27 @@
 // flags, backing, protections, size, pinned state) and a driver profile, and costs each copy with
 // a bandwidth model on the backend's clock. Because it decides from facts, it judges real mappings
 // (the kmod Region in QEMU, read from /proc/self/smaps) as well as simulated ones.
+//
+// Contracts of the model (rules and their sources: the table at the top of cuda_profile.cc):
+// - Return codes are CUDA runtime numbers in the profile's era (Status space kCuda).
+// - Registrations are tracked per (context, address range). The range is HostMemory::address() +
+//   offset; a span whose address() is 0 (simulated, not addressable) is keyed by its object, so
+//   ranges of different simulated spans never overlap.
+// - Device buffers are sparse: content exists only where non-zero bytes were written, so a
+//   simulated 80 GB device costs nothing. Unwritten bytes read as zero.
+// - Copy moves real bytes through HostMemory::Read/Write in chunks of at most 1 MiB, picks the
+//   driver's path ("pinned-dma" for registered or pinned memory usable from the current context,
+//   "pageable-staged" otherwise), and charges the clock with the modelled time.
+// - Fault points: "gpu.register", "gpu.unregister", "gpu.alloc" (AllocPinned, AllocDevice),
+//   "gpu.copy", "gpu.checksum". Error and signal effects are returned; delays are charged to the
+//   clock; "gpu.copy" corrupt flips one byte of what arrives, short lets only short_length bytes
+//   arrive and returns an error that says so; "gpu.checksum" corrupt flips one summed byte.
+// - A failed host access (a SIGBUS/SIGKILL Status from HostMemory::Read/Write) is the copy's
+//   error; bytes moved before it stay moved.
 #ifndef RESMEM_MOCK_GPU_SIM_GPU_H_
 #define RESMEM_MOCK_GPU_SIM_GPU_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,20 +54,59 @@ struct CudaProfile {
   int read_only_host_register_supported = 0;
   double register_fixed_seconds = 0;  // per call
   HostPerf default_host;              // host model when no simulated machine is given
+
+  // --- added with the model (mock/gpu owns this header) ---
+  // Bytes of a pageable copy the driver stages ahead of its DMA (its staging buffers fill);
+  // past them, each chunk's DMA is on the critical path: time per byte 1/(eff*host) + 1/link
+  // instead of 1/(eff*min(host, link)). UINT64_MAX: always overlapped.
+  uint64_t pageable_overlap_bytes = UINT64_MAX;
+  // The driver refuses writable MAP_SHARED mappings of files that need dirty tracking (disk and
+  // FUSE files) because it pins them FOLL_LONGTERM.
+  bool refuses_writable_shared_file = false;
+  // Read-only mappings need the ReadOnly flag.
+  bool readonly_mapping_needs_flag = false;
+  // Pin rate for pages already resident (VM_LOCKED); untouched pages pin at HostPerf::pin_gbps.
+  double pin_resident_gbps = 0;       // 0: same as HostPerf::pin_gbps
+  // /proc/meminfo MemTotal of the host this profile was measured on (a registration larger than
+  // MemTotal fails with cudaErrorMemoryAllocation), when SimGpuOptions gives none.
+  uint64_t default_host_mem_total = 0;
+  // Error numbers of this era (backends/api/gpu.h CudaErrorName tables).
+  int error_invalid_value = 1;
+  int error_memory_allocation = 2;
+  int error_unknown = 999;
+  int error_already_registered = 712;
+  int error_not_registered = 713;
+  int error_invalid_device = 101;
+  int error_invalid_context = 201;
+  int can_map_host_memory = 1;
 };
 
+// "cuda-4.1-r285" or "cuda-13.0-r580"; an unknown name is refused with the list of known ones.
 Result<CudaProfile> CudaProfileByName(const std::string& name);
 std::vector<std::string> CudaProfileNames();
 
 struct SimGpuOptions {
   int device_count = 1;
+  // The host's /proc/meminfo MemTotal in bytes (BootedKernel::mem_total of a simulated machine).
+  // 0: the profile's default_host_mem_total.
+  uint64_t host_mem_total = 0;
 };
 
 // `host` is the machine the GPU sits in (its memory speeds); the clock and faults are shared with
-// the rest of the backend.
+// the rest of the backend. `faults` may be null (no fault points fire); `clock` must not be null.
 std::unique_ptr<Gpu> MakeSimGpu(const CudaProfile& profile, const HostPerf& host,
                                 std::shared_ptr<Clock> clock, std::shared_ptr<FaultInjector> faults,
                                 const SimGpuOptions& options = {});
+
+// The modelled seconds one copy of `bytes` takes on each path; the rates Copy() charges.
+// Exposed so benchmarks and the transfer engine can print or plan with the same model.
+// `type` is the host memory's type (the staged path reads or writes it through the CPU).
+double PinnedCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes);
+double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyDirection dir,
+                         MemoryType type, uint64_t bytes);
+// Seconds cudaHostRegister spends pinning `bytes` of memory with these facts and flags.
+double RegisterSeconds(const CudaProfile& profile, const HostPerf& host, const MappingFacts& facts,
+                       uint64_t bytes, uint32_t flags);
 
 }  // namespace resmem::sim
 

@@ -1,0 +1,175 @@
+// Driver profiles of the CUDA model. Each rule the model applies, and where it comes from:
+//
+// | rule                                                    | 4.1-r285 | 13.0-r580 | source                |
+// |---------------------------------------------------------|----------|-----------|-----------------------|
+// | register VM_PFNMAP|VM_IO mapping, flags 0               | 30       | 1         | seed 000; FACTS "A VM_PFNMAP|VM_IO mapping ... flags 0 -> 1" |
+// | register pfnmap|io, IoMemory, physically contiguous     | 11 (flag unknown) | 0 | FACTS "IoMemory -> 0"; os-mlock.c line of FACTS |
+// | IoMemory on ordinary memory                             | 11       | 1         | FACTS "IoMemory on ordinary anonymous memory -> 1" |
+// | one call larger than MemTotal                           | 2        | 2         | seed 000 (188 GB -> 2 with mem=4G); FACTS "256 GiB / 126 GiB ... 2" |
+// | one call >= 512 GiB                                     | -        | 2         | FACTS "Reported elsewhere for r580 ... 512 GiB" |
+// | size check before the pfnmap check                      | yes      | yes       | seed 000: 2 for 188 GB, 30 for 16 MB of one mapping |
+// | malloc/anon/shmem/memfd/hugetlb/THP                     | 0        | 0         | FACTS "malloc, anonymous, MAP_SHARED of /dev/shm ... 0" |
+// | writable MAP_SHARED disk file (and FUSE file)           | 0        | 1         | FACTS "MAP_SHARED writable mapping of an ext4 file: 1"; Linux mm/gup.c writable_file_mapping_allowed() |
+// | MAP_PRIVATE file                                        | 0        | 0         | FACTS "MAP_PRIVATE of the same file: 0" |
+// | read-only mapping without / with ReadOnly flag          | 0 / 11   | 1 / 0     | FACTS "PROT_READ mapping: 1 without ... 0 with it" |
+// | pages-mode device memory (struct pages), flags 0        | 0        | 0         | FACTS os-mlock.c: pin_user_pages needs struct pages (it has them) |
+// | same range twice / sub-range / overlap                  | 61       | 712       | FACTS "same range twice, a sub-range, an overlap: 712" |
+// | unregister unknown pointer                              | 62       | 713       | FACTS "unregister of unknown pointer: 713" |
+// | unregister interior pointer; size 0; unknown flag       | 11       | 1         | FACTS "interior pointer or nullptr, size 0, unknown flag: 1" |
+// | unaligned pointer                                       | 0        | 0         | FACTS "unaligned pointer (ptr+1, ptr+100): 0" |
+// | IoMemory / ReadOnly flags exist                         | no       | yes       | CUDA 4.1 had Portable and Mapped only (seed 000 era); FACTS |
+// | pinned H2D GB/s                                         | 5.69     | 54.7      | seed 000 case C 5720/5689/5694/5685 MB/s; FACTS 54.5 / 54.9 |
+// | pinned D2H GB/s                                         | 5.69 (assumed = H2D) | 54.0 | no seed figure; FACTS has none: measured 53.5-54.9 here (tools/measure_copies.cu) |
+// | pageable: staged through the driver's pinned buffer     | min(host,link)*0.95 | + DMA serial past 16 MiB | seed 000 case B 3733-3839 MB/s (WB), 150 (UC); FACTS pageable 16 MiB 11.5-13.4, 256 MiB 7.8-8.2 |
+// | registration pins untouched pages at HostPerf pin_gbps  | 3.2      | 3.2       | FACTS "pins at about 3.2 GB/s (8 GiB took 2.65 s)" |
+// | resident (locked) pages pin faster                      | =        | 22 GB/s   | FACTS "64 MiB ... touched: 2-4 ms" |
+// | non-portable pinned memory used from another context    | x20 slower, staged | no slowdown | seed 000 last posts "20-200x slower"; FACTS "49-51 GB/s" |
+// | attributes                                              | M2090    | H100      | seed 000; FACTS "Device attributes" |
+#include <cstdint>
+
+#include "mock/gpu/sim_gpu.h"
+
+namespace resmem::sim {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+CudaProfile Cuda41R285() {
+  CudaProfile p;
+  p.name = "cuda-4.1-r285";
+  // Seed 000: "Tesla M2090", driver 285.05.33, toolkit 4.1.28. 6 GB: the M2090's product
+  // specification (the seed does not state it).
+  p.device_name = "Tesla M2090";
+  p.device_memory = 6 * kGiB;
+  // Seed 000 case C (cudaMallocHost -> device, 16 MB): 5720, 5689, 5694, 5685 MB/s -> 5.69 GB/s.
+  p.link_h2d_gbps = 5.69;
+  // ASSUMPTION: the seed timed host->device only; device->host is taken equal.
+  p.link_d2h_gbps = 5.69;
+  // Seed 000 case B (pageable mapping -> device) 3733-3839 MB/s against case A's host reads of
+  // 3903-3948 MB/s: the staged copy keeps ~0.95 of the slower stage; at 128/188 GB reserved (UC)
+  // 150 MB/s against 16 B / 98 ns = 163 MB/s.
+  p.pageable_pipeline_efficiency = 0.95;
+  p.staging_load_bytes = 16;
+  // The 2012 driver pipelined its staging for every size (case B tracks case A at 16 MB).
+  p.pageable_overlap_bytes = UINT64_MAX;
+  // CUDA 4.1 cudaHostRegister took Portable and Mapped only; IoMemory (CUDA 7.5) and ReadOnly
+  // (CUDA 11.1) came later, so they are unknown flags here -> 11 cudaErrorInvalidValue.
+  p.has_iomemory_flag = false;
+  p.has_readonly_flag = false;
+  // Seed 000: cudaHostRegister of 16 MB of the remap_pfn_range mapping -> (30) unknown error.
+  p.pfnmap_error_is_unknown = true;
+  p.max_single_registration = 0;
+  // Seed 000, last posts: memory pinned without Portable, used from another context, was
+  // "20-200x slower" than from the allocating context: the model takes the low end, 20.
+  p.non_portable_slow_in_other_context = true;
+  p.other_context_slowdown = 20;
+  // Fermi Tesla (M2090): two copy engines (product specification).
+  p.async_engine_count = 2;
+  p.pageable_memory_access = 0;
+  p.read_only_host_register_supported = 0;
+  p.register_fixed_seconds = 0;
+  p.refuses_writable_shared_file = false;   // no report either way in the seeds: allowed
+  p.readonly_mapping_needs_flag = false;    // the flag did not exist
+  p.pin_resident_gbps = 0;
+  // Seed 000 booted with mem=4G: DESIGN.md "mem=4G leaves 3 GB usable"; 188 GB in one call ->
+  // (2) out of memory, 16 MB passes the size check.
+  p.default_host_mem_total = 3 * kGiB;
+  // Seed 000's workstation: WB host reads 3.93 GB/s (case A second run 3903-3948 MB/s); UC
+  // reads one 8-byte load per 98 ns (case A at 128/188 GB: 80.55/83.62 MB/s; 8 B / 98 ns = 81.6).
+  p.default_host.wb_copy_gbps = 3.93;
+  p.default_host.uc_load_latency_ns = 98;
+  p.default_host.memcpy_load_bytes = 8;
+  // ASSUMPTION: no 2012 pin rate is known; FACTS.md's 3.2 GB/s is used.
+  p.default_host.pin_gbps = 3.2;
+  // CUDA 4.1 driver_types.h numbering (backends/api/api_util.cc kCuda41).
+  p.error_invalid_value = 11;
+  p.error_memory_allocation = 2;
+  p.error_unknown = 30;
+  p.error_already_registered = 61;
+  p.error_not_registered = 62;
+  p.error_invalid_device = 10;   // cudaErrorInvalidDevice in 4.1's driver_types.h
+  p.error_invalid_context = 11;  // the 4.1 runtime had no context error of its own
+  p.can_map_host_memory = 1;
+  return p;
+}
+
+CudaProfile Cuda130R580() {
+  CudaProfile p;
+  p.name = "cuda-13.0-r580";
+  // FACTS.md "The GPU machine": H100 80GB HBM3, driver 580.159.04, CUDA 13.0.
+  p.device_name = "NVIDIA H100 80GB HBM3";
+  p.device_memory = 80ull * 1000 * 1000 * 1000;
+  // FACTS.md: cudaMallocHost 16 MiB H2D 54.5, 256 MiB 54.9; registered 54.0-55.0.
+  p.link_h2d_gbps = 54.7;
+  // FACTS.md lists no D2H figure. Measured on the device machine with
+  // mock/gpu/tools/measure_copies.cu (two runs, medians of 20): pinned D2H 53.5-54.9 GB/s.
+  p.link_d2h_gbps = 54.0;
+  // FACTS.md: pageable 16 MiB 11.5-13.4, 256 MiB 7.8-8.2; host memcpy one thread about 11;
+  // single-thread staging through a pinned buffer 7.4-10.0. The driver stages with one thread:
+  // while its staging buffers fill (16 MiB, the largest size FACTS saw at memcpy speed) the DMA
+  // runs behind the memcpy; past that each chunk waits for its DMA (serial: 1/(1/h + 1/link)).
+  // Model: 16 MiB -> 10.45, 256 MiB -> 8.86 GB/s (tested against FACTS within 15%).
+  p.pageable_pipeline_efficiency = 0.95;
+  p.staging_load_bytes = 16;
+  p.pageable_overlap_bytes = 16 * kMiB;
+  // FACTS.md: IoMemory and ReadOnly flags accepted.
+  p.has_iomemory_flag = true;
+  p.has_readonly_flag = true;
+  // FACTS.md: "VM_PFNMAP|VM_IO mapping ... flags 0 -> 1 (cudaErrorInvalidValue ...)".
+  p.pfnmap_error_is_unknown = false;
+  // FACTS.md: "one call of 512 GiB or more fails with 2; chunks work".
+  p.max_single_registration = 512 * kGiB;
+  // FACTS.md: "Registered in one context, copied in another: 49-51 GB/s (no slowdown)".
+  p.non_portable_slow_in_other_context = false;
+  p.other_context_slowdown = 1;
+  // FACTS.md "Device attributes": AsyncEngineCount 3, PageableMemoryAccess 0,
+  // ReadOnlyHostRegisterSupported 1.
+  p.async_engine_count = 3;
+  p.pageable_memory_access = 0;
+  p.read_only_host_register_supported = 1;
+  // FACTS.md: untouched 64 MiB 33 ms, 8 GiB 2.65 s: the per-byte rate explains the large call;
+  // no fixed cost is added because touched 64 MiB takes only 2-4 ms.
+  p.register_fixed_seconds = 0;
+  // FACTS.md: "MAP_SHARED writable mapping of an ext4 file: 1 ... MAP_PRIVATE of the same file:
+  // 0". Linux mm/gup.c, check_vma_flags()/writable_file_mapping_allowed(): FOLL_LONGTERM pins of
+  // writable shared file mappings that need dirty tracking are refused; shmem needs none.
+  p.refuses_writable_shared_file = true;
+  // FACTS.md: "PROT_READ mapping: 1 without cudaHostRegisterReadOnly, 0 with it".
+  p.readonly_mapping_needs_flag = true;
+  // FACTS.md: "touched: 2-4 ms" for 64 MiB: 67.1 MB / 3 ms = 22 GB/s.
+  p.pin_resident_gbps = 22;
+  // MemTotal of the GPU machine, measured with mock/gpu/tools/measure_copies.cu: 131981020 kB
+  // (125.9 GiB), which FACTS.md brackets: 126 GiB fails with 2, 125 GiB passes.
+  p.default_host_mem_total = 131981020ull * 1024;
+  // FACTS.md: host memcpy one thread about 11 GB/s (measured here 8.9-11.7); pin 3.2 GB/s.
+  p.default_host.wb_copy_gbps = 11;
+  p.default_host.memcpy_load_bytes = 8;
+  p.default_host.pin_gbps = 3.2;
+  p.default_host.memcpy_threads_gbps = {};  // FACTS has no 2-thread point; machine presets own it
+  // CUDA 13.0 driver_types.h numbering (backends/api/api_util.cc kCuda13).
+  p.error_invalid_value = 1;
+  p.error_memory_allocation = 2;
+  p.error_unknown = 999;
+  p.error_already_registered = 712;
+  p.error_not_registered = 713;
+  p.error_invalid_device = 101;
+  p.error_invalid_context = 201;
+  p.can_map_host_memory = 1;
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> CudaProfileNames() { return {"cuda-4.1-r285", "cuda-13.0-r580"}; }
+
+Result<CudaProfile> CudaProfileByName(const std::string& name) {
+  if (name == "cuda-4.1-r285") return Cuda41R285();
+  if (name == "cuda-13.0-r580") return Cuda130R580();
+  std::string known;
+  for (const auto& n : CudaProfileNames()) known += (known.empty() ? "" : ", ") + n;
+  return Status::InvalidArgument("unknown CUDA profile '" + name + "'; known profiles: " + known +
+                                 " (set [gpu] profile in the scenario to one of them)");
+}
+
+}  // namespace resmem::sim

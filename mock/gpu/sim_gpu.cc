@@ -1,0 +1,558 @@
+// The CUDA model's Gpu. Rules and their sources: the table at the top of cuda_profile.cc.
+#include "mock/gpu/sim_gpu.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <utility>
+
+namespace resmem::sim {
+namespace {
+
+constexpr uint64_t kChunk = 1ull << 20;       // Copy moves bytes in chunks of at most this
+constexpr uint64_t kSparsePage = 64ull << 10; // unit of the sparse byte stores
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Bytes that exist only where non-zero bytes were written.
+class SparseBytes {
+ public:
+  void Write(uint64_t offset, const uint8_t* in, uint64_t len) {
+    while (len > 0) {
+      const uint64_t page = offset / kSparsePage, in_page = offset % kSparsePage;
+      const uint64_t n = std::min(len, kSparsePage - in_page);
+      auto it = pages_.find(page);
+      if (it == pages_.end()) {
+        const bool all_zero = std::all_of(in, in + n, [](uint8_t b) { return b == 0; });
+        if (!all_zero) it = pages_.emplace(page, std::vector<uint8_t>(kSparsePage, 0)).first;
+      }
+      if (it != pages_.end()) std::memcpy(it->second.data() + in_page, in, n);
+      offset += n;
+      in += n;
+      len -= n;
+    }
+  }
+  void Read(uint64_t offset, uint8_t* out, uint64_t len) const {
+    while (len > 0) {
+      const uint64_t page = offset / kSparsePage, in_page = offset % kSparsePage;
+      const uint64_t n = std::min(len, kSparsePage - in_page);
+      auto it = pages_.find(page);
+      if (it == pages_.end()) {
+        std::memset(out, 0, n);
+      } else {
+        std::memcpy(out, it->second.data() + in_page, n);
+      }
+      offset += n;
+      out += n;
+      len -= n;
+    }
+  }
+  uint64_t resident_bytes() const { return pages_.size() * kSparsePage; }
+
+ private:
+  std::map<uint64_t, std::vector<uint8_t>> pages_;
+};
+
+// Per-device bookkeeping shared with the buffers, so a buffer outliving the Gpu stays valid.
+struct DeviceState {
+  uint64_t capacity = 0;
+  uint64_t allocated = 0;
+};
+
+class SimDeviceBuffer : public DeviceBuffer {
+ public:
+  SimDeviceBuffer(uint64_t size, int device, std::shared_ptr<DeviceState> state)
+      : size_(size), device_(device), state_(std::move(state)) {
+    state_->allocated += size_;
+  }
+  ~SimDeviceBuffer() override { state_->allocated -= size_; }
+  uint64_t size() const override { return size_; }
+  int device() const override { return device_; }
+  SparseBytes& bytes() { return bytes_; }
+
+ private:
+  uint64_t size_;
+  int device_;
+  std::shared_ptr<DeviceState> state_;
+  SparseBytes bytes_;
+};
+
+// cudaMallocHost memory: pinned by its allocator, not addressable (address() 0).
+class SimPinnedMemory : public HostMemory {
+ public:
+  SimPinnedMemory(uint64_t size, int context, bool portable, bool mapped) {
+    facts_.length = size;
+    facts_.shared = false;
+    facts_.locked = true;
+    facts_.backing = Backing::kPinnedHost;
+    facts_.memory_type = MemoryType::kWriteBack;
+    facts_.pinned = true;
+    facts_.pinned_context = context;
+    facts_.portable = portable;
+    facts_.origin = "sim-gpu";
+    mapped_ = mapped;
+  }
+  uint64_t size() const override { return facts_.length; }
+  const MappingFacts& facts() const override { return facts_; }
+  uint64_t address() const override { return 0; }
+  Status Read(uint64_t offset, void* out, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read pinned host memory"));
+    bytes_.Read(offset, static_cast<uint8_t*>(out), len);
+    return Status::Ok();
+  }
+  Status Write(uint64_t offset, const void* in, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "write pinned host memory"));
+    bytes_.Write(offset, static_cast<const uint8_t*>(in), len);
+    return Status::Ok();
+  }
+  std::string Describe() const override {
+    return "simulated pinned host memory (cudaMallocHost" + std::string(facts_.portable ? ", portable" : "") +
+           (mapped_ ? ", mapped" : "") + ", context " + std::to_string(facts_.pinned_context) +
+           ") " + FormatSize(facts_.length);
+  }
+
+ private:
+  MappingFacts facts_;
+  bool mapped_ = false;
+  SparseBytes bytes_;
+};
+
+// A registered range: [start, end) in a key space (0: process virtual addresses; otherwise the
+// HostMemory object's identity, for spans with no address).
+struct Registration {
+  int context = 0;
+  uintptr_t space = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint32_t flags = 0;
+};
+
+struct RangeKey {
+  uintptr_t space;
+  uint64_t start;
+};
+
+RangeKey KeyOf(const HostMemory& mem, uint64_t offset) {
+  if (mem.address() != 0) return {0, mem.address() + offset};
+  return {reinterpret_cast<uintptr_t>(&mem), offset};
+}
+
+double Gbps(double gbps) { return gbps * 1e9; }
+
+class SimGpu : public Gpu {
+ public:
+  SimGpu(const CudaProfile& profile, const HostPerf& host, std::shared_ptr<Clock> clock,
+         std::shared_ptr<FaultInjector> faults, const SimGpuOptions& options)
+      : profile_(profile), host_(host), clock_(std::move(clock)), faults_(std::move(faults)),
+        options_(options) {
+    if (options_.device_count < 1) options_.device_count = 1;
+    mem_total_ = options_.host_mem_total ? options_.host_mem_total : profile_.default_host_mem_total;
+    for (int d = 0; d < options_.device_count; ++d) {
+      auto state = std::make_shared<DeviceState>();
+      state->capacity = profile_.device_memory;
+      devices_.push_back(state);
+    }
+    contexts_.push_back(0);  // context 0 on device 0
+  }
+
+  std::string name() const override { return "sim:" + profile_.name; }
+  std::string profile() const override { return profile_.name; }
+
+  Result<int> DeviceCount() override { return options_.device_count; }
+
+  Result<DeviceAttributes> Attributes(int device) override {
+    RESMEM_RETURN_IF_ERROR(CheckDevice(device));
+    DeviceAttributes a;
+    a.name = profile_.device_name;
+    a.total_memory = profile_.device_memory;
+    a.host_register_supported = 1;  // cudaHostRegister exists in both eras (4.0+; FACTS)
+    a.read_only_host_register_supported = profile_.read_only_host_register_supported;
+    a.pageable_memory_access = profile_.pageable_memory_access;
+    a.pageable_memory_access_uses_host_page_tables = 0;  // FACTS "Device attributes"
+    a.async_engine_count = profile_.async_engine_count;
+    a.can_map_host_memory = profile_.can_map_host_memory;
+    a.pci_bus_id = device;  // simulated: one bus per device, numbered like the devices
+    return a;
+  }
+
+  Result<int> CreateContext(int device) override {
+    RESMEM_RETURN_IF_ERROR(CheckDevice(device));
+    contexts_.push_back(device);
+    return static_cast<int>(contexts_.size() - 1);
+  }
+
+  Status UseContext(int context) override {
+    if (context < 0 || context >= static_cast<int>(contexts_.size()))
+      return Cuda(profile_.error_invalid_context,
+                  "context " + std::to_string(context) + " does not exist (" +
+                      std::to_string(contexts_.size()) + " created); create it with CreateContext");
+    current_ = context;
+    return Status::Ok();
+  }
+  int current_context() const override { return current_; }
+
+  Status Register(HostMemory& mem, uint64_t offset, uint64_t length, uint32_t flags) override {
+    const MappingFacts& f = mem.facts();
+    const RangeKey key = KeyOf(mem, offset);
+    const std::string what = "cudaHostRegister(" + FormatSize(length) + " at offset " +
+                             Hex(offset) + " of " + mem.Describe() + ", flags " +
+                             RegisterFlagsName(flags) + ")";
+    if (faults_) {
+      FaultOutcome o = faults_->Check("gpu.register", key.start, length);
+      if (Status st = ApplySimpleFault(o); !st.ok()) return st;
+    }
+    // FACTS.md: "size 0, unknown flag: 1".
+    if (length == 0) return Cuda(profile_.error_invalid_value, what + ": size 0; pass a length > 0");
+    uint32_t known = kRegisterPortable | kRegisterMapped;
+    if (profile_.has_iomemory_flag) known |= kRegisterIoMemory;
+    if (profile_.has_readonly_flag) known |= kRegisterReadOnly;
+    if (flags & ~known)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": flag " + RegisterFlagsName(flags & ~known) + " is unknown to " +
+                      profile_.name + "; use only " + RegisterFlagsName(known));
+    if (offset > mem.size() || length > mem.size() - offset)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the range runs past the end of the mapping (" + FormatSize(mem.size()) +
+                      "); register inside the mapping");
+    // Size first (seed 000: 188 GB -> 2 while 16 MB of the same mapping -> 30). FACTS.md: one
+    // call larger than MemTotal (126 GiB on a 128 GiB host) or of 512 GiB and more -> 2.
+    if (mem_total_ && length > mem_total_)
+      return Cuda(profile_.error_memory_allocation,
+                  what + ": one call larger than the host's MemTotal (" + FormatSize(mem_total_) +
+                      ") cannot be pinned; register in chunks smaller than MemTotal");
+    if (profile_.max_single_registration && length >= profile_.max_single_registration)
+      return Cuda(profile_.error_memory_allocation,
+                  what + ": the driver refuses one call of " +
+                      FormatSize(profile_.max_single_registration) +
+                      " or more; register in chunks");
+    // FACTS.md: "same range twice, a sub-range, an overlap: 712".
+    for (const auto& r : registrations_) {
+      if (r.context != current_ || r.space != key.space) continue;
+      if (key.start < r.end && key.start + length > r.start)
+        return Cuda(profile_.error_already_registered,
+                    what + ": overlaps a range already registered in context " +
+                        std::to_string(current_) + " [" + Hex(r.start) + ", " + Hex(r.end) +
+                        "); unregister it first or register only the part not yet registered");
+    }
+    if (Status st = DecideFromFacts(f, flags, what); !st.ok()) return st;
+    clock_->Charge(RegisterSeconds(profile_, host_, f, length, flags));
+    registrations_.push_back({current_, key.space, key.start, key.start + length, flags});
+    return Status::Ok();
+  }
+
+  Status Unregister(HostMemory& mem, uint64_t offset) override {
+    const RangeKey key = KeyOf(mem, offset);
+    const std::string what = "cudaHostUnregister(offset " + Hex(offset) + " of " + mem.Describe() + ")";
+    if (faults_) {
+      FaultOutcome o = faults_->Check("gpu.unregister", key.start, 0);
+      if (Status st = ApplySimpleFault(o); !st.ok()) return st;
+    }
+    for (auto it = registrations_.begin(); it != registrations_.end(); ++it) {
+      if (it->context == current_ && it->space == key.space && it->start == key.start) {
+        registrations_.erase(it);
+        return Status::Ok();
+      }
+    }
+    // FACTS.md: "unregister of an interior pointer or nullptr ...: 1"; unknown pointer: 713.
+    if (key.space == 0 && key.start == 0)
+      return Cuda(profile_.error_invalid_value, what + ": null pointer");
+    for (const auto& r : registrations_) {
+      if (r.context == current_ && r.space == key.space && key.start > r.start && key.start < r.end)
+        return Cuda(profile_.error_invalid_value,
+                    what + ": points inside the registered range [" + Hex(r.start) + ", " +
+                        Hex(r.end) + "); unregister with the pointer that was registered");
+    }
+    return Cuda(profile_.error_not_registered,
+                what + ": this pointer is not registered in context " + std::to_string(current_));
+  }
+
+  Result<std::unique_ptr<HostMemory>> AllocPinned(uint64_t bytes, uint32_t flags) override {
+    if (faults_) {
+      FaultOutcome o = faults_->Check("gpu.alloc", 0, bytes);
+      if (Status st = ApplySimpleFault(o); !st.ok()) return st;
+    }
+    const std::string what = "cudaHostAlloc(" + FormatSize(bytes) + ", " + RegisterFlagsName(flags) + ")";
+    if (bytes == 0) return Cuda(profile_.error_invalid_value, what + ": size 0; ask for > 0 bytes");
+    if (flags & ~uint32_t(kRegisterPortable | kRegisterMapped))
+      return Cuda(profile_.error_invalid_value,
+                  what + ": cudaHostAlloc takes only portable and mapped");
+    if (mem_total_ && bytes > mem_total_)
+      return Cuda(profile_.error_memory_allocation,
+                  what + ": more than the host's MemTotal (" + FormatSize(mem_total_) + ")");
+    // cudaMallocHost allocates fresh pages and pins them: charged like registering untouched
+    // anonymous memory (FACTS.md pin rate; seed 000: "we mmap ... and do the same internal
+    // operations as cudaHostRegister to implement cudaMallocHost").
+    MappingFacts fresh;
+    fresh.backing = Backing::kAnonymous;
+    clock_->Charge(RegisterSeconds(profile_, host_, fresh, bytes, 0));
+    return std::unique_ptr<HostMemory>(new SimPinnedMemory(
+        bytes, current_, (flags & kRegisterPortable) != 0, (flags & kRegisterMapped) != 0));
+  }
+
+  Result<std::unique_ptr<DeviceBuffer>> AllocDevice(uint64_t bytes) override {
+    if (faults_) {
+      FaultOutcome o = faults_->Check("gpu.alloc", 0, bytes);
+      if (Status st = ApplySimpleFault(o); !st.ok()) return st;
+    }
+    const int device = contexts_[current_];
+    auto& state = devices_[device];
+    if (bytes > state->capacity - state->allocated)
+      return Cuda(profile_.error_memory_allocation,
+                  "cudaMalloc(" + FormatSize(bytes) + ") on device " + std::to_string(device) +
+                      ": only " + FormatSize(state->capacity - state->allocated) + " of " +
+                      FormatSize(state->capacity) + " free; free buffers or ask for less");
+    return std::unique_ptr<DeviceBuffer>(new SimDeviceBuffer(bytes, device, state));
+  }
+
+  Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                         DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) override {
+    const bool h2d = dir == CopyDirection::kHostToDevice;
+    const std::string what = std::string("cudaMemcpy ") + (h2d ? "HostToDevice " : "DeviceToHost ") +
+                             FormatSize(length) + " (host " + mem_name(host) + " +" +
+                             Hex(host_offset) + ", device +" + Hex(dev_offset) + ")";
+    auto* sdev = dynamic_cast<SimDeviceBuffer*>(&dev);
+    if (!sdev)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the device buffer was not allocated by this simulated GPU");
+    if (host_offset > host.size() || length > host.size() - host_offset)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the host range runs past the end of the span (" +
+                      FormatSize(host.size()) + ")");
+    if (dev_offset > dev.size() || length > dev.size() - dev_offset)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the device range runs past the end of the buffer (" +
+                      FormatSize(dev.size()) + ")");
+
+    const RangeKey key = KeyOf(host, host_offset);
+    FaultOutcome fault;
+    if (faults_) fault = faults_->Check("gpu.copy", key.start, length);
+    if (fault.fired && (fault.effect == FaultEffect::kError || fault.effect == FaultEffect::kSignal))
+      return fault.status.WithContext(what);
+    if (fault.fired && fault.effect == FaultEffect::kDelay) clock_->Charge(fault.delay_seconds);
+    const bool short_copy = fault.fired && fault.effect == FaultEffect::kShortCopy;
+    const uint64_t arriving = short_copy ? std::min(fault.short_length, length) : length;
+
+    CopyStats stats;
+    double seconds = 0;
+    ChoosePath(host, key, length, dir, &stats.path, &seconds);
+    // Bytes move in bounded chunks; a failed host access ends the copy with its status.
+    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(arriving, 1)));
+    uint64_t done = 0;
+    Status access;
+    while (done < arriving) {
+      const uint64_t n = std::min<uint64_t>(kChunk, arriving - done);
+      if (h2d) {
+        access = host.Read(host_offset + done, buf.data(), n);
+        if (!access.ok()) break;
+        CorruptIfHit(fault, done, n, buf.data());
+        sdev->bytes().Write(dev_offset + done, buf.data(), n);
+      } else {
+        sdev->bytes().Read(dev_offset + done, buf.data(), n);
+        CorruptIfHit(fault, done, n, buf.data());
+        access = host.Write(host_offset + done, buf.data(), n);
+        if (!access.ok()) break;
+      }
+      done += n;
+    }
+    // Time charged for what moved, at the path's rate.
+    const double charged = length ? seconds * (static_cast<double>(done) / length) : 0;
+    clock_->Charge(charged);
+    if (!access.ok())
+      return access.WithContext(what + ": host access failed after " + FormatSize(done));
+    if (short_copy)
+      return Cuda(profile_.error_unknown,
+                  what + ": short copy: only " + std::to_string(done) + " of " +
+                      std::to_string(length) + " bytes arrived (" + fault.rule + ")");
+    stats.bytes = done;
+    stats.seconds = charged + (fault.fired && fault.effect == FaultEffect::kDelay ? fault.delay_seconds : 0);
+    return stats;
+  }
+
+  Result<uint64_t> DeviceChecksum(DeviceBuffer& dev, uint64_t offset, uint64_t length) override {
+    auto* sdev = dynamic_cast<SimDeviceBuffer*>(&dev);
+    if (!sdev)
+      return Cuda(profile_.error_invalid_value,
+                  "checksum: the device buffer was not allocated by this simulated GPU");
+    if (offset > dev.size() || length > dev.size() - offset)
+      return Cuda(profile_.error_invalid_value,
+                  "checksum of " + FormatSize(length) + " at +" + Hex(offset) +
+                      ": runs past the end of the buffer (" + FormatSize(dev.size()) + ")");
+    FaultOutcome fault;
+    if (faults_) fault = faults_->Check("gpu.checksum", offset, length);
+    if (fault.fired && (fault.effect == FaultEffect::kError || fault.effect == FaultEffect::kSignal))
+      return fault.status;
+    if (fault.fired && fault.effect == FaultEffect::kDelay) clock_->Charge(fault.delay_seconds);
+    uint64_t sum = 0xcbf29ce484222325ull;
+    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(length, 1)));
+    for (uint64_t done = 0; done < length;) {
+      const uint64_t n = std::min<uint64_t>(kChunk, length - done);
+      sdev->bytes().Read(offset + done, buf.data(), n);
+      CorruptIfHit(fault, done, n, buf.data());
+      sum = Fnv1a64(buf.data(), n, sum);
+      done += n;
+    }
+    return sum;
+  }
+
+ private:
+  Status Cuda(int code, const std::string& message) const {
+    return Status::Cuda(code, CudaErrorName(profile_.name, code) + ": " + message);
+  }
+
+  static std::string mem_name(const HostMemory& m) { return m.Describe(); }
+
+  Status CheckDevice(int device) const {
+    if (device < 0 || device >= options_.device_count)
+      return Cuda(profile_.error_invalid_device,
+                  "device " + std::to_string(device) + " does not exist; this simulated machine has " +
+                      std::to_string(options_.device_count) + " (set device_count)");
+    return Status::Ok();
+  }
+
+  // Error/signal faults are returned; delays charged; other effects mean nothing at these points.
+  Status ApplySimpleFault(const FaultOutcome& o) {
+    if (!o.fired) return Status::Ok();
+    if (o.effect == FaultEffect::kError || o.effect == FaultEffect::kSignal) return o.status;
+    if (o.effect == FaultEffect::kDelay) clock_->Charge(o.delay_seconds);
+    return Status::Ok();
+  }
+
+  static void CorruptIfHit(const FaultOutcome& o, uint64_t chunk_start, uint64_t n, uint8_t* buf) {
+    if (!o.fired || o.effect != FaultEffect::kCorrupt) return;
+    if (o.corrupt_offset >= chunk_start && o.corrupt_offset < chunk_start + n)
+      buf[o.corrupt_offset - chunk_start] ^= (o.corrupt_xor ? o.corrupt_xor : 1);
+  }
+
+  // The registration decision from the mapping's facts (the table in cuda_profile.cc).
+  Status DecideFromFacts(const MappingFacts& f, uint32_t flags, const std::string& what) const {
+    const bool pfn_io = f.vm_pfnmap || f.vm_io || f.backing == Backing::kDevicePfn;
+    if (profile_.has_iomemory_flag && (flags & kRegisterIoMemory)) {
+      // FACTS.md (os-mlock.c): the IoMemory path wants one VM_IO|VM_PFNMAP VMA with physically
+      // contiguous pages; on ordinary memory it fails with 1.
+      if (!pfn_io)
+        return Cuda(profile_.error_invalid_value,
+                    what + ": IoMemory is for VM_IO|VM_PFNMAP device mappings, and this is " +
+                        f.Describe() + "; register without IoMemory");
+      if (!f.physically_contiguous)
+        return Cuda(profile_.error_invalid_value,
+                    what + ": IoMemory needs physically contiguous memory behind the mapping");
+      return Status::Ok();
+    }
+    if (pfn_io) {
+      // seed 000: 30 unknown error; FACTS.md: 1 on r580. pin_user_pages needs struct pages.
+      const int code = profile_.pfnmap_error_is_unknown ? profile_.error_unknown
+                                                        : profile_.error_invalid_value;
+      std::string fix = profile_.has_iomemory_flag
+                            ? "register with the IoMemory flag, or map the region in pages mode"
+                            : "this driver cannot pin it: map the region in pages mode (struct "
+                              "pages) or stage through pinned buffers";
+      return Cuda(code, what + ": a VM_IO|VM_PFNMAP mapping has no struct pages to pin; " + fix);
+    }
+    if (profile_.readonly_mapping_needs_flag && !f.writable && !(flags & kRegisterReadOnly))
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the mapping is read-only; register with the ReadOnly flag");
+    if (profile_.refuses_writable_shared_file && f.shared && f.writable &&
+        (f.backing == Backing::kFile || f.backing == Backing::kFuse))
+      return Cuda(profile_.error_invalid_value,
+                  what + ": a writable MAP_SHARED mapping of a file that needs writeback cannot be "
+                         "pinned long-term; map it MAP_PRIVATE, read-only with ReadOnly, or use "
+                         "shmem/memfd");
+    return Status::Ok();
+  }
+
+  bool UsableFromCurrent(int context, bool portable) const {
+    if (context < 0 || context == current_ || portable) return true;
+    return !profile_.non_portable_slow_in_other_context;
+  }
+
+  // Decides the path and its modelled seconds for the whole length.
+  void ChoosePath(const HostMemory& host, const RangeKey& key, uint64_t length, CopyDirection dir,
+                  std::string* path, double* seconds) const {
+    const MappingFacts& f = host.facts();
+    bool pinned = false, other_context_slow = false;
+    if (f.pinned) {
+      pinned = true;
+      other_context_slow = !UsableFromCurrent(f.pinned_context, f.portable);
+    } else {
+      // Registered when one registration (in any context) covers the whole range.
+      for (const auto& r : registrations_) {
+        if (r.space != key.space || key.start < r.start || key.start + length > r.end) continue;
+        const bool ok = UsableFromCurrent(r.context, (r.flags & kRegisterPortable) != 0);
+        if (!pinned || ok) other_context_slow = !ok;
+        pinned = true;
+      }
+    }
+    if (pinned && !other_context_slow) {
+      *path = "pinned-dma";
+      *seconds = PinnedCopySeconds(profile_, dir, length);
+      return;
+    }
+    // Pageable, or (2012) non-portable pinned memory from another context, which that driver
+    // treated as pageable and slowed further (seed 000's last posts).
+    *path = "pageable-staged";
+    *seconds = StagedCopySeconds(profile_, host_, dir, f.memory_type, length);
+    if (other_context_slow) *seconds *= profile_.other_context_slowdown;
+  }
+
+  CudaProfile profile_;
+  HostPerf host_;
+  std::shared_ptr<Clock> clock_;
+  std::shared_ptr<FaultInjector> faults_;
+  SimGpuOptions options_;
+  uint64_t mem_total_ = 0;
+  std::vector<std::shared_ptr<DeviceState>> devices_;
+  std::vector<int> contexts_;  // context id -> device
+  int current_ = 0;
+  std::vector<Registration> registrations_;
+};
+
+}  // namespace
+
+double PinnedCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes) {
+  const double link = dir == CopyDirection::kHostToDevice ? profile.link_h2d_gbps : profile.link_d2h_gbps;
+  return link > 0 ? bytes / Gbps(link) : 0;
+}
+
+double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyDirection dir,
+                         MemoryType type, uint64_t bytes) {
+  const bool h2d = dir == CopyDirection::kHostToDevice;
+  const double link = Gbps(h2d ? profile.link_h2d_gbps : profile.link_d2h_gbps);
+  // The driver's CPU stage reads the source (H2D) or writes the destination (D2H) with the
+  // host's rates for that memory type (HostPerf; UC reads at the driver's load width).
+  const double cpu = h2d ? host.ReadBytesPerSecond(type, profile.staging_load_bytes)
+                         : host.WriteBytesPerSecond(type);
+  const double eff = profile.pageable_pipeline_efficiency > 0 ? profile.pageable_pipeline_efficiency : 1;
+  if (cpu <= 0 || link <= 0) return 0;
+  const uint64_t overlapped = std::min(bytes, profile.pageable_overlap_bytes);
+  const uint64_t serial = bytes - overlapped;
+  return overlapped / (eff * std::min(cpu, link)) + serial * (1 / (eff * cpu) + 1 / link);
+}
+
+double RegisterSeconds(const CudaProfile& profile, const HostPerf& host, const MappingFacts& facts,
+                       uint64_t bytes, uint32_t flags) {
+  double seconds = profile.register_fixed_seconds;
+  // IoMemory takes the PFNs of one contiguous VMA, and cudaMallocHost memory is pinned already:
+  // nothing to fault in or pin per page.
+  const bool io = (flags & kRegisterIoMemory) && profile.has_iomemory_flag;
+  if (io || facts.pinned) return seconds;
+  // FACTS.md: untouched anonymous memory pins at ~3.2 GB/s; touched (resident) 64 MiB in 2-4 ms.
+  // VM_LOCKED pages are known resident; anything else is costed as untouched.
+  double rate = host.pin_gbps;
+  if (facts.locked && profile.pin_resident_gbps > 0) rate = profile.pin_resident_gbps;
+  if (rate > 0) seconds += bytes / Gbps(rate);
+  return seconds;
+}
+
+std::unique_ptr<Gpu> MakeSimGpu(const CudaProfile& profile, const HostPerf& host,
+                                std::shared_ptr<Clock> clock, std::shared_ptr<FaultInjector> faults,
+                                const SimGpuOptions& options) {
+  if (!clock) clock = std::make_shared<VirtualClock>();
+  return std::make_unique<SimGpu>(profile, host, std::move(clock), std::move(faults), options);
+}
+
+}  // namespace resmem::sim
