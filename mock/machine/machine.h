@@ -67,6 +67,10 @@ struct HostPerf {
   // Bytes per second for reading memory of type t with loads of `load_bytes` each.
   double ReadBytesPerSecond(MemoryType t, int load_bytes) const;
   double WriteBytesPerSecond(MemoryType t) const;
+  // Aggregate memcpy bytes per second between WB buffers with `threads` threads, from
+  // memcpy_threads_gbps (linear between measured points, flat past the last); wb_copy_gbps
+  // when nothing was measured.
+  double MemcpyBytesPerSecond(int threads) const;
 };
 
 struct MachineSpec {

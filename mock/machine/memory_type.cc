@@ -1,0 +1,123 @@
+// Memory types (MTRR x PAT) and the host memory performance model.
+#include <algorithm>
+#include <cmath>
+
+#include "mock/machine/machine.h"
+
+namespace resmem::sim {
+namespace {
+
+// Combines two MTRR types that both match an address (Intel SDM vol. 3A, 11.11.4.1
+// "MTRR Precedences"): equal types stay; UC with anything is UC; WT with WB is WT (not
+// representable in MemoryType, which has no WT, so it never arises here); any other mix is
+// undefined by the SDM and is modelled as UC, the conservative answer.
+MemoryType Combine(MemoryType a, MemoryType b) {
+  if (a == b) return a;
+  return MemoryType::kUncached;
+}
+
+// Fixed-range MTRRs below 1 MiB, as BIOSes program them: WB for the 640 KiB of conventional
+// RAM, UC for the legacy VGA window and the option/BIOS ROM area [0xA0000, 0x100000).
+MemoryType FixedRangeType(uint64_t addr) {
+  return addr < 0xA0000 ? MemoryType::kWriteBack : MemoryType::kUncached;
+}
+
+// The next address above `addr` where MtrrTypeAt may change (range edges), or UINT64_MAX.
+uint64_t NextEdge(const MtrrConfig& mtrr, uint64_t addr) {
+  uint64_t next = UINT64_MAX;
+  auto consider = [&](uint64_t edge) {
+    if (edge > addr && edge < next) next = edge;
+  };
+  consider(0xA0000);
+  consider(0x100000);
+  for (const auto& r : mtrr.variable) {
+    consider(r.base);
+    if (r.base + r.size > r.base) consider(r.base + r.size);
+  }
+  return next;
+}
+
+}  // namespace
+
+MemoryType MtrrTypeAt(const MtrrConfig& mtrr, uint64_t addr) {
+  // MTRRs disabled (MTRRdefType.E = 0): all of physical memory is UC (SDM 11.11.2.1).
+  if (!mtrr.enabled) return MemoryType::kUncached;
+  if (addr < 0x100000) return FixedRangeType(addr);
+  bool matched = false;
+  MemoryType type = mtrr.default_type;
+  for (const auto& r : mtrr.variable) {
+    if (addr < r.base || addr - r.base >= r.size) continue;
+    type = matched ? Combine(type, r.type) : r.type;
+    matched = true;
+  }
+  return type;
+}
+
+MemoryType EffectiveMemoryType(const MachineSpec& spec, uint64_t start, uint64_t end,
+                               MemoryType requested) {
+  if (end <= start) end = start + 1;
+  // The MTRR type over the whole range: uniform, or the combination of its parts
+  // (arch/x86/kernel/cpu/mtrr/generic.c, mtrr_type_lookup with its "uniform" result).
+  MemoryType mtrr_type = MtrrTypeAt(spec.mtrr, start);
+  bool uniform = true;
+  for (uint64_t a = NextEdge(spec.mtrr, start); a < end; a = NextEdge(spec.mtrr, a)) {
+    const MemoryType t = MtrrTypeAt(spec.mtrr, a);
+    if (t != mtrr_type) {
+      uniform = false;
+      mtrr_type = Combine(mtrr_type, t);
+    }
+  }
+  if (!spec.pat_enabled) {
+    // No PAT ("nopat"): a WB request gets whatever the MTRRs say; WC cannot be expressed with
+    // PCD/PWT alone and becomes UC- (arch/x86/mm/pat/memtype.c, pat_disable/init_cache_modes).
+    if (requested == MemoryType::kWriteBack) return uniform ? mtrr_type : MemoryType::kUncached;
+    if (requested == MemoryType::kWriteCombining) return MemoryType::kUncachedMinus;
+    return requested;
+  }
+  if (requested == MemoryType::kWriteBack) {
+    // arch/x86/mm/pat/memtype.c, pat_x_mtrr_type(): a WB request is granted only when the MTRR
+    // type of [start, end) is WB; otherwise UC-. 2.6.32 did the same in reserve_memtype() over
+    // the whole VMA, which is why the size of the reservation (not of the copy) decides speed
+    // (seed 000: fast up to 64 GB reserved, ~80 MB/s at 128 and 188 GB).
+    return (uniform && mtrr_type == MemoryType::kWriteBack) ? MemoryType::kWriteBack
+                                                             : MemoryType::kUncachedMinus;
+  }
+  return requested;  // WC, UC, UC- requests are honoured by PAT
+}
+
+double HostPerf::ReadBytesPerSecond(MemoryType t, int load_bytes) const {
+  if (load_bytes <= 0) load_bytes = memcpy_load_bytes > 0 ? memcpy_load_bytes : 8;
+  if (t == MemoryType::kWriteBack) return wb_copy_gbps * 1e9;
+  // UC, UC- and WC reads are not cached and not prefetched: each load waits for DRAM, so the
+  // rate is one load per latency (seed 000: memcpy behaved like a loop of 64-bit loads,
+  // 80.55/83.62 MB/s). Unknown types are costed like UC, the slow side.
+  return load_bytes / (uc_load_latency_ns * 1e-9);
+}
+
+double HostPerf::WriteBytesPerSecond(MemoryType t) const {
+  switch (t) {
+    case MemoryType::kWriteBack: return wb_copy_gbps * 1e9;
+    case MemoryType::kWriteCombining: return wc_write_gbps * 1e9;  // stores combine in buffers
+    default: return 8.0 / (uc_load_latency_ns * 1e-9);            // one 8-byte store per trip
+  }
+}
+
+double HostPerf::MemcpyBytesPerSecond(int threads) const {
+  // Measured points at 1, 2, 4, 8, 16 threads (FACTS.md); between them, linear in threads;
+  // beyond the last one measured, flat (memory bandwidth is saturated).
+  static constexpr int kThreads[] = {1, 2, 4, 8, 16};
+  if (threads < 1) threads = 1;
+  if (memcpy_threads_gbps.empty()) return wb_copy_gbps * 1e9;
+  const size_t n = std::min<size_t>(memcpy_threads_gbps.size(), 5);
+  if (threads >= kThreads[n - 1]) return memcpy_threads_gbps[n - 1] * 1e9;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (threads >= kThreads[i] && threads <= kThreads[i + 1]) {
+      const double f = double(threads - kThreads[i]) / (kThreads[i + 1] - kThreads[i]);
+      return (memcpy_threads_gbps[i] + f * (memcpy_threads_gbps[i + 1] - memcpy_threads_gbps[i])) *
+             1e9;
+    }
+  }
+  return memcpy_threads_gbps[0] * 1e9;
+}
+
+}  // namespace resmem::sim

@@ -1,0 +1,117 @@
+// MTRR precedence, the WB-only-if-uniform rule, and the host speed model.
+#include <gtest/gtest.h>
+
+#include "mock/machine/machine.h"
+
+namespace resmem::sim {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+MachineSpec Seed000() { return MachinePreset("seed000-workstation").value(); }
+
+TEST(MtrrTypeAt, VariableRangesDefaultAndFixedRange) {
+  const auto m = Seed000().mtrr;
+  EXPECT_EQ(MtrrTypeAt(m, 0x1000), MemoryType::kWriteBack);      // fixed range, RAM
+  EXPECT_EQ(MtrrTypeAt(m, 0xb8000), MemoryType::kUncached);      // fixed range, VGA
+  EXPECT_EQ(MtrrTypeAt(m, 2 * kGiB), MemoryType::kWriteBack);    // var0
+  EXPECT_EQ(MtrrTypeAt(m, 3 * kGiB + 5), MemoryType::kUncached); // var0 and var1: UC wins
+  EXPECT_EQ(MtrrTypeAt(m, 100 * kGiB), MemoryType::kWriteBack);
+  EXPECT_EQ(MtrrTypeAt(m, 128 * kGiB), MemoryType::kUncached);   // past var0: default
+  MtrrConfig off = m;
+  off.enabled = false;
+  EXPECT_EQ(MtrrTypeAt(off, 2 * kGiB), MemoryType::kUncached);
+  MtrrConfig overlap;
+  overlap.default_type = MemoryType::kWriteBack;
+  overlap.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining},
+                      {0, 2 * kGiB, MemoryType::kWriteCombining}};
+  EXPECT_EQ(MtrrTypeAt(overlap, 1 * kGiB), MemoryType::kWriteCombining);  // equal types stay
+}
+
+TEST(EffectiveMemoryType, Seed000CliffBetween64And128GB) {
+  const auto spec = Seed000();
+  const uint64_t base = 4 * kGiB;
+  for (uint64_t gb : {1, 4, 16, 64})
+    EXPECT_EQ(EffectiveMemoryType(spec, base, base + gb * kGiB, MemoryType::kWriteBack),
+              MemoryType::kWriteBack)
+        << gb << " GB";
+  for (uint64_t gb : {128, 188})
+    EXPECT_EQ(EffectiveMemoryType(spec, base, base + gb * kGiB, MemoryType::kWriteBack),
+              MemoryType::kUncachedMinus)
+        << gb << " GB";
+  // The first range that is not uniformly WB: WB coverage ends at 128G.
+  EXPECT_EQ(EffectiveMemoryType(spec, base, 128 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kWriteBack);
+  EXPECT_EQ(EffectiveMemoryType(spec, base, 128 * kGiB + 4096, MemoryType::kWriteBack),
+            MemoryType::kUncachedMinus);
+}
+
+TEST(EffectiveMemoryType, AMachineWhoseMtrrsCover80GBHasItsCliffAt80GB) {
+  auto spec = Seed000();
+  // 80 GB = 64 GB + 16 GB: two aligned power-of-two ranges.
+  spec.mtrr.variable = {{0, 64 * kGiB, MemoryType::kWriteBack},
+                        {64 * kGiB, 16 * kGiB, MemoryType::kWriteBack},
+                        {3 * kGiB, 1 * kGiB, MemoryType::kUncached}};
+  const uint64_t base = 4 * kGiB;
+  EXPECT_EQ(EffectiveMemoryType(spec, base, 80 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kWriteBack);
+  EXPECT_EQ(EffectiveMemoryType(spec, base, 80 * kGiB + 4096, MemoryType::kWriteBack),
+            MemoryType::kUncachedMinus);
+  // A 64 GB reservation that used to be fast is still fast; 100 GB is not.
+  EXPECT_EQ(EffectiveMemoryType(spec, base, base + 64 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kWriteBack);
+  EXPECT_EQ(EffectiveMemoryType(spec, base, base + 100 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kUncachedMinus);
+}
+
+TEST(EffectiveMemoryType, RangeOverTheHoleIsNotWB) {
+  const auto spec = Seed000();
+  EXPECT_EQ(EffectiveMemoryType(spec, 2 * kGiB, 5 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kUncachedMinus);
+}
+
+TEST(EffectiveMemoryType, OtherRequestsAndNoPat) {
+  auto spec = Seed000();
+  EXPECT_EQ(EffectiveMemoryType(spec, 4 * kGiB, 200 * kGiB, MemoryType::kWriteCombining),
+            MemoryType::kWriteCombining);
+  EXPECT_EQ(EffectiveMemoryType(spec, 4 * kGiB, 8 * kGiB, MemoryType::kUncached),
+            MemoryType::kUncached);
+  spec.pat_enabled = false;
+  EXPECT_EQ(EffectiveMemoryType(spec, 4 * kGiB, 8 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kWriteBack);
+  EXPECT_EQ(EffectiveMemoryType(spec, 200 * kGiB, 201 * kGiB, MemoryType::kWriteBack),
+            MemoryType::kUncached);  // the MTRR type itself, not UC-
+  EXPECT_EQ(EffectiveMemoryType(spec, 4 * kGiB, 8 * kGiB, MemoryType::kWriteCombining),
+            MemoryType::kUncachedMinus);
+}
+
+TEST(HostPerf, Seed000FitsItsTable) {
+  const auto perf = Seed000().perf;
+  // WB: 3942/3948/3941/3903 MB/s in the seed (second run).
+  EXPECT_NEAR(perf.ReadBytesPerSecond(MemoryType::kWriteBack, 8) / 1e6, 3930, 60);
+  // UC-: 80.55 / 83.62 MB/s at 128 / 188 GB reserved.
+  const double uc = perf.ReadBytesPerSecond(MemoryType::kUncachedMinus, 0) / 1e6;
+  EXPECT_GT(uc, 78);
+  EXPECT_LT(uc, 86);
+  EXPECT_DOUBLE_EQ(perf.ReadBytesPerSecond(MemoryType::kUncached, 16),
+                   2 * perf.ReadBytesPerSecond(MemoryType::kUncached, 8));
+  EXPECT_DOUBLE_EQ(perf.ReadBytesPerSecond(MemoryType::kWriteCombining, 8),
+                   perf.ReadBytesPerSecond(MemoryType::kUncached, 8));
+  // First touch of a new 16 MiB buffer: 4096 faults ~ 6 ms (seed: run A first pass 5-7 ms
+  // slower than the second).
+  EXPECT_NEAR(4096 * perf.page_fault_us * 1e-3, 6.06, 0.1);
+}
+
+TEST(HostPerf, Writes) {
+  HostPerf p;
+  p.wb_copy_gbps = 10;
+  p.wc_write_gbps = 7;
+  p.uc_load_latency_ns = 100;
+  EXPECT_DOUBLE_EQ(p.WriteBytesPerSecond(MemoryType::kWriteBack), 10e9);
+  EXPECT_DOUBLE_EQ(p.WriteBytesPerSecond(MemoryType::kWriteCombining), 7e9);
+  EXPECT_DOUBLE_EQ(p.WriteBytesPerSecond(MemoryType::kUncached), 80e6);
+  EXPECT_DOUBLE_EQ(p.MemcpyBytesPerSecond(4), 10e9);  // nothing measured: one-thread rate
+}
+
+}  // namespace
+}  // namespace resmem::sim
