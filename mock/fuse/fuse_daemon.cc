@@ -1,0 +1,658 @@
+#include "mock/fuse/fuse_daemon.h"
+
+#include <fuse_lowlevel.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "kmod/uapi/resmem_ioctl.h"
+#include "mock/fuse/control.h"
+
+namespace resmem::fuse_emu {
+namespace {
+
+constexpr fuse_ino_t kRootIno = FUSE_ROOT_ID;  // 1
+constexpr fuse_ino_t kControlIno = 2;
+constexpr fuse_ino_t kFirstDeviceIno = 3;
+constexpr double kAttrTimeout = 1.0;
+
+struct Range {
+  uint64_t start = 0, end = 0;  // [start, end)
+  uint64_t delay_us = 0;
+  bool Meets(uint64_t off, uint64_t len) const { return off < end && start < off + len; }
+};
+
+struct DeviceFaults {
+  std::vector<Range> eio;
+  std::vector<Range> delay;
+  bool refuse_mmap = false;
+  int refuse_open = 0;
+};
+
+struct ServedDevice {
+  std::string name;  // "resmem0"
+  std::string path;  // the provider's path, "/dev/resmem0"
+  RegionInfo info;
+  std::unique_ptr<RegionHandle> handle;
+  std::unique_ptr<HostMemory> memory;
+  Status unavailable;  // non-OK: the provider could not open or map it
+  DeviceFaults faults;
+};
+
+int ErrnoOf(const Status& s) { return s.space() == ErrorSpace::kErrno && s.code() > 0 ? s.code() : EIO; }
+
+}  // namespace
+
+struct FuseDaemon::State {
+  DaemonOptions options;
+  std::vector<ServedDevice> devices;
+  fuse_session* session = nullptr;
+  std::string mount_dir;
+  bool mounted = false;
+  time_t start_time = time(nullptr);
+
+  std::mutex mu;  // guards every DeviceFaults and last_error; never held across a notify
+  std::string last_error;
+  std::vector<std::string> applied;  // control commands that took effect, in order
+
+  std::atomic<uint64_t> reads{0}, read_bytes{0}, writes{0}, write_bytes{0}, ioctls{0},
+      opens{0}, refused_opens{0}, eio_replies{0}, delayed_reads{0};
+
+  ServedDevice* Device(fuse_ino_t ino) {
+    if (ino < kFirstDeviceIno || ino - kFirstDeviceIno >= devices.size()) return nullptr;
+    return &devices[ino - kFirstDeviceIno];
+  }
+  ServedDevice* DeviceNamed(const std::string& name) {
+    for (auto& d : devices) {
+      if (d.name == name) return &d;
+    }
+    return nullptr;
+  }
+  fuse_ino_t InoOf(const ServedDevice& d) const { return kFirstDeviceIno + (&d - devices.data()); }
+
+  void Attr(fuse_ino_t ino, struct stat* st) {
+    std::memset(st, 0, sizeof *st);
+    st->st_ino = ino;
+    st->st_uid = 0;
+    st->st_gid = 0;
+    st->st_atime = st->st_mtime = st->st_ctime = start_time;
+    st->st_blksize = 4096;
+    if (ino == kRootIno) {
+      st->st_mode = S_IFDIR | 0755;
+      st->st_nlink = 2;
+    } else if (ino == kControlIno) {
+      st->st_mode = S_IFREG | 0600;
+      st->st_nlink = 1;
+    } else if (ServedDevice* d = Device(ino)) {
+      st->st_mode = S_IFREG | 0666;
+      st->st_nlink = 1;
+      st->st_size = static_cast<off_t>(d->info.size);
+      st->st_blocks = static_cast<blkcnt_t>((d->info.size + 511) / 512);
+    }
+  }
+
+  // Fault points of the scenario's injector. Returns 0 to go on, or the errno to reply with.
+  int InjectorCheck(const char* point, const ServedDevice& d, uint64_t off, uint64_t len) {
+    if (!options.faults) return 0;
+    FaultOutcome o = options.faults->Check(point, d.info.phys_addr + off, len);
+    if (!o.fired) return 0;
+    switch (o.effect) {
+      case FaultEffect::kDelay:
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_seconds));
+        return 0;
+      case FaultEffect::kError:
+        return ErrnoOf(o.status);
+      default:
+        // A signal or corruption on the device side reaches a FUSE client as EIO (FACTS.md: EIO
+        // from read is what becomes SIGBUS through a mapping).
+        return EIO;
+    }
+  }
+
+  std::string StatusText() {
+    std::ostringstream o;
+    o << "resmem fuse daemon pid " << getpid() << "\n";
+    for (auto& d : devices) {
+      o << "device " << d.name << " " << d.info.Describe();
+      if (!d.unavailable.ok()) o << " UNAVAILABLE: " << d.unavailable.ToString();
+      o << "\n";
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& d : devices) {
+        for (auto& r : d.faults.eio) o << "fault eio " << d.name << " " << r.start << " " << r.end - r.start << "\n";
+        for (auto& r : d.faults.delay)
+          o << "fault delay " << d.name << " " << r.start << " " << r.end - r.start << " " << r.delay_us << "\n";
+        if (d.faults.refuse_mmap) o << "fault refuse-mmap " << d.name << "\n";
+        if (d.faults.refuse_open) o << "fault refuse-open " << d.name << " " << ErrnoName(d.faults.refuse_open) << "\n";
+      }
+      for (auto& a : applied) o << "applied " << a << "\n";
+      o << "last_error: " << (last_error.empty() ? "none" : last_error) << "\n";
+    }
+    o << "counters reads=" << reads << " read_bytes=" << read_bytes << " writes=" << writes
+      << " write_bytes=" << write_bytes << " ioctls=" << ioctls << " opens=" << opens
+      << " refused_opens=" << refused_opens << " eio_replies=" << eio_replies
+      << " delayed_reads=" << delayed_reads << "\n";
+    o << "commands:\n" << ControlUsage();
+    return o.str();
+  }
+
+  // Applies parsed commands. Cached pages are dropped after the lock is released: the kernel may
+  // write dirty pages back to us while invalidating (fuse_lowlevel.h: never notify while holding
+  // a lock an operation needs).
+  Status Apply(const std::vector<ControlCommand>& commands, bool* die) {
+    struct Inval {
+      fuse_ino_t ino;
+      uint64_t off, len;
+    };
+    std::vector<Inval> invals;
+    for (const auto& c : commands) {
+      ServedDevice* d = nullptr;
+      if (!c.device.empty()) {
+        d = DeviceNamed(c.device);
+        if (!d) {
+          std::string names;
+          for (auto& x : devices) names += (names.empty() ? "" : ", ") + x.name;
+          return Status::InvalidArgument("'" + c.Describe() + "': no device '" + c.device +
+                                         "' in this mount; devices: " + names);
+        }
+        if ((c.verb == ControlVerb::kEio || c.verb == ControlVerb::kDelay ||
+             c.verb == ControlVerb::kFill) &&
+            (c.offset >= d->info.size || c.length > d->info.size - c.offset)) {
+          return Status::InvalidArgument("'" + c.Describe() + "': range is outside " + d->name +
+                                         " (" + std::to_string(d->info.size) +
+                                         " bytes): keep OFFSET+LENGTH within the size");
+        }
+      }
+      switch (c.verb) {
+        case ControlVerb::kEio: {
+          std::lock_guard<std::mutex> lock(mu);
+          d->faults.eio.push_back({c.offset, c.offset + c.length, 0});
+          invals.push_back({InoOf(*d), c.offset, c.length});
+          break;
+        }
+        case ControlVerb::kDelay: {
+          std::lock_guard<std::mutex> lock(mu);
+          d->faults.delay.push_back({c.offset, c.offset + c.length, c.delay_us});
+          invals.push_back({InoOf(*d), c.offset, c.length});
+          break;
+        }
+        case ControlVerb::kRefuseMmap: {
+          std::lock_guard<std::mutex> lock(mu);
+          d->faults.refuse_mmap = true;
+          break;
+        }
+        case ControlVerb::kRefuseOpen: {
+          std::lock_guard<std::mutex> lock(mu);
+          d->faults.refuse_open = c.error;
+          break;
+        }
+        case ControlVerb::kFill: {
+          if (!d->memory) {
+            return Status::Unavailable("'" + c.Describe() + "': " + d->name +
+                                       " is unavailable: " + d->unavailable.ToString());
+          }
+          // The producer writes in 1 MiB pieces so a fill of a large range needs no large buffer.
+          std::vector<uint64_t> words;
+          for (uint64_t done = 0; done < c.length;) {
+            uint64_t n = std::min<uint64_t>(c.length - done, 1 << 20);
+            words.resize(n / 8);
+            uint64_t first = (c.offset + done) / 8;
+            for (uint64_t k = 0; k < words.size(); ++k) words[k] = FillPatternWord(c.seed, first + k);
+            Status st = d->memory->Write(c.offset + done, words.data(), n);
+            if (!st.ok()) return st.WithContext("'" + c.Describe() + "'");
+            done += n;
+          }
+          invals.push_back({InoOf(*d), c.offset, c.length});
+          break;
+        }
+        case ControlVerb::kDie:
+          *die = true;
+          break;
+        case ControlVerb::kClear: {
+          std::lock_guard<std::mutex> lock(mu);
+          for (auto& x : devices) {
+            if (d && &x != d) continue;
+            for (auto& r : x.faults.delay) invals.push_back({InoOf(x), r.start, r.end - r.start});
+            x.faults = DeviceFaults();
+          }
+          break;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      applied.push_back(c.Describe());
+    }
+    for (const auto& v : invals) {
+      // Makes the daemon-side change visible to existing mappings (FACTS.md "FUSE": seen by a
+      // mapping only after fuse_lowlevel_notify_inval_inode). ENOENT: the kernel has no inode
+      // cached yet, so there is nothing to drop.
+      int rc = fuse_lowlevel_notify_inval_inode(session, v.ino, static_cast<off_t>(v.off),
+                                                static_cast<off_t>(v.len));
+      if (rc != 0 && rc != -ENOENT) {
+        return Status::Errno(-rc, "notify_inval_inode failed; the change may not be visible "
+                                  "through existing mappings");
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+namespace {
+
+FuseDaemon::State* StateOf(fuse_req_t req) {
+  return static_cast<FuseDaemon::State*>(fuse_req_userdata(req));
+}
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto* s = StateOf(req);
+  fuse_ino_t ino = 0;
+  if (parent == kRootIno) {
+    if (std::strcmp(name, kControlName) == 0) {
+      ino = kControlIno;
+    } else if (ServedDevice* d = s->DeviceNamed(name)) {
+      ino = s->InoOf(*d);
+    }
+  }
+  if (!ino) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  fuse_entry_param e{};
+  e.ino = ino;
+  e.attr_timeout = kAttrTimeout;
+  e.entry_timeout = kAttrTimeout;
+  s->Attr(ino, &e.attr);
+  fuse_reply_entry(req, &e);
+}
+
+void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  auto* s = StateOf(req);
+  if (ino != kRootIno && ino != kControlIno && !s->Device(ino)) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  struct stat st;
+  s->Attr(ino, &st);
+  fuse_reply_attr(req, &st, kAttrTimeout);
+}
+
+void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+  auto* s = StateOf(req);
+  struct stat st;
+  s->Attr(ino, &st);
+  // A device has the size of its reserved range; O_TRUNC or ftruncate cannot change it. Truncating
+  // the control file (echo > .control opens with O_TRUNC) is accepted and means nothing.
+  if ((to_set & FUSE_SET_ATTR_SIZE) && ino != kControlIno && attr->st_size != st.st_size) {
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  fuse_reply_attr(req, &st, kAttrTimeout);
+}
+
+void OpReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  auto* s = StateOf(req);
+  if (ino != kRootIno) {
+    fuse_reply_err(req, ENOTDIR);
+    return;
+  }
+  std::vector<std::pair<std::string, fuse_ino_t>> entries = {
+      {".", kRootIno}, {"..", kRootIno}, {kControlName, kControlIno}};
+  for (auto& d : s->devices) entries.push_back({d.name, s->InoOf(d)});
+  std::vector<char> buf(size);
+  size_t used = 0;
+  for (size_t i = static_cast<size_t>(off); i < entries.size(); ++i) {
+    struct stat st;
+    s->Attr(entries[i].second, &st);
+    size_t need = fuse_add_direntry(req, nullptr, 0, entries[i].first.c_str(), nullptr, 0);
+    if (used + need > size) break;
+    fuse_add_direntry(req, buf.data() + used, size - used, entries[i].first.c_str(), &st,
+                      static_cast<off_t>(i + 1));
+    used += need;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* s = StateOf(req);
+  if (ino == kControlIno) {
+    fi->direct_io = 1;  // every read renders the state afresh
+    fuse_reply_open(req, fi);
+    return;
+  }
+  ServedDevice* d = s->Device(ino);
+  if (!d) {
+    fuse_reply_err(req, ino == kRootIno ? EISDIR : ENOENT);
+    return;
+  }
+  s->opens++;
+  int refuse = 0;
+  bool direct = false;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    refuse = d->faults.refuse_open;
+    direct = d->faults.refuse_mmap;
+  }
+  if (!refuse && !d->unavailable.ok()) refuse = ErrnoOf(d->unavailable);
+  if (!refuse) refuse = s->InjectorCheck("region.open", *d, 0, 0);
+  if (refuse) {
+    s->refused_opens++;
+    fuse_reply_err(req, refuse);
+    return;
+  }
+  // FOPEN_DIRECT_IO files cannot be mapped MAP_SHARED: the kernel's fuse_file_mmap answers ENODEV
+  // (fs/fuse/file.c; FACTS.md "ENODEV from mmap (direct_io open)").
+  fi->direct_io = direct ? 1 : 0;
+  // The page cache stays valid across opens: the bytes change only through this mount or through
+  // fill, which invalidates what it wrote.
+  fi->keep_cache = direct ? 0 : 1;
+  fuse_reply_open(req, fi);
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_signed, fuse_file_info*) {
+  auto* s = StateOf(req);
+  uint64_t off = static_cast<uint64_t>(off_signed);
+  if (ino == kControlIno) {
+    std::string text = s->StatusText();
+    if (off >= text.size()) {
+      fuse_reply_buf(req, nullptr, 0);
+    } else {
+      fuse_reply_buf(req, text.data() + off, std::min<size_t>(size, text.size() - off));
+    }
+    return;
+  }
+  ServedDevice* d = s->Device(ino);
+  if (!d || !d->memory) {
+    fuse_reply_err(req, EIO);
+    return;
+  }
+  if (off >= d->info.size) {
+    fuse_reply_buf(req, nullptr, 0);
+    return;
+  }
+  uint64_t len = std::min<uint64_t>(size, d->info.size - off);
+  bool eio = false;
+  uint64_t delay_us = 0;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    for (auto& r : d->faults.eio) eio = eio || r.Meets(off, len);
+    for (auto& r : d->faults.delay) {
+      if (r.Meets(off, len)) delay_us = std::max(delay_us, r.delay_us);
+    }
+  }
+  if (eio) {
+    // The whole request fails: the kernel then reads the faulting page alone, so only pages in
+    // the range end in SIGBUS (mm/filemap.c filemap_fault -> page_not_uptodate retry).
+    s->eio_replies++;
+    fuse_reply_err(req, EIO);
+    return;
+  }
+  if (delay_us) {
+    s->delayed_reads++;
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  }
+  if (int err = s->InjectorCheck("region.read", *d, off, len)) {
+    s->eio_replies += err == EIO;
+    fuse_reply_err(req, err);
+    return;
+  }
+  thread_local std::vector<uint8_t> buf;
+  buf.resize(len);
+  Status st = d->memory->Read(off, buf.data(), len);
+  if (!st.ok()) {
+    fuse_reply_err(req, ErrnoOf(st));
+    return;
+  }
+  s->reads++;
+  s->read_bytes += len;
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), len);
+}
+
+void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off_signed,
+             fuse_file_info*) {
+  auto* s = StateOf(req);
+  uint64_t off = static_cast<uint64_t>(off_signed);
+  if (ino == kControlIno) {
+    auto parsed = ParseControl(std::string(data, size));
+    Status st = parsed.status();
+    bool die = false;
+    if (st.ok()) st = s->Apply(parsed.value(), &die);
+    if (!st.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->last_error = st.message();
+      }
+      fuse_reply_err(req, st.space() == ErrorSpace::kErrno ? st.code() : EINVAL);
+      return;
+    }
+    fuse_reply_write(req, size);
+    if (die) {
+      // The daemon dies as a crashed one would: no unmount, no goodbye. The kernel aborts the
+      // connection when the last /dev/fuse descriptor closes (FACTS.md: ENOTCONN / SIGBUS).
+      _exit(0);
+    }
+    return;
+  }
+  ServedDevice* d = s->Device(ino);
+  if (!d || !d->memory) {
+    fuse_reply_err(req, EIO);
+    return;
+  }
+  if (off >= d->info.size || size > d->info.size - off) {
+    // Past the reserved range: the size is fixed, as the real device's is.
+    fuse_reply_err(req, off >= d->info.size ? ENOSPC : EFBIG);
+    return;
+  }
+  if (int err = s->InjectorCheck("region.write", *d, off, size)) {
+    fuse_reply_err(req, err);
+    return;
+  }
+  Status st = d->memory->Write(off, data, size);
+  if (!st.ok()) {
+    fuse_reply_err(req, ErrnoOf(st));
+    return;
+  }
+  s->writes++;
+  s->write_bytes += size;
+  fuse_reply_write(req, size);
+}
+
+void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*,
+             unsigned flags, const void*, size_t, size_t out_bufsz) {
+  auto* s = StateOf(req);
+  ServedDevice* d = s->Device(ino);
+  if (!d || !d->handle) {
+    fuse_reply_err(req, ENOTTY);
+    return;
+  }
+  s->ioctls++;
+  if (flags & FUSE_IOCTL_COMPAT) {
+    fuse_reply_err(req, ENOSYS);  // 32-bit callers: the module has no compat_ioctl either
+    return;
+  }
+  if (int err = s->InjectorCheck("region.ioctl", *d, 0, 0)) {
+    fuse_reply_err(req, err);
+    return;
+  }
+  auto info = d->handle->Info();
+  if (!info.ok()) {
+    fuse_reply_err(req, ErrnoOf(info.status()));
+    return;
+  }
+  switch (cmd) {
+    case RESMEM_IOC_INFO: {
+      resmem_info out{};
+      out.abi_version = info->abi_version;
+      out.mode = info->mode == MapMode::kPfnmap ? RESMEM_MODE_PFNMAP : RESMEM_MODE_PAGES;
+      out.cache = info->cache == CacheType::kWriteBack       ? RESMEM_CACHE_WB
+                  : info->cache == CacheType::kWriteCombining ? RESMEM_CACHE_WC
+                                                              : RESMEM_CACHE_UC;
+      out.phys_addr = info->phys_addr;
+      out.size = info->size;
+      std::strncpy(out.name, d->name.c_str(), sizeof out.name - 1);
+      if (out_bufsz < sizeof out) {
+        fuse_reply_err(req, EINVAL);
+        return;
+      }
+      fuse_reply_ioctl(req, 0, &out, sizeof out);
+      return;
+    }
+    case RESMEM_IOC_LENGTH:
+    case RESMEM_IOC_PHYS: {
+      __u64 v = cmd == RESMEM_IOC_LENGTH ? info->size : info->phys_addr;
+      if (out_bufsz < sizeof v) {
+        fuse_reply_err(req, EINVAL);
+        return;
+      }
+      fuse_reply_ioctl(req, 0, &v, sizeof v);
+      return;
+    }
+    default:
+      // What a char driver answers for a command it does not know (FACTS.md: unknown ones ENOTTY).
+      fuse_reply_err(req, ENOTTY);
+  }
+}
+
+void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops{};
+  ops.lookup = OpLookup;
+  ops.getattr = OpGetattr;
+  ops.setattr = OpSetattr;
+  ops.readdir = OpReaddir;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.write = OpWrite;
+  ops.ioctl = OpIoctl;
+  ops.flush = OpFlush;
+  ops.release = OpRelease;
+  ops.fsync = OpFsync;
+  return ops;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FuseDaemon>> FuseDaemon::Create(RegionProvider& provider,
+                                                       DaemonOptions options) {
+  auto listed = provider.List();
+  if (!listed.ok()) return listed.status().WithContext("listing devices of " + provider.name());
+  if (listed->empty()) {
+    return Status::Error(kNotFound, "provider " + provider.name() +
+                                        " offers no device: check its reserved ranges");
+  }
+  std::unique_ptr<FuseDaemon> daemon(new FuseDaemon());
+  daemon->state_.reset(new State());
+  State& s = *daemon->state_;
+  s.options = std::move(options);
+  s.devices.reserve(listed->size());
+  for (const auto& path : listed.value()) {
+    ServedDevice d;
+    d.path = path;
+    d.name = path.substr(path.rfind('/') + 1);
+    if (d.name.empty() || d.name == kControlName || d.name[0] == '.') {
+      return Status::InvalidArgument("device path '" + path +
+                                     "' gives no usable file name: name devices /dev/resmemN");
+    }
+    OpenRequest req;
+    req.path = path;
+    auto handle = provider.Open(req);
+    if (!handle.ok()) {
+      d.unavailable = handle.status();
+    } else {
+      d.handle = std::move(handle).value();
+      auto info = d.handle->Info();
+      if (!info.ok()) {
+        d.unavailable = info.status();
+      } else {
+        d.info = info.value();
+        MapRequest m;
+        m.length = d.info.size;
+        auto mem = d.handle->Map(m);
+        if (!mem.ok()) {
+          d.unavailable = mem.status();
+        } else {
+          d.memory = std::move(mem).value();
+        }
+      }
+    }
+    if (d.info.device.empty()) d.info.device = path;
+    s.devices.push_back(std::move(d));
+  }
+  return daemon;
+}
+
+FuseDaemon::~FuseDaemon() {
+  if (state_ && state_->session) {
+    if (state_->mounted) umount2(state_->mount_dir.c_str(), MNT_DETACH);
+    fuse_session_destroy(state_->session);
+  }
+}
+
+std::vector<std::string> FuseDaemon::device_names() const {
+  std::vector<std::string> out;
+  for (const auto& d : state_->devices) out.push_back(d.name);
+  return out;
+}
+
+Status FuseDaemon::Mount(const std::string& dir, int fuse_fd) {
+  State& s = *state_;
+  // Mount ourselves with the descriptor (what fusermount3 does for users; as root mount(2) is
+  // allowed directly, FACTS.md "FUSE"), then hand libfuse "/dev/fd/N" so it serves that fd.
+  std::string opts = "fd=" + std::to_string(fuse_fd) +
+                     ",rootmode=40000,user_id=0,group_id=0,allow_other,max_read=1048576";
+  if (mount(kMountSource, dir.c_str(), kMountType, MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
+    int err = errno;
+    return Status::Errno(err, std::string("mount -t ") + kMountType + " on " + dir + ": " +
+                                  std::strerror(err) +
+                                  (err == EPERM ? ": mounting FUSE here needs root (CAP_SYS_ADMIN)"
+                                                : ": is FUSE enabled in this kernel (/proc/filesystems)?"));
+  }
+  s.mounted = true;
+  s.mount_dir = dir;
+  const char* argv[] = {"resmem-fuse", nullptr};
+  fuse_args args = FUSE_ARGS_INIT(1, const_cast<char**>(argv));
+  fuse_lowlevel_ops ops = MakeOps();
+  s.session = fuse_session_new(&args, &ops, sizeof ops, &s);
+  if (!s.session) {
+    umount2(dir.c_str(), MNT_DETACH);
+    s.mounted = false;
+    return Status::Internal("fuse_session_new failed (libfuse3 " + std::to_string(fuse_version()) +
+                            "): see the daemon's stderr");
+  }
+  std::string fd_path = "/dev/fd/" + std::to_string(fuse_fd);
+  if (fuse_session_mount(s.session, fd_path.c_str()) != 0) {
+    umount2(dir.c_str(), MNT_DETACH);
+    s.mounted = false;
+    return Status::Internal("libfuse3 did not accept " + fd_path +
+                            " (needs libfuse >= 3.3 for /dev/fd/N mountpoints)");
+  }
+  return Status::Ok();
+}
+
+int FuseDaemon::Serve() {
+  State& s = *state_;
+  if (fuse_set_signal_handlers(s.session) != 0) return 4;
+  fuse_loop_config config{};
+  config.clone_fd = 0;
+  config.max_idle_threads = s.options.max_idle_threads;
+  int rc = fuse_session_loop_mt(s.session, &config);
+  fuse_remove_signal_handlers(s.session);
+  if (s.mounted) {
+    umount2(s.mount_dir.c_str(), MNT_DETACH);
+    s.mounted = false;
+  }
+  return rc < 0 ? 4 : 0;
+}
+
+}  // namespace resmem::fuse_emu

@@ -1,0 +1,314 @@
+// Mounts the emulated device over a memory provider and checks what the kernel delivers through
+// it: rw MAP_SHARED mmap, the module's ioctls, and each control-file fault (FACTS.md "FUSE").
+#include "mock/fuse/fuse_device.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "kmod/uapi/resmem_ioctl.h"
+#include "mock/fuse/control.h"
+#include "mock/fuse/memory_region_provider.h"
+
+namespace resmem::fuse_emu {
+namespace {
+
+constexpr uint64_t kSize0 = 16ull << 20;
+constexpr uint64_t kSize1 = 4ull << 20;
+
+// Runs `touch` in a forked child and returns how the child ended: the signal that killed it, or
+// 0 when it exited normally.
+template <typename F>
+int SignalOfChild(F touch) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    touch();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+class FuseDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MemoryDeviceSpec a;
+    a.device = "/dev/resmem0";
+    a.size = kSize0;
+    a.phys_addr = 0x100000000ull;
+    MemoryDeviceSpec b;
+    b.device = "/dev/resmem1";
+    b.size = kSize1;
+    b.phys_addr = 0x40000000ull;
+    b.mode = MapMode::kPages;
+    b.cache = CacheType::kWriteCombining;
+    auto p = MakeMemoryRegionProvider({a, b});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    provider_ = std::move(p).value();
+    auto dev = FuseDevice::Mount(*provider_);
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    dev_ = std::move(dev).value();
+  }
+  void TearDown() override {
+    if (dev_) {
+      EXPECT_TRUE(dev_->Unmount().ok());
+    }
+    dev_.reset();
+    // Whatever the test did, no mount of ours is left in this namespace.
+    EXPECT_TRUE(ResmemFuseMounts().empty()) << ResmemFuseMounts()[0];
+  }
+  int Open(const char* name, int flags = O_RDWR) {
+    return open(dev_->DevicePath(name).c_str(), flags | O_CLOEXEC);
+  }
+
+  std::unique_ptr<RegionProvider> provider_;
+  std::unique_ptr<FuseDevice> dev_;
+};
+
+TEST_F(FuseDeviceTest, ServesOneRegularFilePerDeviceAndTheControlFile) {
+  ASSERT_EQ(dev_->device_names(), (std::vector<std::string>{"resmem0", "resmem1"}));
+  struct stat st;
+  ASSERT_EQ(stat(dev_->DevicePath("resmem0").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));  // never S_ISCHR (FACTS.md)
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kSize0);
+  ASSERT_EQ(stat(dev_->DevicePath("/dev/resmem1").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kSize1);
+  auto status = dev_->ControlStatus();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_NE(status->find("device resmem0"), std::string::npos) << *status;
+  EXPECT_NE(status->find("last_error: none"), std::string::npos) << *status;
+}
+
+TEST_F(FuseDeviceTest, PrivateNamespaceKeepsTheMountOutOfProcMounts) {
+  if (!dev_->private_namespace()) {
+    GTEST_SKIP() << "no private mount namespace here (unshare refused): mounted shared";
+  }
+  EXPECT_TRUE(ResmemFuseMounts().empty());
+  EXPECT_EQ(dev_->mount_dir(),
+            "/proc/" + std::to_string(dev_->daemon_pid()) + "/root" + dev_->mounted_at());
+}
+
+TEST_F(FuseDeviceTest, IoctlsAnswerFromTheRegionInfo) {
+  int fd = Open("resmem1");
+  ASSERT_GE(fd, 0) << strerror(errno);
+  __u64 length = 0, phys = 0;
+  ASSERT_EQ(ioctl(fd, RESMEM_IOC_LENGTH, &length), 0) << strerror(errno);
+  EXPECT_EQ(length, kSize1);
+  ASSERT_EQ(ioctl(fd, RESMEM_IOC_PHYS, &phys), 0) << strerror(errno);
+  EXPECT_EQ(phys, 0x40000000ull);
+  resmem_info info{};
+  ASSERT_EQ(ioctl(fd, RESMEM_IOC_INFO, &info), 0) << strerror(errno);
+  EXPECT_EQ(info.abi_version, 1u);
+  EXPECT_EQ(info.mode, static_cast<__u32>(RESMEM_MODE_PAGES));
+  EXPECT_EQ(info.cache, static_cast<__u32>(RESMEM_CACHE_WC));
+  EXPECT_EQ(info.size, kSize1);
+  EXPECT_STREQ(info.name, "resmem1");
+  __u64 junk = 0;
+  EXPECT_EQ(ioctl(fd, _IOR(RESMEM_IOC_MAGIC, 99, __u64), &junk), -1);
+  EXPECT_EQ(errno, ENOTTY);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, SharedWritableMappingRoundTripsThroughTheDaemon) {
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0) << strerror(errno);
+  void* p = mmap(nullptr, kSize0, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  auto* bytes = static_cast<uint8_t*>(p);
+  for (uint64_t i = 0; i < kSize0; i += 4096) bytes[i] = static_cast<uint8_t>(i >> 12);
+  ASSERT_EQ(msync(p, kSize0, MS_SYNC), 0) << strerror(errno);
+  ASSERT_EQ(munmap(p, kSize0), 0);
+  close(fd);
+  // The bytes reached the daemon (write requests), not only the page cache.
+  auto status = dev_->ControlStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->find("write_bytes=0 "), std::string::npos) << *status;
+  // A later mapping and plain reads see them.
+  fd = Open("resmem0", O_RDONLY);
+  ASSERT_GE(fd, 0);
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, 4096 * 77), 1);
+  EXPECT_EQ(b, 77);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, DeviceSideFillIsSeenByAnExistingMapping) {
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  auto* words = static_cast<uint64_t*>(mmap(nullptr, kSize0, PROT_READ, MAP_SHARED, fd, 0));
+  ASSERT_NE(static_cast<void*>(words), MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(words[1000], 0u);  // cached now
+  ASSERT_TRUE(dev_->Control("fill resmem0 0 1M 42").ok());
+  EXPECT_EQ(words[1000], FillPatternWord(42, 1000));
+  EXPECT_EQ(words[(1 << 20) / 8 - 1], FillPatternWord(42, (1 << 20) / 8 - 1));
+  EXPECT_EQ(words[(1 << 20) / 8], 0u);  // outside the block: untouched
+  munmap(words, kSize0);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, EioRangeBecomesSigbusThroughTheMapping) {
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  auto* bytes = static_cast<volatile uint8_t*>(
+      mmap(nullptr, kSize0, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE((void*)bytes, MAP_FAILED);
+  (void)bytes[1 << 20];  // cached before the fault: the fault must drop it
+  ASSERT_TRUE(dev_->Control("eio resmem0 1M 64K").ok());
+  EXPECT_EQ(SignalOfChild([&] { (void)bytes[(1 << 20) + 100]; }), SIGBUS);
+  EXPECT_EQ(SignalOfChild([&] { (void)bytes[(2 << 20)]; }), 0);  // outside the range
+  char buf[16];
+  EXPECT_EQ(pread(fd, buf, sizeof buf, 1 << 20), -1);
+  EXPECT_EQ(errno, EIO);
+  ASSERT_TRUE(dev_->Control("clear resmem0").ok());
+  EXPECT_EQ(SignalOfChild([&] { (void)bytes[(1 << 20) + 100]; }), 0);
+  munmap((void*)bytes, kSize0);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, RefusedMmapIsEnodevButReadsStillWork) {
+  ASSERT_TRUE(dev_->Control("refuse-mmap resmem0").ok());
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  EXPECT_EQ(p, MAP_FAILED);
+  EXPECT_EQ(errno, ENODEV);
+  char buf[8];
+  EXPECT_EQ(pread(fd, buf, sizeof buf, 0), 8);
+  close(fd);
+  // The other device is unaffected.
+  fd = Open("resmem1");
+  p = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  EXPECT_NE(p, MAP_FAILED) << strerror(errno);
+  if (p != MAP_FAILED) munmap(p, 4096);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, RefusedOpenGivesTheChosenErrno) {
+  ASSERT_TRUE(dev_->Control("refuse-open resmem0 EBUSY").ok());
+  EXPECT_EQ(Open("resmem0"), -1);
+  EXPECT_EQ(errno, EBUSY);
+  ASSERT_TRUE(dev_->Control("clear").ok());
+  int fd = Open("resmem0");
+  EXPECT_GE(fd, 0) << strerror(errno);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, SlowPagesDelayTheFirstTouch) {
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  auto* bytes = static_cast<volatile uint8_t*>(mmap(nullptr, kSize0, PROT_READ, MAP_SHARED, fd, 0));
+  ASSERT_NE((void*)bytes, MAP_FAILED);
+  ASSERT_TRUE(dev_->Control("delay resmem0 8M 4096 30000").ok());
+  auto t0 = std::chrono::steady_clock::now();
+  (void)bytes[8 << 20];
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // A lower bound only: the daemon sleeps at least this long before answering.
+  EXPECT_GE(waited, 0.030);
+  auto status = dev_->ControlStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->find("delayed_reads=0\n"), std::string::npos) << *status;
+  munmap((void*)bytes, kSize0);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, DaemonDeathGivesEnotconnAndSigbus) {
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  auto* bytes = static_cast<volatile uint8_t*>(mmap(nullptr, kSize0, PROT_READ, MAP_SHARED, fd, 0));
+  ASSERT_NE((void*)bytes, MAP_FAILED);
+  (void)bytes[0];
+  ASSERT_TRUE(dev_->Control("die").ok());
+  for (int i = 0; i < 300 && dev_->DaemonAlive(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(dev_->DaemonAlive());
+  __u64 length = 0;
+  EXPECT_EQ(ioctl(fd, RESMEM_IOC_LENGTH, &length), -1);
+  EXPECT_EQ(errno, ENOTCONN);
+  char buf[8];
+  EXPECT_EQ(pread(fd, buf, sizeof buf, 12 << 20), -1);
+  EXPECT_EQ(errno, ENOTCONN);
+  EXPECT_EQ(SignalOfChild([&] { (void)bytes[12 << 20]; }), SIGBUS);
+  munmap((void*)bytes, kSize0);
+  close(fd);
+}
+
+TEST_F(FuseDeviceTest, BadControlCommandIsRefusedWithTheReason) {
+  Status st = dev_->Control("eio resmem9 0 4096");
+  EXPECT_EQ(st.code(), kInvalidArgument);
+  EXPECT_NE(st.message().find("no device 'resmem9'"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("devices: resmem0, resmem1"), std::string::npos) << st.ToString();
+  st = dev_->Control("eio resmem1 4M 4096");
+  EXPECT_NE(st.message().find("outside resmem1"), std::string::npos) << st.ToString();
+}
+
+TEST(FuseDeviceMount, SharedNamespaceMountIsRemovedOnUnmountEvenAfterDeath) {
+  auto provider = MakeMemoryRegionProvider({MemoryDeviceSpec()});
+  ASSERT_TRUE(provider.ok());
+  MountOptions opts;
+  opts.private_namespace = false;
+  auto dev = FuseDevice::Mount(*provider.value(), opts);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_FALSE(dev.value()->private_namespace());
+  EXPECT_EQ(ResmemFuseMounts().size(), 1u);
+  ASSERT_TRUE(dev.value()->Control("die").ok());
+  for (int i = 0; i < 300 && dev.value()->DaemonAlive(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(ResmemFuseMounts().size(), 1u);  // a dead daemon's mount stays until removed
+  EXPECT_TRUE(dev.value()->Unmount().ok());
+  EXPECT_TRUE(ResmemFuseMounts().empty());
+}
+
+TEST(FuseDeviceMount, SharedNamespaceMountIsRemovedWhenTheDaemonIsTerminated) {
+  auto provider = MakeMemoryRegionProvider({MemoryDeviceSpec()});
+  ASSERT_TRUE(provider.ok());
+  MountOptions opts;
+  opts.private_namespace = false;
+  auto dev = FuseDevice::Mount(*provider.value(), opts);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  // SIGTERM (what the parent-death signal sends, and what Ctrl-C's SIGINT does alike) makes the
+  // daemon unmount by itself.
+  kill(dev.value()->daemon_pid(), SIGTERM);
+  for (int i = 0; i < 300 && dev.value()->DaemonAlive(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(dev.value()->DaemonAlive());
+  EXPECT_TRUE(ResmemFuseMounts().empty());
+}
+
+TEST(FuseDeviceMount, MissingFuseDeviceIsAClearUnavailableError) {
+  auto provider = MakeMemoryRegionProvider({MemoryDeviceSpec()});
+  ASSERT_TRUE(provider.ok());
+  MountOptions opts;
+  opts.fuse_device = "/nonexistent/fuse";
+  auto dev = FuseDevice::Mount(*provider.value(), opts);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.status().code(), kUnavailable);
+  EXPECT_NE(dev.status().message().find("this machine has no FUSE"), std::string::npos)
+      << dev.status().ToString();
+}
+
+TEST(FuseDeviceMount, MissingMountDirectoryIsBadInput) {
+  auto provider = MakeMemoryRegionProvider({MemoryDeviceSpec()});
+  ASSERT_TRUE(provider.ok());
+  MountOptions opts;
+  opts.mount_dir = "/nonexistent/dir";
+  auto dev = FuseDevice::Mount(*provider.value(), opts);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.status().code(), kInvalidArgument);
+  EXPECT_NE(dev.status().message().find("create it first"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace resmem::fuse_emu

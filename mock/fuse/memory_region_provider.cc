@@ -1,0 +1,192 @@
+#include "mock/fuse/memory_region_provider.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <set>
+
+#include "kmod/uapi/resmem_ioctl.h"
+
+namespace resmem::fuse_emu {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// The device's memory, shared by every handle and mapping of it.
+struct DeviceMemory {
+  MemoryDeviceSpec spec;
+  uint8_t* base = nullptr;
+  ~DeviceMemory() {
+    if (base) munmap(base, spec.size);
+  }
+};
+
+class MemoryView : public HostMemory {
+ public:
+  MemoryView(std::shared_ptr<DeviceMemory> dev, uint64_t offset, uint64_t length, bool writable,
+             bool shared)
+      : dev_(std::move(dev)), offset_(offset) {
+    facts_.length = length;
+    facts_.writable = writable;
+    facts_.shared = shared;
+    // The memory stands for the driver's mapping, so it carries the driver's mode (region.h).
+    facts_.vm_io = facts_.vm_pfnmap = dev_->spec.mode == MapMode::kPfnmap;
+    facts_.backing =
+        dev_->spec.mode == MapMode::kPfnmap ? Backing::kDevicePfn : Backing::kDevicePages;
+    facts_.physically_contiguous = true;
+    facts_.phys_addr = dev_->spec.phys_addr + offset;
+    facts_.origin = "memory-provider";
+  }
+  uint64_t size() const override { return facts_.length; }
+  const MappingFacts& facts() const override { return facts_; }
+  uint64_t address() const override { return reinterpret_cast<uint64_t>(dev_->base + offset_); }
+  uint8_t* data() override { return dev_->base + offset_; }
+  Status Read(uint64_t offset, void* out, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read"));
+    std::memcpy(out, dev_->base + offset_ + offset, len);
+    return Status::Ok();
+  }
+  Status Write(uint64_t offset, const void* in, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "write"));
+    if (!facts_.writable) {
+      return Status::Signal(SIGSEGV, "write to a read-only mapping of " + dev_->spec.device +
+                                         ": map it with writable = true");
+    }
+    std::memcpy(dev_->base + offset_ + offset, in, len);
+    return Status::Ok();
+  }
+  std::string Describe() const override {
+    return dev_->spec.device + " (memory) [+" + std::to_string(offset_) + ", " +
+           FormatSize(facts_.length) + "]";
+  }
+
+ private:
+  std::shared_ptr<DeviceMemory> dev_;
+  uint64_t offset_;
+  MappingFacts facts_;
+};
+
+class MemoryHandle : public RegionHandle {
+ public:
+  explicit MemoryHandle(std::shared_ptr<DeviceMemory> dev) : dev_(std::move(dev)) {}
+  Result<RegionInfo> Info() override {
+    RegionInfo info;
+    info.device = dev_->spec.device;
+    info.phys_addr = dev_->spec.phys_addr;
+    info.size = dev_->spec.size;
+    info.mode = dev_->spec.mode;
+    info.cache = dev_->spec.cache;
+    info.abi_version = dev_->spec.abi_version;
+    return info;
+  }
+  Result<std::unique_ptr<HostMemory>> Map(const MapRequest& r) override {
+    // The bounds a driver's mmap checks (kmod/resmem.c honours vm_pgoff and bounds).
+    if (r.offset % kPage != 0) {
+      return Status::Errno(EINVAL, "mmap offset " + std::to_string(r.offset) +
+                                       " is not page aligned: pass a multiple of 4096");
+    }
+    if (r.length == 0 || r.offset > dev_->spec.size || r.length > dev_->spec.size - r.offset) {
+      return Status::Errno(EINVAL, "mmap [" + std::to_string(r.offset) + ", +" +
+                                       std::to_string(r.length) + ") is outside " +
+                                       dev_->spec.device + " (" + FormatSize(dev_->spec.size) +
+                                       "): ask for at most the size INFO reports");
+    }
+    return std::unique_ptr<HostMemory>(
+        new MemoryView(dev_, r.offset, r.length, r.writable, r.shared));
+  }
+  Status Ioctl(unsigned long cmd, void* arg) override {
+    if (!arg) return Status::Errno(EFAULT, "ioctl argument is null: pass a buffer");
+    switch (cmd) {
+      case RESMEM_IOC_INFO: {
+        resmem_info info{};
+        info.abi_version = dev_->spec.abi_version;
+        info.mode = dev_->spec.mode == MapMode::kPfnmap ? RESMEM_MODE_PFNMAP : RESMEM_MODE_PAGES;
+        info.cache = static_cast<__u32>(dev_->spec.cache);
+        info.phys_addr = dev_->spec.phys_addr;
+        info.size = dev_->spec.size;
+        std::string base = dev_->spec.device.substr(dev_->spec.device.rfind('/') + 1);
+        std::strncpy(info.name, base.c_str(), sizeof info.name - 1);
+        std::memcpy(arg, &info, sizeof info);
+        return Status::Ok();
+      }
+      case RESMEM_IOC_LENGTH: {
+        __u64 v = dev_->spec.size;
+        std::memcpy(arg, &v, sizeof v);
+        return Status::Ok();
+      }
+      case RESMEM_IOC_PHYS: {
+        __u64 v = dev_->spec.phys_addr;
+        std::memcpy(arg, &v, sizeof v);
+        return Status::Ok();
+      }
+      default:
+        return Status::Errno(ENOTTY, "unknown ioctl " + std::to_string(cmd) +
+                                         " for " + dev_->spec.device +
+                                         ": use RESMEM_IOC_* from kmod/uapi/resmem_ioctl.h");
+    }
+  }
+
+ private:
+  std::shared_ptr<DeviceMemory> dev_;
+};
+
+class MemoryRegionProvider : public RegionProvider {
+ public:
+  explicit MemoryRegionProvider(std::vector<std::shared_ptr<DeviceMemory>> devs)
+      : devs_(std::move(devs)) {}
+  std::string name() const override { return "memory"; }
+  Result<std::vector<std::string>> List() override {
+    std::vector<std::string> out;
+    for (const auto& d : devs_) out.push_back(d->spec.device);
+    return out;
+  }
+  Result<std::unique_ptr<RegionHandle>> Open(const OpenRequest& request) override {
+    for (const auto& d : devs_) {
+      if (request.path.empty() || request.path == d->spec.device) {
+        return std::unique_ptr<RegionHandle>(new MemoryHandle(d));
+      }
+    }
+    std::string names;
+    for (const auto& d : devs_) names += (names.empty() ? "" : ", ") + d->spec.device;
+    return Status::Errno(ENOENT, "no device " + request.path + "; this provider has: " + names);
+  }
+
+ private:
+  std::vector<std::shared_ptr<DeviceMemory>> devs_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RegionProvider>> MakeMemoryRegionProvider(
+    std::vector<MemoryDeviceSpec> devices) {
+  if (devices.empty()) {
+    return Status::InvalidArgument("memory region provider needs at least one device spec");
+  }
+  std::set<std::string> seen;
+  std::vector<std::shared_ptr<DeviceMemory>> devs;
+  for (auto& spec : devices) {
+    if (spec.size == 0 || spec.size % kPage != 0) {
+      return Status::InvalidArgument("device " + spec.device + ": size " +
+                                     std::to_string(spec.size) +
+                                     " must be a non-zero multiple of 4096");
+    }
+    if (!seen.insert(spec.device).second) {
+      return Status::InvalidArgument("device " + spec.device + " is listed twice: name each once");
+    }
+    void* p = mmap(nullptr, spec.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      return Status::Errno(err, "cannot allocate " + FormatSize(spec.size) + " for " +
+                                    spec.device + ": " + std::strerror(err));
+    }
+    auto d = std::make_shared<DeviceMemory>();
+    d->spec = spec;
+    d->base = static_cast<uint8_t*>(p);
+    devs.push_back(std::move(d));
+  }
+  return std::unique_ptr<RegionProvider>(new MemoryRegionProvider(std::move(devs)));
+}
+
+}  // namespace resmem::fuse_emu
