@@ -50,4 +50,18 @@ struct resmem_info {
 /* The physical address as a __u64. */
 #define RESMEM_IOC_PHYS _IOR(RESMEM_IOC_MAGIC, 3, __u64)
 
+/*
+ * TEST BUILD ONLY (resmem_test.ko, RESMEM_INFO_FAULT_INJECTION set): pins [addr, addr+length) of a
+ * mapping with pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM), the call the CUDA driver's plain
+ * cudaHostRegister path makes, reports the result and unpins. At most 64 pages. The production
+ * module answers ENOTTY. Errors: the pin's own errno (EFAULT for VM_IO|VM_PFNMAP mappings).
+ */
+struct resmem_test_pin {
+	__u64 addr;       /* in: user virtual address, page aligned */
+	__u64 length;     /* in: bytes, page aligned, at most 64 pages */
+	__u64 pinned;     /* out: pages pinned */
+	__u64 first_phys; /* out: physical address of the first pinned page */
+};
+#define RESMEM_IOC_TEST_PIN _IOWR(RESMEM_IOC_MAGIC, 16, struct resmem_test_pin)
+
 #endif /* RESMEM_UAPI_RESMEM_IOCTL_H */

@@ -1,0 +1,754 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * resmem: one misc device (/dev/resmemN) per range of physical memory that the kernel reserved at
+ * boot (memmap=nn$ss), mapped into user space with mmap.
+ *
+ * Contract (docs/kmod.md has the user's side):
+ *  - A range is served only if it is page aligned, inside a range the firmware/kernel map marks
+ *    Reserved, disjoint from System RAM, claimable with request_mem_region, and has RAM behind it.
+ *    Any failure refuses the whole load with one dmesg line naming the range, the reason, the way
+ *    out, and a distinct errno (table below). The module never exposes kernel memory (it is not a
+ *    /dev/mem).
+ *  - mmap is right by construction: the PFN is the physical address >> PAGE_SHIFT (seed-002 passed
+ *    a kernel virtual address), vm_pgoff and the length are checked against the range (EINVAL past
+ *    the end), pages are inserted lazily by the fault handler, 2 MiB at a time where the physical
+ *    and virtual addresses allow it (pages mode).
+ *  - mode=pfnmap: VM_IO|VM_PFNMAP, no struct pages (cudaHostRegisterIoMemory only).
+ *    mode=pages: struct pages from memremap_pages(MEMORY_DEVICE_GENERIC), so pin_user_pages
+ *    (FOLL_LONGTERM) and plain cudaHostRegister work.
+ *  - cache=wb|wc|uc per device. The module holds a kernel mapping of the range with that type, which
+ *    reserves the PAT memory type; every user mapping inherits it (arch/x86/mm/pat/memtype.c
+ *    track_pfn_insert -> lookup_memtype). O_SYNC does not change it (unlike drivers/char/mem.c).
+ *
+ * Load-time errnos, one per check:
+ *   EINVAL      the parameter cannot be parsed, or the mode/cache combination is not supported
+ *   EDOM        not page aligned
+ *   ERANGE      size zero
+ *   EOVERFLOW   phys + size wraps or lies beyond the CPU's physical address width
+ *   EPERM       intersects System RAM
+ *   EADDRNOTAVAIL  not entirely inside a range the kernel marked Reserved (memmap=nn$ss)
+ *   EBUSY       overlaps another resource (request_mem_region refused it)
+ *   ENXIO       no RAM behind it: legacy area below 1 MiB, inside a bus window, or a probe write
+ *               did not read back
+ *   EOPNOTSUPP  mode=pages on a kernel without memremap_pages
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/io.h>
+#include <linux/ioport.h>
+#include <linux/kernel.h>
+#include <linux/memremap.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/huge_mm.h>
+#include <linux/module.h>
+#include <linux/pfn_t.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/cacheflush.h>
+
+#include "uapi/resmem_ioctl.h"
+
+#define RESMEM_MAX_DEVICES 8
+
+static char *ranges;
+module_param(ranges, charp, 0444);
+MODULE_PARM_DESC(ranges, "reserved ranges in memmap syntax, comma separated: 64M$0x40000000,1G$0x100000000 (quote the $ in shells)");
+
+static unsigned long phys[RESMEM_MAX_DEVICES];
+static int nr_phys;
+module_param_array(phys, ulong, &nr_phys, 0444);
+MODULE_PARM_DESC(phys, "alternative to ranges=: physical start addresses, paired with size=");
+
+static unsigned long size[RESMEM_MAX_DEVICES];
+static int nr_size;
+module_param_array(size, ulong, &nr_size, 0444);
+MODULE_PARM_DESC(size, "alternative to ranges=: sizes in bytes, paired with phys=");
+
+static char *mode[RESMEM_MAX_DEVICES];
+static int nr_mode;
+module_param_array(mode, charp, &nr_mode, 0444);
+MODULE_PARM_DESC(mode, "per device: pfnmap (VM_IO|VM_PFNMAP, default) or pages (struct pages, pin_user_pages works); the last one given applies to the rest");
+
+static char *cache[RESMEM_MAX_DEVICES];
+static int nr_cache;
+module_param_array(cache, charp, &nr_cache, 0444);
+MODULE_PARM_DESC(cache, "per device: wb (default), wc or uc; pages mode supports wb only; the last one given applies to the rest");
+
+static bool huge = true;
+module_param(huge, bool, 0644);
+MODULE_PARM_DESC(huge, "map 2 MiB at a time where aligned (pages mode; pfnmap needs a kernel with pmd_special) (default 1)");
+
+static bool probe = true;
+module_param(probe, bool, 0444);
+MODULE_PARM_DESC(probe, "check that RAM answers behind each range with a write/read probe at load (default 1)");
+
+#ifdef RESMEM_TEST_FAULTS
+/* Test builds only (kmod/resmem_test.c): the seeds' bugs, switchable at run time. */
+enum { RESMEM_FAULT_NONE = 0, RESMEM_FAULT_KVA_PFN = 1, RESMEM_FAULT_SIGBUS = 2 };
+static int fault;
+module_param(fault, int, 0644);
+MODULE_PARM_DESC(fault, "TEST BUILD: 0 none; 1 seed-002 bug: remap_pfn_range given the kernel virtual address as the PFN; 2 the fault handler fails (SIGBUS)");
+#endif
+
+struct resmem_dev {
+	struct miscdevice misc;
+	char name[16];
+	phys_addr_t phys;
+	u64 size;
+	u32 mode;  /* RESMEM_MODE_* */
+	u32 cache; /* RESMEM_CACHE_* */
+	struct resource *res;
+	void *kaddr;              /* pfnmap: kernel mapping holding the PAT type */
+	bool kaddr_is_io;         /* kaddr came from ioremap_* (else memremap) */
+	struct dev_pagemap pgmap; /* pages mode */
+	bool pgmap_live;
+	bool registered;
+	atomic_t opens;
+	atomic_t maps;
+};
+
+static struct resmem_dev *devices[RESMEM_MAX_DEVICES];
+static int nr_devices;
+
+static const char *mode_name(u32 m)
+{
+	return m == RESMEM_MODE_PAGES ? "pages" : "pfnmap";
+}
+
+static const char *cache_name(u32 c)
+{
+	return c == RESMEM_CACHE_WC ? "wc" : c == RESMEM_CACHE_UC ? "uc" : "wb";
+}
+
+static unsigned int cpu_phys_bits(void)
+{
+#ifdef CONFIG_X86
+	return boot_cpu_data.x86_phys_bits;
+#else
+	return MAX_PHYSMEM_BITS;
+#endif
+}
+
+/* ---- mmap ---------------------------------------------------------------------------------- */
+
+static void resmem_vm_open(struct vm_area_struct *vma)
+{
+	struct resmem_dev *d = vma->vm_private_data;
+
+	atomic_inc(&d->maps);
+}
+
+static void resmem_vm_close(struct vm_area_struct *vma)
+{
+	struct resmem_dev *d = vma->vm_private_data;
+
+	atomic_dec(&d->maps);
+}
+
+/*
+ * A 2 MiB entry fits when the aligned 2 MiB around the address lies inside the VMA and its
+ * physical address is 2 MiB aligned. pfnmap mode never uses it on kernels without pmd_special:
+ * there gup-fast (mm/gup.c gup_huge_pmd) would take page references through a huge PFN-map PMD.
+ */
+static bool resmem_pmd_allowed(struct resmem_dev *d)
+{
+	if (!huge)
+		return false;
+	if (d->mode == RESMEM_MODE_PAGES)
+		return true;
+#ifdef RESMEM_HAVE_PMD_SPECIAL
+	return true;
+#else
+	return false;
+#endif
+}
+
+static vm_fault_t resmem_insert_pmd(struct vm_fault *vmf, struct resmem_dev *d)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long haddr = vmf->address & PMD_MASK;
+	u64 off;
+	phys_addr_t pa;
+	pfn_t pfn;
+
+	if (haddr < vma->vm_start || haddr + PMD_SIZE > vma->vm_end)
+		return VM_FAULT_FALLBACK;
+	off = ((u64)vma->vm_pgoff << PAGE_SHIFT) + (haddr - vma->vm_start);
+	if (off + PMD_SIZE > d->size)
+		return VM_FAULT_FALLBACK;
+	pa = d->phys + off;
+	if (!IS_ALIGNED(pa, PMD_SIZE))
+		return VM_FAULT_FALLBACK;
+	/* Only over an empty PMD: a page table already there means this 2 MiB went the 4 KiB way. */
+	if (!vmf->pmd || !pmd_none(READ_ONCE(*vmf->pmd)))
+		return VM_FAULT_FALLBACK;
+	pfn = phys_to_pfn_t(pa, d->mode == RESMEM_MODE_PAGES ? PFN_DEV | PFN_MAP : 0);
+	return vmf_insert_pfn_pmd(vmf, pfn, vmf->flags & FAULT_FLAG_WRITE);
+}
+
+static vm_fault_t resmem_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct resmem_dev *d = vma->vm_private_data;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+	phys_addr_t pa;
+	vm_fault_t ret;
+
+#ifdef RESMEM_TEST_FAULTS
+	if (READ_ONCE(fault) == RESMEM_FAULT_SIGBUS) {
+		pr_info_ratelimited("%s: TEST fault injection: fault handler fails at offset 0x%llx\n",
+				    d->name, off);
+		return VM_FAULT_SIGBUS;
+	}
+#endif
+	if (off >= d->size)
+		return VM_FAULT_SIGBUS;
+	if (resmem_pmd_allowed(d)) {
+		ret = resmem_insert_pmd(vmf, d);
+		if (ret != VM_FAULT_FALLBACK)
+			return ret;
+	}
+	pa = d->phys + off;
+	if (d->mode == RESMEM_MODE_PAGES)
+		return vmf_insert_mixed(vma, vmf->address, phys_to_pfn_t(pa, PFN_DEV | PFN_MAP));
+	return vmf_insert_pfn(vma, vmf->address, PHYS_PFN(pa));
+}
+
+/* Kernels that route PMD faults of special VMAs to ->huge_fault get the same answer. */
+static vm_fault_t resmem_huge_fault(struct vm_fault *vmf, enum page_entry_size pe_size)
+{
+	struct resmem_dev *d = vmf->vma->vm_private_data;
+
+	if (pe_size != PE_SIZE_PMD || !resmem_pmd_allowed(d))
+		return VM_FAULT_FALLBACK;
+	return resmem_insert_pmd(vmf, d);
+}
+
+static const struct vm_operations_struct resmem_vm_ops = {
+	.open = resmem_vm_open,
+	.close = resmem_vm_close,
+	.fault = resmem_fault,
+	.huge_fault = resmem_huge_fault,
+};
+
+static void resmem_set_vm_flags(struct vm_area_struct *vma, unsigned long flags)
+{
+#ifdef RESMEM_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static int resmem_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+	u64 len = vma->vm_end - vma->vm_start;
+	u64 pages = d->size >> PAGE_SHIFT;
+	u64 off;
+
+	if (!(vma->vm_flags & VM_SHARED)) {
+		pr_info_ratelimited("%s: mmap refused: MAP_PRIVATE of physical memory makes no sense; use MAP_SHARED\n",
+				    d->name);
+		return -EINVAL;
+	}
+	/* vm_pgoff is checked in pages first so that the byte offset cannot overflow. */
+	if (vma->vm_pgoff >= pages || (len >> PAGE_SHIFT) > pages - vma->vm_pgoff) {
+		pr_info_ratelimited("%s: mmap refused: offset 0x%llx + length 0x%llx runs past the end of the range (size 0x%llx)\n",
+				    d->name, (u64)vma->vm_pgoff << PAGE_SHIFT, len, d->size);
+		return -EINVAL;
+	}
+	off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+
+	vma->vm_private_data = d;
+	vma->vm_ops = &resmem_vm_ops;
+	if (d->cache == RESMEM_CACHE_WC)
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	else if (d->cache == RESMEM_CACHE_UC)
+		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+
+	if (d->mode == RESMEM_MODE_PAGES) {
+		resmem_set_vm_flags(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	} else {
+		resmem_set_vm_flags(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+#ifdef RESMEM_TEST_FAULTS
+		if (READ_ONCE(fault) == RESMEM_FAULT_KVA_PFN) {
+			/* seed-002 (the forum driver): the ioremap address handed over as the PFN. */
+			unsigned long wrong_pfn = (unsigned long)d->kaddr + vma->vm_pgoff;
+
+			pr_info("%s: TEST fault injection: remap_pfn_range with kernel virtual address %px as the PFN\n",
+				d->name, d->kaddr);
+			atomic_inc(&d->maps);
+			return remap_pfn_range(vma, vma->vm_start, wrong_pfn, len, vma->vm_page_prot);
+		}
+#endif
+	}
+	atomic_inc(&d->maps);
+	return 0;
+}
+
+static unsigned long resmem_get_unmapped_area(struct file *file, unsigned long addr,
+					      unsigned long len, unsigned long pgoff,
+					      unsigned long flags)
+{
+	/* Place the mapping so that 2 MiB of file offset lands on 2 MiB of virtual address. */
+	return thp_get_unmapped_area(file, addr, len, pgoff, flags);
+}
+
+/* ---- open, ioctl --------------------------------------------------------------------------- */
+
+static int resmem_open(struct inode *inode, struct file *file)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+
+	atomic_inc(&d->opens);
+	return 0;
+}
+
+static int resmem_release(struct inode *inode, struct file *file)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+
+	atomic_dec(&d->opens);
+	return 0;
+}
+
+#ifdef RESMEM_TEST_FAULTS
+/* TEST BUILD: pin the user range with FOLL_LONGTERM (what the CUDA driver's default path does). */
+static long resmem_test_pin(struct resmem_dev *d, void __user *uarg)
+{
+	struct resmem_test_pin req;
+	struct page **pages;
+	long n, pinned;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (!req.length || req.length > 64 * PAGE_SIZE || !PAGE_ALIGNED(req.addr) ||
+	    !PAGE_ALIGNED(req.length))
+		return -EINVAL;
+	n = req.length >> PAGE_SHIFT;
+	pages = kcalloc(n, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+	pinned = pin_user_pages_fast(req.addr, n, FOLL_WRITE | FOLL_LONGTERM, pages);
+	if (pinned < 0) {
+		pr_info("%s: TEST pin_user_pages_fast(FOLL_LONGTERM) of 0x%llx: %ld\n", d->name,
+			req.addr, pinned);
+		kfree(pages);
+		return pinned;
+	}
+	req.pinned = pinned;
+	req.first_phys = pinned ? page_to_phys(pages[0]) : 0;
+	pr_info("%s: TEST pinned %ld pages with FOLL_LONGTERM, first at phys 0x%llx\n", d->name,
+		pinned, req.first_phys);
+	unpin_user_pages(pages, pinned);
+	kfree(pages);
+	return copy_to_user(uarg, &req, sizeof(req)) ? -EFAULT : 0;
+}
+#endif
+
+static long resmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+	void __user *uarg = (void __user *)arg;
+	struct resmem_info info;
+	u64 v;
+
+	switch (cmd) {
+	case RESMEM_IOC_INFO:
+		memset(&info, 0, sizeof(info));
+		info.abi_version = RESMEM_ABI_VERSION;
+		info.mode = d->mode;
+		info.cache = d->cache;
+#ifdef RESMEM_TEST_FAULTS
+		info.flags |= RESMEM_INFO_FAULT_INJECTION;
+#endif
+		info.phys_addr = d->phys;
+		info.size = d->size;
+		strscpy(info.name, d->name, sizeof(info.name));
+		return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
+	case RESMEM_IOC_LENGTH:
+		v = d->size;
+		return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
+	case RESMEM_IOC_PHYS:
+		v = d->phys;
+		return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
+#ifdef RESMEM_TEST_FAULTS
+	case RESMEM_IOC_TEST_PIN:
+		return resmem_test_pin(d, uarg);
+#endif
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations resmem_fops = {
+	.owner = THIS_MODULE,
+	.open = resmem_open,
+	.release = resmem_release,
+	.mmap = resmem_mmap,
+	.get_unmapped_area = resmem_get_unmapped_area,
+	.unlocked_ioctl = resmem_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+/* ---- load-time checks ---------------------------------------------------------------------- */
+
+/* Parses "SIZE$PHYS" (memmap syntax, K/M/G/T suffixes) from *cursor; advances past one comma. */
+static int parse_one_range(char **cursor, u64 *out_phys, u64 *out_size)
+{
+	char *s = *cursor, *end;
+
+	*out_size = memparse(s, &end);
+	if (end == s || *end != '$') {
+		pr_err("ranges=%s: cannot parse '%s': expected SIZE$PHYS like 64M$0x40000000 (-EINVAL)\n",
+		       ranges, s);
+		return -EINVAL;
+	}
+	s = end + 1;
+	*out_phys = memparse(s, &end);
+	if (end == s || (*end != ',' && *end != '\0')) {
+		pr_err("ranges=%s: cannot parse the address in '%s': expected SIZE$PHYS like 64M$0x40000000 (-EINVAL)\n",
+		       ranges, *cursor);
+		return -EINVAL;
+	}
+	*cursor = *end == ',' ? end + 1 : end;
+	return 0;
+}
+
+struct coverage {
+	u64 next; /* first byte not yet seen inside a Reserved resource */
+};
+
+/*
+ * Write/read probe: one word at the start, the end and each 1/64 of the range, through a
+ * temporary write-back mapping; the original contents are restored. The kernel accepts memmap=
+ * over holes where reads return zeros or ones (FACTS.md "Holes"); RAM returns what was written.
+ */
+static int probe_ram(u64 pa, u64 sz, u64 *bad)
+{
+	static const u64 patterns[2] = { 0x5a5aa5a5c3c33c3cULL, 0xa5a55a5a3c3cc3c3ULL };
+	u64 step = max_t(u64, PAGE_SIZE, rounddown(sz / 64, PAGE_SIZE));
+	u64 at;
+	int i;
+
+	for (at = 0;; at += step) {
+		u64 page_pa = pa + min(at, sz - PAGE_SIZE);
+		u64 *w = memremap(page_pa, PAGE_SIZE, MEMREMAP_WB);
+		u64 saved;
+		bool ok = true;
+
+		if (!w) {
+			*bad = page_pa;
+			return -ENOMEM;
+		}
+		saved = READ_ONCE(*w);
+		for (i = 0; i < 2; i++) {
+			WRITE_ONCE(*w, patterns[i]);
+			mb();
+			clflush_cache_range(w, sizeof(*w));
+			if (READ_ONCE(*w) != patterns[i])
+				ok = false;
+		}
+		WRITE_ONCE(*w, saved);
+		clflush_cache_range(w, sizeof(*w));
+		memunmap(w);
+		if (!ok) {
+			*bad = page_pa;
+			return -ENXIO;
+		}
+		if (at >= sz - PAGE_SIZE)
+			return 0;
+	}
+}
+
+static int check_and_claim(struct resmem_dev *d)
+{
+	u64 pa = d->phys, sz = d->size, last;
+	int ret;
+
+	if (sz == 0) {
+		pr_err("%s: refusing [phys 0x%llx size 0]: size zero; give a size such as 64M$0x%llx (-ERANGE)\n",
+		       d->name, pa, pa);
+		return -ERANGE;
+	}
+	if (pa + sz < pa || (cpu_phys_bits() < 64 && (pa + sz - 1) >> cpu_phys_bits())) {
+		pr_err("%s: refusing [phys 0x%llx size 0x%llx]: end overflows the %u-bit physical address space (-EOVERFLOW)\n",
+		       d->name, pa, sz, cpu_phys_bits());
+		return -EOVERFLOW;
+	}
+	last = pa + sz - 1;
+	if (!PAGE_ALIGNED(pa) || !PAGE_ALIGNED(sz)) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: not page aligned; start and size must be multiples of 0x%lx (-EDOM)\n",
+		       d->name, pa, last, PAGE_SIZE);
+		return -EDOM;
+	}
+	if (region_intersects(pa, sz, IORESOURCE_SYSTEM_RAM, IORES_DESC_NONE) != REGION_DISJOINT) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: intersects System RAM (see /proc/iomem); this module never exposes kernel memory: reserve the range at boot with memmap=0x%llx$0x%llx (-EPERM)\n",
+		       d->name, pa, last, sz, pa);
+		return -EPERM;
+	}
+	/* arch/x86/kernel/e820.c do_mark_busy: below 1 MiB is the legacy BIOS/VGA/ROM area. */
+	if (pa < SZ_1M) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: below 1 MiB is the legacy BIOS/VGA/ROM area, not RAM to serve (-ENXIO)\n",
+		       d->name, pa, last);
+		return -ENXIO;
+	}
+	/* memmap=nn$ss makes an e820 Reserved entry, a top-level "Reserved" in /proc/iomem. */
+	if (region_intersects(pa, sz, IORESOURCE_MEM, IORES_DESC_RESERVED) != REGION_INTERSECTS) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: not entirely inside a range the kernel marked Reserved (see /proc/iomem); boot with memmap=0x%llx$0x%llx (-EADDRNOTAVAIL)\n",
+		       d->name, pa, last, sz, pa);
+		return -EADDRNOTAVAIL;
+	}
+	d->res = request_mem_region(pa, sz, d->name);
+	if (!d->res) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: overlaps another resource that claimed part of it (see /proc/iomem: another driver, a device, or a second resmem range) (-EBUSY)\n",
+		       d->name, pa, last);
+		return -EBUSY;
+	}
+	/*
+	 * The claim nests under the innermost resource that contains it. A memmap= over a PCI hole is
+	 * "Expanded ... due to conflict with PCI Bus" (kernel/resource.c insert_resource_expand_to_fit)
+	 * so the Reserved contains the bus window: a claim landing in anything but Reserved is device
+	 * address space, not RAM.
+	 */
+	if (!d->res->parent || d->res->parent->desc != IORES_DESC_RESERVED) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: lies inside '%s', device address space with no RAM behind it (reserve RAM listed in /sys/firmware/memmap as System RAM) (-ENXIO)\n",
+		       d->name, pa, last,
+		       d->res->parent && d->res->parent->name ? d->res->parent->name : "?");
+		ret = -ENXIO;
+		goto release;
+	}
+	if (probe) {
+		u64 bad = 0;
+
+		ret = probe_ram(pa, sz, &bad);
+		if (ret) {
+			pr_err("%s: refusing [mem 0x%llx-0x%llx]: no RAM behind it: a probe written at 0x%llx did not read back (a hole or ROM the kernel accepted as memmap=; choose System RAM from /sys/firmware/memmap) (%s)\n",
+			       d->name, pa, last, bad, ret == -ENXIO ? "-ENXIO" : "-ENOMEM");
+			goto release;
+		}
+	}
+	return 0;
+
+release:
+	release_mem_region(pa, sz);
+	d->res = NULL;
+	return ret;
+}
+
+/* pfnmap: hold a kernel mapping of the whole range with the device's cache type (PAT owner). */
+static int map_kernel_side(struct resmem_dev *d)
+{
+	switch (d->cache) {
+	case RESMEM_CACHE_WC:
+		d->kaddr = (void __force *)ioremap_wc(d->phys, d->size);
+		d->kaddr_is_io = true;
+		break;
+	case RESMEM_CACHE_UC:
+		d->kaddr = (void __force *)ioremap_uc(d->phys, d->size);
+		d->kaddr_is_io = true;
+		break;
+	default:
+		d->kaddr = memremap(d->phys, d->size, MEMREMAP_WB);
+		d->kaddr_is_io = false;
+	}
+	if (!d->kaddr) {
+		pr_err("%s: cannot map [mem 0x%llx-0x%llx] as %s in the kernel (PAT conflict with another mapping?) (-ENOMEM)\n",
+		       d->name, (u64)d->phys, (u64)(d->phys + d->size - 1), cache_name(d->cache));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void unmap_kernel_side(struct resmem_dev *d)
+{
+	if (!d->kaddr)
+		return;
+	if (d->kaddr_is_io)
+		iounmap((void __iomem __force *)d->kaddr);
+	else
+		memunmap(d->kaddr);
+	d->kaddr = NULL;
+}
+
+static int make_struct_pages(struct resmem_dev *d)
+{
+	void *addr;
+
+	d->pgmap.type = MEMORY_DEVICE_GENERIC;
+	d->pgmap.range.start = d->phys;
+	d->pgmap.range.end = d->phys + d->size - 1;
+	d->pgmap.nr_range = 1;
+	addr = memremap_pages(&d->pgmap, NUMA_NO_NODE);
+	if (IS_ERR(addr)) {
+		pr_err("%s: memremap_pages for [mem 0x%llx-0x%llx] failed (%ld); pages mode needs 2 MiB aligned ranges on a kernel with ZONE_DEVICE; use mode=pfnmap\n",
+		       d->name, (u64)d->phys, (u64)(d->phys + d->size - 1), PTR_ERR(addr));
+		return PTR_ERR(addr);
+	}
+	d->pgmap_live = true;
+	return 0;
+}
+
+static void resmem_destroy(struct resmem_dev *d)
+{
+	if (d->registered)
+		misc_deregister(&d->misc);
+	if (d->pgmap_live)
+		memunmap_pages(&d->pgmap);
+	unmap_kernel_side(d);
+	if (d->res)
+		release_mem_region(d->phys, d->size);
+	kfree(d);
+}
+
+static int parse_choice(char **arr, int n, int i, const char *what, const char *a, const char *b,
+			const char *c, u32 *out)
+{
+	const char *v;
+
+	if (n == 0)
+		return 0;
+	v = arr[min(i, n - 1)];
+	if (a && sysfs_streq(v, a))
+		*out = 0;
+	else if (b && sysfs_streq(v, b))
+		*out = 1;
+	else if (c && sysfs_streq(v, c))
+		*out = 2;
+	else {
+		pr_err("%s=%s for device %d: unknown; expected one of %s%s%s%s%s (-EINVAL)\n", what, v, i,
+		       a, b ? ", " : "", b ? b : "", c ? ", " : "", c ? c : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int resmem_create(int index, u64 pa, u64 sz)
+{
+	struct resmem_dev *d;
+	int ret;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	snprintf(d->name, sizeof(d->name), "resmem%d", index);
+	d->phys = pa;
+	d->size = sz;
+	d->mode = RESMEM_MODE_PFNMAP;
+	d->cache = RESMEM_CACHE_WB;
+	ret = parse_choice(mode, nr_mode, index, "mode", "pfnmap", "pages", NULL, &d->mode);
+	if (ret)
+		goto fail;
+	ret = parse_choice(cache, nr_cache, index, "cache", "wb", "wc", "uc", &d->cache);
+	if (ret)
+		goto fail;
+	if (d->mode == RESMEM_MODE_PAGES && d->cache != RESMEM_CACHE_WB) {
+		/* mm/memremap.c pagemap_range maps ZONE_DEVICE GENERIC pages with PAGE_KERNEL (WB). */
+		pr_err("%s: mode=pages supports cache=wb only (memremap_pages maps write-back); use mode=pfnmap for %s (-EINVAL)\n",
+		       d->name, cache_name(d->cache));
+		ret = -EINVAL;
+		goto fail;
+	}
+
+	ret = check_and_claim(d);
+	if (ret)
+		goto fail;
+	if (d->mode == RESMEM_MODE_PAGES) {
+		ret = make_struct_pages(d);
+	} else {
+		ret = map_kernel_side(d);
+	}
+	if (ret)
+		goto fail;
+
+	d->misc.minor = MISC_DYNAMIC_MINOR;
+	d->misc.name = d->name;
+	d->misc.fops = &resmem_fops;
+	d->misc.mode = 0600; /* kmod/99-resmem.rules sets the group */
+	ret = misc_register(&d->misc);
+	if (ret) {
+		pr_err("%s: misc_register failed (%d)\n", d->name, ret);
+		goto fail;
+	}
+	d->registered = true;
+	devices[nr_devices++] = d;
+	pr_info("%s: serving [mem 0x%llx-0x%llx] (%llu MiB) mode=%s cache=%s abi=%d%s\n", d->name,
+		(u64)pa, (u64)(pa + sz - 1), sz >> 20, mode_name(d->mode), cache_name(d->cache),
+		RESMEM_ABI_VERSION,
+#ifdef RESMEM_TEST_FAULTS
+		" TEST BUILD with fault injection"
+#else
+		""
+#endif
+	);
+	return 0;
+
+fail:
+	resmem_destroy(d);
+	return ret;
+}
+
+static void resmem_remove_all(void)
+{
+	while (nr_devices > 0)
+		resmem_destroy(devices[--nr_devices]);
+}
+
+static int __init resmem_init(void)
+{
+	int ret = 0, i;
+
+	if (ranges && *ranges) {
+		char *cursor = ranges;
+		u64 pa, sz;
+
+		while (*cursor) {
+			if (nr_devices == RESMEM_MAX_DEVICES) {
+				pr_err("ranges=%s: more than %d ranges (-EINVAL)\n", ranges,
+				       RESMEM_MAX_DEVICES);
+				ret = -EINVAL;
+				goto fail;
+			}
+			ret = parse_one_range(&cursor, &pa, &sz);
+			if (ret)
+				goto fail;
+			ret = resmem_create(nr_devices, pa, sz);
+			if (ret)
+				goto fail;
+		}
+	} else if (nr_phys > 0) {
+		if (nr_phys != nr_size) {
+			pr_err("phys= has %d entries but size= has %d; give one size per address (-EINVAL)\n",
+			       nr_phys, nr_size);
+			return -EINVAL;
+		}
+		for (i = 0; i < nr_phys; i++) {
+			ret = resmem_create(i, phys[i], size[i]);
+			if (ret)
+				goto fail;
+		}
+	} else {
+		pr_err("no range given: load with ranges=64M$0x40000000 (the memmap= you booted with) or phys=/size= (-EINVAL)\n");
+		return -EINVAL;
+	}
+	return 0;
+
+fail:
+	resmem_remove_all();
+	return ret;
+}
+
+static void __exit resmem_exit(void)
+{
+	resmem_remove_all();
+}
+
+module_init(resmem_init);
+module_exit(resmem_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Reserved physical memory (memmap=) as mmap-able misc devices");
+MODULE_VERSION("abi" __stringify(RESMEM_ABI_VERSION));
