@@ -1,0 +1,207 @@
+// The engine's path choice and data movement, against a small in-memory Gpu double whose
+// registration rules are the ones measured on the GPU machine (FACTS.md), so these run anywhere.
+#include "engine/transfer/transfer_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/cuda/cuda_gpu.h"
+#include "backends/host/host_region.h"
+#include "backends/host/smaps_facts.h"
+#include "engine/transfer/block_check.h"
+
+namespace resmem::transfer {
+namespace {
+
+class HeapBuffer : public DeviceBuffer {
+ public:
+  explicit HeapBuffer(uint64_t n) : bytes(n) {}
+  uint64_t size() const override { return bytes.size(); }
+  int device() const override { return 0; }
+  std::vector<uint8_t> bytes;
+};
+
+// Registration as the r580 driver answered on the GPU machine (FACTS.md): pfnmap needs IoMemory,
+// IoMemory on ordinary memory is 1, a writable shared disk-file mapping is 1, calls larger than
+// `max_call` are 2, overlaps 712.
+class FakeGpu : public Gpu {
+ public:
+  explicit FakeGpu(uint64_t max_call) : max_call_(max_call) {}
+  std::string name() const override { return "fake"; }
+  std::string profile() const override { return "cuda-13.0-r580"; }
+  Result<int> DeviceCount() override { return 1; }
+  Result<DeviceAttributes> Attributes(int) override { return DeviceAttributes(); }
+  Result<int> CreateContext(int) override { return Status::Unsupported("fake"); }
+  Status UseContext(int) override { return Status::Ok(); }
+  int current_context() const override { return 0; }
+  Status Register(HostMemory& mem, uint64_t off, uint64_t len, uint32_t flags) override {
+    const MappingFacts& f = mem.facts();
+    if (f.vm_pfnmap != bool(flags & kRegisterIoMemory)) return Status::Cuda(1, "cudaHostRegister -> 1");
+    if (f.backing == Backing::kFile && f.shared && f.writable) return Status::Cuda(1, "cudaHostRegister -> 1");
+    if (len > max_call_) return Status::Cuda(2, "cudaHostRegister -> 2");
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& r : regs_)
+      if (r.first < mem.address() + off + len && mem.address() + off < r.first + r.second)
+        return Status::Cuda(712, "cudaHostRegister -> 712");
+    regs_[mem.address() + off] = len;
+    return Status::Ok();
+  }
+  Status Unregister(HostMemory& mem, uint64_t off) override {
+    std::lock_guard<std::mutex> l(mu_);
+    return regs_.erase(mem.address() + off) ? Status::Ok() : Status::Cuda(713, "not registered");
+  }
+  Result<std::unique_ptr<HostMemory>> AllocPinned(uint64_t bytes, uint32_t) override {
+    ++pinned_allocs;
+    return host::MapHostMemory(host::HostKind::kAnonymous, bytes);
+  }
+  Result<std::unique_ptr<DeviceBuffer>> AllocDevice(uint64_t bytes) override {
+    return std::unique_ptr<DeviceBuffer>(new HeapBuffer(bytes));
+  }
+  Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t ho, DeviceBuffer& dev,
+                         uint64_t dof, uint64_t len) override {
+    auto& d = static_cast<HeapBuffer&>(dev).bytes;
+    if (dir == CopyDirection::kHostToDevice)
+      std::memcpy(d.data() + dof, host.data() + ho, len);
+    else
+      std::memcpy(host.data() + ho, d.data() + dof, len);
+    ++copies;
+    CopyStats s;
+    s.bytes = len;
+    s.seconds = 1e-6;
+    return s;
+  }
+  Result<uint64_t> DeviceChecksum(DeviceBuffer& dev, uint64_t off, uint64_t len) override {
+    return Fnv1a64(static_cast<HeapBuffer&>(dev).bytes.data() + off, len);
+  }
+  size_t registrations() {
+    std::lock_guard<std::mutex> l(mu_);
+    return regs_.size();
+  }
+  std::atomic<int> copies{0};
+  int pinned_allocs = 0;
+
+ private:
+  uint64_t max_call_;
+  std::mutex mu_;
+  std::map<uint64_t, uint64_t> regs_;
+};
+
+std::unique_ptr<HostMemory> Map(host::HostKind kind, uint64_t n) {
+  auto m = host::MapHostMemory(kind, n);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(m).value();
+}
+
+TEST(TransferEngine, MemfdTakesRegisteredDirectAndUnregistersAtTheEnd) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  auto mem = Map(host::HostKind::kMemfd, 4 << 20);
+  {
+    auto e = TransferEngine::Open(gpu, *mem, clock);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_EQ((*e)->choice().path, Path::kRegisteredDirect);
+    EXPECT_TRUE((*e)->choice().refusals.empty());
+    EXPECT_EQ(gpu.registrations(), 1u);
+  }
+  EXPECT_EQ(gpu.registrations(), 0u);
+}
+
+TEST(TransferEngine, TooLargeForOneCallIsRegisteredInChunks) {
+  FakeGpu gpu(1 << 20);
+  SteadyClock clock;
+  TransferOptions o;
+  o.register_chunk = 1 << 20;
+  auto mem = Map(host::HostKind::kShm, 4 << 20);
+  ASSERT_TRUE(FillPattern(*mem, 0, 4 << 20, 1, 2).ok());
+  auto e = TransferEngine::Open(gpu, *mem, clock, o);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->choice().path, Path::kRegisteredChunked);
+  ASSERT_EQ((*e)->choice().refusals.size(), 1u);
+  EXPECT_NE((*e)->choice().refusals[0].find("too large for one call"), std::string::npos);
+  EXPECT_EQ(gpu.registrations(), 4u);
+  HeapBuffer dev(3 << 20);
+  // A copy across piece boundaries is split into one DMA per piece.
+  auto s = (*e)->Copy(CopyDirection::kHostToDevice, 512 << 10, dev, 0, 2 << 20);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(gpu.copies.load(), 3);
+  EXPECT_EQ(std::memcmp(dev.bytes.data(), mem->data() + (512 << 10), 2 << 20), 0);
+}
+
+TEST(TransferEngine, DiskFileFallsBackToStagedAndSaysWhy) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  TransferOptions o;
+  o.staging_lanes = 4;
+  o.staging_chunk = 64 << 10;
+  const uint64_t n = 3 << 20;
+  auto mem = Map(host::HostKind::kFile, n);
+  ASSERT_TRUE(FillPattern(*mem, 0, n, 9, 4).ok());
+  auto e = TransferEngine::Open(gpu, *mem, clock, o);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->choice().path, Path::kStaged);
+  std::string why = (*e)->choice().Describe();
+  EXPECT_NE(why.find("registered-direct refused"), std::string::npos) << why;
+  EXPECT_NE(why.find("writable shared mapping of a disk file"), std::string::npos) << why;
+  EXPECT_NE(why.find("4 lanes"), std::string::npos) << why;
+  HeapBuffer dev(n);
+  auto s = (*e)->Copy(CopyDirection::kHostToDevice, 0, dev, 0, n);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->path, "staged");
+  auto bad = DeviceMismatches(gpu, dev, 0, n, 9, 4);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u);
+  // And back: device -> staged -> mapping, after clearing the mapping.
+  std::memset(mem->data(), 0, n);
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kDeviceToHost, 0, dev, 0, n).ok());
+  auto host_bad = HostMismatches(*mem, 0, n, 9, 4);
+  ASSERT_TRUE(host_bad.ok());
+  EXPECT_EQ(*host_bad, 0u);
+}
+
+TEST(TransferEngine, PfnmapIsRegisteredWithIoMemoryAfterTheDefaultIsRefused) {
+  auto vvar = host::FindNamedVma("[vvar]");
+  if (!vvar.ok()) GTEST_SKIP() << "skipped: no [vvar] mapping on this kernel";
+  auto mem = host::WrapForeignMapping(vvar->start, 4096, "[vvar]");
+  ASSERT_TRUE(mem.ok());
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  auto e = TransferEngine::Open(gpu, **mem, clock);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->choice().path, Path::kRegisteredDirect);
+  EXPECT_TRUE((*e)->choice().register_flags & kRegisterIoMemory);
+  ASSERT_FALSE((*e)->choice().refusals.empty());
+  EXPECT_NE((*e)->choice().refusals[0].find("pfnmap mapping without IoMemory"), std::string::npos);
+}
+
+TEST(TransferEngine, OnlyForbiddenPathsGivesEveryRefusal) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  TransferOptions o;
+  o.allowed = {Path::kRegisteredDirect, Path::kZeroCopyMapped, Path::kPageableAccess};
+  auto mem = Map(host::HostKind::kFile, 1 << 20);
+  auto e = TransferEngine::Open(gpu, *mem, clock, o);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("registered-direct refused"), std::string::npos);
+  EXPECT_NE(e.status().message().find("zero-copy-mapped refused"), std::string::npos);
+  EXPECT_NE(e.status().message().find("pageable-access refused"), std::string::npos);
+  EXPECT_FALSE(ParsePath("dma").ok());
+  EXPECT_NE(ParsePath("dma").status().message().find("staged"), std::string::npos);
+}
+
+TEST(BlockCheck, FakeDeviceChecksumFindsOneBadBlock) {
+  FakeGpu gpu(1ull << 40);
+  auto mem = Map(host::HostKind::kAnonymous, 1 << 20);
+  ASSERT_TRUE(FillPattern(*mem, 0, 1 << 20, 5, 6).ok());
+  HeapBuffer dev(1 << 20);
+  ASSERT_TRUE(gpu.Copy(CopyDirection::kHostToDevice, *mem, 0, dev, 0, 1 << 20).ok());
+  EXPECT_EQ(*DeviceMismatches(gpu, dev, 0, 1 << 20, 5, 6), 0u);
+  dev.bytes[12345] ^= 1;
+  EXPECT_EQ(*DeviceMismatches(gpu, dev, 0, 1 << 20, 5, 6), 1u);
+  EXPECT_EQ(*DeviceMismatches(gpu, dev, 0, 1 << 20, 6, 6), 1u);
+}
+
+}  // namespace
+}  // namespace resmem::transfer
