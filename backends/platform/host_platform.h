@@ -1,0 +1,21 @@
+// The real Platform: this machine's fact files, malloc'ed pageable memory, real memcpy, the
+// steady clock.
+#ifndef RESMEM_BACKENDS_PLATFORM_HOST_PLATFORM_H_
+#define RESMEM_BACKENDS_PLATFORM_HOST_PLATFORM_H_
+
+#include <memory>
+#include <string>
+
+#include "backends/api/platform.h"
+
+namespace resmem {
+
+// ReadSource reads the named file as it is; "/sys/firmware/memmap" is rendered by walking its
+// numbered entry directories (N/start, N/end, N/type) in numeric order into lines
+// "0x%016llx 0x%016llx type". Missing files give an errno status (ENOENT, EACCES).
+// `root` prefixes every path (tests point it at a fake tree); "" reads the real files.
+std::unique_ptr<Platform> MakeHostPlatform(const std::string& root = "");
+
+}  // namespace resmem
+
+#endif  // RESMEM_BACKENDS_PLATFORM_HOST_PLATFORM_H_

@@ -1,0 +1,127 @@
+// The real Platform on this machine and on a fake tree of fact files.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+
+#include "backends/platform/host_platform.h"
+#include "backends/platform/proc_parsers.h"
+
+namespace resmem {
+namespace {
+
+std::string TempRoot() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return std::string(t ? t : "/tmp") + "/fakeroot";
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+TEST(HostPlatform, FirmwareMemmapIsRenderedFromEntryDirectoriesInNumericOrder) {
+  const std::string root = TempRoot();
+  const std::string dir = root + "/sys/firmware/memmap";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  // Directory 10 sorts before 2 as text; the platform must order numerically.
+  const char* entries[][3] = {{"0x0", "0x9fbff", "System RAM"},
+                              {"0x9fc00", "0x9ffff", "Reserved"},
+                              {"0x100000", "0xbfffffff", "System RAM"}};
+  const int names[] = {0, 2, 10};
+  for (int i = 0; i < 3; ++i) {
+    const std::string d = dir + "/" + std::to_string(names[i]);
+    ASSERT_EQ(mkdir(d.c_str(), 0755) == 0 || errno == EEXIST, true);
+    WriteFile(d + "/start", std::string(entries[i][0]) + "\n");
+    WriteFile(d + "/end", std::string(entries[i][1]) + "\n");
+    WriteFile(d + "/type", std::string(entries[i][2]) + "\n");
+  }
+  auto platform = MakeHostPlatform(root);
+  auto text = platform->ReadSource("/sys/firmware/memmap");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text,
+            "0x0000000000000000 0x000000000009fbff System RAM\n"
+            "0x000000000009fc00 0x000000000009ffff Reserved\n"
+            "0x0000000000100000 0x00000000bfffffff System RAM\n");
+  auto parsed = ParseFirmwareMemmap(*text);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->back().end, 0xc0000000u);
+}
+
+TEST(HostPlatform, MissingSourceIsAnErrnoStatus) {
+  auto platform = MakeHostPlatform(TempRoot() + "/nothing-here");
+  auto r = platform->ReadSource("/proc/mtrr");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().space(), ErrorSpace::kErrno);
+  EXPECT_EQ(r.status().code(), ENOENT);
+  EXPECT_FALSE(platform->ReadSource("proc/iomem").ok());  // relative path
+}
+
+TEST(HostPlatform, ReadsThisMachinesProcFiles) {
+  auto platform = MakeHostPlatform();
+  auto meminfo = platform->ReadSource("/proc/meminfo");
+  ASSERT_TRUE(meminfo.ok()) << meminfo.status().ToString();  // /proc exists on any Linux
+  auto total = ParseMeminfoTotal(*meminfo);
+  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  EXPECT_GT(*total, 64ull << 20);
+  auto cmdline = platform->ReadSource("/proc/cmdline");
+  ASSERT_TRUE(cmdline.ok());
+  auto cpuinfo = platform->ReadSource("/proc/cpuinfo");
+  ASSERT_TRUE(cpuinfo.ok());
+  auto bits = ParsePhysAddressBits(*cpuinfo);
+  if (!bits.ok()) {
+    GTEST_SKIP() << "this CPU's /proc/cpuinfo has no 'address sizes' line: "
+                 << bits.status().ToString();
+  }
+  EXPECT_GE(*bits, 36);
+}
+
+// The parsers must accept this machine's own files wherever it has them.
+TEST(HostPlatform, ParsersAcceptThisMachinesRealFiles) {
+  auto platform = MakeHostPlatform();
+  int parsed = 0;
+  if (auto io = platform->ReadSource("/proc/iomem"); io.ok()) {
+    auto r = ParseIomem(*io);
+    EXPECT_TRUE(r.ok() || r.status().code() == kFailedPrecondition) << r.status().ToString();
+    ++parsed;
+  }
+  if (auto mtrr = platform->ReadSource("/proc/mtrr"); mtrr.ok()) {
+    auto r = ParseMtrr(*mtrr);
+    EXPECT_TRUE(r.ok()) << r.status().ToString() << "\n" << *mtrr;
+    ++parsed;
+  }
+  if (auto fw = platform->ReadSource("/sys/firmware/memmap"); fw.ok()) {
+    auto r = ParseFirmwareMemmap(*fw);
+    EXPECT_TRUE(r.ok()) << r.status().ToString() << "\n" << *fw;
+    ++parsed;
+  }
+  if (parsed == 0) GTEST_SKIP() << "none of /proc/iomem, /proc/mtrr, /sys/firmware/memmap here";
+}
+
+TEST(HostPlatform, PageableMemoryAndCopy) {
+  auto platform = MakeHostPlatform();
+  EXPECT_FALSE(platform->clock().is_virtual());
+  EXPECT_FALSE(platform->AllocPageable(0).ok());
+  auto a = platform->AllocPageable(1 << 20);
+  auto b = platform->AllocPageable(1 << 20);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto& facts = (*a)->facts();
+  EXPECT_EQ(facts.backing, Backing::kAnonymous);
+  EXPECT_EQ(facts.memory_type, MemoryType::kWriteBack);
+  EXPECT_EQ(facts.length, 1u << 20);
+  EXPECT_NE((*a)->address(), 0u);
+  for (uint32_t i = 0; i < (1 << 20) / 4; ++i)
+    ASSERT_TRUE((*a)->Write(i * 4, &i, 4).ok());
+  auto secs = platform->CopyHost(**b, 4096, **a, 0, (1 << 20) - 4096);
+  ASSERT_TRUE(secs.ok()) << secs.status().ToString();
+  EXPECT_GE(*secs, 0.0);
+  uint32_t v = 0;
+  ASSERT_TRUE((*b)->Read(4096 + 4 * 1000, &v, 4).ok());
+  EXPECT_EQ(v, 1000u);
+  EXPECT_FALSE(platform->CopyHost(**b, 1, **a, 0, 1 << 20).ok());  // past the end
+  EXPECT_FALSE((*a)->Read((1 << 20) - 2, &v, 4).ok());
+}
+
+}  // namespace
+}  // namespace resmem

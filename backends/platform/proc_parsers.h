@@ -1,0 +1,68 @@
+// Parsers of the kernel's memory fact files, shared by the real Platform and the simulator
+// (which renders the same texts), so the doctor reads both the same way. Each parser accepts
+// exactly what the kernel prints and names the first line it cannot read.
+#ifndef RESMEM_BACKENDS_PLATFORM_PROC_PARSERS_H_
+#define RESMEM_BACKENDS_PLATFORM_PROC_PARSERS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/api/memory.h"
+#include "backends/api/status.h"
+
+namespace resmem {
+
+// One line of /proc/iomem: "  fec00000-fec003ff : IOAPIC 0" -> depth 1 (two spaces a level,
+// kernel/resource.c r_show), start 0xfec00000, end 0xfec00400 (exclusive: the file's inclusive
+// end + 1), name "IOAPIC 0".
+struct IomemEntry {
+  int depth = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;  // exclusive
+  std::string name;
+};
+// Fails with kFailedPrecondition when every address reads 0 (the kernel hides them from
+// non-root readers): the way out is to read it as root.
+Result<std::vector<IomemEntry>> ParseIomem(const std::string& text);
+
+// One line of /proc/mtrr: "reg01: base=0x0c0000000 ( 3072MB), size= 1024MB, count=1:
+// uncachable" (arch/x86/kernel/cpu/mtrr/if.c). type is kUnknown for write-through and
+// write-protect, which MemoryType does not name; type_name keeps the file's word.
+struct MtrrLine {
+  int reg = 0;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  int count = 0;
+  MemoryType type = MemoryType::kUnknown;
+  std::string type_name;
+};
+Result<std::vector<MtrrLine>> ParseMtrr(const std::string& text);
+
+// /sys/firmware/memmap as "start end type" lines (start and inclusive end in hex, as the
+// entry directories' files hold them): the firmware's map before memmap= edits.
+struct FirmwareMemmapEntry {
+  uint64_t start = 0;
+  uint64_t end = 0;  // exclusive
+  std::string type;  // "System RAM", "Reserved", "ACPI Tables", ...
+};
+Result<std::vector<FirmwareMemmapEntry>> ParseFirmwareMemmap(const std::string& text);
+
+// /proc/meminfo's "MemTotal:  3062532 kB", in bytes.
+Result<uint64_t> ParseMeminfoTotal(const std::string& text);
+
+// /proc/cpuinfo's "address sizes\t: 46 bits physical, 48 bits virtual" -> 46 (first CPU).
+Result<int> ParsePhysAddressBits(const std::string& text);
+
+// /proc/cmdline split as the kernel does (lib/cmdline.c next_arg: spaces separate, double
+// quotes group and are removed): "mem=4G memmap=188G$4G quiet".
+struct CmdlineOption {
+  std::string key;    // "memmap"
+  std::string value;  // "188G$4G"
+  bool has_value = false;
+};
+std::vector<CmdlineOption> ParseCmdlineOptions(const std::string& text);
+
+}  // namespace resmem
+
+#endif  // RESMEM_BACKENDS_PLATFORM_PROC_PARSERS_H_
