@@ -1,0 +1,213 @@
+#include "mock/sim/sim_memory.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace resmem::sim {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+bool AllZero(const uint8_t* p, uint64_t len) {
+  // p[0] == 0 and every byte equals its successor: libc's memcmp does the scan.
+  return len == 0 || (p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0);
+}
+
+}  // namespace
+
+double SimHostMemory::AccessSeconds(uint64_t offset, uint64_t len, AccessKind kind) {
+  if (len == 0) return 0;
+  const HostPerf& perf = world_->spec.perf;
+  const MemoryType type = facts().memory_type;
+  const double rate = kind == AccessKind::kRead
+                          ? perf.ReadBytesPerSecond(type, perf.memcpy_load_bytes)
+                          : perf.WriteBytesPerSecond(type);
+  double seconds = rate > 0 ? static_cast<double>(len) / rate : 0;
+  if (kind == AccessKind::kWrite)
+    seconds += static_cast<double>(UntouchedPages(offset, len)) * perf.page_fault_us * 1e-6;
+  return seconds;
+}
+
+Status SimHostMemory::Read(uint64_t offset, void* out, uint64_t len) {
+  RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read"));
+  if (len == 0) return Status::Ok();
+  SimAccess access = BeginAccess(offset, len, AccessKind::kRead);
+  const uint64_t n = std::min(access.valid_bytes, len);
+  if (n) RawRead(offset, out, n);
+  if (access.corrupt_offset && *access.corrupt_offset < n)
+    static_cast<uint8_t*>(out)[*access.corrupt_offset] ^= access.corrupt_xor;
+  world_->clock->Charge(AccessSeconds(offset, n, AccessKind::kRead) + access.delay_seconds);
+  return access.status;
+}
+
+Status SimHostMemory::Write(uint64_t offset, const void* in, uint64_t len) {
+  RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "write"));
+  if (len == 0) return Status::Ok();
+  SimAccess access = BeginAccess(offset, len, AccessKind::kWrite);
+  const uint64_t n = std::min(access.valid_bytes, len);
+  // Cost first: it depends on which pages are still untouched.
+  const double seconds = AccessSeconds(offset, n, AccessKind::kWrite) + access.delay_seconds;
+  if (n) RawWrite(offset, in, n);
+  if (access.corrupt_offset && *access.corrupt_offset < n) {
+    uint8_t b = 0;
+    RawRead(offset + *access.corrupt_offset, &b, 1);
+    b ^= access.corrupt_xor;
+    RawWrite(offset + *access.corrupt_offset, &b, 1);
+  }
+  world_->clock->Charge(seconds);
+  return access.status;
+}
+
+void SimHostMemory::RawZero(uint64_t offset, uint64_t len) {
+  static const std::array<uint8_t, 64 * 1024> kZeros{};
+  while (len) {
+    const uint64_t n = std::min<uint64_t>(len, kZeros.size());
+    RawWrite(offset, kZeros.data(), n);
+    offset += n;
+    len -= n;
+  }
+}
+
+SimAnonymousMemory::SimAnonymousMemory(std::shared_ptr<SimWorld> world, uint64_t bytes)
+    : SimHostMemory(std::move(world)) {
+  facts_.length = bytes;
+  facts_.shared = false;
+  facts_.backing = Backing::kAnonymous;
+  facts_.memory_type = MemoryType::kWriteBack;
+  facts_.page_size = kPage;
+  facts_.origin = "sim";
+  address_ = world_->AllocateVa(bytes);
+}
+
+std::string SimAnonymousMemory::Describe() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "anonymous %s at 0x%" PRIx64 " (sim)",
+                FormatSize(facts_.length).c_str(), address_);
+  return buf;
+}
+
+SimAccess SimAnonymousMemory::BeginAccess(uint64_t offset, uint64_t len, AccessKind kind) {
+  // Ordinary process memory: every in-bounds access succeeds. No fault point belongs to it.
+  SimAccess access;
+  access.valid_bytes = len;
+  return access;
+}
+
+void SimAnonymousMemory::RawRead(uint64_t offset, void* out, uint64_t len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* dst = static_cast<uint8_t*>(out);
+  uint64_t pos = offset;
+  const uint64_t end = offset + len;
+  while (pos < end) {
+    const uint64_t page = pos / kPage;
+    const uint64_t in_page = pos % kPage;
+    const uint64_t n = std::min(kPage - in_page, end - pos);
+    auto it = pages_.find(page);
+    if (it == pages_.end())
+      std::memset(dst + (pos - offset), 0, n);  // untouched or zero-filled: reads as zeros
+    else
+      std::memcpy(dst + (pos - offset), it->second->data() + in_page, n);
+    pos += n;
+  }
+}
+
+void SimAnonymousMemory::RawWrite(uint64_t offset, const void* in, uint64_t len) {
+  if (len == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto* src = static_cast<const uint8_t*>(in);
+  uint64_t pos = offset;
+  const uint64_t end = offset + len;
+  while (pos < end) {
+    const uint64_t page = pos / kPage;
+    const uint64_t in_page = pos % kPage;
+    const uint64_t n = std::min(kPage - in_page, end - pos);
+    const uint8_t* chunk = src + (pos - offset);
+    auto it = pages_.find(page);
+    if (it != pages_.end()) {
+      std::memcpy(it->second->data() + in_page, chunk, n);
+    } else if (!AllZero(chunk, n)) {
+      auto p = std::make_unique<Page>();
+      p->fill(0);
+      std::memcpy(p->data() + in_page, chunk, n);
+      pages_.emplace(page, std::move(p));
+    }
+    pos += n;
+  }
+  MarkTouched(offset / kPage, (end + kPage - 1) / kPage);
+}
+
+void SimAnonymousMemory::RawZero(uint64_t offset, uint64_t len) {
+  if (len == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t end = offset + len;
+  auto it = pages_.lower_bound(offset / kPage);
+  while (it != pages_.end() && it->first * kPage < end) {
+    const uint64_t page_start = it->first * kPage;
+    const uint64_t a = std::max(offset, page_start);
+    const uint64_t b = std::min(end, page_start + kPage);
+    if (a == page_start && b == page_start + kPage) {
+      it = pages_.erase(it);  // the whole page is zero again: no need to store it
+    } else {
+      std::memset(it->second->data() + (a - page_start), 0, b - a);
+      ++it;
+    }
+  }
+  MarkTouched(offset / kPage, (end + kPage - 1) / kPage);
+}
+
+bool SimAnonymousMemory::ReadsAsZero(uint64_t offset, uint64_t len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (len == 0) return true;
+  auto it = pages_.lower_bound(offset / kPage);
+  return it == pages_.end() || it->first > (offset + len - 1) / kPage;
+}
+
+void SimAnonymousMemory::MarkTouched(uint64_t first, uint64_t end) {
+  // Merge [first, end) into the disjoint interval set (mu_ held).
+  auto it = touched_.upper_bound(first);
+  if (it != touched_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second >= first) {
+      first = prev->first;
+      end = std::max(end, prev->second);
+      it = touched_.erase(prev);
+    }
+  }
+  while (it != touched_.end() && it->first <= end) {
+    end = std::max(end, it->second);
+    it = touched_.erase(it);
+  }
+  touched_.emplace(first, end);
+}
+
+uint64_t SimAnonymousMemory::UntouchedPages(uint64_t offset, uint64_t len) {
+  if (len == 0) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t first = offset / kPage;
+  const uint64_t end = (offset + len + kPage - 1) / kPage;
+  uint64_t covered = 0;
+  auto it = touched_.upper_bound(first);
+  if (it != touched_.begin()) --it;
+  for (; it != touched_.end() && it->first < end; ++it) {
+    const uint64_t a = std::max(first, it->first);
+    const uint64_t b = std::min(end, it->second);
+    if (b > a) covered += b - a;
+  }
+  return (end - first) - covered;
+}
+
+uint64_t SimAnonymousMemory::touched_pages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& [a, b] : touched_) n += b - a;
+  return n;
+}
+
+uint64_t SimAnonymousMemory::stored_pages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pages_.size();
+}
+
+}  // namespace resmem::sim
