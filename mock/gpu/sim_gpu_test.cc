@@ -1,0 +1,622 @@
+// Tests of the CUDA model: one per rule of cuda_profile.cc's table, with the cited numbers.
+#include "mock/gpu/sim_gpu.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace resmem::sim {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// Host memory that presents whatever facts a test gives it. Small spans keep real bytes; large
+// ones (store = false) read as zeros and drop writes. A read past `sigbus_from` fails as SIGBUS.
+class FakeMemory : public HostMemory {
+ public:
+  FakeMemory(MappingFacts facts, uint64_t address = 0, bool store = true)
+      : facts_(std::move(facts)), address_(address) {
+    if (store) bytes_.resize(facts_.length);
+  }
+  uint64_t size() const override { return facts_.length; }
+  const MappingFacts& facts() const override { return facts_; }
+  uint64_t address() const override { return address_; }
+  Status Read(uint64_t offset, void* out, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "fake read"));
+    if (offset + len > sigbus_from)
+      return Status::Signal(SIGBUS, "fake: SIGBUS reading past " + std::to_string(sigbus_from));
+    if (bytes_.empty()) {
+      std::memset(out, 0, len);
+    } else {
+      std::memcpy(out, bytes_.data() + offset, len);
+    }
+    return Status::Ok();
+  }
+  Status Write(uint64_t offset, const void* in, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "fake write"));
+    if (!bytes_.empty()) std::memcpy(bytes_.data() + offset, in, len);
+    return Status::Ok();
+  }
+  std::string Describe() const override { return "fake " + facts_.Describe(); }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+  uint64_t sigbus_from = UINT64_MAX;
+
+ private:
+  MappingFacts facts_;
+  uint64_t address_;
+  std::vector<uint8_t> bytes_;
+};
+
+MappingFacts Anonymous(uint64_t len) {
+  MappingFacts f;
+  f.length = len;
+  f.backing = Backing::kAnonymous;
+  return f;
+}
+
+// What remap_pfn_range makes: VM_IO|VM_PFNMAP, shared, contiguous device memory.
+MappingFacts Pfnmap(uint64_t len, MemoryType type = MemoryType::kWriteBack) {
+  MappingFacts f;
+  f.length = len;
+  f.shared = true;
+  f.vm_io = true;
+  f.vm_pfnmap = true;
+  f.backing = Backing::kDevicePfn;
+  f.physically_contiguous = true;
+  f.phys_addr = 0x100000000ull;
+  f.memory_type = type;
+  return f;
+}
+
+struct Fixture {
+  explicit Fixture(const std::string& profile_name, uint64_t seed = 1, SimGpuOptions options = {}) {
+    auto p = CudaProfileByName(profile_name);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    profile = p.value();
+    clock = std::make_shared<VirtualClock>();
+    faults = std::make_shared<FaultInjector>(seed);
+    gpu = MakeSimGpu(profile, profile.default_host, clock, faults, options);
+  }
+  CudaProfile profile;
+  std::shared_ptr<VirtualClock> clock;
+  std::shared_ptr<FaultInjector> faults;
+  std::unique_ptr<Gpu> gpu;
+};
+
+int CodeOf(const Status& s) { return s.ok() ? 0 : s.code(); }
+
+// Within 15% of the measured range [lo, hi].
+void ExpectNearRange(double value, double lo, double hi, const char* what) {
+  EXPECT_GE(value, 0.85 * lo) << what;
+  EXPECT_LE(value, 1.15 * hi) << what;
+}
+
+Result<CopyStats> CopyOnce(Fixture& fx, HostMemory& host, uint64_t bytes,
+                           CopyDirection dir = CopyDirection::kHostToDevice) {
+  auto dev = fx.gpu->AllocDevice(bytes);
+  if (!dev.ok()) return dev.status();
+  return fx.gpu->Copy(dir, host, 0, *dev.value(), 0, bytes);
+}
+
+// ---------------------------------------------------------------- profiles
+TEST(CudaProfileTest, UnknownNameIsRefusedWithTheKnownOnes) {
+  auto p = CudaProfileByName("cuda-12.0");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("cuda-4.1-r285"), std::string::npos);
+  EXPECT_NE(p.status().message().find("cuda-13.0-r580"), std::string::npos);
+  for (const auto& n : CudaProfileNames()) EXPECT_TRUE(CudaProfileByName(n).ok()) << n;
+}
+
+// ---------------------------------------------------------------- cuda-4.1-r285 (seed 000)
+TEST(Cuda41Test, PfnmapBlockRegistrationIsUnknown30) {
+  Fixture fx("cuda-4.1-r285");
+  FakeMemory map(Pfnmap(188ull * 1000 * 1000 * 1000), 0x7f0000000000ull, false);
+  Status st = fx.gpu->Register(map, 0, 16 * kMiB, kRegisterDefault);
+  EXPECT_EQ(st.space(), ErrorSpace::kCuda);
+  EXPECT_EQ(st.code(), 30);
+  EXPECT_EQ(CudaErrorName("cuda-4.1-r285", st.code()), "cudaErrorUnknown");
+}
+
+TEST(Cuda41Test, WholeReservationIsOutOfMemoryBeforeThePfnmapCheck) {
+  Fixture fx("cuda-4.1-r285");  // default MemTotal: mem=4G leaves ~3 GB
+  FakeMemory map(Pfnmap(188ull * 1000 * 1000 * 1000), 0x7f0000000000ull, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(map, 0, map.size(), kRegisterDefault)), 2);
+}
+
+TEST(Cuda41Test, MemTotalComesFromOptions) {
+  SimGpuOptions o;
+  o.host_mem_total = 200 * kGiB;  // a host booted without mem=: the size check passes
+  Fixture fx("cuda-4.1-r285", 1, o);
+  FakeMemory map(Pfnmap(188ull * 1000 * 1000 * 1000), 0x7f0000000000ull, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(map, 0, map.size(), kRegisterDefault)), 30);
+}
+
+TEST(Cuda41Test, IoMemoryAndReadOnlyFlagsAreUnknown11) {
+  Fixture fx("cuda-4.1-r285");
+  FakeMemory map(Pfnmap(64 * kMiB), 0x7f0000000000ull, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(map, 0, 16 * kMiB, kRegisterIoMemory)), 11);
+  FakeMemory anon(Anonymous(16 * kMiB), 0x10000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(anon, 0, 16 * kMiB, kRegisterReadOnly)), 11);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(anon, 0, 16 * kMiB, kRegisterPortable)), 0);
+}
+
+TEST(Cuda41Test, PinnedHostToDeviceAtSeedRate) {
+  Fixture fx("cuda-4.1-r285");
+  auto pinned = fx.gpu->AllocPinned(16 * kMiB, 0);
+  ASSERT_TRUE(pinned.ok());
+  const double t0 = fx.clock->NowSeconds();
+  auto st = CopyOnce(fx, *pinned.value(), 16 * kMiB);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->path, "pinned-dma");
+  ExpectNearRange(st->GBps(), 5.685, 5.720, "seed 000 case C");
+  EXPECT_NEAR(fx.clock->NowSeconds() - t0, st->seconds, 1e-12);
+}
+
+TEST(Cuda41Test, PageableWriteBackStagedAtSeedRate) {
+  Fixture fx("cuda-4.1-r285");
+  FakeMemory map(Pfnmap(64ull * kGiB, MemoryType::kWriteBack), 0x7f0000000000ull, false);
+  auto st = CopyOnce(fx, map, 16 * kMiB);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->path, "pageable-staged");
+  ExpectNearRange(st->GBps(), 3.733, 3.839, "seed 000 case B, <= 64 GB reserved");
+}
+
+TEST(Cuda41Test, PageableUncachedStagedAtSeedRate) {
+  Fixture fx("cuda-4.1-r285");
+  FakeMemory map(Pfnmap(188ull * kGiB, MemoryType::kUncachedMinus), 0x7f0000000000ull, false);
+  auto st = CopyOnce(fx, map, 16 * kMiB);
+  ASSERT_TRUE(st.ok());
+  ExpectNearRange(st->GBps(), 0.14948, 0.15038, "seed 000 case B, 128/188 GB reserved");
+}
+
+TEST(Cuda41Test, StagedRateFollowsTheGivenHostNotConstants) {
+  auto p = CudaProfileByName("cuda-4.1-r285").value();
+  HostPerf slow = p.default_host, fast = p.default_host;
+  slow.wb_copy_gbps = 2.0;
+  fast.wb_copy_gbps = 4.0;
+  const uint64_t n = 16 * kMiB;
+  const double t_slow = StagedCopySeconds(p, slow, CopyDirection::kHostToDevice, MemoryType::kWriteBack, n);
+  const double t_fast = StagedCopySeconds(p, fast, CopyDirection::kHostToDevice, MemoryType::kWriteBack, n);
+  EXPECT_NEAR(n / t_slow / 1e9, 2.0 * 0.95, 1e-9);
+  EXPECT_NEAR(n / t_fast / 1e9, 4.0 * 0.95, 1e-9);
+  HostPerf uc = p.default_host;
+  uc.uc_load_latency_ns = 196;  // twice the latency: half the UC rate
+  EXPECT_NEAR(StagedCopySeconds(p, uc, CopyDirection::kHostToDevice, MemoryType::kUncached, n) /
+                  StagedCopySeconds(p, p.default_host, CopyDirection::kHostToDevice,
+                                    MemoryType::kUncached, n),
+              2.0, 1e-9);
+}
+
+TEST(Cuda41Test, NonPortablePinnedFromAnotherContextIsTwentyTimesSlower) {
+  Fixture fx("cuda-4.1-r285");
+  auto plain = fx.gpu->AllocPinned(16 * kMiB, 0);
+  auto portable = fx.gpu->AllocPinned(16 * kMiB, kRegisterPortable);
+  ASSERT_TRUE(plain.ok() && portable.ok());
+  auto ctx = fx.gpu->CreateContext(0);
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_TRUE(fx.gpu->UseContext(ctx.value()).ok());
+  auto slow = CopyOnce(fx, *plain.value(), 16 * kMiB);
+  auto fast = CopyOnce(fx, *portable.value(), 16 * kMiB);
+  ASSERT_TRUE(slow.ok() && fast.ok());
+  EXPECT_EQ(slow->path, "pageable-staged");
+  EXPECT_EQ(fast->path, "pinned-dma");
+  const double ratio = slow->seconds / fast->seconds;
+  EXPECT_GE(ratio, 20.0);   // seed 000: "20-200x slower"
+  EXPECT_LE(ratio, 200.0);
+  // Registered memory follows the same rule.
+  FakeMemory anon(Anonymous(16 * kMiB), 0x20000000, false);
+  ASSERT_TRUE(fx.gpu->UseContext(0).ok());
+  ASSERT_TRUE(fx.gpu->Register(anon, 0, 16 * kMiB, 0).ok());
+  ASSERT_TRUE(fx.gpu->UseContext(ctx.value()).ok());
+  auto reg = CopyOnce(fx, anon, 16 * kMiB);
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ(reg->path, "pageable-staged");
+}
+
+// ---------------------------------------------------------------- cuda-13.0-r580 (FACTS.md)
+TEST(Cuda13Test, PfnmapWithDefaultFlagsIsInvalidValueAndIoMemoryWorks) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory map(Pfnmap(1 * kGiB), 0x7f0000000000ull, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(map, 0, 16 * kMiB, kRegisterDefault)), 1);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(map, 0, 16 * kMiB, kRegisterIoMemory)), 0);
+  auto st = CopyOnce(fx, map, 16 * kMiB);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->path, "pinned-dma");
+}
+
+TEST(Cuda13Test, IoMemoryOnOrdinaryOrScatteredMemoryIsInvalidValue) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory anon(Anonymous(16 * kMiB), 0x10000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(anon, 0, 16 * kMiB, kRegisterIoMemory)), 1);
+  MappingFacts scattered = Pfnmap(16 * kMiB);
+  scattered.physically_contiguous = false;
+  FakeMemory pf(scattered, 0x30000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(pf, 0, 16 * kMiB, kRegisterIoMemory)), 1);
+}
+
+TEST(Cuda13Test, OrdinaryBackingsRegister) {
+  Fixture fx("cuda-13.0-r580");
+  uint64_t va = 0x100000000ull;
+  for (Backing b : {Backing::kAnonymous, Backing::kShmem, Backing::kHugetlb, Backing::kDevicePages}) {
+    MappingFacts f = Anonymous(16 * kMiB);
+    f.backing = b;
+    f.shared = (b == Backing::kShmem || b == Backing::kDevicePages);
+    FakeMemory m(f, va, false);
+    va += kGiB;
+    EXPECT_EQ(CodeOf(fx.gpu->Register(m, 0, 16 * kMiB, 0)), 0) << BackingName(b);
+  }
+  MappingFacts thp = Anonymous(64 * kMiB);
+  thp.page_size = 2 * kMiB;  // THP-backed anonymous memory
+  FakeMemory t(thp, va, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(t, 0, 64 * kMiB, 0)), 0);
+}
+
+TEST(Cuda13Test, WritableSharedFileIsRefusedPrivateIsNot) {
+  Fixture fx("cuda-13.0-r580");
+  MappingFacts f = Anonymous(16 * kMiB);
+  f.backing = Backing::kFile;
+  f.shared = true;
+  FakeMemory shared_file(f, 0x10000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(shared_file, 0, 16 * kMiB, 0)), 1);
+  f.shared = false;
+  FakeMemory private_file(f, 0x20000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(private_file, 0, 16 * kMiB, 0)), 0);
+  f.shared = true;
+  f.backing = Backing::kFuse;
+  FakeMemory fuse_file(f, 0x30000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(fuse_file, 0, 16 * kMiB, 0)), 1);
+}
+
+TEST(Cuda13Test, ReadOnlyMappingNeedsReadOnlyFlag) {
+  Fixture fx("cuda-13.0-r580");
+  MappingFacts f = Anonymous(16 * kMiB);
+  f.writable = false;
+  FakeMemory ro(f, 0x10000000, false);
+  Status st = fx.gpu->Register(ro, 0, 16 * kMiB, 0);
+  EXPECT_EQ(CodeOf(st), 1);
+  EXPECT_NE(st.message().find("ReadOnly"), std::string::npos) << st.message();
+  EXPECT_EQ(CodeOf(fx.gpu->Register(ro, 0, 16 * kMiB, kRegisterReadOnly)), 0);
+}
+
+TEST(Cuda13Test, OneCallLargerThanMemTotalIsOutOfMemoryChunksWork) {
+  SimGpuOptions o;
+  o.host_mem_total = 131981020ull * 1024;  // the 128 GiB GPU machine's MemTotal
+  Fixture fx("cuda-13.0-r580", 1, o);
+  FakeMemory big(Anonymous(1024 * kGiB), 0x100000000000ull, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 0, 1024 * kGiB, 0)), 2);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 0, 256 * kGiB, 0)), 2);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 0, 126 * kGiB, 0)), 2);
+  const double t0 = fx.clock->NowSeconds();
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 0, 125 * kGiB, 0)), 0);
+  EXPECT_GT(fx.clock->NowSeconds() - t0, 30.0);  // 125 GiB pins at ~3.2 GB/s: ~42 s
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 125 * kGiB, 100 * kGiB, 0)), 0);  // a second chunk
+}
+
+TEST(Cuda13Test, HalfTebibyteInOneCallFailsEvenWithEnoughMemory) {
+  SimGpuOptions o;
+  o.host_mem_total = 2048 * kGiB;
+  Fixture fx("cuda-13.0-r580", 1, o);
+  FakeMemory big(Anonymous(1024 * kGiB), 0x100000000000ull, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 0, 512 * kGiB, 0)), 2);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 0, 511 * kGiB, 0)), 0);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(big, 511 * kGiB, 511 * kGiB, 0)), 0);
+}
+
+TEST(Cuda13Test, OverlapsAreAlreadyRegistered712) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory m(Anonymous(64 * kMiB), 0x10000000, false);
+  ASSERT_EQ(CodeOf(fx.gpu->Register(m, 0, 32 * kMiB, 0)), 0);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 0, 32 * kMiB, 0)), 712);          // same range
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 4 * kMiB, 4 * kMiB, 0)), 712);    // sub-range
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 16 * kMiB, 32 * kMiB, 0)), 712);  // overlap
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 32 * kMiB, 32 * kMiB, 0)), 0);    // adjacent is fine
+  EXPECT_EQ(CudaErrorName("cuda-13.0-r580", 712), "cudaErrorHostMemoryAlreadyRegistered");
+}
+
+TEST(Cuda13Test, UnregisterRules) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory m(Anonymous(64 * kMiB), 0x10000000, false);
+  FakeMemory other(Anonymous(64 * kMiB), 0x20000000, false);
+  ASSERT_EQ(CodeOf(fx.gpu->Register(m, 0, 32 * kMiB, 0)), 0);
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(other, 0)), 713);       // unknown pointer
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(m, 4096)), 1);          // interior pointer
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(m, 0)), 0);
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(m, 0)), 713);           // already gone
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 0, 0, 0)), 1);         // size 0
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 0, 4096, 0x10)), 1);   // unknown flag
+}
+
+TEST(Cuda13Test, UnalignedPointerRegistersAndCopiesCorrectly) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory m(Anonymous(1 * kMiB), 0x10000000);
+  for (size_t i = 0; i < m.bytes().size(); ++i) m.bytes()[i] = static_cast<uint8_t>(i * 7 + 3);
+  for (uint64_t off : {1ull, 100ull}) {
+    ASSERT_EQ(CodeOf(fx.gpu->Register(m, off, 4096, 0)), 0) << off;
+    auto dev = fx.gpu->AllocDevice(4096);
+    ASSERT_TRUE(dev.ok());
+    auto st = fx.gpu->Copy(CopyDirection::kHostToDevice, m, off, *dev.value(), 0, 4096);
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->path, "pinned-dma");
+    EXPECT_EQ(fx.gpu->DeviceChecksum(*dev.value(), 0, 4096).value(),
+              Fnv1a64(m.bytes().data() + off, 4096));
+    ASSERT_EQ(CodeOf(fx.gpu->Unregister(m, off)), 0);
+  }
+}
+
+TEST(Cuda13Test, RegistrationPinsUntouchedMemoryAtThreePointTwoGBps) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory m(Anonymous(8 * kGiB), 0x100000000ull, false);
+  double t0 = fx.clock->NowSeconds();
+  ASSERT_EQ(CodeOf(fx.gpu->Register(m, 0, 8 * kGiB, 0)), 0);
+  ExpectNearRange(fx.clock->NowSeconds() - t0, 2.65, 2.65, "FACTS: 8 GiB took 2.65 s");
+  // Resident (locked) pages: FACTS 64 MiB touched 2-4 ms.
+  MappingFacts locked = Anonymous(64 * kMiB);
+  locked.locked = true;
+  FakeMemory l(locked, 0x400000000ull, false);
+  t0 = fx.clock->NowSeconds();
+  ASSERT_EQ(CodeOf(fx.gpu->Register(l, 0, 64 * kMiB, 0)), 0);
+  ExpectNearRange(fx.clock->NowSeconds() - t0, 0.002, 0.004, "FACTS: touched 64 MiB 2-4 ms");
+  // A refused registration costs no pinning time.
+  t0 = fx.clock->NowSeconds();
+  ASSERT_EQ(CodeOf(fx.gpu->Register(m, 0, 8 * kGiB, 0)), 712);
+  EXPECT_EQ(fx.clock->NowSeconds(), t0);
+}
+
+TEST(Cuda13Test, PinnedAndRegisteredCopiesAtLinkRate) {
+  Fixture fx("cuda-13.0-r580");
+  for (uint64_t n : {16 * kMiB, 256 * kMiB}) {
+    auto pinned = fx.gpu->AllocPinned(n, 0);
+    ASSERT_TRUE(pinned.ok());
+    auto h2d = CopyOnce(fx, *pinned.value(), n);
+    ASSERT_TRUE(h2d.ok());
+    ExpectNearRange(h2d->GBps(), 54.5, 54.9, "FACTS cudaMallocHost H2D");
+    auto d2h = CopyOnce(fx, *pinned.value(), n, CopyDirection::kDeviceToHost);
+    ASSERT_TRUE(d2h.ok());
+    ExpectNearRange(d2h->GBps(), 53.5, 54.9, "measured D2H (tools/measure_copies.cu)");
+  }
+  FakeMemory shm(Anonymous(16 * kMiB), 0x10000000, false);
+  ASSERT_TRUE(fx.gpu->Register(shm, 0, 16 * kMiB, 0).ok());
+  auto reg = CopyOnce(fx, shm, 16 * kMiB);
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ(reg->path, "pinned-dma");
+  ExpectNearRange(reg->GBps(), 54.0, 55.0, "FACTS registered malloc or /dev/shm");
+}
+
+TEST(Cuda13Test, PageableCopiesMatchFactsAndSlowWithSize) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory small(Anonymous(16 * kMiB), 0x10000000, false);
+  FakeMemory large(Anonymous(256 * kMiB), 0x20000000, false);
+  auto s = CopyOnce(fx, small, 16 * kMiB);
+  auto l = CopyOnce(fx, large, 256 * kMiB);
+  ASSERT_TRUE(s.ok() && l.ok());
+  EXPECT_EQ(s->path, "pageable-staged");
+  ExpectNearRange(s->GBps(), 11.5, 13.4, "FACTS pageable 16 MiB");
+  ExpectNearRange(l->GBps(), 7.8, 8.2, "FACTS pageable 256 MiB");
+  EXPECT_GT(s->GBps(), l->GBps());
+  std::printf("cuda-13.0-r580 pageable H2D: 16 MiB %.2f GB/s, 256 MiB %.2f GB/s\n", s->GBps(),
+              l->GBps());
+}
+
+TEST(Cuda13Test, SecondContextHasNoSlowdown) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory m(Anonymous(16 * kMiB), 0x10000000, false);
+  ASSERT_TRUE(fx.gpu->Register(m, 0, 16 * kMiB, 0).ok());
+  auto ctx = fx.gpu->CreateContext(0);
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_TRUE(fx.gpu->UseContext(ctx.value()).ok());
+  auto st = CopyOnce(fx, m, 16 * kMiB);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->path, "pinned-dma");
+  ExpectNearRange(st->GBps(), 49, 51, "FACTS registered in one context, copied in another");
+  // Registrations are per context: this context has nothing to unregister.
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(m, 0)), 713);
+}
+
+TEST(Cuda13Test, AttributesOfTheH100) {
+  Fixture fx("cuda-13.0-r580");
+  auto a = fx.gpu->Attributes(0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(a->host_register_supported, 1);
+  EXPECT_EQ(a->pageable_memory_access_uses_host_page_tables, 0);
+  EXPECT_EQ(a->read_only_host_register_supported, 1);
+  EXPECT_EQ(a->pageable_memory_access, 0);
+  EXPECT_EQ(a->async_engine_count, 3);
+  EXPECT_EQ(CodeOf(fx.gpu->Attributes(1).status()), 101);
+  EXPECT_EQ(fx.gpu->name(), "sim:cuda-13.0-r580");
+}
+
+// ---------------------------------------------------------------- both profiles
+class BothProfiles : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BothProfiles, BytesRoundTripAndChecksumAgrees) {
+  Fixture fx(GetParam());
+  FakeMemory src(Anonymous(3 * kMiB + 123), 0x10000000);
+  DeterministicRng rng(42);
+  for (auto& b : src.bytes()) b = static_cast<uint8_t>(rng.NextU64());
+  auto dev = fx.gpu->AllocDevice(4 * kMiB);
+  ASSERT_TRUE(dev.ok());
+  auto st = fx.gpu->Copy(CopyDirection::kHostToDevice, src, 0, *dev.value(), 5, src.size());
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->bytes, src.size());
+  EXPECT_EQ(fx.gpu->DeviceChecksum(*dev.value(), 5, src.size()).value(),
+            Fnv1a64(src.bytes().data(), src.size()));
+  FakeMemory dst(Anonymous(src.size()), 0x20000000);
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kDeviceToHost, dst, 0, *dev.value(), 5, src.size()).ok());
+  EXPECT_EQ(dst.bytes(), src.bytes());
+}
+
+TEST_P(BothProfiles, DeviceIsSparseAndBounded) {
+  Fixture fx(GetParam());
+  auto whole = fx.gpu->AllocDevice(fx.profile.device_memory);
+  ASSERT_TRUE(whole.ok());
+  auto more = fx.gpu->AllocDevice(1);
+  EXPECT_EQ(CodeOf(more.status()), 2);
+  std::vector<uint8_t> zeros(4096, 0);
+  EXPECT_EQ(fx.gpu->DeviceChecksum(*whole.value(), fx.profile.device_memory - 4096, 4096).value(),
+            Fnv1a64(zeros.data(), zeros.size()));
+  whole.value().reset();
+  EXPECT_TRUE(fx.gpu->AllocDevice(1).ok());  // freed on destruction
+  auto dev = fx.gpu->AllocDevice(4096);
+  FakeMemory src(Anonymous(4096), 0x10000000);
+  auto st = fx.gpu->Copy(CopyDirection::kHostToDevice, src, 0, *dev.value(), 1, 4096);
+  EXPECT_EQ(CodeOf(st.status()), fx.profile.error_invalid_value);  // past the buffer's end
+}
+
+TEST_P(BothProfiles, HostAccessFailurePropagates) {
+  Fixture fx(GetParam());
+  FakeMemory m(Anonymous(4 * kMiB), 0x10000000);
+  m.sigbus_from = 2 * kMiB + 10;
+  auto st = CopyOnce(fx, m, 4 * kMiB);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().space(), ErrorSpace::kSignal);
+  EXPECT_EQ(st.status().code(), SIGBUS);
+}
+
+TEST_P(BothProfiles, CopyFaultEffects) {
+  Fixture fx(GetParam(), 7);
+  FakeMemory src(Anonymous(2 * kMiB), 0x10000000);
+  for (size_t i = 0; i < src.bytes().size(); ++i) src.bytes()[i] = static_cast<uint8_t>(i);
+  auto dev = fx.gpu->AllocDevice(2 * kMiB);
+  ASSERT_TRUE(dev.ok());
+  auto copy = [&] {
+    return fx.gpu->Copy(CopyDirection::kHostToDevice, src, 0, *dev.value(), 0, src.size());
+  };
+  FaultRule err;
+  err.point = "gpu.copy";
+  err.trigger = FaultTrigger::kNth;
+  err.nth = 1;
+  err.error = Status::Cuda(fx.profile.error_unknown, "injected");
+  ASSERT_TRUE(fx.faults->AddRule(err).ok());
+  FaultRule delay = err;
+  delay.nth = 2;
+  delay.effect = FaultEffect::kDelay;
+  delay.delay_seconds = 0.5;
+  ASSERT_TRUE(fx.faults->AddRule(delay).ok());
+  FaultRule corrupt = err;
+  corrupt.nth = 3;
+  corrupt.effect = FaultEffect::kCorrupt;
+  ASSERT_TRUE(fx.faults->AddRule(corrupt).ok());
+  // Calls 4 and 5 below are a read-back and a clearing copy; call 6 is cut short.
+  FaultRule shortc = err;
+  shortc.nth = 6;
+  shortc.effect = FaultEffect::kShortCopy;
+  shortc.short_fraction = 0.25;
+  ASSERT_TRUE(fx.faults->AddRule(shortc).ok());
+
+  auto r1 = copy();  // error
+  EXPECT_EQ(CodeOf(r1.status()), fx.profile.error_unknown);
+  const double t0 = fx.clock->NowSeconds();
+  auto r2 = copy();  // delay
+  ASSERT_TRUE(r2.ok());
+  EXPECT_GE(fx.clock->NowSeconds() - t0, 0.5);
+  EXPECT_GE(r2->seconds, 0.5);
+  auto r3 = copy();  // corrupt: exactly one byte differs
+  ASSERT_TRUE(r3.ok());
+  FakeMemory out(Anonymous(src.size()), 0x20000000);
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kDeviceToHost, out, 0, *dev.value(), 0, src.size()).ok());
+  int differing = 0;
+  for (size_t i = 0; i < src.size(); ++i) differing += out.bytes()[i] != src.bytes()[i];
+  EXPECT_EQ(differing, 1);
+  // short: clear the device, then only a quarter arrives.
+  FakeMemory zeros(Anonymous(src.size()), 0x30000000);
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kHostToDevice, zeros, 0, *dev.value(), 0, src.size()).ok());
+  auto r6 = copy();
+  ASSERT_FALSE(r6.ok());
+  EXPECT_NE(r6.status().message().find("short copy"), std::string::npos) << r6.status().message();
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kDeviceToHost, out, 0, *dev.value(), 0, src.size()).ok());
+  const uint64_t quarter = src.size() / 4;
+  EXPECT_EQ(0, std::memcmp(out.bytes().data(), src.bytes().data(), quarter));
+  for (size_t i = quarter; i < src.size(); ++i) ASSERT_EQ(out.bytes()[i], 0) << i;
+}
+
+TEST_P(BothProfiles, RegisterAllocAndChecksumFaults) {
+  Fixture fx(GetParam());
+  for (const char* point : {"gpu.register", "gpu.unregister", "gpu.alloc", "gpu.checksum"}) {
+    FaultRule r;
+    r.point = point;
+    r.error = Status::Cuda(fx.profile.error_unknown, std::string("injected at ") + point);
+    r.max_fires = 1;
+    ASSERT_TRUE(fx.faults->AddRule(r).ok());
+  }
+  FakeMemory m(Anonymous(4 * kMiB), 0x10000000, false);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 0, kMiB, 0)), fx.profile.error_unknown);
+  EXPECT_EQ(CodeOf(fx.gpu->Register(m, 0, kMiB, 0)), 0);  // fired once
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(m, 0)), fx.profile.error_unknown);
+  EXPECT_EQ(CodeOf(fx.gpu->Unregister(m, 0)), 0);
+  EXPECT_EQ(CodeOf(fx.gpu->AllocDevice(4096).status()), fx.profile.error_unknown);
+  auto dev = fx.gpu->AllocDevice(4096);
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(CodeOf(fx.gpu->DeviceChecksum(*dev.value(), 0, 4096).status()), fx.profile.error_unknown);
+  EXPECT_TRUE(fx.gpu->DeviceChecksum(*dev.value(), 0, 4096).ok());
+  EXPECT_EQ(fx.faults->fired().size(), 4u);
+}
+
+// The same seed replays the same faults, bytes and clock; another seed does not.
+struct RunResult {
+  std::vector<uint64_t> checksums;
+  double clock = 0;
+  size_t fired = 0;
+};
+RunResult RunWithSeed(const std::string& profile, uint64_t seed) {
+  Fixture fx(profile, seed);
+  FaultRule r;
+  r.point = "gpu.copy";
+  r.trigger = FaultTrigger::kProbability;
+  r.probability = 0.5;
+  r.effect = FaultEffect::kCorrupt;
+  EXPECT_TRUE(fx.faults->AddRule(r).ok());
+  FakeMemory src(Anonymous(64 * 1024), 0x10000000);
+  RunResult out;
+  auto dev = fx.gpu->AllocDevice(src.size());
+  for (int i = 0; i < 32; ++i) {
+    for (auto& b : src.bytes()) b = static_cast<uint8_t>(i);
+    EXPECT_TRUE(fx.gpu->Copy(CopyDirection::kHostToDevice, src, 0, *dev.value(), 0, src.size()).ok());
+    out.checksums.push_back(fx.gpu->DeviceChecksum(*dev.value(), 0, src.size()).value());
+  }
+  out.clock = fx.clock->NowSeconds();
+  out.fired = fx.faults->fired().size();
+  return out;
+}
+
+TEST_P(BothProfiles, Deterministic) {
+  RunResult a = RunWithSeed(GetParam(), 1234), b = RunWithSeed(GetParam(), 1234);
+  RunResult c = RunWithSeed(GetParam(), 99);
+  EXPECT_EQ(a.checksums, b.checksums);
+  EXPECT_EQ(a.clock, b.clock);
+  EXPECT_EQ(a.fired, b.fired);
+  EXPECT_GT(a.fired, 0u);
+  EXPECT_NE(a.checksums, c.checksums);
+}
+
+TEST_P(BothProfiles, ContextsAndDevices) {
+  SimGpuOptions o;
+  o.device_count = 2;
+  Fixture fx(GetParam(), 1, o);
+  EXPECT_EQ(fx.gpu->DeviceCount().value(), 2);
+  EXPECT_EQ(fx.gpu->current_context(), 0);
+  auto c1 = fx.gpu->CreateContext(1);
+  ASSERT_TRUE(c1.ok());
+  EXPECT_EQ(CodeOf(fx.gpu->CreateContext(2).status()), fx.profile.error_invalid_device);
+  EXPECT_EQ(CodeOf(fx.gpu->UseContext(7)), fx.profile.error_invalid_context);
+  ASSERT_TRUE(fx.gpu->UseContext(c1.value()).ok());
+  auto dev = fx.gpu->AllocDevice(4096);
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(dev.value()->device(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiles, BothProfiles,
+                         ::testing::Values("cuda-4.1-r285", "cuda-13.0-r580"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace resmem::sim
