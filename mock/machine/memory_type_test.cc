@@ -21,6 +21,15 @@ TEST(MtrrTypeAt, VariableRangesDefaultAndFixedRange) {
   MtrrConfig off = m;
   off.enabled = false;
   EXPECT_EQ(MtrrTypeAt(off, 2 * kGiB), MemoryType::kUncached);
+  // Precedence does not depend on register order: UC listed first still wins over WB.
+  MtrrConfig reversed = m;
+  std::swap(reversed.variable[0], reversed.variable[1]);
+  EXPECT_EQ(MtrrTypeAt(reversed, 3 * kGiB + 5), MemoryType::kUncached);
+  EXPECT_EQ(MtrrTypeAt(reversed, 2 * kGiB), MemoryType::kWriteBack);
+  MtrrConfig mixed;  // WC and WB both matching: undefined by the SDM, modelled as UC
+  mixed.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining},
+                    {0, 2 * kGiB, MemoryType::kWriteBack}};
+  EXPECT_EQ(MtrrTypeAt(mixed, 1 * kGiB), MemoryType::kUncached);
   MtrrConfig overlap;
   overlap.default_type = MemoryType::kWriteBack;
   overlap.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining},
