@@ -259,8 +259,7 @@ class SimGpu : public Gpu {
       }
     }
     // FACTS.md: "unregister of an interior pointer or nullptr ...: 1"; unknown pointer: 713.
-    if (key.space == 0 && key.start == 0)
-      return Cuda(profile_.error_invalid_value, what + ": null pointer");
+    // (A nullptr cannot be passed through this API: every call names a HostMemory.)
     for (const auto& r : registrations_) {
       if (r.context == current_ && r.space == key.space && key.start > r.start && key.start < r.end)
         return Cuda(profile_.error_invalid_value,

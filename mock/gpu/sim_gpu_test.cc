@@ -620,3 +620,53 @@ INSTANTIATE_TEST_SUITE_P(Profiles, BothProfiles,
 
 }  // namespace
 }  // namespace resmem::sim
+
+namespace resmem::sim {
+namespace {
+
+// The model over the simulated machines of mock/machine: MemTotal from the booted kernel, host
+// rates from the preset's HostPerf.
+TEST(SimGpuOnMachineTest, Seed000WorkstationReproducesTheSeed) {
+  auto spec = MachinePreset("seed000-workstation");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto kernel = Boot(spec.value());
+  ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+  SimGpuOptions o;
+  o.host_mem_total = kernel->mem_total;
+  auto profile = CudaProfileByName("cuda-4.1-r285").value();
+  auto clock = std::make_shared<VirtualClock>();
+  auto gpu = MakeSimGpu(profile, spec->perf, clock, nullptr, o);
+  FakeMemory map(Pfnmap(188ull * kGiB), 0x7f0000000000ull, false);
+  EXPECT_EQ(CodeOf(gpu->Register(map, 0, map.size(), 0)), 2);
+  EXPECT_EQ(CodeOf(gpu->Register(map, 0, 16 * kMiB, 0)), 30);
+  auto dev = gpu->AllocDevice(16 * kMiB);
+  ASSERT_TRUE(dev.ok());
+  auto st = gpu->Copy(CopyDirection::kHostToDevice, map, 0, *dev.value(), 0, 16 * kMiB);
+  ASSERT_TRUE(st.ok());
+  ExpectNearRange(st->GBps(), 3.733, 3.839, "seed 000 case B");
+  std::printf("seed000-workstation: MemTotal %s, pageable WB %.3f GB/s\n",
+              FormatSize(kernel->mem_total).c_str(), st->GBps());
+}
+
+TEST(SimGpuOnMachineTest, H100HostBracketsFactsMemTotal) {
+  auto spec = MachinePreset("h100-host");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto kernel = Boot(spec.value());
+  ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+  std::printf("h100-host preset MemTotal: %llu bytes (%s); measured on the GPU machine: %llu\n",
+              static_cast<unsigned long long>(kernel->mem_total), FormatSize(kernel->mem_total).c_str(),
+              131981020ull * 1024);
+  SimGpuOptions o;
+  o.host_mem_total = kernel->mem_total;
+  auto profile = CudaProfileByName("cuda-13.0-r580").value();
+  auto gpu = MakeSimGpu(profile, spec->perf, std::make_shared<VirtualClock>(), nullptr, o);
+  FakeMemory big(Anonymous(256 * kGiB), 0x100000000000ull, false);
+  EXPECT_EQ(CodeOf(gpu->Register(big, 0, 256 * kGiB, 0)), 2);  // FACTS: 256 GiB -> 2
+  // FACTS: 126 GiB -> 2 and 125 GiB -> 0 on this host; holds when the preset's MemTotal lies
+  // in (125 GiB, 126 GiB) as the measured one does.
+  EXPECT_EQ(CodeOf(gpu->Register(big, 0, 126 * kGiB, 0)), 2);
+  EXPECT_EQ(CodeOf(gpu->Register(big, 0, 125 * kGiB, 0)), 0);
+}
+
+}  // namespace
+}  // namespace resmem::sim
