@@ -1,0 +1,48 @@
+#include "engine/backend/backend_factory.h"
+
+#include "gtest/gtest.h"
+
+namespace resmem::engine {
+namespace {
+
+TEST(BackendFactory, ResolvesPresetsAndSpelledOutSpecs) {
+  auto sim = ResolveBackendSpec("sim");
+  ASSERT_TRUE(sim.ok());
+  EXPECT_EQ(sim->region, "sim");
+  auto kmod = ResolveBackendSpec("kmod");
+  ASSERT_TRUE(kmod.ok());
+  EXPECT_EQ(kmod->platform, "host");
+  EXPECT_EQ(kmod->gpu, "sim");
+  auto mixed = ResolveBackendSpec("platform=sim,region=sim,gpu=sim");
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_FALSE(ResolveBackendSpec("warp").ok());
+  EXPECT_NE(ResolveBackendSpec("warp").status().message().find("sim"), std::string::npos);
+  EXPECT_FALSE(ResolveBackendSpec("disk=ssd").ok());
+}
+
+TEST(BackendFactory, BuildsTheSimulatorOnAVirtualClock) {
+  auto spec = ResolveBackendSpec("sim");
+  PartContext ctx;
+  ctx.machine = *sim::MachinePreset("seed000-workstation");
+  ctx.cuda_profile = "cuda-4.1-r285";
+  auto b = MakeBackend(*spec, ctx);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_TRUE(b->clock->is_virtual());
+  ASSERT_NE(b->gpu, nullptr);
+  EXPECT_EQ(b->gpu->profile(), "cuda-4.1-r285");
+  auto devices = b->regions->List();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_FALSE(devices->empty());
+}
+
+TEST(BackendFactory, UnknownPartNamesWhatExists) {
+  BackendSpec spec{"x", "sim", "teleport", "sim"};
+  PartContext ctx;
+  ctx.machine = *sim::MachinePreset("seed000-workstation");
+  auto b = MakeBackend(spec, ctx);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("teleport"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace resmem::engine

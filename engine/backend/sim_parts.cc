@@ -1,0 +1,40 @@
+// The simulator's parts: platform=sim, region=sim, gpu=sim, all over one simulated world.
+#include "engine/backend/backend_factory.h"
+#include "mock/gpu/sim_gpu.h"
+
+namespace resmem::engine {
+namespace {
+
+const bool kSimPlatform = RegisterPlatformPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<Platform>> {
+  auto world = ctx.World();
+  if (!world.ok()) return world.status();
+  return sim::MakeSimPlatform(*world);
+});
+
+const bool kSimRegion = RegisterRegionPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<RegionProvider>> {
+  auto world = ctx.World();
+  if (!world.ok()) return world.status();
+  return sim::MakeSimRegionProvider(*world, ctx.driver);
+});
+
+// The CUDA model, in the scenario's profile. Its host memory speeds are the simulated machine's
+// when the platform is simulated; with a real platform they are the profile's default host.
+const bool kSimGpu = RegisterGpuPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<Gpu>> {
+  auto profile = sim::CudaProfileByName(ctx.cuda_profile);
+  if (!profile.ok()) return profile.status();
+  sim::SimGpuOptions options;
+  options.device_count = ctx.gpu_count;
+  sim::HostPerf host = profile->default_host;
+  uint64_t mem_total = 0;
+  if (ctx.options.count("platform") == 0 || ctx.options.at("platform") == "sim") {
+    auto world = ctx.World();
+    if (!world.ok()) return world.status();
+    host = (*world)->spec.perf;
+    mem_total = (*world)->kernel.mem_total;
+  }
+  options.host_mem_total = mem_total;
+  return sim::MakeSimGpu(*profile, host, ctx.clock, ctx.faults, options);
+});
+
+}  // namespace
+}  // namespace resmem::engine

@@ -1,0 +1,323 @@
+#include "engine/doctor/doctor.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <set>
+
+#include "kmod/uapi/resmem_ioctl.h"
+#include "nlohmann/json.hpp"
+
+namespace resmem::engine {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+std::string Range(uint64_t start, uint64_t end) {
+  return "[" + Hex(start) + ", " + Hex(end) + ") " + FormatSize(end - start);
+}
+
+// memmap=nn[KMG]$ss, nn!ss, nn@ss, nn#ss: one or several, comma separated.
+struct MemmapItem {
+  char kind = 0;  // '$', '!', '@', '#', or 0 for a bare size
+  uint64_t size = 0, start = 0;
+  std::string text;
+};
+
+std::vector<MemmapItem> MemmapItems(const std::vector<CmdlineOption>& options) {
+  std::vector<MemmapItem> out;
+  for (const auto& o : options) {
+    if (o.key != "memmap" || !o.has_value) continue;
+    size_t pos = 0;
+    while (pos <= o.value.size()) {
+      size_t comma = o.value.find(',', pos);
+      if (comma == std::string::npos) comma = o.value.size();
+      const std::string item = o.value.substr(pos, comma - pos);
+      pos = comma + 1;
+      if (item.empty() || item == "exactmap") continue;
+      MemmapItem m;
+      m.text = "memmap=" + item;
+      const size_t sep = item.find_first_of("$!@#");
+      auto size = ParseSize(item.substr(0, sep));
+      if (!size.ok()) continue;
+      m.size = *size;
+      if (sep != std::string::npos) {
+        m.kind = item[sep];
+        auto start = ParseSize(item.substr(sep + 1));
+        if (!start.ok()) continue;
+        m.start = *start;
+      }
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+// MTRR type over [start, end) from /proc/mtrr's variable ranges: UC wins overlaps, then WT, then
+// WB (Intel SDM 11.11.4.1); addresses no range covers take the default type, which /proc/mtrr
+// does not show: it is UC on every BIOS we know of, so uncovered counts as not write-back.
+bool UniformWriteBack(const std::vector<MtrrLine>& mtrr, uint64_t start, uint64_t end,
+                      std::string* detail) {
+  std::set<uint64_t> cuts = {start, end};
+  for (const auto& m : mtrr) {
+    if (m.base > start && m.base < end) cuts.insert(m.base);
+    if (m.base + m.size > start && m.base + m.size < end) cuts.insert(m.base + m.size);
+  }
+  for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+    const uint64_t a = *it, b = *std::next(it);
+    bool wb = false, uc = false;
+    std::string other;
+    for (const auto& m : mtrr) {
+      if (m.base >= b || m.base + m.size <= a) continue;
+      if (m.type == MemoryType::kWriteBack) wb = true;
+      else if (m.type == MemoryType::kUncached) uc = true;
+      else other = m.type_name;
+    }
+    if (uc || !other.empty() || !wb) {
+      *detail = Range(a, b) + " is " +
+                (uc ? std::string("uncachable by an MTRR")
+                    : !other.empty() ? other + " by an MTRR" : std::string("covered by no MTRR (default type)"));
+      return false;
+    }
+  }
+  *detail = "write-back MTRRs cover all of it";
+  return true;
+}
+
+}  // namespace
+
+bool DoctorReport::has_errors() const {
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const Finding& f) { return f.severity == "error"; });
+}
+
+Result<MachineFacts> CollectMachineFacts(Platform& platform) {
+  MachineFacts f;
+  auto read = [&](const std::string& path) -> std::string {
+    auto r = platform.ReadSource(path);
+    if (!r.ok()) {
+      f.unreadable.push_back(path + ": " + r.status().message());
+      return "";
+    }
+    return *r;
+  };
+  f.cmdline = read("/proc/cmdline");
+  while (!f.cmdline.empty() && (f.cmdline.back() == '\n' || f.cmdline.back() == ' ')) f.cmdline.pop_back();
+  f.options = ParseCmdlineOptions(f.cmdline);
+  if (std::string t = read("/proc/meminfo"); !t.empty()) {
+    auto m = ParseMeminfoTotal(t);
+    if (m.ok()) f.mem_total = *m;
+    else f.unreadable.push_back("/proc/meminfo: " + m.status().message());
+  }
+  if (std::string t = read("/proc/iomem"); !t.empty()) {
+    auto m = ParseIomem(t);
+    if (m.ok()) f.iomem = *m;
+    else f.unreadable.push_back("/proc/iomem: " + m.status().message());
+  }
+  for (const auto& e : f.iomem)
+    if (e.depth == 0 && e.name == "System RAM") f.usable_ram += e.end - e.start;
+  if (std::string t = read("/sys/firmware/memmap"); !t.empty()) {
+    auto m = ParseFirmwareMemmap(t);
+    if (m.ok()) f.firmware = *m;
+    else f.unreadable.push_back("/sys/firmware/memmap: " + m.status().message());
+  }
+  for (const auto& e : f.firmware)
+    if (e.type == "System RAM") f.firmware_ram += e.end - e.start;
+  if (std::string t = read("/proc/mtrr"); !t.empty()) {
+    auto m = ParseMtrr(t);
+    if (m.ok()) f.mtrr = *m;
+    else f.unreadable.push_back("/proc/mtrr: " + m.status().message());
+  }
+  if (std::string t = read("/proc/cpuinfo"); !t.empty()) {
+    auto m = ParsePhysAddressBits(t);
+    if (m.ok()) f.phys_addr_bits = *m;
+  }
+  for (const auto& item : MemmapItems(f.options)) {
+    if (item.kind != '$' && item.kind != '!') continue;
+    MachineFacts::Reservation r;
+    r.start = item.start;
+    r.end = item.start + item.size;
+    r.option = item.text;
+    r.firmware_known = !f.firmware.empty();
+    if (r.firmware_known) {
+      // Walk the firmware RAM entries over the range.
+      uint64_t covered = 0;
+      for (const auto& e : f.firmware) {
+        if (e.type != "System RAM") continue;
+        const uint64_t a = std::max(e.start, r.start), b = std::min(e.end, r.end);
+        if (a < b) covered += b - a;
+      }
+      r.over_ram = covered == r.end - r.start;
+      r.over_hole = !r.over_ram;
+      if (r.over_hole) {
+        for (const auto& e : f.firmware)
+          if (e.type != "System RAM" && e.start < r.end && e.end > r.start) r.conflict = e.type + " " + Range(e.start, e.end);
+        for (const auto& e : f.iomem)
+          if (e.name != "System RAM" && e.name != "Reserved" && e.start < r.end && e.end > r.start && r.conflict.empty())
+            r.conflict = e.name + " " + Range(e.start, e.end);
+        if (r.conflict.empty()) r.conflict = "no firmware RAM entry (a hole)";
+      }
+    }
+    for (const auto& e : f.iomem)
+      if (e.depth == 0 && e.name == "System RAM" && e.start < r.end && e.end > r.start) r.overlaps_system_ram = true;
+    r.mtrr_known = !f.mtrr.empty();
+    if (r.mtrr_known) r.uniform_write_back = UniformWriteBack(f.mtrr, r.start, r.end, &r.mtrr_detail);
+    f.reservations.push_back(r);
+  }
+  return f;
+}
+
+Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
+  DoctorReport rep;
+  rep.platform = platform.name();
+  RESMEM_ASSIGN_OR_RETURN(rep.facts, CollectMachineFacts(platform));
+  const MachineFacts& f = rep.facts;
+  auto add = [&](Finding x) { rep.findings.push_back(std::move(x)); };
+
+  // A bare memmap=nn acts as mem=nn (arch/x86/kernel/e820.c parse_memmap_one): what GRUB leaves
+  // of an unescaped "memmap=nn$ss".
+  for (const auto& item : MemmapItems(f.options)) {
+    if (item.kind == 0)
+      add({"memmap-without-reservation", "error",
+           "'" + item.text + "' reserves nothing: without $, ! or @ it limits memory like mem=",
+           "/proc/cmdline: " + f.cmdline,
+           "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
+           "GRUB expands \"$START\" to nothing",
+           "002_94e4d7274f023a25.txt"});
+  }
+  // mem= below the PCI hole leaves the hole's size unusable.
+  for (const auto& o : f.options) {
+    if (o.key != "mem" || !o.has_value) continue;
+    auto limit = ParseSize(o.value);
+    if (!limit.ok() || f.usable_ram == 0) continue;
+    if (f.usable_ram + (256ull << 20) < *limit)
+      add({"mem-limit-below-hole", "warning",
+           "mem=" + o.value + " leaves " + FormatSize(f.usable_ram) + " usable, not " + FormatSize(*limit),
+           "System RAM in /proc/iomem adds up to " + FormatSize(f.usable_ram) +
+               "; addresses below " + FormatSize(*limit) + " include the firmware's PCI/MMIO hole" +
+               (f.firmware_ram ? " (firmware RAM in all: " + FormatSize(f.firmware_ram) + ")" : ""),
+           "drop mem= and reserve with memmap=SIZE$START alone, where the firmware map has RAM "
+           "(/sys/firmware/memmap); the kernel then keeps every byte you did not reserve",
+           "002_94e4d7274f023a25.txt"});
+  }
+  if (f.reservations.empty())
+    add({"no-reservation", "info", "no memmap= reservation on the kernel command line",
+         "/proc/cmdline: " + (f.cmdline.empty() ? std::string("(empty)") : f.cmdline),
+         "reserve RAM at boot with memmap=SIZE$START (docs/kmod.md: choosing a range)", ""});
+  for (const auto& r : f.reservations) {
+    if (r.over_hole)
+      add({"reservation-over-hole", "error",
+           r.option + " covers memory with no RAM behind it: reads return zeros, writes vanish",
+           "firmware map: " + r.conflict + "; the kernel accepts such a memmap= and only prints a resource conflict",
+           "choose a range the firmware lists as System RAM (/sys/firmware/memmap), e.g. above 4 GB; "
+           "resmem.ko refuses such ranges at load",
+           "002_94e4d7274f023a25.txt"});
+    if (!r.firmware_known)
+      add({"reservation-unverified", "info",
+           r.option + ": cannot check the range against the firmware map",
+           "/sys/firmware/memmap is not readable here", "run as root on the machine itself", ""});
+    if (r.overlaps_system_ram)
+      add({"reservation-is-system-ram", "error",
+           r.option + " overlaps memory the kernel uses as System RAM",
+           "/proc/iomem lists System RAM inside " + Range(r.start, r.end),
+           "the reservation did not take effect: check the command line the kernel received", ""});
+    if (r.mtrr_known && !r.uniform_write_back)
+      add({"reservation-not-write-back", "warning",
+           r.option + " is not write-back throughout: the kernel maps it UC-",
+           r.mtrr_detail + " (/proc/mtrr); a mapping's memory type is decided over the whole range "
+           "(arch/x86/mm/pat/memtype.c), so CPU reads run one uncached load at a time "
+           "(seed 000: ~80 MB/s memcpy, ~150 MB/s cudaMemcpy past 64 GB)",
+           "make the firmware's MTRRs cover all RAM as write-back (BIOS setting or update), or keep the "
+           "reservation inside the covered part",
+           "000_bd71b0f62b937591.txt"});
+    if (f.phys_addr_bits > 0 && f.phys_addr_bits < 64 && r.end > (1ull << f.phys_addr_bits))
+      add({"reservation-beyond-address-width", "error",
+           r.option + " ends above the CPU's " + std::to_string(f.phys_addr_bits) + "-bit physical address width",
+           "/proc/cpuinfo address sizes", "the range cannot exist on this CPU: fix the numbers", ""});
+    if (f.mem_total > 0 && r.end - r.start > f.mem_total)
+      add({"register-larger-than-memtotal", "warning",
+           "one cudaHostRegister over all of " + r.option + " fails with out of memory",
+           FormatSize(r.end - r.start) + " reserved > MemTotal " + FormatSize(f.mem_total) +
+               " (seed 000: error 2 for 188 GB; FACTS.md: r580 refuses a call larger than MemTotal)",
+           "register in chunks no larger than MemTotal (resmem transfer engine: registered-chunked)",
+           "000_bd71b0f62b937591.txt"});
+  }
+  if (regions) {
+    auto list = regions->List();
+    if (list.ok()) {
+      for (const auto& path : *list) {
+        OpenRequest req;
+        req.path = path;
+        auto h = regions->Open(req);
+        if (!h.ok()) {
+          add({"device-refused", "error", path + " cannot be opened", h.status().ToString(),
+               "dmesg says what the driver refused and why", ""});
+          continue;
+        }
+        auto info = (*h)->Info();
+        if (!info.ok()) continue;
+        rep.devices.push_back(*info);
+        if (info->abi_version != RESMEM_ABI_VERSION)
+          add({"abi-version-skew", "error",
+               path + " speaks ioctl ABI " + std::to_string(info->abi_version) + ", this resmem speaks " +
+                   std::to_string(RESMEM_ABI_VERSION),
+               info->Describe(), "load the resmem.ko built from this tree (dkms), or use the matching resmem", ""});
+        if (info->mode == MapMode::kPfnmap)
+          add({"pfnmap-needs-iomemory", "info",
+               path + " maps VM_IO|VM_PFNMAP: plain cudaHostRegister fails on it",
+               "mode=pfnmap (no struct pages); the 2012 driver said 30, driver 580 says 1",
+               "register with cudaHostRegisterIoMemory, or load the module with mode=pages",
+               "000_bd71b0f62b937591.txt"});
+      }
+    }
+  }
+  return rep;
+}
+
+void RenderDoctor(const DoctorReport& rep, std::ostream& out) {
+  const MachineFacts& f = rep.facts;
+  out << "resmem doctor (platform " << rep.platform << ")\n";
+  out << "  cmdline:    " << (f.cmdline.empty() ? "(unreadable)" : f.cmdline) << "\n";
+  out << "  MemTotal:   " << FormatSize(f.mem_total) << "   System RAM: " << FormatSize(f.usable_ram)
+      << "   firmware RAM: " << (f.firmware_ram ? FormatSize(f.firmware_ram) : std::string("(unreadable)")) << "\n";
+  if (f.phys_addr_bits) out << "  address width: " << f.phys_addr_bits << " bits\n";
+  for (const auto& r : f.reservations)
+    out << "  reservation " << r.option << ": " << Range(r.start, r.end)
+        << (r.firmware_known ? (r.over_ram ? ", RAM behind it" : ", NOT all RAM") : "")
+        << (r.mtrr_known ? (r.uniform_write_back ? ", write-back" : ", not write-back") : "") << "\n";
+  for (const auto& d : rep.devices) out << "  device: " << d.Describe() << "\n";
+  for (const auto& u : f.unreadable) out << "  unreadable: " << u << "\n";
+  out << "\n";
+  if (rep.findings.empty()) out << "no known failure applies to this machine\n";
+  for (const auto& x : rep.findings) {
+    out << "[" << x.severity << "] " << x.id << ": " << x.title << "\n"
+        << "    evidence: " << x.evidence << "\n"
+        << "    remedy:   " << x.remedy << "\n";
+    if (!x.seed.empty()) out << "    seed:     " << x.seed << "\n";
+  }
+}
+
+std::string DoctorJson(const DoctorReport& rep) {
+  nlohmann::ordered_json j;
+  j["platform"] = rep.platform;
+  j["cmdline"] = rep.facts.cmdline;
+  j["mem_total"] = rep.facts.mem_total;
+  j["usable_ram"] = rep.facts.usable_ram;
+  j["firmware_ram"] = rep.facts.firmware_ram;
+  j["unreadable"] = rep.facts.unreadable;
+  auto& res = j["reservations"] = nlohmann::ordered_json::array();
+  for (const auto& r : rep.facts.reservations)
+    res.push_back({{"option", r.option}, {"start", r.start}, {"end", r.end}, {"over_hole", r.over_hole},
+                   {"uniform_write_back", r.uniform_write_back}, {"mtrr", r.mtrr_detail}});
+  auto& fs = j["findings"] = nlohmann::ordered_json::array();
+  for (const auto& x : rep.findings)
+    fs.push_back({{"id", x.id}, {"severity", x.severity}, {"title", x.title}, {"evidence", x.evidence},
+                  {"remedy", x.remedy}, {"seed", x.seed}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace resmem::engine

@@ -1,0 +1,73 @@
+// resmem doctor: reads a Platform's facts (/proc/iomem, /sys/firmware/memmap, /proc/mtrr,
+// /proc/cmdline, /proc/meminfo, /proc/cpuinfo) and names the known failures this machine would
+// hit, each with its evidence, the remedy, and the seed it comes from. The same code reads a real
+// machine (platform=host) and a simulated one (platform=sim), so every finding has a scenario.
+#ifndef RESMEM_ENGINE_DOCTOR_DOCTOR_H_
+#define RESMEM_ENGINE_DOCTOR_DOCTOR_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "backends/api/platform.h"
+#include "backends/api/region.h"
+#include "backends/platform/proc_parsers.h"
+
+namespace resmem::engine {
+
+struct MachineFacts {
+  std::string cmdline;
+  std::vector<CmdlineOption> options;
+  uint64_t mem_total = 0;      // /proc/meminfo MemTotal
+  uint64_t usable_ram = 0;     // "System RAM" at the top level of /proc/iomem
+  uint64_t firmware_ram = 0;   // "System RAM" in /sys/firmware/memmap (0 when unreadable)
+  int phys_addr_bits = 0;      // 0 when unknown
+  std::vector<IomemEntry> iomem;
+  std::vector<FirmwareMemmapEntry> firmware;
+  std::vector<MtrrLine> mtrr;
+  struct Reservation {
+    uint64_t start = 0, end = 0;  // exclusive end
+    std::string option;           // "memmap=188G$4G"
+    bool firmware_known = false;  // the firmware map was readable
+    bool over_ram = false;        // firmware RAM under all of it
+    bool over_hole = false;       // some part has no firmware RAM behind it
+    std::string conflict;         // what is there instead
+    bool overlaps_system_ram = false;  // the kernel uses part of it as System RAM
+    bool mtrr_known = false;
+    bool uniform_write_back = false;   // MTRRs make the whole range WB
+    std::string mtrr_detail;
+  };
+  std::vector<Reservation> reservations;
+  std::vector<std::string> unreadable;  // "path: why"
+};
+
+// Reads and parses every source; a source this machine lacks is noted, not fatal.
+Result<MachineFacts> CollectMachineFacts(Platform& platform);
+
+struct Finding {
+  std::string id;        // stable: "reservation-not-write-back"
+  std::string severity;  // "error" (will fail), "warning" (slow or fragile), "info"
+  std::string title;
+  std::string evidence;
+  std::string remedy;
+  std::string seed;      // the seed file it comes from
+};
+
+struct DoctorReport {
+  std::string platform;
+  MachineFacts facts;
+  std::vector<Finding> findings;
+  std::vector<RegionInfo> devices;  // reserved-memory devices found, when a region part was given
+  bool has_errors() const;
+};
+
+// `regions` may be null; when given, each device's info is checked (mode, ABI version).
+Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions);
+
+void RenderDoctor(const DoctorReport& report, std::ostream& out);
+std::string DoctorJson(const DoctorReport& report);
+
+}  // namespace resmem::engine
+
+#endif  // RESMEM_ENGINE_DOCTOR_DOCTOR_H_

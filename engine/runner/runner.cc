@@ -1,0 +1,764 @@
+#include "engine/runner/runner.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backends/api/backend.h"
+#include "backends/fault/rng.h"
+#include "engine/backend/backend_factory.h"
+#include "engine/doctor/doctor.h"
+#include "engine/runner/patterns.h"
+#include "kmod/uapi/resmem_ioctl.h"
+
+namespace resmem::engine {
+namespace {
+
+using scenario::Expectation;
+using scenario::Scenario;
+using scenario::Step;
+using scenario::Value;
+
+constexpr uint64_t kChunk = 1ull << 20;
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// Everything a run holds between steps.
+class Run {
+ public:
+  Run(const Scenario& s, Backend& b, uint64_t seed) : s_(s), b_(b), seed_(seed) {}
+
+  Status Execute(const Step& step, StepResult* r);
+
+ private:
+  Result<uint64_t> Size(const Step& step, const std::string& key, uint64_t dflt) {
+    const Value* v = step.Arg(key);
+    if (!v) return dflt;
+    if (v->kind == Value::Kind::kInt) return static_cast<uint64_t>(v->i);
+    if (v->str == "all") return dflt;
+    return ParseSize(v->str);
+  }
+  std::string Str(const Step& step, const std::string& key, const std::string& dflt = "") {
+    const Value* v = step.Arg(key);
+    return v ? v->str : dflt;
+  }
+  bool Bool(const Step& step, const std::string& key, bool dflt) {
+    const Value* v = step.Arg(key);
+    return v ? v->b : dflt;
+  }
+  Result<HostMemory*> Span(const std::string& name) {
+    auto it = spans_.find(name);
+    if (it == spans_.end())
+      return Status::InvalidArgument("no host memory named '" + name +
+                                     "': create it first with mmap, alloc_pageable or alloc_pinned");
+    return it->second.get();
+  }
+  Result<DeviceBuffer*> Device(const std::string& name) {
+    auto it = devices_.find(name);
+    if (it == devices_.end())
+      return Status::InvalidArgument("no device buffer named '" + name + "': create it with alloc_device");
+    return it->second.get();
+  }
+  Result<uint32_t> Flags(const Step& step) {
+    const Value* v = step.Arg("flags");
+    if (!v) return 0u;
+    std::vector<std::string> names = v->kind == Value::Kind::kList ? v->list : std::vector<std::string>{v->str};
+    uint32_t flags = 0;
+    for (const auto& n : names) {
+      auto f = ParseRegisterFlag(n);
+      if (!f.ok()) return f.status();
+      flags |= *f;
+    }
+    return flags;
+  }
+  Status NeedGpu() {
+    if (!b_.gpu) return Status::Unavailable("this backend has no GPU part");
+    return Status::Ok();
+  }
+  uint64_t PatternSeed() const { return seed_; }
+
+  Status Boot(const Step& step, StepResult* r);
+  Status Open(const Step& step, StepResult* r);
+  Status Info(const Step& step, StepResult* r);
+  Status Ioctl(const Step& step, StepResult* r);
+  Status Mmap(const Step& step, StepResult* r);
+  Status Register(const Step& step, StepResult* r);
+  Status WritePattern(const Step& step, StepResult* r);
+  Status VerifyPattern(const Step& step, StepResult* r);
+  Status Memcpy(const Step& step, StepResult* r);
+  Status Copy(const Step& step, StepResult* r);
+  Status Stage(const Step& step, StepResult* r);
+  Status Checksum(const Step& step, StepResult* r);
+  Status Stream(const Step& step, StepResult* r);
+  Status Context(const Step& step, StepResult* r);
+  Status Doctor(const Step& step, StepResult* r);
+
+  const Scenario& s_;
+  Backend& b_;
+  uint64_t seed_;
+  std::unique_ptr<RegionHandle> handle_;
+  std::map<std::string, std::unique_ptr<HostMemory>> spans_;
+  std::map<std::string, std::unique_ptr<DeviceBuffer>> devices_;
+  std::map<std::string, int> contexts_{{"primary", 0}};
+};
+
+Status Run::Execute(const Step& step, StepResult* r) {
+  const std::string& op = step.op;
+  if (op == "boot") return Boot(step, r);
+  if (op == "open") return Open(step, r);
+  if (op == "info") return Info(step, r);
+  if (op == "ioctl") return Ioctl(step, r);
+  if (op == "mmap") return Mmap(step, r);
+  if (op == "munmap") {
+    auto it = spans_.find(Str(step, "span"));
+    if (it == spans_.end()) return Status::InvalidArgument("no mapping named '" + Str(step, "span") + "'");
+    spans_.erase(it);
+    return Status::Ok();
+  }
+  if (op == "alloc_pageable") {
+    RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+    RESMEM_ASSIGN_OR_RETURN(auto mem, b_.platform->AllocPageable(len));
+    spans_[Str(step, "as")] = std::move(mem);
+    return Status::Ok();
+  }
+  if (op == "alloc_pinned") {
+    RESMEM_RETURN_IF_ERROR(NeedGpu());
+    RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+    RESMEM_ASSIGN_OR_RETURN(uint32_t flags, Flags(step));
+    RESMEM_ASSIGN_OR_RETURN(auto mem, b_.gpu->AllocPinned(len, flags));
+    spans_[Str(step, "as")] = std::move(mem);
+    return Status::Ok();
+  }
+  if (op == "alloc_device") {
+    RESMEM_RETURN_IF_ERROR(NeedGpu());
+    RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+    RESMEM_ASSIGN_OR_RETURN(auto dev, b_.gpu->AllocDevice(len));
+    devices_[Str(step, "as")] = std::move(dev);
+    return Status::Ok();
+  }
+  if (op == "context") return Context(step, r);
+  if (op == "register") return Register(step, r);
+  if (op == "unregister") {
+    RESMEM_RETURN_IF_ERROR(NeedGpu());
+    RESMEM_ASSIGN_OR_RETURN(HostMemory * mem, Span(Str(step, "span")));
+    RESMEM_ASSIGN_OR_RETURN(uint64_t off, Size(step, "offset", 0));
+    return b_.gpu->Unregister(*mem, off);
+  }
+  if (op == "write") return WritePattern(step, r);
+  if (op == "verify") return VerifyPattern(step, r);
+  if (op == "memcpy") return Memcpy(step, r);
+  if (op == "copy") return Copy(step, r);
+  if (op == "stage") return Stage(step, r);
+  if (op == "checksum") return Checksum(step, r);
+  if (op == "stream") return Stream(step, r);
+  if (op == "doctor") return Doctor(step, r);
+  return Status::InvalidArgument("step '" + op + "' has no implementation");
+}
+
+Status Run::Boot(const Step&, StepResult* r) {
+  // The platform's own view of the booted machine, through the same texts the doctor reads.
+  auto cmdline = b_.platform->ReadSource("/proc/cmdline");
+  if (cmdline.ok()) {
+    std::string c = *cmdline;
+    while (!c.empty() && (c.back() == '\n' || c.back() == ' ')) c.pop_back();
+    r->texts["cmdline"] = c;
+  }
+  auto facts = CollectMachineFacts(*b_.platform);
+  if (!facts.ok()) return facts.status();
+  r->numbers["mem_total"] = static_cast<double>(facts->mem_total);
+  r->numbers["usable_ram"] = static_cast<double>(facts->usable_ram);
+  r->numbers["reservations"] = static_cast<double>(facts->reservations.size());
+  bool over_hole = false;
+  for (const auto& res : facts->reservations) over_hole |= res.over_hole;
+  r->texts["reservation_over_hole"] = over_hole ? "true" : "false";
+  return Status::Ok();
+}
+
+Status Run::Open(const Step& step, StepResult*) {
+  OpenRequest req;
+  req.path = Str(step, "device");
+  req.sync = Bool(step, "sync", false);
+  RESMEM_ASSIGN_OR_RETURN(handle_, b_.regions->Open(req));
+  return Status::Ok();
+}
+
+Status Run::Info(const Step&, StepResult* r) {
+  if (!handle_) return Status::InvalidArgument("info before open: add an open step first");
+  RESMEM_ASSIGN_OR_RETURN(RegionInfo info, handle_->Info());
+  r->numbers["size"] = static_cast<double>(info.size);
+  r->numbers["phys"] = static_cast<double>(info.phys_addr);
+  r->numbers["abi_version"] = info.abi_version;
+  r->texts["mode"] = MapModeName(info.mode);
+  r->texts["cache"] = CacheTypeName(info.cache);
+  r->texts["device"] = info.device;
+  return Status::Ok();
+}
+
+Status Run::Ioctl(const Step& step, StepResult*) {
+  if (!handle_) return Status::InvalidArgument("ioctl before open: add an open step first");
+  const Value* cmd = step.Arg("cmd");
+  resmem_info info{};
+  void* arg = Bool(step, "null_arg", false) ? nullptr : &info;
+  return handle_->Ioctl(static_cast<unsigned long>(cmd->i), arg);
+}
+
+Status Run::Mmap(const Step& step, StepResult* r) {
+  if (!handle_) return Status::InvalidArgument("mmap before open: add an open step first");
+  RESMEM_ASSIGN_OR_RETURN(RegionInfo info, handle_->Info());
+  MapRequest req;
+  RESMEM_ASSIGN_OR_RETURN(req.offset, Size(step, "offset", 0));
+  const uint64_t rest = info.size > req.offset ? info.size - req.offset : 0;
+  RESMEM_ASSIGN_OR_RETURN(req.length, Size(step, "length", rest));
+  req.writable = Bool(step, "writable", true);
+  RESMEM_ASSIGN_OR_RETURN(auto mem, handle_->Map(req));
+  const MappingFacts& f = mem->facts();
+  std::string flags;
+  if (f.vm_pfnmap) flags += "pf ";
+  if (f.vm_io) flags += "io ";
+  if (f.vm_mixedmap) flags += "mm ";
+  if (!flags.empty()) flags.pop_back();
+  r->texts["vm_flags"] = flags;
+  r->texts["memory_type"] = MemoryTypeName(f.memory_type);
+  r->texts["backing"] = BackingName(f.backing);
+  r->texts["facts"] = f.Describe();
+  spans_[Str(step, "as")] = std::move(mem);
+  return Status::Ok();
+}
+
+Status Run::Context(const Step& step, StepResult*) {
+  RESMEM_RETURN_IF_ERROR(NeedGpu());
+  const std::string name = Str(step, "name");
+  if (Str(step, "action") == "create") {
+    const Value* d = step.Arg("device");
+    RESMEM_ASSIGN_OR_RETURN(int ctx, b_.gpu->CreateContext(d ? static_cast<int>(d->i) : 0));
+    contexts_[name] = ctx;
+    return Status::Ok();
+  }
+  auto it = contexts_.find(name);
+  if (it == contexts_.end())
+    return Status::InvalidArgument("no context named '" + name + "'; create it first");
+  return b_.gpu->UseContext(it->second);
+}
+
+Status Run::Register(const Step& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpu());
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * mem, Span(Str(step, "span")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t off, Size(step, "offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", mem->size() > off ? mem->size() - off : 0));
+  RESMEM_ASSIGN_OR_RETURN(uint32_t flags, Flags(step));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t chunk, Size(step, "chunk", 0));
+  r->texts["flags"] = RegisterFlagsName(flags);
+  const double t0 = b_.clock->NowSeconds();
+  uint64_t calls = 0;
+  if (chunk == 0) chunk = len ? len : 1;
+  for (uint64_t done = 0; done < len || (len == 0 && calls == 0); ) {
+    const uint64_t n = std::min(chunk, len - done);
+    Status st = b_.gpu->Register(*mem, off + done, n, flags);
+    ++calls;
+    if (!st.ok()) {
+      r->numbers["calls"] = static_cast<double>(calls);
+      return st.WithContext("cudaHostRegister call " + std::to_string(calls) + " of [" +
+                            std::to_string(off + done) + ", +" + FormatSize(n) + ")");
+    }
+    done += n;
+    if (len == 0) break;
+  }
+  r->numbers["calls"] = static_cast<double>(calls);
+  r->numbers["seconds"] = b_.clock->NowSeconds() - t0;
+  return Status::Ok();
+}
+
+Status Run::WritePattern(const Step& step, StepResult* r) {
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * mem, Span(Str(step, "span")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t off, Size(step, "offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_RETURN_IF_ERROR(CheckSpan(*mem, off, len, "write"));
+  const Pattern p = ParsePattern(Str(step, "pattern", "counter"), PatternSeed());
+  std::vector<uint8_t> buf(std::min(len, kChunk));
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t n = std::min<uint64_t>(buf.size(), len - done);
+    FillPattern(p, off + done, buf.data(), n);
+    RESMEM_RETURN_IF_ERROR(mem->Write(off + done, buf.data(), n));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status Run::VerifyPattern(const Step& step, StepResult* r) {
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * mem, Span(Str(step, "span")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t off, Size(step, "offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_RETURN_IF_ERROR(CheckSpan(*mem, off, len, "verify"));
+  const Pattern p = ParsePattern(Str(step, "pattern", "counter"), PatternSeed());
+  std::vector<uint8_t> got(std::min(len, kChunk)), want(got.size());
+  uint64_t mismatched = 0, zero = 0;
+  int64_t first_bad = -1;
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t n = std::min<uint64_t>(got.size(), len - done);
+    RESMEM_RETURN_IF_ERROR(mem->Read(off + done, got.data(), n));
+    FillPattern(p, off + done, want.data(), n);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (got[i] == 0) ++zero;
+      if (got[i] != want[i]) {
+        ++mismatched;
+        if (first_bad < 0) first_bad = static_cast<int64_t>(off + done + i);
+      }
+    }
+    done += n;
+  }
+  r->numbers["mismatched_bytes"] = static_cast<double>(mismatched);
+  r->texts["data"] = mismatched == 0 ? "intact" : (zero == len ? "zeros" : "mismatch");
+  if (first_bad >= 0) r->numbers["first_mismatch_offset"] = static_cast<double>(first_bad);
+  return Status::Ok();
+}
+
+Status Run::Memcpy(const Step& step, StepResult* r) {
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * dst, Span(Str(step, "dst")));
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * src, Span(Str(step, "src")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t doff, Size(step, "dst_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t soff, Size(step, "src_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_ASSIGN_OR_RETURN(double seconds, b_.platform->CopyHost(*dst, doff, *src, soff, len));
+  r->numbers["seconds"] = seconds;
+  if (seconds > 0) r->numbers["mbps"] = len / seconds / 1e6;
+  return Status::Ok();
+}
+
+Status Run::Copy(const Step& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpu());
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(Str(step, "host")));
+  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(Str(step, "device")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t hoff, Size(step, "host_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t doff, Size(step, "device_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  const CopyDirection dir =
+      Str(step, "direction") == "d2h" ? CopyDirection::kDeviceToHost : CopyDirection::kHostToDevice;
+  RESMEM_ASSIGN_OR_RETURN(CopyStats cs, b_.gpu->Copy(dir, *host, hoff, *dev, doff, len));
+  r->numbers["seconds"] = cs.seconds;
+  if (cs.seconds > 0) r->numbers["mbps"] = cs.bytes / cs.seconds / 1e6;
+  r->texts["path"] = cs.path;
+  return Status::Ok();
+}
+
+// The seed-000 workaround: memcpy from the mapping into a pinned buffer, then DMA from there.
+Status Run::Stage(const Step& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpu());
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * src, Span(Str(step, "src")));
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * staging, Span(Str(step, "staging")));
+  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(Str(step, "device")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t soff, Size(step, "src_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_ASSIGN_OR_RETURN(double t_copy, b_.platform->CopyHost(*staging, 0, *src, soff, len));
+  RESMEM_ASSIGN_OR_RETURN(CopyStats cs, b_.gpu->Copy(CopyDirection::kHostToDevice, *staging, 0, *dev, 0, len));
+  const double seconds = t_copy + cs.seconds;
+  r->numbers["seconds"] = seconds;
+  r->numbers["memcpy_seconds"] = t_copy;
+  r->numbers["dma_seconds"] = cs.seconds;
+  if (seconds > 0) r->numbers["mbps"] = len / seconds / 1e6;
+  return Status::Ok();
+}
+
+Status Run::Checksum(const Step& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpu());
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(Str(step, "host")));
+  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(Str(step, "device")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t hoff, Size(step, "host_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t doff, Size(step, "device_offset", 0));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_RETURN_IF_ERROR(CheckSpan(*host, hoff, len, "checksum"));
+  uint64_t h = 0xcbf29ce484222325ull;
+  std::vector<uint8_t> buf(std::min(len, kChunk));
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t n = std::min<uint64_t>(buf.size(), len - done);
+    RESMEM_RETURN_IF_ERROR(host->Read(hoff + done, buf.data(), n));
+    h = Fnv1a64(buf.data(), n, h);
+    done += n;
+  }
+  RESMEM_ASSIGN_OR_RETURN(uint64_t d, b_.gpu->DeviceChecksum(*dev, doff, len));
+  char hex[64];
+  std::snprintf(hex, sizeof hex, "host %016" PRIx64 " device %016" PRIx64, h, d);
+  r->texts["checksums"] = hex;
+  r->texts["data"] = h == d ? "intact" : "mismatch";
+  return Status::Ok();
+}
+
+// A short acquisition on the backend's clock. The producer (the FPGA's stand-in) writes block k,
+// numbered and checksummed, into ring slot k % slots at k / rate_hz; the consumer copies each slot
+// to the device and checks it there. A block the producer overwrites before the consumer starts
+// copying it is a drop; a block whose device checksum differs from its header is corrupt.
+Status Run::Stream(const Step& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpu());
+  RESMEM_ASSIGN_OR_RETURN(HostMemory * ring, Span(Str(step, "span")));
+  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(Str(step, "device")));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t block, Size(step, "block_size", 0));
+  const int64_t blocks = step.Arg("blocks")->i;
+  const double rate = step.Arg("rate_hz") ? *step.Arg("rate_hz")->Number() : 0.0;
+  if (block < 64 || block > ring->size() || block > dev->size())
+    return Status::InvalidArgument("stream: block_size must be >= 64 B and fit in the ring (" +
+                                   FormatSize(ring->size()) + ") and the device buffer (" +
+                                   FormatSize(dev->size()) + ")");
+  if (blocks <= 0) return Status::InvalidArgument("stream: blocks must be positive");
+  if (Bool(step, "register", false))
+    RESMEM_RETURN_IF_ERROR(b_.gpu->Register(*ring, 0, ring->size(), 0));
+  const uint64_t slots = ring->size() / block;
+  std::vector<uint8_t> buf(block);
+  Pattern p = ParsePattern("seeded", PatternSeed());
+  uint64_t drops = 0, corrupt = 0, delivered = 0;
+  std::vector<double> latencies;
+  const double start = b_.clock->NowSeconds();
+  double consumer_free = start;
+  for (int64_t k = 0; k < blocks; ++k) {
+    const uint64_t slot = static_cast<uint64_t>(k) % slots;
+    const double produced = rate > 0 ? start + k / rate : std::max(consumer_free, b_.clock->NowSeconds());
+    // Producer writes header (block number, payload checksum) and payload.
+    FillPattern(p, static_cast<uint64_t>(k) * block, buf.data(), block);
+    std::memcpy(buf.data(), &k, sizeof k);
+    const uint64_t sum = Fnv1a64(buf.data() + 16, block - 16);
+    std::memcpy(buf.data() + 8, &sum, sizeof sum);
+    FaultOutcome fo = b_.faults->Check("stream.block", slot * block, block);
+    if (fo.fired && fo.effect == FaultEffect::kCorrupt) buf[16 + fo.corrupt_offset % (block - 16)] ^= fo.corrupt_xor;
+    if (fo.fired && fo.effect == FaultEffect::kError) return fo.status;
+    RESMEM_RETURN_IF_ERROR(ring->Write(slot * block, buf.data(), block));
+    // Consumer: starts when both the block is there and the previous copy finished.
+    const double begin = std::max(produced, consumer_free);
+    if (rate > 0 && begin >= start + (k + slots) / rate) {
+      ++drops;  // overwritten before it could be read
+      continue;
+    }
+    RESMEM_ASSIGN_OR_RETURN(CopyStats cs, b_.gpu->Copy(CopyDirection::kHostToDevice, *ring, slot * block, *dev, 0, block));
+    consumer_free = begin + cs.seconds;
+    latencies.push_back(consumer_free - produced);
+    RESMEM_ASSIGN_OR_RETURN(uint64_t dsum, b_.gpu->DeviceChecksum(*dev, 16, block - 16));
+    if (dsum != sum) ++corrupt;
+    ++delivered;
+  }
+  const double elapsed = std::max(consumer_free - start, rate > 0 ? (blocks - 1) / rate : 0.0);
+  r->numbers["drops"] = static_cast<double>(drops);
+  r->numbers["corrupt"] = static_cast<double>(corrupt);
+  r->numbers["delivered"] = static_cast<double>(delivered);
+  if (elapsed > 0) r->numbers["mbps"] = delivered * static_cast<double>(block) / elapsed / 1e6;
+  if (!latencies.empty()) {
+    std::sort(latencies.begin(), latencies.end());
+    r->numbers["latency_p50_ms"] = latencies[latencies.size() / 2] * 1e3;
+    r->numbers["latency_p99_ms"] = latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)] * 1e3;
+    r->numbers["latency_max_ms"] = latencies.back() * 1e3;
+  }
+  return Status::Ok();
+}
+
+Status Run::Doctor(const Step&, StepResult* r) {
+  auto report = Diagnose(*b_.platform, b_.regions.get());
+  if (!report.ok()) return report.status();
+  std::string ids;
+  for (const auto& f : report->findings) ids += (ids.empty() ? "" : ",") + f.id;
+  r->texts["findings"] = ids;
+  return Status::Ok();
+}
+
+// ---- judging ----
+
+std::string Observed(const Status& st, const std::string& profile) {
+  if (st.ok()) return "ok";
+  if (st.space() == ErrorSpace::kCuda) {
+    const std::string name = CudaErrorName(profile, st.code());
+    return "cuda " + std::to_string(st.code()) + (name.empty() ? "" : " " + name) + ": " + st.message();
+  }
+  return st.ToString();
+}
+
+// Does status match the expected error text ("cudaErrorUnknown", "EINVAL", "SIGKILL", "any")?
+bool ErrorMatches(const Value& want, const Status& st, const std::string& profile, std::string* why) {
+  if (st.ok()) {
+    *why = "expected error " + want.Text() + ", the step succeeded";
+    return false;
+  }
+  if (want.kind == Value::Kind::kInt) {
+    if (st.code() == want.i) return true;
+    *why = "expected code " + want.Text() + ", got " + std::to_string(st.code());
+    return false;
+  }
+  const std::string& w = want.str;
+  if (w == "any") return true;
+  if (w.rfind("cuda", 0) == 0) {
+    const int code = CudaErrorFromName(profile, w);
+    if (code < 0) {
+      *why = "'" + w + "' is not an error of profile " + profile;
+      return false;
+    }
+    if (st.space() == ErrorSpace::kCuda && st.code() == code) return true;
+    *why = "expected " + w + " (" + std::to_string(code) + " in " + profile + ")";
+    return false;
+  }
+  if (w.rfind("SIG", 0) == 0) {
+    if (st.space() == ErrorSpace::kSignal && st.code() == SignalFromName(w)) return true;
+    *why = "expected signal " + w;
+    return false;
+  }
+  if (st.space() == ErrorSpace::kErrno && st.code() == ErrnoFromName(w)) return true;
+  *why = "expected " + w;
+  return false;
+}
+
+bool Near(double got, double want, double tol) {
+  if (want == 0) return std::fabs(got) <= tol;
+  return std::fabs(got - want) <= tol * std::fabs(want);
+}
+
+// Judges one step; returns the failures (empty = pass).
+std::vector<std::string> Judge(const Expectation& e, const Status& st, const StepResult& r,
+                               const std::string& profile) {
+  std::vector<std::string> fails;
+  std::string why;
+  const Value* err = e.Get("error");
+  const Value* okv = e.Get("ok");
+  if (err) {
+    if (!ErrorMatches(*err, st, profile, &why)) fails.push_back(why);
+  } else if (!okv || okv->b) {
+    if (!st.ok()) fails.push_back("expected success");
+  } else if (st.ok()) {
+    fails.push_back("expected a failure (ok = false), the step succeeded");
+  }
+  if (const Value* mc = e.Get("message_contains")) {
+    std::string hay = st.message();
+    for (const auto& [k, v] : r.texts) hay += "\n" + v;
+    if (hay.find(mc->str) == std::string::npos)
+      fails.push_back("expected the message to contain \"" + mc->str + "\"");
+  }
+  const double tol = e.Get("tolerance") ? *e.Get("tolerance")->Number() : 0.15;
+  for (const char* key : {"mbps", "drops", "corrupt"}) {
+    const Value* v = e.Get(key);
+    if (!v) continue;
+    auto it = r.numbers.find(key);
+    if (it == r.numbers.end()) {
+      fails.push_back(std::string("no ") + key + " was measured");
+      continue;
+    }
+    const double want = *v->Number();
+    const double t = std::string(key) == "mbps" ? tol : 0;
+    if (!Near(it->second, want, t))
+      fails.push_back(std::string(key) + " " + Fmt("%.4g", it->second) + " is not within " +
+                      Fmt("%.0f%%", t * 100) + " of " + Fmt("%.4g", want));
+  }
+  for (const char* key : {"usable_ram", "mem_total", "size", "phys"}) {
+    const Value* v = e.Get(key);
+    if (!v) continue;
+    auto it = r.numbers.find(key);
+    if (it == r.numbers.end()) {
+      fails.push_back(std::string("no ") + key + " was observed");
+      continue;
+    }
+    double want = 0;
+    if (auto n = v->Number()) want = *n;
+    else if (auto sz = ParseSize(v->str); sz.ok()) want = static_cast<double>(*sz);
+    const double t = std::string(key) == "usable_ram" || std::string(key) == "mem_total" ? tol : 0;
+    if (!Near(it->second, want, t))
+      fails.push_back(std::string(key) + " " + FormatSize(static_cast<uint64_t>(it->second)) +
+                      " is not " + (t > 0 ? "within " + Fmt("%.0f%%", t * 100) + " of " : "") + v->Text());
+  }
+  for (const char* key : {"reservations", "abi_version"}) {
+    const Value* v = e.Get(key);
+    if (!v) continue;
+    auto it = r.numbers.find(key);
+    if (it == r.numbers.end() || it->second != *v->Number())
+      fails.push_back(std::string(key) + " is not " + v->Text());
+  }
+  for (const char* key : {"path", "vm_flags", "memory_type", "backing", "data", "mode", "cache",
+                          "cmdline", "reservation_over_hole"}) {
+    const Value* v = e.Get(key);
+    if (!v) continue;
+    auto it = r.texts.find(key);
+    const std::string got = it == r.texts.end() ? "(none)" : it->second;
+    if (got != v->Text()) fails.push_back(std::string(key) + " is '" + got + "', expected '" + v->Text() + "'");
+  }
+  if (const Value* v = e.Get("seconds_max")) {
+    auto it = r.numbers.find("seconds");
+    if (it == r.numbers.end() || it->second > *v->Number())
+      fails.push_back("took longer than " + v->Text() + " s");
+  }
+  auto findings = r.texts.find("findings");
+  const std::string list = findings == r.texts.end() ? "" : "," + findings->second + ",";
+  if (const Value* v = e.Get("finding")) {
+    std::vector<std::string> want = v->kind == Value::Kind::kList ? v->list : std::vector<std::string>{v->str};
+    for (const auto& w : want)
+      if (list.find("," + w + ",") == std::string::npos)
+        fails.push_back("the doctor did not report '" + w + "' (reported: " + (findings == r.texts.end() ? "" : findings->second) + ")");
+  }
+  if (const Value* v = e.Get("no_finding")) {
+    std::vector<std::string> want = v->kind == Value::Kind::kList ? v->list : std::vector<std::string>{v->str};
+    for (const auto& w : want)
+      if (list.find("," + w + ",") != std::string::npos)
+        fails.push_back("the doctor reported '" + w + "', which this machine should not have");
+  }
+  return fails;
+}
+
+std::string DescribeExpectation(const Expectation& e) {
+  if (e.empty()) return "ok";
+  std::string out;
+  for (const auto& [k, v] : e.fields) out += (out.empty() ? "" : ", ") + k + "=" + v.Text();
+  return out;
+}
+
+}  // namespace
+
+const char* StepVerdictName(StepVerdict v) {
+  switch (v) {
+    case StepVerdict::kPass: return "pass";
+    case StepVerdict::kFail: return "FAIL";
+    case StepVerdict::kSkipped: return "n/a";
+    case StepVerdict::kNotRun: return "not run";
+  }
+  return "?";
+}
+
+const char* ScenarioVerdictName(ScenarioVerdict v) {
+  switch (v) {
+    case ScenarioVerdict::kReproduced: return "REPRODUCED";
+    case ScenarioVerdict::kFixed: return "FIXED";
+    case ScenarioVerdict::kPassed: return "PASSED";
+    case ScenarioVerdict::kFailed: return "FAILED";
+    case ScenarioVerdict::kNotApplicable: return "N/A";
+    case ScenarioVerdict::kUnavailable: return "UNAVAILABLE";
+    case ScenarioVerdict::kError: return "ERROR";
+  }
+  return "?";
+}
+
+ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
+  ScenarioResult res;
+  res.file = s.file;
+  res.name = s.name;
+  res.title = s.title;
+  res.case_label = s.case_label;
+  res.kind = s.kind;
+  res.seed_file = s.seed_file;
+  res.twin = s.twin;
+  res.backend = options.backend;
+  res.seed = options.seed.value_or(s.seed);
+
+  auto spec = ResolveBackendSpec(options.backend);
+  if (!spec.ok()) {
+    res.verdict = ScenarioVerdict::kError;
+    res.reason = spec.status().message();
+    return res;
+  }
+  for (const auto& [backend, reason] : s.not_applicable) {
+    if (backend == options.backend) {
+      res.verdict = ScenarioVerdict::kNotApplicable;
+      res.reason = reason;
+      return res;
+    }
+  }
+  PartContext ctx;
+  ctx.machine = s.machine;
+  ctx.driver = s.driver;
+  ctx.cuda_profile = s.cuda_profile;
+  ctx.gpu_count = s.gpu_count;
+  ctx.seed = res.seed;
+  ctx.options = options.options;
+  ctx.faults = std::make_shared<FaultInjector>(res.seed);
+  for (const auto& rule : s.faults) {
+    Status st = ctx.faults->AddRule(rule);
+    if (!st.ok()) {
+      res.verdict = ScenarioVerdict::kError;
+      res.reason = st.message();
+      return res;
+    }
+  }
+  auto backend = MakeBackend(*spec, ctx);
+  if (!backend.ok()) {
+    const Status& st = backend.status();
+    res.verdict = st.space() == ErrorSpace::kResmem && st.code() == kUnavailable
+                      ? ScenarioVerdict::kUnavailable
+                      : ScenarioVerdict::kError;
+    res.reason = st.message();
+    return res;
+  }
+  Backend& b = *backend;
+  const std::string profile = b.gpu ? b.gpu->profile() : s.cuda_profile;
+  Run run(s, b, res.seed);
+  bool failed = false, stopped = false;
+  std::string headline;
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const Step& step = s.steps[i];
+    StepResult r;
+    r.index = static_cast<int>(i + 1);
+    r.op = step.op;
+    r.line = step.line;
+    const Expectation* expect = &step.expect;
+    auto on = step.on.find(options.backend);
+    if (on != step.on.end()) {
+      if (on->second.skip) {
+        r.verdict = StepVerdict::kSkipped;
+        r.note = *on->second.skip;
+        res.steps.push_back(r);
+        continue;
+      }
+      if (on->second.expect) expect = &*on->second.expect;
+    }
+    r.expected = DescribeExpectation(*expect);
+    if (stopped) {
+      r.verdict = StepVerdict::kNotRun;
+      r.note = "an earlier step failed";
+      res.steps.push_back(r);
+      continue;
+    }
+    Status st = run.Execute(step, &r);
+    r.observed = Observed(st, profile);
+    std::vector<std::string> fails = Judge(*expect, st, r, profile);
+    if (fails.empty()) {
+      r.verdict = StepVerdict::kPass;
+      // The headline strings together what the expected steps showed.
+      std::string shown;
+      if (!st.ok()) shown = r.observed.substr(0, r.observed.find(':'));
+      if (expect->Get("mbps") && r.numbers.count("mbps")) shown += Fmt("%.1f MB/s", r.numbers["mbps"]);
+      if (expect->Get("data")) shown += "data " + r.texts["data"];
+      if (expect->Get("usable_ram")) shown += "usable RAM " + FormatSize(static_cast<uint64_t>(r.numbers["usable_ram"]));
+      if (expect->Get("memory_type")) shown += r.texts["memory_type"];
+      if (expect->Get("drops")) shown += Fmt("%.0f drops", r.numbers["drops"]) + Fmt(", %.0f corrupt", r.numbers["corrupt"]);
+      if (expect->Get("finding")) shown += "found " + expect->Get("finding")->Text();
+      if (expect->Get("reservations") && !expect->Get("usable_ram"))
+        shown += Fmt("%.0f reservations", r.numbers["reservations"]);
+      if (step.op == "register" && st.ok() && r.numbers["calls"] > 1) shown += Fmt("registered in %.0f calls", r.numbers["calls"]);
+      if (!shown.empty()) headline += (headline.empty() ? "" : "; ") + step.op + ": " + shown;
+    } else {
+      r.verdict = StepVerdict::kFail;
+      for (const auto& f : fails) r.note += (r.note.empty() ? "" : "; ") + f;
+      failed = true;
+      if (!st.ok() && !expect->Get("error")) stopped = true;
+      if (res.reason.empty())
+        res.reason = "step " + std::to_string(r.index) + " (" + step.op + ", line " +
+                     std::to_string(step.line) + "): " + r.note + "; observed " + r.observed;
+    }
+    res.steps.push_back(r);
+  }
+  res.faults = b.faults->fired();
+  if (auto dm = b.platform->ReadSource("dmesg"); dm.ok()) {
+    size_t pos = 0;
+    const std::string& text = *dm;
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) nl = text.size();
+      if (nl > pos) res.dmesg.push_back(text.substr(pos, nl - pos));
+      pos = nl + 1;
+    }
+  }
+  res.headline = headline;
+  if (failed) res.verdict = ScenarioVerdict::kFailed;
+  else if (s.kind == "bug") res.verdict = ScenarioVerdict::kReproduced;
+  else if (s.kind == "fix") res.verdict = ScenarioVerdict::kFixed;
+  else res.verdict = ScenarioVerdict::kPassed;
+  return res;
+}
+
+}  // namespace resmem::engine

@@ -1,0 +1,690 @@
+// Scenario files: TOML -> Scenario, checked against the schema (schema.cc).
+#define TOML_EXCEPTIONS 0
+#include "engine/scenario/scenario.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "backends/api/memory.h"
+#include "engine/scenario/schema.h"
+#include "mock/gpu/sim_gpu.h"
+#include "toml++/toml.h"
+
+namespace resmem::scenario {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Collects the first error with its position.
+class Errors {
+ public:
+  explicit Errors(std::string file) : file_(std::move(file)) {}
+  void Add(int line, const std::string& key, const std::string& problem) {
+    if (!first_.empty()) return;
+    first_ = file_ + ":" + std::to_string(line) + ": key '" + key + "': " + problem;
+  }
+  bool any() const { return !first_.empty(); }
+  Status status() const { return Status::InvalidArgument(first_); }
+
+ private:
+  std::string file_;
+  std::string first_;
+};
+
+int LineOf(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+
+std::string TypeName(const toml::node& n) {
+  if (n.is_string()) return "a string";
+  if (n.is_integer()) return "an integer";
+  if (n.is_floating_point()) return "a number";
+  if (n.is_boolean()) return "a boolean";
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a date/time";
+}
+
+// Converts a scalar node (or an array of strings) to a Value. Keyed tables ({ "1G" = 3.9, ... })
+// select the entry of the current sweep case.
+bool ToValue(const toml::node& n, const std::string& key, const std::string& sweep_value,
+             Errors& errors, Value* out) {
+  out->line = LineOf(n);
+  if (const auto* t = n.as_table()) {
+    if (sweep_value.empty()) {
+      errors.Add(LineOf(n), key, "a table of per-case values needs a [sweep] section");
+      return false;
+    }
+    const toml::node* entry = t->get(sweep_value);
+    if (!entry) {
+      errors.Add(LineOf(n), key, "no entry for the sweep case '" + sweep_value + "'");
+      return false;
+    }
+    return ToValue(*entry, key, "", errors, out);
+  }
+  if (auto s = n.value<std::string>(); s && n.is_string()) {
+    out->kind = Value::Kind::kString;
+    out->str = *s;
+    return true;
+  }
+  if (n.is_integer()) {
+    out->kind = Value::Kind::kInt;
+    out->i = *n.value<int64_t>();
+    return true;
+  }
+  if (n.is_floating_point()) {
+    out->kind = Value::Kind::kFloat;
+    out->f = *n.value<double>();
+    return true;
+  }
+  if (n.is_boolean()) {
+    out->kind = Value::Kind::kBool;
+    out->b = *n.value<bool>();
+    return true;
+  }
+  if (const auto* a = n.as_array()) {
+    out->kind = Value::Kind::kList;
+    for (const auto& e : *a) {
+      if (!e.is_string()) {
+        errors.Add(LineOf(e), key, "lists hold strings only, found " + TypeName(e));
+        return false;
+      }
+      out->list.push_back(*e.value<std::string>());
+    }
+    return true;
+  }
+  errors.Add(LineOf(n), key, "unsupported value type " + TypeName(n));
+  return false;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Checks that every key of `table` is in `allowed`; names the unknown key and the allowed ones.
+void CheckKeys(const toml::table& table, const std::string& where,
+               const std::vector<std::string>& allowed, Errors& errors) {
+  for (const auto& [k, v] : table) {
+    const std::string key(k.str());
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      errors.Add(LineOf(v), where.empty() ? key : where + "." + key,
+                 "unknown key; allowed here: " + JoinNames(allowed));
+  }
+}
+
+std::optional<std::string> GetString(const toml::table& t, const std::string& key,
+                                     const std::string& where, Errors& errors) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (!n->is_string()) {
+    errors.Add(LineOf(*n), where + "." + key, "expected a string, found " + TypeName(*n));
+    return std::nullopt;
+  }
+  return *n->value<std::string>();
+}
+
+std::optional<int64_t> GetInt(const toml::table& t, const std::string& key,
+                              const std::string& where, Errors& errors) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (!n->is_integer()) {
+    errors.Add(LineOf(*n), where + "." + key, "expected an integer, found " + TypeName(*n));
+    return std::nullopt;
+  }
+  return *n->value<int64_t>();
+}
+
+std::optional<bool> GetBool(const toml::table& t, const std::string& key,
+                            const std::string& where, Errors& errors) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (!n->is_boolean()) {
+    errors.Add(LineOf(*n), where + "." + key, "expected true or false, found " + TypeName(*n));
+    return std::nullopt;
+  }
+  return *n->value<bool>();
+}
+
+std::optional<double> GetNumber(const toml::table& t, const std::string& key,
+                                const std::string& where, Errors& errors) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (n->is_integer()) return static_cast<double>(*n->value<int64_t>());
+  if (n->is_floating_point()) return *n->value<double>();
+  errors.Add(LineOf(*n), where + "." + key, "expected a number, found " + TypeName(*n));
+  return std::nullopt;
+}
+
+// A size given as "188G"/"0x1000" or an integer.
+std::optional<uint64_t> GetSize(const toml::table& t, const std::string& key,
+                                const std::string& where, Errors& errors) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (n->is_integer()) return static_cast<uint64_t>(*n->value<int64_t>());
+  if (n->is_string()) {
+    auto r = ParseSize(*n->value<std::string>());
+    if (r.ok()) return *r;
+    errors.Add(LineOf(*n), where + "." + key, r.status().message());
+    return std::nullopt;
+  }
+  errors.Add(LineOf(*n), where + "." + key, "expected a size like \"16M\" or an integer");
+  return std::nullopt;
+}
+
+void ParseScenarioTable(const toml::table& t, Errors& errors, Scenario* s) {
+  CheckKeys(t, "scenario",
+            {"name", "title", "kind", "seed_file", "cites", "twin", "remedy", "seed",
+             "not_applicable"},
+            errors);
+  if (auto v = GetString(t, "name", "scenario", errors)) s->name = *v;
+  else if (!errors.any()) errors.Add(LineOf(t), "scenario.name", "missing; every scenario has a name");
+  if (auto v = GetString(t, "title", "scenario", errors)) s->title = *v;
+  if (auto v = GetString(t, "kind", "scenario", errors)) {
+    if (*v != "bug" && *v != "fix" && *v != "check")
+      errors.Add(LineOf(*t.get("kind")), "scenario.kind", "'" + *v + "' is not one of bug, fix, check");
+    s->kind = *v;
+  } else {
+    s->kind = "check";
+  }
+  if (auto v = GetString(t, "seed_file", "scenario", errors)) s->seed_file = *v;
+  if (auto v = GetString(t, "cites", "scenario", errors)) s->cites = *v;
+  if (auto v = GetString(t, "twin", "scenario", errors)) s->twin = *v;
+  if (auto v = GetString(t, "remedy", "scenario", errors)) s->remedy = *v;
+  if (auto v = GetInt(t, "seed", "scenario", errors)) {
+    if (*v < 0) errors.Add(LineOf(*t.get("seed")), "scenario.seed", "must be >= 0");
+    s->seed = static_cast<uint64_t>(*v);
+  }
+  if (const toml::node* na = t.get("not_applicable")) {
+    if (const auto* nt = na->as_table()) {
+      for (const auto& [k, v] : *nt) {
+        if (!v.is_string()) {
+          errors.Add(LineOf(v), "scenario.not_applicable." + std::string(k.str()),
+                     "expected the reason as a string");
+          continue;
+        }
+        s->not_applicable[std::string(k.str())] = *v.value<std::string>();
+      }
+    } else {
+      errors.Add(LineOf(*na), "scenario.not_applicable", "expected a table backend = \"reason\"");
+    }
+  }
+}
+
+void ParseMachine(const toml::table& t, Errors& errors, Scenario* s) {
+  CheckKeys(t, "machine",
+            {"preset", "cmdline", "cmdline_source", "phys_addr_bits", "mtrr_default", "mtrr",
+             "description", "uc_load_latency_ns", "wb_copy_gbps", "page_fault_us"},
+            errors);
+  auto preset = GetString(t, "preset", "machine", errors);
+  if (!preset) {
+    if (!errors.any())
+      errors.Add(LineOf(t), "machine.preset",
+                 "missing; choose one of: " + JoinNames(sim::MachinePresetNames()));
+    return;
+  }
+  auto spec = sim::MachinePreset(*preset);
+  if (!spec.ok()) {
+    errors.Add(LineOf(*t.get("preset")), "machine.preset",
+               spec.status().message() + " (known: " + JoinNames(sim::MachinePresetNames()) + ")");
+    return;
+  }
+  s->machine = *spec;
+  if (auto v = GetString(t, "cmdline", "machine", errors)) s->machine.cmdline = *v;
+  if (auto v = GetString(t, "cmdline_source", "machine", errors)) {
+    if (*v != "kernel" && *v != "grub")
+      errors.Add(LineOf(*t.get("cmdline_source")), "machine.cmdline_source",
+                 "'" + *v + "' is not one of kernel, grub");
+    s->machine.cmdline_source = *v;
+  }
+  if (auto v = GetString(t, "description", "machine", errors)) s->machine.description = *v;
+  if (auto v = GetInt(t, "phys_addr_bits", "machine", errors)) {
+    if (*v < 32 || *v > 52)
+      errors.Add(LineOf(*t.get("phys_addr_bits")), "machine.phys_addr_bits",
+                 "x86-64 has 32 to 52 physical address bits");
+    s->machine.phys_addr_bits = static_cast<int>(*v);
+  }
+  // Host performance overrides (a scenario fitted to one measurement says which and why).
+  if (auto v = GetNumber(t, "uc_load_latency_ns", "machine", errors)) {
+    if (*v <= 0) errors.Add(LineOf(*t.get("uc_load_latency_ns")), "machine.uc_load_latency_ns", "must be > 0");
+    s->machine.perf.uc_load_latency_ns = *v;
+  }
+  if (auto v = GetNumber(t, "wb_copy_gbps", "machine", errors)) {
+    if (*v <= 0) errors.Add(LineOf(*t.get("wb_copy_gbps")), "machine.wb_copy_gbps", "must be > 0");
+    s->machine.perf.wb_copy_gbps = *v;
+  }
+  if (auto v = GetNumber(t, "page_fault_us", "machine", errors)) {
+    if (*v < 0) errors.Add(LineOf(*t.get("page_fault_us")), "machine.page_fault_us", "must be >= 0");
+    s->machine.perf.page_fault_us = *v;
+  }
+  if (auto v = GetString(t, "mtrr_default", "machine", errors)) {
+    auto mt = ParseMemoryType(*v);
+    if (!mt) errors.Add(LineOf(*t.get("mtrr_default")), "machine.mtrr_default", "use wb, wc or uc");
+    else s->machine.mtrr.default_type = *mt;
+  }
+  if (const toml::node* m = t.get("mtrr")) {
+    const auto* arr = m->as_array();
+    if (!arr) {
+      errors.Add(LineOf(*m), "machine.mtrr", "expected [[machine.mtrr]] tables with base, size, type");
+      return;
+    }
+    s->machine.mtrr.variable.clear();
+    for (const auto& e : *arr) {
+      const auto* et = e.as_table();
+      if (!et) {
+        errors.Add(LineOf(e), "machine.mtrr", "expected a table with base, size, type");
+        continue;
+      }
+      CheckKeys(*et, "machine.mtrr", {"base", "size", "type"}, errors);
+      sim::MtrrRange r;
+      auto base = GetSize(*et, "base", "machine.mtrr", errors);
+      auto size = GetSize(*et, "size", "machine.mtrr", errors);
+      auto type = GetString(*et, "type", "machine.mtrr", errors);
+      if (!base || !size || !type) {
+        errors.Add(LineOf(e), "machine.mtrr", "each range needs base, size and type");
+        continue;
+      }
+      if (*size == 0 || (*size & (*size - 1)) || (*base & (*size - 1)))
+        errors.Add(LineOf(e), "machine.mtrr",
+                   "an MTRR's size must be a power of two and its base aligned to it");
+      auto mt = ParseMemoryType(*type);
+      if (!mt) errors.Add(LineOf(e), "machine.mtrr.type", "use wb, wc or uc");
+      r.base = *base;
+      r.size = *size;
+      r.type = mt.value_or(MemoryType::kUncached);
+      s->machine.mtrr.variable.push_back(r);
+    }
+  }
+}
+
+void ParseDriver(const toml::table& t, Errors& errors, Scenario* s) {
+  CheckKeys(t, "driver",
+            {"mode", "cache", "pfn", "length_type", "range_check", "lazy_fault", "abi_version",
+             "ranges"},
+            errors);
+  if (auto v = GetString(t, "mode", "driver", errors)) {
+    auto m = ParseMapMode(*v);
+    if (!m) errors.Add(LineOf(*t.get("mode")), "driver.mode", "'" + *v + "' is not pfnmap or pages");
+    else s->driver.mode = *m;
+  }
+  if (auto v = GetString(t, "cache", "driver", errors)) {
+    auto c = ParseCacheType(*v);
+    if (!c) errors.Add(LineOf(*t.get("cache")), "driver.cache", "'" + *v + "' is not wb, wc or uc");
+    else s->driver.cache = *c;
+  }
+  if (auto v = GetString(t, "pfn", "driver", errors)) {
+    if (*v == "physical") s->driver.pfn_source = sim::SimDriverSpec::PfnSource::kPhysical;
+    else if (*v == "kernel-virtual") s->driver.pfn_source = sim::SimDriverSpec::PfnSource::kKernelVirtual;
+    else errors.Add(LineOf(*t.get("pfn")), "driver.pfn", "'" + *v + "' is not physical or kernel-virtual");
+  }
+  if (auto v = GetString(t, "length_type", "driver", errors)) {
+    if (*v == "int32") s->driver.length_as_int32 = true;
+    else if (*v == "size_t") s->driver.length_as_int32 = false;
+    else errors.Add(LineOf(*t.get("length_type")), "driver.length_type", "'" + *v + "' is not size_t or int32");
+  }
+  if (auto v = GetBool(t, "range_check", "driver", errors)) s->driver.range_check = *v;
+  if (auto v = GetBool(t, "lazy_fault", "driver", errors)) s->driver.lazy_fault = *v;
+  if (auto v = GetInt(t, "abi_version", "driver", errors)) s->driver.abi_version = static_cast<uint32_t>(*v);
+  if (const toml::node* r = t.get("ranges")) {
+    const auto* arr = r->as_array();
+    if (!arr) {
+      errors.Add(LineOf(*r), "driver.ranges", "expected a list like [\"64M$0x40000000\"]");
+      return;
+    }
+    for (const auto& e : *arr) {
+      auto text = e.value<std::string>();
+      const auto dollar = text ? text->find('$') : std::string::npos;
+      if (!text || dollar == std::string::npos) {
+        errors.Add(LineOf(e), "driver.ranges", "each range is \"SIZE$PHYS\", e.g. \"64M$0x40000000\"");
+        continue;
+      }
+      auto size = ParseSize(text->substr(0, dollar));
+      auto phys = ParseSize(text->substr(dollar + 1));
+      if (!size.ok() || !phys.ok()) {
+        errors.Add(LineOf(e), "driver.ranges", "cannot read '" + *text + "' as SIZE$PHYS");
+        continue;
+      }
+      s->driver.ranges.emplace_back(*phys, *size);
+    }
+  }
+}
+
+void ParseCuda(const toml::table& t, Errors& errors, Scenario* s) {
+  CheckKeys(t, "cuda", {"profile", "gpus"}, errors);
+  if (auto v = GetString(t, "profile", "cuda", errors)) {
+    const auto names = sim::CudaProfileNames();
+    if (std::find(names.begin(), names.end(), *v) == names.end())
+      errors.Add(LineOf(*t.get("profile")), "cuda.profile",
+                 "unknown profile '" + *v + "'; known: " + JoinNames(names));
+    s->cuda_profile = *v;
+  }
+  if (auto v = GetInt(t, "gpus", "cuda", errors)) {
+    if (*v < 1 || *v > 16) errors.Add(LineOf(*t.get("gpus")), "cuda.gpus", "between 1 and 16");
+    s->gpu_count = static_cast<int>(*v);
+  }
+}
+
+Status ParseErrorValue(const std::string& text) {
+  // Names resolve at run time against the backend's profile; here only the shape is checked.
+  if (text.rfind("cuda", 0) == 0 || text.rfind("E", 0) == 0 || text.rfind("SIG", 0) == 0)
+    return Status::Ok();
+  return Status::InvalidArgument("'" + text +
+                                 "' is not a CUDA error name (cudaError...), an errno name (EIO) "
+                                 "or a signal name (SIGBUS)");
+}
+
+void ParseFault(const toml::table& t, Errors& errors, Scenario* s) {
+  CheckKeys(t, "fault",
+            {"point", "trigger", "nth", "probability", "range_start", "range_end", "effect",
+             "error", "code", "delay_ms", "fraction", "max_fires"},
+            errors);
+  FaultRule r;
+  auto point = GetString(t, "point", "fault", errors);
+  if (!point) {
+    errors.Add(LineOf(t), "fault.point",
+               "missing; one of: " + JoinNames(FaultInjector::KnownPoints()));
+    return;
+  }
+  r.point = *point;
+  const auto& known = FaultInjector::KnownPoints();
+  if (std::find(known.begin(), known.end(), r.point) == known.end())
+    errors.Add(LineOf(*t.get("point")), "fault.point",
+               "unknown fault point '" + r.point + "'; known: " + JoinNames(known));
+  const std::string trigger = GetString(t, "trigger", "fault", errors).value_or("always");
+  if (trigger == "always") r.trigger = FaultTrigger::kAlways;
+  else if (trigger == "nth") r.trigger = FaultTrigger::kNth;
+  else if (trigger == "probability") r.trigger = FaultTrigger::kProbability;
+  else if (trigger == "range") r.trigger = FaultTrigger::kAddressRange;
+  else errors.Add(LineOf(*t.get("trigger")), "fault.trigger", "'" + trigger + "' is not always, nth, probability or range");
+  if (auto v = GetInt(t, "nth", "fault", errors)) r.nth = static_cast<uint64_t>(*v);
+  if (auto v = GetNumber(t, "probability", "fault", errors)) r.probability = *v;
+  if (auto v = GetSize(t, "range_start", "fault", errors)) r.range_start = *v;
+  if (auto v = GetSize(t, "range_end", "fault", errors)) r.range_end = *v;
+  if (auto v = GetInt(t, "max_fires", "fault", errors)) r.max_fires = static_cast<uint64_t>(*v);
+  const std::string effect = GetString(t, "effect", "fault", errors).value_or("error");
+  if (effect == "error") r.effect = FaultEffect::kError;
+  else if (effect == "delay") r.effect = FaultEffect::kDelay;
+  else if (effect == "corrupt") r.effect = FaultEffect::kCorrupt;
+  else if (effect == "short") r.effect = FaultEffect::kShortCopy;
+  else if (effect == "signal") r.effect = FaultEffect::kSignal;
+  else errors.Add(LineOf(*t.get("effect")), "fault.effect", "'" + effect + "' is not error, delay, corrupt, short or signal");
+  if (auto v = GetNumber(t, "delay_ms", "fault", errors)) r.delay_seconds = *v / 1000.0;
+  if (auto v = GetNumber(t, "fraction", "fault", errors)) r.short_fraction = *v;
+  if (auto err = GetString(t, "error", "fault", errors)) {
+    // The code is resolved now: errno and signal names are fixed; CUDA names by the profile.
+    const int code_override = static_cast<int>(GetInt(t, "code", "fault", errors).value_or(-1));
+    if (err->rfind("SIG", 0) == 0) {
+      const int sig = SignalFromName(*err);
+      if (sig < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown signal '" + *err + "'");
+      r.error = Status::Signal(sig, "injected " + *err);
+      if (r.effect == FaultEffect::kError) r.effect = FaultEffect::kSignal;
+    } else if (err->rfind("cuda", 0) == 0) {
+      const int code = code_override >= 0 ? code_override : CudaErrorFromName(s->cuda_profile, *err);
+      if (code < 0)
+        errors.Add(LineOf(*t.get("error")), "fault.error",
+                   "'" + *err + "' is not an error of profile " + s->cuda_profile +
+                       " (put [cuda] before [[fault]], or give code = N)");
+      r.error = Status::Cuda(code, "injected " + *err);
+    } else {
+      const int e = ErrnoFromName(*err);
+      if (e < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown errno name '" + *err + "'");
+      r.error = Status::Errno(e, "injected " + *err);
+    }
+  } else if (r.effect == FaultEffect::kError || r.effect == FaultEffect::kSignal) {
+    errors.Add(LineOf(t), "fault.error",
+               "effect '" + effect + "' needs error = \"cudaError...\", \"EIO\" or \"SIGBUS\"");
+  }
+  if (errors.any()) return;
+  FaultInjector probe(0);
+  Status st = probe.AddRule(r);
+  if (!st.ok()) {
+    errors.Add(LineOf(t), "fault", st.message());
+    return;
+  }
+  s->faults.push_back(r);
+}
+
+void ParseExpect(const toml::node& n, const std::string& where, const OpSchema& op,
+                 const std::string& sweep_value, Errors& errors, Expectation* out) {
+  const auto* t = n.as_table();
+  if (!t) {
+    errors.Add(LineOf(n), where, "expected a table, e.g. expect = { error = \"cudaErrorUnknown\" }");
+    return;
+  }
+  out->line = LineOf(n);
+  for (const auto& [k, v] : *t) {
+    const std::string key(k.str());
+    if (std::find(op.expect_keys.begin(), op.expect_keys.end(), key) == op.expect_keys.end()) {
+      errors.Add(LineOf(v), where + "." + key,
+                 "not an expectation of '" + op.name + "'; allowed: " + JoinNames(op.expect_keys));
+      continue;
+    }
+    Value val;
+    if (!ToValue(v, where + "." + key, sweep_value, errors, &val)) continue;
+    if (key == "error" && val.kind == Value::Kind::kString) {
+      Status st = ParseErrorValue(val.str);
+      if (!st.ok()) errors.Add(val.line, where + ".error", st.message());
+    }
+    out->fields[key] = val;
+  }
+}
+
+void ParseStep(const toml::table& t, const std::string& sweep_value, Errors& errors, Scenario* s) {
+  auto op_name = GetString(t, "do", "step", errors);
+  if (!op_name) {
+    errors.Add(LineOf(t), "step.do", "missing; every [[step]] says what it does: " + JoinNames(KnownOps()));
+    return;
+  }
+  const OpSchema* op = FindOp(*op_name);
+  if (!op) {
+    errors.Add(LineOf(*t.get("do")), "step.do", "unknown step '" + *op_name + "'; known: " + JoinNames(KnownOps()));
+    return;
+  }
+  Step step;
+  step.op = *op_name;
+  step.line = LineOf(t);
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    if (key == "do") continue;
+    if (key == "expect") {
+      ParseExpect(v, "step.expect", *op, sweep_value, errors, &step.expect);
+      continue;
+    }
+    if (key == "on") {
+      const auto* ot = v.as_table();
+      if (!ot) {
+        errors.Add(LineOf(v), "step.on", "expected [step.on.BACKEND] tables");
+        continue;
+      }
+      for (const auto& [bk, bv] : *ot) {
+        const std::string backend(bk.str());
+        const auto* bt = bv.as_table();
+        if (!bt) {
+          errors.Add(LineOf(bv), "step.on." + backend, "expected a table with skip or expect");
+          continue;
+        }
+        CheckKeys(*bt, "step.on." + backend, {"skip", "expect"}, errors);
+        BackendOverride o;
+        if (auto sk = GetString(*bt, "skip", "step.on." + backend, errors)) o.skip = *sk;
+        if (const toml::node* e = bt->get("expect")) {
+          Expectation ex;
+          ParseExpect(*e, "step.on." + backend + ".expect", *op, sweep_value, errors, &ex);
+          o.expect = ex;
+        }
+        step.on[backend] = o;
+      }
+      continue;
+    }
+    const ArgSchema* arg = nullptr;
+    for (const auto& a : op->args)
+      if (a.name == key) arg = &a;
+    if (!arg) {
+      std::vector<std::string> names;
+      for (const auto& a : op->args) names.push_back(a.name);
+      errors.Add(LineOf(v), "step." + key,
+                 "'" + op->name + "' takes no such argument; it takes: " + JoinNames(names) +
+                     (names.empty() ? "(nothing)" : "") + ", expect, on");
+      continue;
+    }
+    Value val;
+    if (!ToValue(v, "step." + key, sweep_value, errors, &val)) continue;
+    Status st = CheckArg(*arg, val);
+    if (!st.ok()) errors.Add(val.line, "step." + key, st.message());
+    step.args[key] = val;
+  }
+  for (const auto& a : op->args)
+    if (a.required && !step.args.count(a.name))
+      errors.Add(step.line, "step." + a.name, "'" + op->name + "' needs " + a.name + " (" + a.help + ")");
+  s->steps.push_back(std::move(step));
+}
+
+std::string Substitute(const std::string& text, const std::string& var, const std::string& value) {
+  if (var.empty()) return text;
+  const std::string token = "${" + var + "}";
+  std::string out = text;
+  for (size_t pos = out.find(token); pos != std::string::npos; pos = out.find(token, pos + value.size()))
+    out.replace(pos, token.size(), value);
+  return out;
+}
+
+Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
+                              const std::string& sweep_var, const std::string& sweep_value) {
+  const std::string expanded = Substitute(text, sweep_var, sweep_value);
+  toml::parse_result parsed = toml::parse(expanded, path);
+  if (!parsed) {
+    const auto& err = parsed.error();
+    return Status::InvalidArgument(path + ":" + std::to_string(err.source().begin.line) +
+                                   ": TOML syntax: " + std::string(err.description()));
+  }
+  const toml::table& root = parsed.table();
+  Errors errors(path);
+  CheckKeys(root, "", {"scenario", "machine", "driver", "cuda", "sweep", "fault", "step"}, errors);
+  Scenario s;
+  s.file = path;
+  if (!sweep_var.empty()) s.case_label = sweep_var + "=" + sweep_value;
+  const auto* sc = root.get_as<toml::table>("scenario");
+  if (!sc) return Status::InvalidArgument(path + ":1: key 'scenario': missing [scenario] table with name, kind, seed_file");
+  ParseScenarioTable(*sc, errors, &s);
+  if (const auto* m = root.get_as<toml::table>("machine")) ParseMachine(*m, errors, &s);
+  else errors.Add(1, "machine", "missing [machine] table (preset = one of " + JoinNames(sim::MachinePresetNames()) + ")");
+  if (const auto* d = root.get_as<toml::table>("driver")) ParseDriver(*d, errors, &s);
+  if (const auto* c = root.get_as<toml::table>("cuda")) ParseCuda(*c, errors, &s);
+  if (const toml::node* f = root.get("fault")) {
+    const auto* arr = f->as_array();
+    if (!arr) errors.Add(LineOf(*f), "fault", "write faults as [[fault]] tables");
+    else
+      for (const auto& e : *arr)
+        if (const auto* ft = e.as_table()) ParseFault(*ft, errors, &s);
+  }
+  const toml::node* st = root.get("step");
+  if (!st) errors.Add(1, "step", "no [[step]] tables: a scenario needs at least one step");
+  else if (const auto* arr = st->as_array()) {
+    for (const auto& e : *arr)
+      if (const auto* tt = e.as_table()) ParseStep(*tt, sweep_value, errors, &s);
+  } else {
+    errors.Add(LineOf(*st), "step", "write steps as [[step]] tables");
+  }
+  if (errors.any()) return errors.status();
+  return s;
+}
+
+}  // namespace
+
+std::string Value::Text() const {
+  switch (kind) {
+    case Kind::kString: return str;
+    case Kind::kInt: return std::to_string(i);
+    case Kind::kFloat: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", f);
+      return buf;
+    }
+    case Kind::kBool: return b ? "true" : "false";
+    case Kind::kList: {
+      std::string out;
+      for (const auto& e : list) out += (out.empty() ? "" : "|") + e;
+      return out;
+    }
+  }
+  return "";
+}
+
+std::optional<double> Value::Number() const {
+  if (kind == Kind::kInt) return static_cast<double>(i);
+  if (kind == Kind::kFloat) return f;
+  return std::nullopt;
+}
+
+Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path) {
+  // Find the sweep first (it decides how many cases the file makes).
+  toml::parse_result parsed = toml::parse(text, path);
+  if (!parsed) {
+    const auto& err = parsed.error();
+    return Status::InvalidArgument(path + ":" + std::to_string(err.source().begin.line) +
+                                   ": TOML syntax: " + std::string(err.description()));
+  }
+  std::string var;
+  std::vector<std::string> values;
+  if (const toml::node* sw = parsed.table().get("sweep")) {
+    const auto* t = sw->as_table();
+    if (!t || t->size() != 1)
+      return Status::InvalidArgument(path + ":" + std::to_string(LineOf(*sw)) +
+                                     ": key 'sweep': give exactly one variable, e.g. "
+                                     "reservation = [\"1G\", \"4G\"]");
+    for (const auto& [k, v] : *t) {  // exactly one entry (checked above)
+      var = std::string(k.str());
+      const auto* arr = v.as_array();
+      if (!arr || arr->empty())
+        return Status::InvalidArgument(path + ":" + std::to_string(LineOf(v)) + ": key 'sweep." + var +
+                                       "': expected a non-empty list of strings");
+      for (const auto& e : *arr) {
+        if (!e.is_string())
+          return Status::InvalidArgument(path + ":" + std::to_string(LineOf(e)) + ": key 'sweep." +
+                                         var + "': values are strings");
+        values.push_back(*e.value<std::string>());
+      }
+    }
+  }
+  std::vector<Scenario> out;
+  if (values.empty()) values.push_back("");
+  for (const auto& value : values) {
+    auto s = ParseOneCase(text, path, var, value);
+    if (!s.ok()) return s.status();
+    out.push_back(std::move(s).value());
+  }
+  return out;
+}
+
+Result<std::vector<Scenario>> LoadScenarioFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return Status::Errno(errno ? errno : ENOENT,
+                         "cannot read scenario file '" + path + "'; check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseScenarioText(ss.str(), path);
+}
+
+Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return std::vector<std::string>{path};
+  if (!fs::is_directory(path, ec))
+    return Status::Errno(ENOENT, "'" + path + "' is neither a scenario file nor a folder of them");
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(path, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file() && it->path().extension() == ".toml") files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    return Status::Errno(ENOENT, "no *.toml scenario files under '" + path + "'");
+  return files;
+}
+
+}  // namespace resmem::scenario

@@ -1,0 +1,99 @@
+// A scenario file: a machine, a driver, a CUDA profile, faults, a seed, steps, and what each step
+// must show on each backend. TOML, checked against the schema in schema.cc; a mistake names the
+// file, the line and the key. See docs/scenarios.md for the format.
+#ifndef RESMEM_ENGINE_SCENARIO_SCENARIO_H_
+#define RESMEM_ENGINE_SCENARIO_SCENARIO_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/api/status.h"
+#include "backends/fault/fault_injector.h"
+#include "mock/machine/machine.h"
+#include "mock/region/sim_driver.h"
+
+namespace resmem::scenario {
+
+// A scalar argument or expectation value as written in the file.
+struct Value {
+  enum class Kind { kString, kInt, kFloat, kBool, kList } kind = Kind::kString;
+  std::string str;
+  int64_t i = 0;
+  double f = 0;
+  bool b = false;
+  std::vector<std::string> list;  // lists of strings (flags)
+  int line = 0;
+
+  std::string Text() const;           // as written, for messages
+  std::optional<double> Number() const;
+};
+
+// What one step must show. Empty = the step must succeed.
+struct Expectation {
+  std::map<std::string, Value> fields;  // "error", "message_contains", "mbps", "tolerance", ...
+  int line = 0;
+  bool empty() const { return fields.empty(); }
+  const Value* Get(const std::string& key) const {
+    auto it = fields.find(key);
+    return it == fields.end() ? nullptr : &it->second;
+  }
+};
+
+struct BackendOverride {
+  std::optional<std::string> skip;  // not applicable on this backend: the reason, printed
+  std::optional<Expectation> expect;
+};
+
+struct Step {
+  std::string op;                        // "boot", "open", "mmap", "register", ...
+  int line = 0;
+  std::map<std::string, Value> args;
+  Expectation expect;
+  std::map<std::string, BackendOverride> on;  // keyed by backend name
+
+  const Value* Arg(const std::string& key) const {
+    auto it = args.find(key);
+    return it == args.end() ? nullptr : &it->second;
+  }
+};
+
+struct Scenario {
+  std::string file;          // path as given
+  std::string name;          // [scenario] name
+  std::string title;
+  std::string kind;          // "bug" (reproduces a seed bug) or "fix" (its twin with the remedy)
+                             // or "check" (a property, neither)
+  std::string seed_file;     // the seed it reproduces ("000_bd71b0f62b937591.txt")
+  std::string cites;         // the seed's words
+  std::string twin;          // name of the twin scenario
+  std::string remedy;        // for a fix: what the remedy is
+  uint64_t seed = 1;
+  std::string case_label;    // "reservation=64G" for one case of a sweep; "" otherwise
+  std::map<std::string, std::string> not_applicable;  // backend -> reason (whole scenario)
+
+  sim::MachineSpec machine;
+  sim::SimDriverSpec driver;
+  std::string cuda_profile = "cuda-13.0-r580";
+  int gpu_count = 1;
+  std::vector<FaultRule> faults;
+  std::vector<Step> steps;
+};
+
+// A file can expand to several cases through [sweep] (one variable, a list of values): every
+// "${var}" in the file's strings is replaced and keyed expectations ({ "1G" = ..., ... }) pick
+// the entry of the case. Parse errors say "FILE:LINE: key 'x': problem; fix".
+Result<std::vector<Scenario>> LoadScenarioFile(const std::string& path);
+Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path);
+
+// Files under a directory (recursively, *.toml, sorted) or the file itself.
+Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path);
+
+// The steps the engine knows, for messages and docs.
+const std::vector<std::string>& KnownOps();
+
+}  // namespace resmem::scenario
+
+#endif  // RESMEM_ENGINE_SCENARIO_SCENARIO_H_
