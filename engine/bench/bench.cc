@@ -1,0 +1,295 @@
+#include "engine/bench/bench.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "backends/host/host_region.h"
+#include "engine/transfer/block_check.h"
+#include "engine/transfer/transfer_engine.h"
+
+namespace resmem::bench {
+namespace {
+
+using transfer::TransferEngine;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const char* DirName(CopyDirection d) { return d == CopyDirection::kHostToDevice ? "H2D" : "D2H"; }
+
+}  // namespace
+
+std::vector<BenchPath> DefaultPaths() {
+  return {{"pinned", "pinned", ""},
+          {"registered-direct", "memfd", "registered-direct"},
+          {"registered-chunked", "memfd", "registered-chunked"},
+          {"staged", "file", "staged"},
+          {"zero-copy-mapped", "memfd", "zero-copy-mapped"},
+          {"pageable", "anon", "pageable"}};
+}
+
+Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
+                             const BenchOptions& o) {
+  std::vector<uint64_t> sizes = o.sizes;
+  if (sizes.empty())
+    for (uint64_t s = 64 << 10; s <= (256ull << 20); s *= 4) sizes.push_back(s);
+  for (uint64_t s : sizes)
+    if (s == 0 || s % 4096)
+      return Status::InvalidArgument("bench size " + std::to_string(s) +
+                                     " is not a positive multiple of 4 KiB");
+  if (o.passes < 1) return Status::InvalidArgument("--passes must be at least 1");
+  const uint64_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<BenchPath> paths;
+  for (const auto& p : DefaultPaths())
+    if (o.paths.empty() || std::find(o.paths.begin(), o.paths.end(), p.name) != o.paths.end())
+      paths.push_back(p);
+  if (paths.empty()) {
+    std::string all;
+    for (const auto& p : DefaultPaths()) all += " " + p.name;
+    return Status::InvalidArgument("--paths names no known path; choose from:" + all);
+  }
+  // The baseline always runs: every ratio is against pinned memory of this same run.
+  if (paths.front().name != "pinned") paths.insert(paths.begin(), DefaultPaths().front());
+
+  BenchResult result;
+  result.backend = backend;
+  RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(max_size));
+  uint64_t seq = o.seed << 32;
+  for (size_t pi = 0; pi < paths.size(); ++pi) {
+    const BenchPath& path = paths[pi];
+    const uint64_t fill_seed = o.seed * 1000003 + pi;
+    std::unique_ptr<HostMemory> mem;
+    if (path.host_kind == "pinned") {
+      auto pinned = gpu.AllocPinned(max_size, 0);
+      if (!pinned.ok()) return pinned.status().WithContext("baseline cudaMallocHost");
+      mem = std::move(pinned).value();
+    } else {
+      RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(path.host_kind));
+      auto m = host::MapHostMemory(kind, max_size);
+      if (!m.ok()) {
+        result.notes.push_back(path.name + ": " + m.status().ToString());
+        continue;
+      }
+      mem = std::move(m).value();
+    }
+    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*mem, 0, max_size, 0, fill_seed));
+    std::unique_ptr<TransferEngine> engine;
+    std::string choice = "cudaMallocHost buffer, cudaMemcpy";
+    if (!path.engine_path.empty()) {
+      transfer::TransferOptions to;
+      RESMEM_ASSIGN_OR_RETURN(transfer::Path forced, transfer::ParsePath(path.engine_path));
+      to.allowed = {forced};
+      // Chunked registers the span in four pieces, so every copy of the largest block crosses
+      // piece boundaries.
+      to.register_chunk = std::max<uint64_t>(4096, max_size / 4 / 4096 * 4096);
+      to.staging_lanes = o.staging_lanes;
+      to.staging_chunk = o.staging_chunk;
+      auto e = TransferEngine::Open(gpu, *mem, clock, to);
+      if (!e.ok()) {
+        result.notes.push_back(path.name + " on " + path.host_kind + ": " + e.status().message());
+        continue;
+      }
+      engine = std::move(e).value();
+      choice = engine->choice().Describe();
+      if (path.name == "staged") {
+        // Say why registration is impossible here: the engine's own choice among all paths.
+        transfer::TransferOptions all;
+        all.register_chunk = 64ull << 20;
+        all.allowed = {transfer::Path::kRegisteredDirect, transfer::Path::kRegisteredChunked};
+        auto probe = TransferEngine::Open(gpu, *mem, clock, all);
+        if (!probe.ok()) choice += "; " + probe.status().message();
+      }
+    }
+    auto copy = [&](CopyDirection dir, uint64_t size) -> Result<CopyStats> {
+      if (engine) return engine->Copy(dir, 0, *dev, 0, size);
+      return gpu.Copy(dir, *mem, 0, *dev, 0, size);
+    };
+    for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
+      for (uint64_t size : sizes) {
+        BenchCell cell;
+        cell.path = path.name;
+        cell.direction = DirName(dir);
+        cell.size = size;
+        cell.choice = choice;
+        const uint64_t reps = std::clamp<uint64_t>(o.bytes_per_sample / size, 1, 1024);
+        for (int pass = 0; pass < o.passes; ++pass) {
+          ++seq;
+          RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*mem, 0, size, seq));
+          if (dir == CopyDirection::kDeviceToHost) {
+            // Load the device with this pass's block, then make the host copy stale.
+            RESMEM_RETURN_IF_ERROR(copy(CopyDirection::kHostToDevice, size).status());
+            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*mem, 0, size, seq ^ (1ull << 63)));
+          }
+          double seconds = 0;
+          for (uint64_t r = 0; r < reps; ++r) {
+            auto s = copy(dir, size);
+            if (!s.ok())
+              return s.status().WithContext(path.name + " " + cell.direction + " " +
+                                            FormatSize(size));
+            seconds += s->seconds;
+          }
+          auto bad = dir == CopyDirection::kHostToDevice
+                         ? transfer::DeviceMismatches(gpu, *dev, 0, size, seq, fill_seed)
+                         : transfer::HostMismatches(*mem, 0, size, seq, fill_seed);
+          if (!bad.ok()) return bad.status().WithContext("verify " + path.name);
+          cell.verify_failures += *bad > 0;
+          cell.pass_gbps.push_back(seconds > 0 ? size * reps / seconds / 1e9 : 0);
+        }
+        cell.median_gbps = Median(cell.pass_gbps);
+        if (o.verbose)
+          std::fprintf(stderr, "bench %-18s %s %9s %8.2f GB/s%s\n", cell.path.c_str(),
+                       cell.direction.c_str(), FormatSize(size).c_str(), cell.median_gbps,
+                       cell.verify_failures ? "  DATA MISMATCH" : "");
+        result.cells.push_back(cell);
+      }
+    }
+  }
+  std::map<std::pair<std::string, uint64_t>, double> pinned;
+  for (const auto& c : result.cells)
+    if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
+  for (auto& c : result.cells) {
+    double base = pinned[{c.direction, c.size}];
+    c.ratio_to_pinned = base > 0 ? c.median_gbps / base : 0;
+  }
+  return result;
+}
+
+std::string BenchResult::ToJson() const {
+  nlohmann::json j;
+  j["backend"] = backend;
+  j["notes"] = notes;
+  j["headline"] = Headline();
+  for (const auto& c : cells) {
+    j["cells"].push_back({{"path", c.path},
+                          {"direction", c.direction},
+                          {"size", c.size},
+                          {"pass_gbps", c.pass_gbps},
+                          {"median_gbps", c.median_gbps},
+                          {"ratio_to_pinned", c.ratio_to_pinned},
+                          {"verify_failures", c.verify_failures},
+                          {"choice", c.choice}});
+  }
+  return j.dump(1);
+}
+
+Result<BenchResult> BenchResultFromJson(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("cells"))
+    return Status::InvalidArgument("not a bench JSON (no \"cells\"): write one with --json");
+  BenchResult r;
+  r.backend = j.value("backend", "");
+  for (const auto& n : j.value("notes", std::vector<std::string>())) r.notes.push_back(n);
+  for (const auto& c : j["cells"]) {
+    BenchCell cell;
+    cell.path = c.value("path", "");
+    cell.direction = c.value("direction", "");
+    cell.size = c.value("size", uint64_t{0});
+    cell.pass_gbps = c.value("pass_gbps", std::vector<double>());
+    cell.median_gbps = c.value("median_gbps", 0.0);
+    cell.ratio_to_pinned = c.value("ratio_to_pinned", 0.0);
+    cell.verify_failures = c.value("verify_failures", uint64_t{0});
+    cell.choice = c.value("choice", "");
+    r.cells.push_back(cell);
+  }
+  return r;
+}
+
+std::string BenchResult::ToTable() const {
+  std::string out = "backend " + backend + "; GB/s (1e9 B/s), median of passes; ratio to pinned\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-20s %-4s %10s %10s %8s %s\n", "path", "dir", "size", "GB/s",
+                "ratio", "verified");
+  out += line;
+  for (const auto& c : cells) {
+    std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%% %s\n", c.path.c_str(),
+                  c.direction.c_str(), FormatSize(c.size).c_str(), c.median_gbps,
+                  100 * c.ratio_to_pinned,
+                  c.verify_failures ? ("FAILED x" + std::to_string(c.verify_failures)).c_str()
+                                    : "ok");
+    out += line;
+  }
+  for (const auto& n : notes) out += "note: " + n + "\n";
+  out += Headline() + "\n";
+  return out;
+}
+
+std::string BenchResult::Headline() const {
+  std::string out;
+  uint64_t largest = 0;
+  for (const auto& c : cells) largest = std::max(largest, c.size);
+  for (const char* dir : {"H2D", "D2H"}) {
+    char buf[256];
+    double pinned = 0, reg = 0, staged = 0;
+    for (const auto& c : cells) {
+      if (c.size != largest || c.direction != dir) continue;
+      if (c.path == "pinned") pinned = c.median_gbps;
+      if (c.path == "registered-direct") reg = c.ratio_to_pinned;
+      if (c.path == "staged") staged = c.ratio_to_pinned;
+    }
+    std::snprintf(buf, sizeof buf,
+                  "%s %s: pinned %.1f GB/s; registered %.1f%% of pinned (target >= 98%%); "
+                  "staged %.1f%% (target >= 90%%)\n",
+                  dir, FormatSize(largest).c_str(), pinned, 100 * reg, 100 * staged);
+    out += buf;
+  }
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+Result<std::string> WritePlot(const BenchResult& r, const std::string& png) {
+  std::string prefix = png.size() > 4 && png.substr(png.size() - 4) == ".png"
+                           ? png.substr(0, png.size() - 4) : png;
+  std::vector<std::string> path_names;
+  for (const auto& c : r.cells)
+    if (std::find(path_names.begin(), path_names.end(), c.path) == path_names.end())
+      path_names.push_back(c.path);
+  std::ofstream dat(prefix + ".dat");
+  if (!dat) return Status::Errno(errno, "cannot write " + prefix + ".dat");
+  // One gnuplot data block per (direction, path): "size_mib gbps".
+  std::vector<std::string> titles;
+  for (const char* dir : {"H2D", "D2H"})
+    for (const auto& p : path_names) {
+      dat << "# " << dir << " " << p << "\n";
+      for (const auto& c : r.cells)
+        if (c.path == p && c.direction == dir)
+          dat << c.size / 1048576.0 << " " << c.median_gbps << "\n";
+      dat << "\n\n";
+      titles.push_back(std::string(dir) + " " + p);
+    }
+  dat.close();
+  std::ofstream gp(prefix + ".gp");
+  gp << "set terminal pngcairo size 1400,600 noenhanced\nset output '" << png << "'\n"
+     << "set multiplot layout 1,2 title 'resmem bench (" << r.backend
+     << "): medians of passes, GB/s'\nset logscale x 2\nset xlabel 'block (MiB)'\n"
+     << "set ylabel 'GB/s'\nset key bottom right\nset grid\n";
+  size_t per_dir = path_names.size();
+  for (int d = 0; d < 2; ++d) {
+    gp << "set title '" << (d == 0 ? "host to device" : "device to host") << "'\nplot ";
+    for (size_t i = 0; i < per_dir; ++i) {
+      size_t idx = d * per_dir + i;
+      gp << (i ? ", " : "") << "'" << prefix << ".dat' index " << idx
+         << " using 1:2 with linespoints title '" << path_names[i] << "'";
+    }
+    gp << "\n";
+  }
+  gp << "unset multiplot\n";
+  gp.close();
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    return "gnuplot not found here: wrote " + prefix + ".dat and " + prefix +
+           ".gp (plot later: resmem bench --replot bench.json --plot " + png + ")";
+  std::string cmd = "gnuplot '" + prefix + ".gp' 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    return Status::Internal("gnuplot failed on " + prefix + ".gp");
+  return "plot " + png;
+}
+
+}  // namespace resmem::bench

@@ -1,0 +1,106 @@
+#include "engine/transfer/gpu_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "backends/cuda/cuda_gpu.h"
+#include "backends/fault/fault_injector.h"
+#include "mock/gpu/sim_gpu.h"
+#include "mock/machine/machine.h"
+
+namespace resmem::transfer {
+
+Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed) {
+  GpuBackend b;
+  if (name == "cuda") {
+    RESMEM_ASSIGN_OR_RETURN(auto gpu, cuda::CudaGpu::Create(0));
+    b.name = "cuda";
+    b.clock = std::make_shared<SteadyClock>();
+    b.gpu = std::move(gpu);
+    return b;
+  }
+  if (name == "sim") {
+    RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile profile, sim::CudaProfileByName("cuda-13.0-r580"));
+    RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
+    b.clock = std::make_shared<VirtualClock>();
+    b.gpu = sim::MakeSimGpu(profile, machine.perf, b.clock, std::make_shared<FaultInjector>(seed));
+    b.name = b.gpu->name();
+    return b;
+  }
+  return Status::InvalidArgument("unknown --backend '" + name +
+                                 "': use cuda (the real GPU) or sim (the CUDA model)");
+}
+
+Result<Args> Args::Parse(const std::vector<std::string>& args, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& flags) {
+  Args out;
+  auto known = [](const std::vector<std::string>& l, const std::string& k) {
+    return std::find(l.begin(), l.end(), k) != l.end();
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a.rfind("--", 0) != 0)
+      return Status::InvalidArgument("unexpected argument '" + a + "': options start with --");
+    std::string key = a.substr(2), value;
+    bool inline_value = false;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      inline_value = true;
+    }
+    if (known(flags, key)) {
+      out.values_[key] = "1";
+      continue;
+    }
+    if (!known(keys, key)) {
+      std::string all;
+      for (const auto& k : keys) all += " --" + k + " VALUE";
+      for (const auto& k : flags) all += " --" + k;
+      return Status::InvalidArgument("unknown option --" + key + "; this command takes:" + all);
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return Status::InvalidArgument("option --" + key + " needs a value");
+      value = args[++i];
+    }
+    out.values_[key] = value;
+  }
+  return out;
+}
+
+std::string Args::Get(const std::string& key, const std::string& dflt) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? dflt : it->second;
+}
+
+Result<uint64_t> Args::Size(const std::string& key, uint64_t dflt) const {
+  if (!Has(key)) return dflt;
+  auto v = ParseSize(Get(key, ""));
+  if (!v.ok())
+    return Status::InvalidArgument("--" + key + " '" + Get(key, "") + "': " + v.status().message());
+  return v;
+}
+
+Result<double> Args::Number(const std::string& key, double dflt) const {
+  if (!Has(key)) return dflt;
+  std::string s = Get(key, "");
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0')
+    return Status::InvalidArgument("--" + key + " '" + s + "' is not a number");
+  return v;
+}
+
+std::vector<std::string> Args::List(const std::string& key, const std::string& dflt) const {
+  std::string s = Get(key, dflt);
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace resmem::transfer

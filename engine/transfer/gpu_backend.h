@@ -1,0 +1,52 @@
+// The GPU side the bench, stream and calibrate commands run on, by name:
+//   cuda  the real GPU (backends/cuda), steady clock;
+//   sim   the CUDA model (mock/gpu) with the "cuda-13.0-r580" profile and the "h100-host" machine
+//         preset's host performance (mock/machine), on a virtual clock, so the commands run on CI
+//         without a GPU. Host memory is real either way (backends/host stand-ins): the sim judges
+//         real mappings by their smaps facts.
+// Also a minimal "--key value" / "--key=value" reader for those commands.
+#ifndef RESMEM_ENGINE_TRANSFER_GPU_BACKEND_H_
+#define RESMEM_ENGINE_TRANSFER_GPU_BACKEND_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/api/clock.h"
+#include "backends/api/gpu.h"
+
+namespace resmem::transfer {
+
+struct GpuBackend {
+  std::string name;  // "cuda", "sim:cuda-13.0-r580"
+  std::shared_ptr<Clock> clock;
+  std::unique_ptr<Gpu> gpu;
+};
+
+// Unavailable (no GPU) for "cuda" where there is none; InvalidArgument naming the choices for an
+// unknown name.
+Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed = 1);
+
+// Parsed command arguments: "--key value" or "--key=value"; "--flag" alone where listed in flags.
+class Args {
+ public:
+  // Refuses unknown keys by name, listing the known ones.
+  static Result<Args> Parse(const std::vector<std::string>& args,
+                            const std::vector<std::string>& keys,
+                            const std::vector<std::string>& flags);
+  bool Has(const std::string& key) const { return values_.count(key) > 0; }
+  std::string Get(const std::string& key, const std::string& dflt) const;
+  // Sizes ("16M", "64K") via ParseSize; numbers via strtod. Errors name the option.
+  Result<uint64_t> Size(const std::string& key, uint64_t dflt) const;
+  Result<double> Number(const std::string& key, double dflt) const;
+  // Comma-separated list.
+  std::vector<std::string> List(const std::string& key, const std::string& dflt) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace resmem::transfer
+
+#endif  // RESMEM_ENGINE_TRANSFER_GPU_BACKEND_H_
