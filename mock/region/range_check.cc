@@ -1,0 +1,103 @@
+#include "mock/region/range_check.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace resmem::sim {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+std::string Span(uint64_t start, uint64_t end) {  // end exclusive, printed inclusive as Linux does
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[mem 0x%" PRIx64 "-0x%" PRIx64 "]", start, end - 1);
+  return buf;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+bool Overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
+
+}  // namespace
+
+Status CheckDriverRange(const SimWorld& world, const DriverRange& range,
+                        const std::vector<DriverRange>& served) {
+  const uint64_t phys = range.phys;
+  const uint64_t size = range.size;
+  if (size == 0)
+    return Status::Errno(EINVAL, "range at " + Hex(phys) +
+                                     " has size 0; give the size of the memmap=nn$ss reservation");
+  if (phys + size < phys)
+    return Status::Errno(EOVERFLOW, "range " + Hex(phys) + " + " + Hex(size) +
+                                        " wraps past the top of the address space; check the "
+                                        "size and start (memmap=nn$ss takes size first)");
+  const uint64_t end = phys + size;
+  if (phys % kPage || size % kPage)
+    return Status::Errno(EINVAL, "range " + Span(phys, end) +
+                                     " is not page aligned (4 KiB); round start and size to 4 KiB");
+
+  // System RAM the kernel manages: the booted e820 map (after mem=/memmap= edits).
+  for (const auto& e : world.kernel.e820)
+    if (e.type == E820Type::kRam && Overlaps(phys, end, e.start, e.end))
+      return Status::Errno(
+          EPERM, "range " + Span(phys, end) + " intersects System RAM " + Span(e.start, e.end) +
+                     " that the kernel manages; serving it would expose the kernel's pages. "
+                     "Reserve it at boot with memmap=nn$ss (escape the $ in GRUB as \\$)");
+
+  // Inside one reservation: adjacent memmap=nn$ss reservations count as one.
+  std::vector<std::pair<uint64_t, uint64_t>> reserved;
+  for (const auto& r : world.kernel.reservations) reserved.emplace_back(r.start, r.end);
+  std::sort(reserved.begin(), reserved.end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& r : reserved) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  bool inside = false;
+  for (const auto& r : merged)
+    if (phys >= r.first && end <= r.second) inside = true;
+  if (!inside) {
+    std::string have;
+    for (const auto& r : merged) have += (have.empty() ? "" : ", ") + Span(r.first, r.second);
+    return Status::Errno(ENXIO, "range " + Span(phys, end) +
+                                    " is not inside a memmap=nn$ss reservation (reserved: " +
+                                    (have.empty() ? "none" : have) +
+                                    "); add memmap=" + FormatSize(size) + "$" + Hex(phys) +
+                                    " to the kernel command line or pick a reserved range");
+  }
+
+  // RAM behind every byte: the firmware map decides, not the kernel's (FACTS.md: QEMU accepted
+  // memmap= over the PCI hole and reads returned 0).
+  for (const auto& m : world.spec.mmio)
+    if (Overlaps(phys, end, m.start, m.end))
+      return Status::Errno(ENODEV, "range " + Span(phys, end) + " overlaps the device window " +
+                                       Span(m.start, m.end) + " (" + m.name +
+                                       "): there is no RAM behind it. Move the reservation into "
+                                       "RAM the firmware reports (/sys/firmware/memmap)");
+  if (!world.memory.IsRam(phys, end))
+    return Status::Errno(ENODEV, "range " + Span(phys, end) +
+                                     " has no RAM behind part of it (a hole in the firmware's "
+                                     "memory map): reads would return zeros and writes vanish. "
+                                     "Move the reservation into RAM the firmware reports "
+                                     "(/sys/firmware/memmap)");
+
+  for (const auto& s : served)
+    if (Overlaps(phys, end, s.phys, s.phys + s.size))
+      return Status::Errno(EBUSY, "range " + Span(phys, end) + " overlaps " +
+                                      Span(s.phys, s.phys + s.size) +
+                                      " that another resmem device already serves; give each "
+                                      "device its own range");
+  return Status::Ok();
+}
+
+}  // namespace resmem::sim
