@@ -1,0 +1,135 @@
+// Prints what the FUSE-emulated device costs: read and write bandwidth through a MAP_SHARED
+// mapping against plain memory, with the writeback limits raised (as root) and left at the
+// kernel's defaults, and the round-trip time of RESMEM_IOC_LENGTH. Medians of --passes passes.
+// Figures are printed, never asserted (docs/fuse.md records them).
+//
+//   bazel run //mock/fuse:fuse_bench -- [--size-mib 256] [--passes 5] [--ioctls 20000]
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kmod/uapi/resmem_ioctl.h"
+#include "mock/fuse/fuse_device.h"
+#include "mock/fuse/memory_region_provider.h"
+
+namespace resmem::fuse_emu {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Figures {
+  double cold_read = 0, warm_read = 0, write = 0;  // GB/s
+};
+
+// Times passes over `mem` (a mapping of `size` bytes); `sync` flushes writes (msync for files).
+Figures Measure(uint8_t* mem, uint64_t size, int passes, bool is_file, uint8_t* scratch) {
+  Figures f;
+  double t0 = Now();
+  std::memcpy(scratch, mem, size);  // first touch: pages come from the daemon (or fault in)
+  f.cold_read = size / (Now() - t0) / 1e9;
+  std::vector<double> reads, writes;
+  for (int p = 0; p < passes; ++p) {
+    t0 = Now();
+    std::memcpy(scratch, mem, size);
+    reads.push_back(size / (Now() - t0) / 1e9);
+    std::memset(scratch, p + 1, size);
+    t0 = Now();
+    std::memcpy(mem, scratch, size);
+    if (is_file) msync(mem, size, MS_SYNC);  // the bytes reach the daemon inside the timing
+    writes.push_back(size / (Now() - t0) / 1e9);
+  }
+  f.warm_read = Median(reads);
+  f.write = Median(writes);
+  return f;
+}
+
+int Main(int argc, char** argv) {
+  uint64_t size_mib = 256;
+  int passes = 5, ioctls = 20000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--size-mib" && i + 1 < argc) size_mib = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--passes" && i + 1 < argc) passes = std::atoi(argv[++i]);
+    else if (a == "--ioctls" && i + 1 < argc) ioctls = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: fuse_bench [--size-mib N] [--passes N] [--ioctls N]\n");
+      return 2;
+    }
+  }
+  if (size_mib == 0 || passes <= 0 || ioctls <= 0) {
+    std::fprintf(stderr, "fuse_bench: sizes and counts must be positive\n");
+    return 2;
+  }
+  const uint64_t size = size_mib << 20;
+  std::vector<uint8_t> scratch(size);
+  std::printf("fuse_bench: %llu MiB, %d passes (medians), GB/s = 1e9 B/s\n",
+              static_cast<unsigned long long>(size_mib), passes);
+
+  // Plain memory: the same copies between two anonymous buffers.
+  std::vector<uint8_t> plain(size);
+  Figures base = Measure(plain.data(), size, passes, false, scratch.data());
+  std::printf("%-34s cold read %6.2f  warm read %6.2f  write %6.2f\n", "plain memory", base.cold_read,
+              base.warm_read, base.write);
+
+  for (bool raise : {true, false}) {
+    MemoryDeviceSpec spec;
+    spec.size = size;
+    auto provider = MakeMemoryRegionProvider({spec});
+    if (!provider.ok()) {
+      std::fprintf(stderr, "fuse_bench: %s\n", provider.status().ToString().c_str());
+      return 4;
+    }
+    MountOptions opts;
+    opts.raise_writeback_limits = raise;
+    auto dev = FuseDevice::Mount(*provider.value(), opts);
+    if (!dev.ok()) {
+      std::fprintf(stderr, "fuse_bench: %s\n", dev.status().ToString().c_str());
+      return 3;
+    }
+    int fd = open(dev.value()->DevicePath("resmem0").c_str(), O_RDWR | O_CLOEXEC);
+    void* p = fd < 0 ? MAP_FAILED : mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      std::perror("fuse_bench: open/mmap of the emulated device");
+      return 4;
+    }
+    Figures f = Measure(static_cast<uint8_t*>(p), size, passes, true, scratch.data());
+    std::string label = std::string("FUSE mapping, limits ") + (raise ? "raised" : "default");
+    std::printf("%-34s cold read %6.2f  warm read %6.2f  write %6.2f   (%s)\n", label.c_str(),
+                f.cold_read, f.warm_read, f.write, dev.value()->writeback_note().c_str());
+    if (raise) {
+      std::vector<double> us;
+      for (int pass = 0; pass < 5; ++pass) {
+        __u64 len = 0;
+        double t0 = Now();
+        for (int i = 0; i < ioctls; ++i) ioctl(fd, RESMEM_IOC_LENGTH, &len);
+        us.push_back((Now() - t0) / ioctls * 1e6);
+      }
+      std::printf("%-34s %.2f us per call (median of 5 x %d)\n", "ioctl RESMEM_IOC_LENGTH",
+                  Median(us), ioctls);
+    }
+    munmap(p, size);
+    close(fd);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace resmem::fuse_emu
+
+int main(int argc, char** argv) { return resmem::fuse_emu::Main(argc, argv); }
