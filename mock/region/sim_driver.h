@@ -30,9 +30,27 @@ struct SimDriverSpec {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (phys, size)
 };
 
-// Creates the provider: devices "/dev/resmem0", ... over the world's booted machine. Load-time
-// refusals (range_check) do not fail creation: the device is absent and Open() reports the
-// refusal the driver logged, as dmesg would.
+// Creates the provider: devices "/dev/resmem0", ... over the world's booted machine, numbered by
+// the position of their range. Load-time refusals (range_check; the errno table is in
+// mock/region/range_check.h) do not fail creation: the device is absent from List() and Open()
+// of it returns the refusal's errno, which the driver also logged to world->dmesg.
+//
+// Behaviour (each rule cites its source in the .cc files):
+//   Open: unknown path ENOENT; empty path = first present device; fault point "region.open"
+//     (address/length: the device's range). O_SYNC is accepted and ignored (the module picks
+//     the cache type from its cache= parameter, not from the open flags).
+//   Info: RegionInfo of the device. Ioctl: RESMEM_IOC_INFO / _LENGTH / _PHYS
+//     (kmod/uapi/resmem_ioctl.h); unknown cmd ENOTTY (before the argument is looked at), null
+//     argument EFAULT; fault point "region.ioctl".
+//   Map: fault point "region.mmap" (physical span); length 0 or unaligned offset EINVAL; shared
+//     writable map of a read-only open EACCES; offset+length (rounded up to pages) past the
+//     range EINVAL -- unless length_as_int32, where only the int's worth is remapped and
+//     accesses past it are SIGBUS. The HostMemory is a SimMapping (mock/region/sim_mapping.h):
+//     facts from the mode, memory type from the cache type over the whole reservation, page
+//     table from pfn_source (kKernelVirtual: SIGKILL and the "Corrupted page table" oops on
+//     first access), fault points "region.read"/"region.write" over physical addresses.
+//   lazy_fault does not change what the simulation shows: a lazily faulting driver maps the
+//     same frames with the same flags, only later.
 std::unique_ptr<RegionProvider> MakeSimRegionProvider(std::shared_ptr<SimWorld> world,
                                                       const SimDriverSpec& spec);
 

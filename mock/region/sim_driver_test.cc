@@ -68,6 +68,8 @@ struct RefusalCase {
   const char* words;  // in the message and dmesg
 };
 
+void PrintTo(const RefusalCase& c, std::ostream* os) { *os << c.name; }
+
 class RangeCheckTest : public ::testing::TestWithParam<RefusalCase> {};
 
 TEST_P(RangeCheckTest, RefusedWithItsErrnoAndADmesgLine) {
@@ -447,6 +449,29 @@ TEST(SimDriver, KernelVirtualPfnInsideTheAddressWidthHitsOtherMemorySilently) {
   uint8_t at_reservation = 1;
   w->memory.Read(4 * kGiB, &at_reservation, 1);
   EXPECT_EQ(at_reservation, 0);  // the reserved range did not receive the byte
+}
+
+TEST(SimDriver, CopyHostThroughBuggyMappingsFailsLikeTheAccess) {
+  auto w = World("seed002-workstation", "", 3);
+  auto platform = MakeSimPlatform(w);
+  auto dst = platform->AllocPageable(1 * kMiB).value();
+  SimDriverSpec kv;
+  kv.pfn_source = SimDriverSpec::PfnSource::kKernelVirtual;
+  auto bad = MapOk(*OpenOk(*MakeSimRegionProvider(w, kv)), 0, 1 * kMiB);
+  EXPECT_EQ(platform->CopyHost(*dst, 0, *bad, 0, 4096).status().code(), SIGKILL);
+
+  SimDriverSpec trunc;
+  trunc.length_as_int32 = true;
+  auto t = MapOk(*OpenOk(*MakeSimRegionProvider(w, trunc)), 0, 4 * kGiB + 8192);  // int: 8192
+  std::vector<uint8_t> ones(16384, 1);
+  auto src = platform->AllocPageable(16384).value();
+  ASSERT_TRUE(src->Write(0, ones.data(), ones.size()).ok());
+  auto r = platform->CopyHost(*t, 0, *src, 0, 16384);
+  EXPECT_EQ(r.status().code(), SIGBUS);
+  uint8_t landed[2] = {};
+  w->memory.Read(4 * kGiB + 8191, landed, 2);
+  EXPECT_EQ(landed[0], 1);  // the remapped part received its bytes
+  EXPECT_EQ(landed[1], 0);  // nothing past it
 }
 
 // ---- fault points ---------------------------------------------------------------------------

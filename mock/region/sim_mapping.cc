@@ -56,13 +56,13 @@ SimMapping::SimMapping(std::shared_ptr<SimWorld> world, const SimMappingSetup& s
   // The remap reserves the memory type of what it mapped (arch/x86/mm/pat/memtype.c,
   // track_pfn_remap); pat_memtype_list shows it while the mapping lives.
   if (setup.remapped_bytes && !setup.pfn_is_kernel_virtual)
-    memtype_id = world_->AddMemtype(setup.range_phys + setup.offset,
+    memtype_id_ = world_->AddMemtype(setup.range_phys + setup.offset,
                                     setup.range_phys + setup.offset + setup.remapped_bytes,
                                     facts_.memory_type);
 }
 
 SimMapping::~SimMapping() {
-  if (memtype_id) world_->RemoveMemtype(memtype_id);
+  if (memtype_id_) world_->RemoveMemtype(memtype_id_);
 }
 
 std::string SimMapping::Describe() const {

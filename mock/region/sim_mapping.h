@@ -66,7 +66,7 @@ class SimMapping : public SimHostMemory {
   SimMappingSetup setup_;
   MappingFacts facts_;
   uint64_t address_ = 0;
-  uint64_t memtype_id = 0;
+  uint64_t memtype_id_ = 0;
   std::mutex mu_;
   bool warned_outside_ = false;
 };
