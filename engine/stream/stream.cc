@@ -1,0 +1,257 @@
+#include "engine/stream/stream.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "backends/cuda/block_pattern.h"
+#include "backends/host/host_region.h"
+#include "engine/transfer/block_check.h"
+#include "engine/transfer/transfer_engine.h"
+
+namespace resmem::stream {
+namespace {
+
+uint64_t FillSeed(uint64_t seed, int slot) { return pattern::Mix(seed * 7919 + slot); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+Result<double> PinnedBaseline(Gpu& gpu, uint64_t block) {
+  RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu.AllocPinned(block, 0));
+  RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(block));
+  std::vector<double> gbps;
+  for (int i = 0; i < 20; ++i) {
+    RESMEM_ASSIGN_OR_RETURN(CopyStats s,
+                            gpu.Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, block));
+    gbps.push_back(s.GBps());
+  }
+  return Percentile(gbps, 0.5);
+}
+
+}  // namespace
+
+Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backend,
+                               const StreamOptions& o) {
+  if (o.block_bytes == 0 || o.block_bytes % 4096)
+    return Status::InvalidArgument("--block must be a positive multiple of 4 KiB");
+  if (o.slots < 2) return Status::InvalidArgument("--slots must be at least 2");
+  if (o.rate_hz < 0) return Status::InvalidArgument("--rate must be >= 0 (0 = flat out)");
+  if (o.consumers < 1) return Status::InvalidArgument("--consumers must be at least 1");
+  StreamResult r;
+  r.backend = backend;
+  r.options = o;
+  RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(o.host_kind));
+  const uint64_t ring = o.block_bytes * o.slots;
+  RESMEM_ASSIGN_OR_RETURN(auto region, host::MapHostMemory(kind, ring));
+  for (int s = 0; s < o.slots; ++s)
+    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*region, s * o.block_bytes, o.block_bytes,
+                                                 ~0ull, FillSeed(o.seed, s)));
+  transfer::TransferOptions to;
+  if (!o.path.empty()) {
+    RESMEM_ASSIGN_OR_RETURN(transfer::Path p, transfer::ParsePath(o.path));
+    to.allowed = {p};
+  }
+  RESMEM_ASSIGN_OR_RETURN(auto engine, transfer::TransferEngine::Open(gpu, *region, clock, to));
+  r.path_choice = engine->choice().Describe();
+  RESMEM_ASSIGN_OR_RETURN(r.pinned_gbps, PinnedBaseline(gpu, o.block_bytes));
+  const bool staged = engine->choice().path == transfer::Path::kStaged;
+  const int consumers = (staged || clock.is_virtual()) ? 1 : o.consumers;
+  std::vector<std::unique_ptr<DeviceBuffer>> devs;
+  for (int c = 0; c < consumers; ++c) {
+    RESMEM_ASSIGN_OR_RETURN(auto d, gpu.AllocDevice(o.block_bytes));
+    devs.push_back(std::move(d));
+  }
+  std::vector<double> latencies;
+  auto consume = [&](uint64_t seq, int c, double* seconds) -> Result<bool> {
+    const int slot = static_cast<int>(seq % o.slots);
+    RESMEM_ASSIGN_OR_RETURN(CopyStats s, engine->Copy(CopyDirection::kHostToDevice,
+                                                      slot * o.block_bytes, *devs[c], 0,
+                                                      o.block_bytes));
+    *seconds = s.seconds;
+    RESMEM_ASSIGN_OR_RETURN(uint64_t bad, transfer::DeviceMismatches(
+                                              gpu, *devs[c], 0, o.block_bytes, seq,
+                                              FillSeed(o.seed, slot)));
+    return bad == 0;
+  };
+
+  if (clock.is_virtual()) {
+    // The model's time: one consumer; a block is due at seq/rate, starts when the consumer is
+    // free, and is dropped when its slot's previous block has not finished by then.
+    std::vector<double> slot_done(o.slots, 0);
+    double consumer_free = 0, first = -1, last = 0;
+    for (uint64_t seq = 0; seq < o.blocks; ++seq) {
+      const int slot = static_cast<int>(seq % o.slots);
+      double due = o.rate_hz > 0 ? seq / o.rate_hz : slot_done[slot];
+      if (o.rate_hz > 0 && slot_done[slot] > due) {
+        ++r.dropped;
+        continue;
+      }
+      RESMEM_RETURN_IF_ERROR(
+          transfer::StampPattern(*region, slot * o.block_bytes, o.block_bytes, seq));
+      double start = std::max(due, consumer_free), secs = 0;
+      RESMEM_ASSIGN_OR_RETURN(bool whole, consume(seq, 0, &secs));
+      double done = start + secs;
+      consumer_free = slot_done[slot] = done;
+      if (first < 0) first = due;
+      last = done;
+      r.corrupt += !whole;
+      ++r.delivered;
+      latencies.push_back((done - due) * 1e3);
+      if (o.progress && (seq + 1) % std::max<uint64_t>(1, o.blocks / 10) == 0)
+        std::fprintf(stderr, "stream: block %llu/%llu (model time %.2f s)\n",
+                     (unsigned long long)seq + 1, (unsigned long long)o.blocks, done);
+    }
+    r.seconds = last - std::max(0.0, first);
+  } else {
+    using SteadyNow = std::chrono::steady_clock;
+    const auto t0 = SteadyNow::now();
+    auto since = [&](SteadyNow::time_point t) {
+      return std::chrono::duration<double>(t - t0).count();
+    };
+    std::vector<std::atomic<int>> busy(o.slots);
+    for (auto& b : busy) b.store(0);
+    std::vector<double> published(o.blocks, 0);
+    std::mutex mu;
+    std::condition_variable cv, freed;
+    std::deque<uint64_t> queue;
+    bool producer_done = false;
+    std::atomic<uint64_t> delivered{0}, corrupt{0};
+    std::atomic<double> last_done{0};
+    Status failure;
+    std::thread producer([&] {
+      for (uint64_t seq = 0; seq < o.blocks; ++seq) {
+        const int slot = static_cast<int>(seq % o.slots);
+        if (o.rate_hz > 0) {
+          std::this_thread::sleep_until(t0 + std::chrono::duration_cast<SteadyNow::duration>(
+                                                 std::chrono::duration<double>(seq / o.rate_hz)));
+          if (busy[slot].load()) {
+            std::lock_guard<std::mutex> l(mu);
+            ++r.dropped;
+            continue;
+          }
+        } else {
+          std::unique_lock<std::mutex> l(mu);
+          freed.wait(l, [&] { return !busy[slot].load() || !failure.ok(); });
+          if (!failure.ok()) break;
+        }
+        pattern::Stamp(region->data() + slot * o.block_bytes, o.block_bytes, seq);
+        busy[slot].store(1);
+        std::lock_guard<std::mutex> l(mu);
+        published[seq] = since(SteadyNow::now());
+        queue.push_back(seq);
+        cv.notify_one();
+      }
+      std::lock_guard<std::mutex> l(mu);
+      producer_done = true;
+      cv.notify_all();
+    });
+    std::vector<std::thread> workers;
+    for (int c = 0; c < consumers; ++c)
+      workers.emplace_back([&, c] {
+        for (;;) {
+          uint64_t seq;
+          {
+            std::unique_lock<std::mutex> l(mu);
+            cv.wait(l, [&] { return !queue.empty() || producer_done || !failure.ok(); });
+            if (queue.empty() || !failure.ok()) return;
+            seq = queue.front();
+            queue.pop_front();
+          }
+          double secs = 0;
+          auto whole = consume(seq, c, &secs);
+          double done = since(SteadyNow::now());
+          std::lock_guard<std::mutex> l(mu);
+          if (!whole.ok()) {
+            failure = whole.status();
+            cv.notify_all();
+            freed.notify_all();
+            return;
+          }
+          corrupt += !*whole;
+          ++delivered;
+          latencies.push_back((done - published[seq]) * 1e3);
+          if (done > last_done.load()) last_done.store(done);
+          busy[seq % o.slots].store(0);
+          freed.notify_all();
+        }
+      });
+    std::atomic<bool> finished{false};
+    std::thread progress([&] {
+      while (!finished.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.rate_hz > 0 ? 1000 : 250));
+        if (o.progress && !finished.load()) {
+          double t = since(SteadyNow::now());
+          std::fprintf(stderr, "stream: %llu/%llu blocks, %.2f GB/s, %llu dropped, %llu corrupt\n",
+                       (unsigned long long)delivered.load(), (unsigned long long)o.blocks,
+                       t > 0 ? delivered.load() * o.block_bytes / t / 1e9 : 0.0,
+                       (unsigned long long)r.dropped, (unsigned long long)corrupt.load());
+        }
+      }
+    });
+    producer.join();
+    for (auto& w : workers) w.join();
+    finished.store(true);
+    progress.join();
+    if (!failure.ok()) return failure.WithContext("stream consumer");
+    r.delivered = delivered.load();
+    r.corrupt = corrupt.load();
+    r.seconds = last_done.load() - (published.empty() ? 0 : published[0]);
+  }
+  r.gbps = r.seconds > 0 ? r.delivered * o.block_bytes / r.seconds / 1e9 : 0;
+  r.latency_p50_ms = Percentile(latencies, 0.5);
+  r.latency_p99_ms = Percentile(latencies, 0.99);
+  r.latency_max_ms = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
+  return r;
+}
+
+std::string StreamResult::ToJson() const {
+  nlohmann::json j = {{"backend", backend},
+                      {"path", path_choice},
+                      {"block_bytes", options.block_bytes},
+                      {"rate_hz", options.rate_hz},
+                      {"blocks", options.blocks},
+                      {"slots", options.slots},
+                      {"host_kind", options.host_kind},
+                      {"delivered", delivered},
+                      {"dropped", dropped},
+                      {"corrupt", corrupt},
+                      {"seconds", seconds},
+                      {"gbps", gbps},
+                      {"pinned_gbps", pinned_gbps},
+                      {"ratio_to_pinned", pinned_gbps > 0 ? gbps / pinned_gbps : 0},
+                      {"latency_ms", {{"p50", latency_p50_ms}, {"p99", latency_p99_ms},
+                                      {"max", latency_max_ms}}}};
+  return j.dump(1);
+}
+
+std::string StreamResult::Summary() const {
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "stream (%s): %llu blocks of %s at %s on %s\n"
+                "  %s\n"
+                "  delivered %llu, dropped %llu, corrupt %llu in %.2f s\n"
+                "  throughput %.2f GB/s = %.1f%% of pinned (%.2f GB/s)\n"
+                "  latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+                backend.c_str(), (unsigned long long)options.blocks,
+                FormatSize(options.block_bytes).c_str(),
+                options.rate_hz > 0 ? (std::to_string(options.rate_hz) + " Hz").c_str() : "flat out",
+                options.host_kind.c_str(), path_choice.c_str(), (unsigned long long)delivered,
+                (unsigned long long)dropped, (unsigned long long)corrupt, seconds, gbps,
+                pinned_gbps > 0 ? 100 * gbps / pinned_gbps : 0.0, pinned_gbps, latency_p50_ms,
+                latency_p99_ms, latency_max_ms);
+  return buf;
+}
+
+}  // namespace resmem::stream

@@ -1,0 +1,50 @@
+// `resmem stream`: ring-buffer acquisition, as in seed 000 (16 MB blocks at 10 Hz into a reserved
+// region used as a ring). A producer (the FPGA's stand-in) writes numbered blocks into the ring's
+// slots at a rate, or flat out; consumers move each block to the GPU through the transfer engine;
+// a device-side check (backends/cuda pattern kernel; the device checksum on the simulator)
+// verifies every block arrived whole and current. A block due while its slot still waits to be
+// consumed is dropped (the FPGA would overwrite it); flat out, the producer waits instead.
+#ifndef RESMEM_ENGINE_STREAM_STREAM_H_
+#define RESMEM_ENGINE_STREAM_STREAM_H_
+
+#include <cstdint>
+#include <string>
+
+#include "backends/api/clock.h"
+#include "backends/api/gpu.h"
+
+namespace resmem::stream {
+
+struct StreamOptions {
+  uint64_t block_bytes = 16ull << 20;  // seed 000: 16 MB blocks
+  double rate_hz = 10;                 // seed 000: 10 Hz; 0 = flat out
+  uint64_t blocks = 600;
+  int slots = 16;                      // ring slots in the region
+  int consumers = 4;                   // concurrent consumers (1 when the path is staged)
+  std::string host_kind = "memfd";     // backends/host kind standing in for the region
+  std::string path;                    // force a transfer path; "" = the engine's choice
+  uint64_t seed = 1;
+  bool progress = true;                // live progress on stderr
+};
+
+struct StreamResult {
+  std::string backend;
+  std::string path_choice;
+  StreamOptions options;
+  uint64_t delivered = 0;
+  uint64_t dropped = 0;
+  uint64_t corrupt = 0;
+  double seconds = 0;
+  double gbps = 0;
+  double pinned_gbps = 0;  // cudaMallocHost baseline for the same block size, this run
+  double latency_p50_ms = 0, latency_p99_ms = 0, latency_max_ms = 0;
+  std::string ToJson() const;
+  std::string Summary() const;
+};
+
+Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backend,
+                               const StreamOptions& options);
+
+}  // namespace resmem::stream
+
+#endif  // RESMEM_ENGINE_STREAM_STREAM_H_
