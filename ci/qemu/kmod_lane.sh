@@ -1,0 +1,146 @@
+#!/bin/bash
+# The real-kernel lane for kmod/resmem.c (Bazel: //ci/qemu:kmod_lane_test; by hand:
+# ci/qemu/kmod_lane.sh after `bazel build //ci/qemu:resmem_guest`).
+#  1. installs what is missing (qemu-system-x86 busybox-static cpio kmod linux-headers-amd64);
+#  2. takes the kernel version from the linux-headers package (never uname -r: FACTS.md), extracts
+#     that version's vmlinuz from `apt-get download linux-image-VER` (no udev/systemd pulled in);
+#  3. builds resmem.ko and resmem_test.ko with Kbuild and checks their vermagic;
+#  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest);
+#  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
+#  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case.
+# Exit 0 only when the guest printed its plan and every case is "ok".
+# Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
+# RESMEM_QEMU_TIMEOUT (seconds, default 900), RESMEM_ONLY (run one guest case by name).
+set -euo pipefail
+
+log() { echo "kmod-lane: $*" >&2; }
+die() { echo "kmod-lane: ERROR: $*" >&2; exit 1; }
+
+# ---- locate inputs (Bazel runfiles, or the source tree) ----------------------------------------
+if [[ -n "${TEST_SRCDIR:-}" ]]; then
+	SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}"
+else
+	SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+fi
+GUEST_BIN="$SRC/ci/qemu/resmem_guest"
+[[ -x "$GUEST_BIN" ]] || GUEST_BIN="$SRC/bazel-bin/ci/qemu/resmem_guest"
+[[ -x "$GUEST_BIN" ]] || die "resmem_guest not found; run: bazel build //ci/qemu:resmem_guest"
+INIT="$SRC/ci/qemu/guest_init.sh"
+WORK="${TEST_TMPDIR:-$(mktemp -d)}/kmod-lane"
+rm -rf "$WORK" && mkdir -p "$WORK"
+CACHE="${RESMEM_KMOD_CACHE:-/var/cache/resmem-kmod}"
+T0=$(date +%s)
+
+# ---- 1. packages ---------------------------------------------------------------------------------
+missing=()
+command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+[[ -x /bin/busybox && "$(file -b /bin/busybox 2>/dev/null || true)" != *dynamic* ]] || dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+command -v cpio >/dev/null || missing+=(cpio)
+command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
+dpkg -s linux-headers-amd64 >/dev/null 2>&1 || missing+=(linux-headers-amd64)
+if ((${#missing[@]})); then
+	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
+	log "installing ${missing[*]}"
+	apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}" >"$WORK/apt.log" 2>&1 ||
+		{ apt-get update -o DPkg::Lock::Timeout=300 >>"$WORK/apt.log" 2>&1 &&
+		  apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}" >>"$WORK/apt.log" 2>&1; } ||
+		{ tail -20 "$WORK/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
+fi
+
+# ---- 2. kernel version from the headers package, and its vmlinuz -------------------------------
+KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
+[[ -n "$KVER" && -d "/lib/modules/$KVER/build" ]] || die "cannot find the headers of linux-headers-amd64 ($KVER) under /lib/modules/$KVER/build"
+VMLINUZ="/boot/vmlinuz-$KVER"
+if [[ ! -r "$VMLINUZ" ]]; then
+	VMLINUZ="$CACHE/boot/vmlinuz-$KVER"
+	if [[ ! -r "$VMLINUZ" ]]; then
+		log "downloading linux-image-$KVER into $CACHE"
+		mkdir -p "$CACHE"
+		(cd "$CACHE" && apt-get download "linux-image-$KVER" >"$WORK/download.log" 2>&1) ||
+			{ cat "$WORK/download.log" >&2; die "apt-get download linux-image-$KVER failed (apt-get update?)"; }
+		deb=$(ls -t "$CACHE"/linux-image-"$KVER"_*.deb | head -1)
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$CACHE" "./boot/vmlinuz-$KVER"
+	fi
+fi
+log "kernel $KVER ($VMLINUZ)"
+
+# ---- 3. build the modules ------------------------------------------------------------------------
+mkdir -p "$WORK/kmod/uapi"
+cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c} "$WORK/kmod/"
+cp "$SRC/kmod/uapi/resmem_ioctl.h" "$WORK/kmod/uapi/"
+chmod -R u+w "$WORK/kmod"
+make -C "/lib/modules/$KVER/build" M="$WORK/kmod" modules >"$WORK/kbuild.log" 2>&1 ||
+	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
+if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
+for ko in resmem resmem_test; do
+	vm=$(/sbin/modinfo -F vermagic "$WORK/kmod/$ko.ko" | awk '{print $1}')
+	[[ "$vm" == "$KVER" ]] || die "$ko.ko vermagic '$vm' does not match kernel $KVER"
+done
+log "modules built ($(($(date +%s) - T0)) s)"
+
+# ---- 4. initramfs --------------------------------------------------------------------------------
+R="$WORK/root"
+mkdir -p "$R"/{bin,dev,proc,sys,tmp}
+cp /bin/busybox "$R/bin/busybox"
+cp "$INIT" "$R/init" && chmod 755 "$R/init"
+cp "$WORK/kmod/resmem.ko" "$WORK/kmod/resmem_test.ko" "$R/"
+cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
+(cd "$R" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initramfs.cpio.gz")
+
+# ---- 5. boot ------------------------------------------------------------------------------------
+APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
+APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
+APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
+[[ -n "${RESMEM_ONLY:-}" ]] && APPEND+=" resmem_only=$RESMEM_ONLY"
+CONSOLE="$WORK/console.log"
+log "booting (TCG, -m 5G)"
+set +e
+timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -cpu max -m 5G -smp 2 -no-reboot \
+	-display none -serial stdio -monitor none -kernel "$VMLINUZ" -initrd "$WORK/initramfs.cpio.gz" \
+	-append "$APPEND" </dev/null >"$CONSOLE" 2>&1
+QRC=$?
+set -e
+tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
+cat "$CONSOLE.txt"
+[[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] && cp "$CONSOLE.txt" "$TEST_UNDECLARED_OUTPUTS_DIR/console.log"
+log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
+
+# ---- 6. TAP -> JUnit ---------------------------------------------------------------------------
+XML="${XML_OUTPUT_FILE:-$WORK/test.xml}"
+python3 - "$CONSOLE.txt" "$XML" "$QRC" <<'PY'
+import re, sys, html
+console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cases, diag, plan = [], [], None
+for line in open(console, errors="replace"):
+    line = line.rstrip("\n")
+    m = re.match(r"^(not )?ok (\d+) - (\S+)", line)
+    if m:
+        cases.append((m.group(3), m.group(1) is None, diag))
+        diag = []
+    elif re.match(r"^1\.\.(\d+)$", line):
+        plan = int(line[3:])
+    elif line.startswith("# "):
+        diag.append(line[2:])
+problems = []
+if plan is None:
+    problems.append("the guest never printed its TAP plan (crashed, hung or timed out; qemu exit %d)" % qrc)
+elif plan != len(cases):
+    problems.append("plan says %d cases, console shows %d" % (plan, len(cases)))
+failed = [c for c in cases if not c[1]]
+with open(xml, "w") as f:
+    f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    f.write('<testsuites><testsuite name="kmod_lane" tests="%d" failures="%d" errors="%d">\n'
+            % (len(cases), len(failed), len(problems)))
+    for name, ok, d in cases:
+        f.write('<testcase name="%s" classname="kmod_lane">' % html.escape(name))
+        if not ok:
+            f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
+        f.write('<system-out>%s</system-out></testcase>\n' % html.escape("\n".join(d)))
+    for p in problems:
+        f.write('<testcase name="lane" classname="kmod_lane"><error message="%s"/></testcase>\n' % html.escape(p))
+    f.write("</testsuite></testsuites>\n")
+print("kmod-lane: %d guest cases, %d failed%s" % (len(cases), len(failed), "; " + "; ".join(problems) if problems else ""))
+for name, ok, _ in cases:
+    print("kmod-lane:   %s %s" % ("PASS" if ok else "FAIL", name))
+sys.exit(1 if failed or problems else 0)
+PY

@@ -1,0 +1,714 @@
+// The test and benchmark program that runs inside the QEMU guest of the kmod lane
+// (ci/qemu/kmod_lane.sh, ci/qemu/guest_init.sh). Statically linked: the guest has only busybox.
+//
+//   resmem_guest CASE [ARGS...]      runs one case; exit 0 = pass, 1 = fail, 2 = usage.
+// Lines starting with "# " are diagnostics that the lane keeps with the case in the JUnit report;
+// /init prints the TAP "ok N - CASE" line from the exit status.
+//
+// Cases (the letters): a-* mapping facts + CUDA model, b-* fault-injection reproductions,
+// c-*/load-* load-time refusals (expect-refused), d-* bad input, e-* data integrity, bench.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/api/clock.h"
+#include "backends/api/gpu.h"
+#include "backends/api/region.h"
+#include "backends/fault/fault_injector.h"
+#include "backends/fault/rng.h"
+#include "backends/kmod/kmod_region.h"
+#include "backends/kmod/smaps.h"
+#include "kmod/uapi/resmem_ioctl.h"
+#include "mock/gpu/sim_gpu.h"
+
+namespace resmem {
+namespace {
+
+// Every random choice in the lane draws from this seed (printed by each case that draws).
+constexpr uint64_t kSeed = 0x6b6d6f64ull;  // "kmod"
+
+void Diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void Diag(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fputs("# ", stdout);
+  std::vfprintf(stdout, fmt, ap);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  va_end(ap);
+}
+
+// errno names, including the ones the module uses that the shared table may not know.
+const char* ErrName(int err) {
+  switch (err) {
+    case EDOM: return "EDOM";
+    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+    case EOVERFLOW: return "EOVERFLOW";
+    case ERANGE: return "ERANGE";
+    default: {
+      const char* n = ErrnoName(err);
+      return n && *n ? n : "E?";
+    }
+  }
+}
+
+int Fail(const std::string& why) {
+  Diag("FAIL: %s", why.c_str());
+  return 1;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  return static_cast<bool>(f);
+}
+
+std::string KernelLog() {
+  int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+  if (len <= 0) len = 1 << 20;
+  std::string buf(static_cast<size_t>(len), '\0');
+  int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, &buf[0], len);
+  buf.resize(n > 0 ? n : 0);
+  return buf;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l)) out.push_back(l);
+  return out;
+}
+
+// Kernel log lines written after `mark` (the log's length when the case began).
+std::vector<std::string> NewLogLines(size_t mark) {
+  std::string log = KernelLog();
+  return Lines(mark < log.size() ? log.substr(mark) : "");
+}
+
+// Signs of a kernel in trouble. "Bad pagetable" is expected only in the seed-002 case.
+bool NoOops(const std::vector<std::string>& lines, std::string* bad) {
+  static const char* kSigns[] = {"Oops", "BUG:", "WARNING:", "general protection", "Bad pagetable",
+                                 "Call Trace", "Corrupted page table"};
+  for (const auto& l : lines)
+    for (const char* s : kSigns)
+      if (l.find(s) != std::string::npos) {
+        *bad = l;
+        return false;
+      }
+  return true;
+}
+
+struct Device {
+  std::unique_ptr<RegionHandle> handle;
+  RegionInfo info;
+};
+
+Result<Device> OpenDevice(const std::string& path) {
+  auto provider = MakeKmodRegionProvider();
+  OpenRequest req;
+  req.path = path;
+  RESMEM_ASSIGN_OR_RETURN(auto handle, provider->Open(req));
+  RESMEM_ASSIGN_OR_RETURN(RegionInfo info, handle->Info());
+  return Device{std::move(handle), info};
+}
+
+std::unique_ptr<Gpu> SimGpu(const std::string& profile_name) {
+  auto profile = sim::CudaProfileByName(profile_name);
+  if (!profile.ok()) return nullptr;
+  return sim::MakeSimGpu(profile.value(), profile->default_host, std::make_shared<VirtualClock>(),
+                         std::make_shared<FaultInjector>(kSeed));
+}
+
+// ---- a: mapping facts from the real kernel, judged by the CUDA model ----------------------------
+
+int CaseFacts(const std::string& path, bool expect_pfnmap) {
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  Diag("info: %s", dev->info.Describe().c_str());
+  MapRequest req;
+  req.length = 16 << 20;
+  auto mem = dev->handle->Map(req);
+  if (!mem.ok()) return Fail(mem.status().ToString());
+  const MappingFacts& f = mem.value()->facts();
+  auto vma = ReadSmapsVma(mem.value()->address());
+  if (vma.ok()) {
+    std::string flags;
+    for (const auto& x : vma->vm_flags) flags += x + " ";
+    Diag("smaps %s VmFlags: %s", vma->path.c_str(), flags.c_str());
+  }
+  Diag("facts: %s", f.Describe().c_str());
+  if (f.vm_pfnmap != expect_pfnmap || f.vm_io != expect_pfnmap || f.vm_mixedmap == expect_pfnmap)
+    return Fail(std::string("VmFlags do not match mode ") + MapModeName(dev->info.mode));
+  if ((dev->info.mode == MapMode::kPfnmap) != expect_pfnmap) return Fail("device is in the other mode");
+  if (!f.phys_addr || *f.phys_addr != dev->info.phys_addr) return Fail("phys_addr not from info ioctl");
+
+  int failures = 0;
+  for (const char* prof : {"cuda-13.0-r580", "cuda-4.1-r285"}) {
+    auto gpu = SimGpu(prof);
+    if (!gpu) return Fail(std::string("no CUDA profile ") + prof);
+    Status plain = gpu->Register(*mem.value(), 0, req.length, kRegisterDefault);
+    Diag("%s cudaHostRegister(default) -> %s %s", prof,
+         plain.ok() ? "0 cudaSuccess" : std::to_string(plain.code()).c_str(),
+         plain.ok() ? "" : CudaErrorName(prof, plain.code()).c_str());
+    if (expect_pfnmap == plain.ok()) {
+      Diag("  expected %s", expect_pfnmap ? "a refusal (no struct pages)" : "success");
+      ++failures;
+    }
+    if (plain.ok()) gpu->Unregister(*mem.value(), 0);
+    if (expect_pfnmap && std::string(prof) == "cuda-13.0-r580") {
+      Status io = gpu->Register(*mem.value(), 0, req.length, kRegisterIoMemory);
+      Diag("%s cudaHostRegister(IoMemory) -> %s", prof, io.ok() ? "0 cudaSuccess" : io.ToString().c_str());
+      if (!io.ok()) ++failures;
+    }
+  }
+  return failures ? Fail("CUDA model decisions differ from the expectation") : 0;
+}
+
+// Real long-term pin through the test build's RESMEM_IOC_TEST_PIN (pin_user_pages_fast with
+// FOLL_LONGTERM, the CUDA driver's default registration path).
+int CasePin(const std::string& path, bool expect_pinned) {
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  MapRequest req;
+  req.offset = 2 << 20;
+  req.length = 4 << 20;
+  auto mem = dev->handle->Map(req);
+  if (!mem.ok()) return Fail(mem.status().ToString());
+  uint8_t* p = mem.value()->data();
+  std::memset(p, 0x11, 64 * 4096);
+  resmem_test_pin pin{};
+  pin.addr = mem.value()->address();
+  pin.length = 64 * 4096;
+  Status st = dev->handle->Ioctl(RESMEM_IOC_TEST_PIN, &pin);
+  Diag("%s (%s) pin_user_pages_fast(FOLL_LONGTERM, 64 pages) -> %s, pinned %" PRIu64
+       ", first phys 0x%" PRIx64,
+       path.c_str(), MapModeName(dev->info.mode), st.ok() ? "ok" : st.ToString().c_str(),
+       static_cast<uint64_t>(pin.pinned), static_cast<uint64_t>(pin.first_phys));
+  if (expect_pinned) {
+    if (!st.ok()) return Fail("long-term pin refused in pages mode");
+    if (pin.pinned != 64) return Fail("not every page pinned");
+    if (pin.first_phys != dev->info.phys_addr + req.offset)
+      return Fail("the pinned page is not the device's physical page at the mapped offset");
+    return 0;
+  }
+  if (st.ok()) return Fail("pfnmap mapping was pinned: it has no struct pages");
+  if (st.code() != EFAULT) return Fail("expected EFAULT (mm/gup.c check_vma_flags refuses VM_IO|VM_PFNMAP)");
+  return 0;
+}
+
+// The PAT memory type each device's range holds, from debugfs.
+int CaseCacheTypes(const std::vector<std::string>& paths) {
+  std::string pat = ReadFile("/sys/kernel/debug/x86/pat_memtype_list");
+  if (pat.empty()) return Fail("cannot read /sys/kernel/debug/x86/pat_memtype_list (debugfs mounted?)");
+  int failures = 0;
+  for (const auto& path : paths) {
+    auto dev = OpenDevice(path);
+    if (!dev.ok()) return Fail(dev.status().ToString());
+    char start[32];
+    std::snprintf(start, sizeof(start), "%016" PRIx64, dev->info.phys_addr);
+    const char* want = dev->info.cache == CacheType::kWriteCombining ? "write-combining"
+                       : dev->info.cache == CacheType::kUncached      ? "uncached"
+                                                                      : "write-back";
+    bool found = false;
+    for (const auto& l : Lines(pat)) {
+      if (l.find(start) == std::string::npos) continue;
+      Diag("%s cache=%s: %s", path.c_str(), CacheTypeName(dev->info.cache), l.c_str());
+      if (l.find(want) != std::string::npos && (dev->info.cache != CacheType::kUncached ||
+                                                l.find("uncached-minus") == std::string::npos))
+        found = true;
+    }
+    if (!found) {
+      Diag("%s: no PAT entry of type %s at 0x%s", path.c_str(), want, start);
+      ++failures;
+    }
+  }
+  return failures ? Fail("PAT types differ from the devices' cache=") : 0;
+}
+
+// ---- b: fault-injection reproductions (test build) ----------------------------------------------
+
+// Maps the device in a child that writes the first byte; returns the child's wait status.
+int TouchInChild(const std::string& path, int* status) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(path.c_str(), O_RDWR | O_SYNC);  // O_SYNC as the seed-002 program did
+    if (fd < 0) _exit(10);
+    void* p = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 4096);
+    if (p == MAP_FAILED) _exit(11);
+    static_cast<volatile char*>(p)[0] = 'a';
+    _exit(0);
+  }
+  if (pid < 0) return -1;
+  waitpid(pid, status, 0);
+  return 0;
+}
+
+int SetFault(int mode) {
+  return WriteFile("/sys/module/resmem_test/parameters/fault", std::to_string(mode)) ? 0 : -1;
+}
+
+int CaseFaultSigbus(const std::string& path) {
+  size_t mark = KernelLog().size();
+  if (SetFault(2) != 0) return Fail("cannot set fault=2 (is resmem_test.ko loaded?)");
+  int status = 0;
+  TouchInChild(path, &status);
+  SetFault(0);
+  for (const auto& l : NewLogLines(mark)) Diag("console: %s", l.c_str());
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGBUS)
+    return Fail("expected the writer to die of SIGBUS, wait status " + std::to_string(status));
+  Diag("writer killed by SIGBUS from the failing fault handler");
+  return 0;
+}
+
+int CaseCorruptedPageTable(const std::string& path) {
+  size_t mark = KernelLog().size();
+  if (SetFault(1) != 0) return Fail("cannot set fault=1 (is resmem_test.ko loaded?)");
+  int status = 0;
+  TouchInChild(path, &status);
+  SetFault(0);
+  bool corrupted = false, bad = false;
+  for (const auto& l : NewLogLines(mark)) {
+    if (l.find("Corrupted page table") != std::string::npos) corrupted = true;
+    if (l.find("Bad pagetable") != std::string::npos) bad = true;
+    Diag("console: %s", l.c_str());
+  }
+  if (WIFEXITED(status)) return Fail("mmap or the write survived: exit " + std::to_string(WEXITSTATUS(status)));
+  Diag("writer killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (!corrupted || !bad) return Fail("console lacks 'Corrupted page table' / 'Bad pagetable'");
+  return 0;
+}
+
+// ---- c and load checks: the module refuses a range ----------------------------------------------
+
+int CaseExpectRefused(const std::string& ko, const std::string& params, const std::string& errno_name,
+                      const std::string& keyword) {
+  size_t mark = KernelLog().size();
+  int fd = open(ko.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail("cannot open " + ko);
+  long rc = syscall(SYS_finit_module, fd, params.c_str(), 0);
+  int err = errno;
+  close(fd);
+  if (rc == 0) {
+    std::string name = ko.substr(ko.rfind('/') + 1);
+    name = name.substr(0, name.find(".ko"));
+    syscall(SYS_delete_module, name.c_str(), O_NONBLOCK);
+    return Fail("module loaded with " + params + "; expected a refusal");
+  }
+  Diag("finit_module(%s) -> %s (%s)", params.c_str(), ErrName(err), std::strerror(err));
+  bool said = false;
+  for (const auto& l : NewLogLines(mark)) {
+    if (l.find("taint") != std::string::npos) continue;  // unsigned module, FACTS.md
+    Diag("console: %s", l.c_str());
+    if (l.find(keyword) != std::string::npos && l.find(std::string("-") + errno_name) != std::string::npos)
+      said = true;
+  }
+  if (errno_name != ErrName(err)) return Fail("expected errno " + errno_name);
+  if (!said) return Fail("no dmesg line with '" + keyword + "' and -" + errno_name);
+  return 0;
+}
+
+// ---- d: bad input -------------------------------------------------------------------------------
+
+int CaseIoctlGarbage(const std::string& path) {
+  size_t mark = KernelLog().size();
+  int fd = open(path.c_str(), O_RDWR);
+  if (fd < 0) return Fail("open " + path);
+  int failures = 0;
+  auto expect = [&](unsigned long cmd, void* arg, int want, const char* what) {
+    errno = 0;
+    int rc = ioctl(fd, cmd, arg);
+    int got = rc == 0 ? 0 : errno;
+    if (got != want) {
+      Diag("%s: ioctl 0x%lx -> %s, expected %s", what, cmd, got ? ErrName(got) : "0",
+           want ? ErrName(want) : "0");
+      ++failures;
+    }
+  };
+  expect(RESMEM_IOC_INFO, nullptr, EFAULT, "INFO with NULL");
+  expect(RESMEM_IOC_INFO, reinterpret_cast<void*>(1), EFAULT, "INFO with address 1");
+  expect(RESMEM_IOC_INFO, reinterpret_cast<void*>(0xffff800000000000ull), EFAULT, "INFO with a kernel address");
+  expect(RESMEM_IOC_LENGTH, nullptr, EFAULT, "LENGTH with NULL");
+  expect(RESMEM_IOC_PHYS, nullptr, EFAULT, "PHYS with NULL");
+  resmem_test_pin pin{};
+  expect(RESMEM_IOC_TEST_PIN, &pin, ENOTTY, "TEST_PIN on the production module");
+  // Wrong direction/size encodings of the real numbers, and random commands.
+  uint8_t buf[4096];
+  expect(_IOW(RESMEM_IOC_MAGIC, 1, struct resmem_info), buf, ENOTTY, "INFO encoded as _IOW");
+  expect(_IOR(RESMEM_IOC_MAGIC, 1, uint32_t), buf, ENOTTY, "INFO with the wrong size");
+  DeterministicRng rng(kSeed);
+  Diag("seed 0x%" PRIx64 ": 2000 random ioctl commands with random buffers", kSeed);
+  for (int i = 0; i < 2000; ++i) {
+    unsigned long cmd = static_cast<uint32_t>(rng.NextU64());
+    if (cmd == RESMEM_IOC_INFO || cmd == RESMEM_IOC_LENGTH || cmd == RESMEM_IOC_PHYS) continue;
+    for (auto& b : buf) b = static_cast<uint8_t>(rng.NextU64());
+    errno = 0;
+    int rc = ioctl(fd, cmd, buf);
+    if (rc == 0 || (errno != ENOTTY && errno != EINVAL && errno != EFAULT)) {
+      // The VFS answers a few generic commands itself (FIONBIO, FIOCLEX, ...): allowed.
+      if (rc != 0) {
+        Diag("random cmd 0x%lx -> %s", cmd, ErrName(errno));
+        ++failures;
+      }
+    }
+  }
+  // The real ones still answer correctly afterwards.
+  resmem_info info{};
+  if (ioctl(fd, RESMEM_IOC_INFO, &info) != 0 || info.abi_version != RESMEM_ABI_VERSION) ++failures;
+  uint64_t len = 0, phys = 0;
+  if (ioctl(fd, RESMEM_IOC_LENGTH, &len) != 0 || len != info.size) ++failures;
+  if (ioctl(fd, RESMEM_IOC_PHYS, &phys) != 0 || phys != info.phys_addr) ++failures;
+  Diag("after the garbage: INFO abi %u size 0x%" PRIx64 " phys 0x%" PRIx64 " name %s",
+       info.abi_version, static_cast<uint64_t>(info.size), static_cast<uint64_t>(info.phys_addr), info.name);
+  close(fd);
+  std::string bad;
+  if (!NoOops(NewLogLines(mark), &bad)) return Fail("kernel complained: " + bad);
+  return failures ? Fail(std::to_string(failures) + " ioctl answers were wrong") : 0;
+}
+
+int CaseMmapBounds(const std::string& path) {
+  size_t mark = KernelLog().size();
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  const uint64_t size = dev->info.size;
+  int fd = open(path.c_str(), O_RDWR);
+  int failures = 0;
+  struct Try {
+    const char* what;
+    uint64_t offset, length;
+    int flags;
+    int want;  // 0 = mapping works
+  };
+  const Try tries[] = {
+      {"whole range", 0, size, MAP_SHARED, 0},
+      {"last page", size - 4096, 4096, MAP_SHARED, 0},
+      {"offset at the end", size, 4096, MAP_SHARED, EINVAL},
+      {"last page + 1 past the end", size - 4096, 8192, MAP_SHARED, EINVAL},
+      {"length one page too long", 0, size + 4096, MAP_SHARED, EINVAL},
+      {"offset far past the end", 1ull << 46, 4096, MAP_SHARED, EINVAL},
+      {"offset whose pages overflow", 0x7ffffffffffff000ull, 4096, MAP_SHARED, EINVAL},
+      {"unaligned offset", 100, 4096, MAP_SHARED, EINVAL},
+      {"length zero", 0, 0, MAP_SHARED, EINVAL},
+      {"MAP_PRIVATE", 0, 4096, MAP_PRIVATE, EINVAL},
+  };
+  for (const Try& t : tries) {
+    errno = 0;
+    void* p = mmap(nullptr, t.length, PROT_READ | PROT_WRITE, t.flags, fd, static_cast<off_t>(t.offset));
+    int got = p == MAP_FAILED ? errno : 0;
+    Diag("mmap %-28s offset 0x%" PRIx64 " length 0x%" PRIx64 " -> %s", t.what, t.offset, t.length,
+         got ? ErrName(got) : "mapped");
+    if (got != t.want) ++failures;
+    if (p != MAP_FAILED) {
+      // The last byte of the mapping is the device's, readable and writable.
+      volatile uint8_t* last = static_cast<uint8_t*>(p) + t.length - 1;
+      *last = 0x5a;
+      if (*last != 0x5a) ++failures;
+      munmap(p, t.length);
+    }
+  }
+  close(fd);
+  std::string bad;
+  if (!NoOops(NewLogLines(mark), &bad)) return Fail("kernel complained: " + bad);
+  for (const auto& l : NewLogLines(mark)) Diag("console: %s", l.c_str());
+  return failures ? Fail(std::to_string(failures) + " mmap answers were wrong") : 0;
+}
+
+uint64_t Pattern(uint64_t seed, uint64_t i) { return (seed * 0x9e3779b97f4a7c15ull) ^ (i * 0xbf58476d1ce4e5b9ull); }
+
+int CaseConcurrent(const std::vector<std::string>& paths) {
+  size_t mark = KernelLog().size();
+  std::atomic<int> failures{0};
+  auto worker = [&](int id) {
+    DeterministicRng rng(kSeed + id);
+    for (int it = 0; it < 40; ++it) {
+      const std::string& path = paths[rng.Below(paths.size())];
+      int fd = open(path.c_str(), O_RDWR);
+      if (fd < 0) { ++failures; continue; }
+      uint64_t off = (rng.Below(8)) << 20;
+      size_t len = (1 + rng.Below(4)) << 20;
+      // Each worker owns its own 64 KiB stripe so that concurrent writers do not collide.
+      auto* p = static_cast<uint64_t*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off));
+      if (p == MAP_FAILED) { ++failures; close(fd); continue; }
+      uint64_t* stripe = p + (id * 65536 / 8) % (len / 8 - 8192);
+      for (int k = 0; k < 8192; ++k) stripe[k] = Pattern(id, k + it);
+      for (int k = 0; k < 8192; ++k)
+        if (stripe[k] != Pattern(id, k + it)) { ++failures; break; }
+      munmap(p, len);
+      close(fd);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back(worker, i);
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 4; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      failures = 0;
+      worker(8 + i);
+      _exit(failures ? 1 : 0);
+    }
+    kids.push_back(pid);
+  }
+  for (auto& t : threads) t.join();
+  for (pid_t k : kids) {
+    int st = 0;
+    waitpid(k, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) ++failures;
+  }
+  Diag("8 threads + 4 processes x 40 open/mmap/write/verify/munmap/close on %zu devices (seed 0x%" PRIx64 "): %d failures",
+       paths.size(), kSeed, failures.load());
+  std::string bad;
+  if (!NoOops(NewLogLines(mark), &bad)) return Fail("kernel complained: " + bad);
+  return failures ? Fail("concurrent users saw errors") : 0;
+}
+
+int CaseUnloadWhileMapped(const std::string& path, const std::string& module) {
+  size_t mark = KernelLog().size();
+  int fd = open(path.c_str(), O_RDWR);
+  if (fd < 0) return Fail("open " + path);
+  auto* p = static_cast<uint64_t*>(mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (p == MAP_FAILED) return Fail("mmap");
+  close(fd);  // the mapping alone keeps the file (and so the module) in use
+  p[0] = 0x1234;
+  long rc = syscall(SYS_delete_module, module.c_str(), O_NONBLOCK);
+  int err = errno;
+  Diag("delete_module(%s) while mapped -> %s", module.c_str(), rc == 0 ? "unloaded!" : ErrName(err));
+  bool ok = rc != 0 && (err == EWOULDBLOCK || err == EBUSY) && p[0] == 0x1234;
+  p[1] = 0x5678;
+  ok = ok && p[1] == 0x5678;
+  munmap(p, 1 << 20);
+  std::string bad;
+  if (!NoOops(NewLogLines(mark), &bad)) return Fail("kernel complained: " + bad);
+  return ok ? 0 : Fail("the module must refuse to unload while a mapping holds the device");
+}
+
+// ---- e: data integrity --------------------------------------------------------------------------
+
+int CaseIntegrity(const std::string& path) {
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  MapRequest a_req, b_req;
+  a_req.length = 16 << 20;
+  b_req.offset = 4 << 20;  // overlaps a's [4 MiB, 12 MiB)
+  b_req.length = 8 << 20;
+  auto a = dev->handle->Map(a_req);
+  auto b = dev->handle->Map(b_req);
+  if (!a.ok() || !b.ok()) return Fail("mmap failed");
+  auto* pa = reinterpret_cast<uint64_t*>(a.value()->data());
+  auto* pb = reinterpret_cast<uint64_t*>(b.value()->data());
+  const uint64_t words = a_req.length / 8, seed = kSeed ^ dev->info.phys_addr;
+  for (uint64_t i = 0; i < words; ++i) pa[i] = Pattern(seed, i);
+  uint64_t bad = 0;
+  for (uint64_t i = 0; i < b_req.length / 8; ++i)
+    if (pb[i] != Pattern(seed, i + b_req.offset / 8)) ++bad;
+  uint64_t sum_a = Fnv1a64(pa, a_req.length);
+  Diag("%s: wrote 16 MiB through mapping A, %" PRIu64 " mismatched words through mapping B; FNV-1a 0x%016" PRIx64,
+       path.c_str(), bad, sum_a);
+  if (bad) return Fail("mapping B disagrees with mapping A");
+  // A second process opens the device afresh, checks the sum, and answers through it.
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto d2 = OpenDevice(path);
+    if (!d2.ok()) _exit(2);
+    auto m = d2->handle->Map(a_req);
+    if (!m.ok()) _exit(3);
+    uint64_t* q = reinterpret_cast<uint64_t*>(m.value()->data());
+    if (Fnv1a64(q, a_req.length) != sum_a) _exit(4);
+    for (uint64_t i = 0; i < 4096; ++i) q[i] = ~Pattern(seed, i);
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return Fail("second process failed (status " + std::to_string(st) + ")");
+  for (uint64_t i = 0; i < 4096; ++i)
+    if (pa[i] != ~Pattern(seed, i)) return Fail("second process's answer not visible in the first");
+  Diag("second process saw the same FNV-1a and its answer arrived through mapping A");
+  return 0;
+}
+
+int CaseHugeSavesPageTables(const std::string& path);
+
+// ---- bench --------------------------------------------------------------------------------------
+
+uint64_t VmPteKb() {
+  for (const auto& l : Lines(ReadFile("/proc/self/status")))
+    if (l.rfind("VmPTE:", 0) == 0) return std::strtoull(l.c_str() + 6, nullptr, 10);
+  return 0;
+}
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+struct TouchResult {
+  double map_s = 0, touch_s = 0;
+  uint64_t pte_kb = 0;
+  bool ok = false;
+};
+
+TouchResult MapAndTouch(const std::string& path, uint64_t len) {
+  TouchResult r;
+  int fd = open(path.c_str(), O_RDWR);
+  if (fd < 0) return r;
+  uint64_t pte0 = VmPteKb();
+  double t0 = Now();
+  auto* p = static_cast<volatile uint8_t*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  double t1 = Now();
+  if (p == MAP_FAILED) { close(fd); return r; }
+  for (uint64_t off = 0; off < len; off += 4096) p[off] = 1;
+  double t2 = Now();
+  r.pte_kb = VmPteKb() - pte0;
+  munmap(const_cast<uint8_t*>(p), len);
+  close(fd);
+  r.map_s = t1 - t0;
+  r.touch_s = t2 - t1;
+  r.ok = true;
+  return r;
+}
+
+bool SetHuge(bool on) { return WriteFile("/sys/module/resmem/parameters/huge", on ? "1" : "0"); }
+
+int CaseHugeSavesPageTables(const std::string& path) {
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  uint64_t len = dev->info.size;
+  SetHuge(false);
+  TouchResult small = MapAndTouch(path, len);
+  SetHuge(true);
+  TouchResult big = MapAndTouch(path, len);
+  Diag("%s %s: page tables after touching %s: 4 KiB mappings %" PRIu64 " kB, 2 MiB mappings %" PRIu64 " kB",
+       path.c_str(), MapModeName(dev->info.mode), FormatSize(len).c_str(), small.pte_kb, big.pte_kb);
+  if (!small.ok || !big.ok) return Fail("map/touch failed");
+  uint64_t expect_small = len / 4096 * 8 / 1024;  // one 8-byte PTE per 4 KiB page
+  if (small.pte_kb < expect_small) return Fail("4 KiB mappings used fewer page tables than one PTE per page");
+  if (big.pte_kb * 8 > small.pte_kb) return Fail("2 MiB mappings did not save page tables");
+  return 0;
+}
+
+int Bench(const std::vector<std::string>& paths) {
+  Diag("bench: TCG emulation; figures are for comparison inside this guest only");
+  // 1. Map and first-touch the 1 GiB pages-mode device with 4 KiB and 2 MiB mappings.
+  auto dev0 = OpenDevice(paths[0]);
+  if (!dev0.ok()) return Fail(dev0.status().ToString());
+  uint64_t len = dev0->info.size;
+  for (bool huge : {false, true}) {
+    SetHuge(huge);
+    TouchResult best;
+    for (int rep = 0; rep < 3; ++rep) {
+      TouchResult r = MapAndTouch(paths[0], len);
+      if (!r.ok) return Fail("map/touch failed");
+      if (rep == 0 || r.touch_s < best.touch_s) best = r;
+    }
+    std::printf("BENCH map+first-touch %s %s %s mappings: mmap %.3f ms, first touch %.1f ms (%.0f MB/s of address space), page tables %" PRIu64 " kB (best of 3)\n",
+                FormatSize(len).c_str(), MapModeName(dev0->info.mode), huge ? "2 MiB" : "4 KiB",
+                best.map_s * 1e3, best.touch_s * 1e3, len / best.touch_s / 1e6, best.pte_kb);
+  }
+  SetHuge(true);
+  // 2. memcpy bandwidth per cache type: 64 MiB, read from and write to the device, best of 3.
+  const size_t n = 64 << 20;
+  std::vector<uint8_t> host(n, 7);
+  auto copy_rate = [&](uint8_t* dst, const uint8_t* src) {
+    double best = 1e9;
+    for (int rep = 0; rep < 3; ++rep) {
+      double t0 = Now();
+      std::memcpy(dst, src, n);
+      best = std::min(best, Now() - t0);
+    }
+    return n / best / 1e6;
+  };
+  std::vector<uint8_t> other(n, 9);
+  std::printf("BENCH memcpy 64 MiB anonymous->anonymous (reference): %.0f MB/s\n", copy_rate(other.data(), host.data()));
+  for (const auto& path : paths) {
+    auto dev = OpenDevice(path);
+    if (!dev.ok()) return Fail(dev.status().ToString());
+    MapRequest req;
+    req.length = n;
+    auto mem = dev->handle->Map(req);
+    if (!mem.ok()) return Fail(mem.status().ToString());
+    uint8_t* p = mem.value()->data();
+    double wr = copy_rate(p, host.data());
+    double rd = copy_rate(host.data(), p);
+    std::printf("BENCH memcpy 64 MiB %s (%s, cache=%s): write to device %.0f MB/s, read from device %.0f MB/s\n",
+                path.c_str(), MapModeName(dev->info.mode), CacheTypeName(dev->info.cache), wr, rd);
+  }
+  std::printf("BENCH PAT memory types (/sys/kernel/debug/x86/pat_memtype_list):\n");
+  for (const auto& path : paths) {
+    auto dev = OpenDevice(path);
+    char start[32];
+    std::snprintf(start, sizeof(start), "%016" PRIx64, dev->info.phys_addr);
+    for (const auto& l : Lines(ReadFile("/sys/kernel/debug/x86/pat_memtype_list")))
+      if (l.find(start) != std::string::npos) std::printf("BENCH   %s %s\n", path.c_str(), l.c_str());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: resmem_guest CASE [ARGS]\n"
+               "  facts DEV pfnmap|pages       a: VmFlags from smaps + CUDA model decisions\n"
+               "  pin DEV yes|no               a: long-term pin via the test build's ioctl\n"
+               "  cache-types DEV...           a: PAT type of each device matches cache=\n"
+               "  huge-page-tables DEV         bench check: 2 MiB mappings save page tables\n"
+               "  fault-sigbus DEV             b: failing fault handler (test build)\n"
+               "  corrupted-page-table DEV     b: seed-002 reproduction (test build)\n"
+               "  expect-refused KO PARAMS ERRNO KEYWORD   c: load refused with errno and reason\n"
+               "  ioctl-garbage DEV | mmap-bounds DEV | concurrent DEV... | unload-while-mapped DEV MODULE\n"
+               "  integrity DEV                e: two mappings and a second process agree\n"
+               "  bench DEV...                 figures (first DEV: the big pages-mode device)\n");
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 3) return Usage();
+  std::string c = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (c == "facts" && argc == 4) return CaseFacts(rest[0], rest[1] == "pfnmap");
+  if (c == "pin" && argc == 4) return CasePin(rest[0], rest[1] == "yes");
+  if (c == "cache-types") return CaseCacheTypes(rest);
+  if (c == "huge-page-tables") return CaseHugeSavesPageTables(rest[0]);
+  if (c == "fault-sigbus") return CaseFaultSigbus(rest[0]);
+  if (c == "corrupted-page-table") return CaseCorruptedPageTable(rest[0]);
+  if (c == "expect-refused" && argc == 6) return CaseExpectRefused(rest[0], rest[1], rest[2], rest[3]);
+  if (c == "ioctl-garbage") return CaseIoctlGarbage(rest[0]);
+  if (c == "mmap-bounds") return CaseMmapBounds(rest[0]);
+  if (c == "concurrent") return CaseConcurrent(rest);
+  if (c == "unload-while-mapped" && argc == 4) return CaseUnloadWhileMapped(rest[0], rest[1]);
+  if (c == "integrity") return CaseIntegrity(rest[0]);
+  if (c == "bench") return Bench(rest);
+  return Usage();
+}
+
+}  // namespace
+}  // namespace resmem
+
+int main(int argc, char** argv) { return resmem::Main(argc, argv); }
