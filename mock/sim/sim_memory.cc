@@ -70,6 +70,38 @@ void SimHostMemory::RawZero(uint64_t offset, uint64_t len) {
   }
 }
 
+Status ReadUncharged(HostMemory& mem, uint64_t offset, void* out, uint64_t len) {
+  auto* sim = dynamic_cast<SimHostMemory*>(&mem);
+  if (!sim) return mem.Read(offset, out, len);
+  RESMEM_RETURN_IF_ERROR(CheckSpan(mem, offset, len, "read"));
+  if (len == 0) return Status::Ok();
+  SimAccess access = sim->BeginAccess(offset, len, AccessKind::kRead);
+  const uint64_t n = std::min(access.valid_bytes, len);
+  if (n) sim->RawRead(offset, out, n);
+  if (access.corrupt_offset && *access.corrupt_offset < n)
+    static_cast<uint8_t*>(out)[*access.corrupt_offset] ^= access.corrupt_xor;
+  sim->world()->clock->Charge(access.delay_seconds);
+  return access.status;
+}
+
+Status WriteUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len) {
+  auto* sim = dynamic_cast<SimHostMemory*>(&mem);
+  if (!sim) return mem.Write(offset, in, len);
+  RESMEM_RETURN_IF_ERROR(CheckSpan(mem, offset, len, "write"));
+  if (len == 0) return Status::Ok();
+  SimAccess access = sim->BeginAccess(offset, len, AccessKind::kWrite);
+  const uint64_t n = std::min(access.valid_bytes, len);
+  if (n) sim->RawWrite(offset, in, n);
+  if (access.corrupt_offset && *access.corrupt_offset < n) {
+    uint8_t b = 0;
+    sim->RawRead(offset + *access.corrupt_offset, &b, 1);
+    b ^= access.corrupt_xor;
+    sim->RawWrite(offset + *access.corrupt_offset, &b, 1);
+  }
+  sim->world()->clock->Charge(access.delay_seconds);
+  return access.status;
+}
+
 SimAnonymousMemory::SimAnonymousMemory(std::shared_ptr<SimWorld> world, uint64_t bytes)
     : SimHostMemory(std::move(world)) {
   facts_.length = bytes;

@@ -70,6 +70,13 @@ class SimHostMemory : public HostMemory {
   std::shared_ptr<SimWorld> world_;
 };
 
+// For operations that charge their own cost (a GPU copy costed by the link model): access any
+// HostMemory without charging the clock. A SimHostMemory goes through BeginAccess (bounds,
+// signals, fault points, once per call) and RawRead/RawWrite, with an injected delay still
+// charged; any other memory through its own Read/Write.
+Status ReadUncharged(HostMemory& mem, uint64_t offset, void* out, uint64_t len);
+Status WriteUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len);
+
 // malloc'ed memory of the simulated process: anonymous, private, write-back. Remembers which
 // 4 KiB pages were touched (written): a write to an untouched page costs a page fault. Zero bytes
 // written to an untouched page touch it without storing anything.

@@ -166,6 +166,20 @@ TEST(SimPlatform, FirstTouchCostsAPageFaultPerPage) {
   EXPECT_NEAR(first - second, 256 * perf.page_fault_us * 1e-6, 1e-12);
 }
 
+TEST(SimPlatform, UnchargedAccessMovesBytesWithoutChargingTheClock) {
+  auto w = World("h100-host");
+  auto m = MakeSimPlatform(w)->AllocPageable(1 * kMiB).value();
+  const auto data = Pattern(8192, 5);
+  ASSERT_TRUE(WriteUncharged(*m, 100, data.data(), data.size()).ok());
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE(ReadUncharged(*m, 100, back.data(), back.size()).ok());
+  EXPECT_EQ(back, data);
+  EXPECT_EQ(w->clock->NowSeconds(), 0);
+  EXPECT_FALSE(ReadUncharged(*m, 1 * kMiB, back.data(), 1).ok());
+  ASSERT_TRUE(m->Read(100, back.data(), back.size()).ok());  // the charging path does charge
+  EXPECT_GT(w->clock->NowSeconds(), 0);
+}
+
 class CopyHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
