@@ -235,7 +235,7 @@ int CaseCacheTypes(const std::vector<std::string>& paths) {
     auto dev = OpenDevice(path);
     if (!dev.ok()) return Fail(dev.status().ToString());
     char start[32];
-    std::snprintf(start, sizeof(start), "%016" PRIx64, dev->info.phys_addr);
+    std::snprintf(start, sizeof(start), "[mem 0x%016" PRIx64 "-", dev->info.phys_addr);
     const char* want = dev->info.cache == CacheType::kWriteCombining ? "write-combining"
                        : dev->info.cache == CacheType::kUncached      ? "uncached"
                                                                       : "write-back";
@@ -663,7 +663,7 @@ int Bench(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     auto dev = OpenDevice(path);
     char start[32];
-    std::snprintf(start, sizeof(start), "%016" PRIx64, dev->info.phys_addr);
+    std::snprintf(start, sizeof(start), "[mem 0x%016" PRIx64 "-", dev->info.phys_addr);
     for (const auto& l : Lines(ReadFile("/sys/kernel/debug/x86/pat_memtype_list")))
       if (l.find(start) != std::string::npos) std::printf("BENCH   %s %s\n", path.c_str(), l.c_str());
   }
