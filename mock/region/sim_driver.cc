@@ -126,6 +126,11 @@ class SimRegionHandle : public RegionHandle {
     if (request.shared && request.writable && !request_.writable)
       return Status::Errno(EACCES, what + ": shared writable mapping of a device opened "
                                           "read-only; open it O_RDWR or map PROT_READ");
+    // The module refuses private mappings (kmod/resmem.c, resmem_mmap); the forum drivers
+    // (range_check off) did not look.
+    if (spec.range_check && !request.shared)
+      return Status::Errno(EINVAL, what + ": MAP_PRIVATE of physical memory makes no sense "
+                                          "(a write would copy the page); map MAP_SHARED");
     const uint64_t vma_size = (request.length + kPage - 1) & ~(kPage - 1);
     if (vma_size < request.length)
       return Status::Errno(ENOMEM, what + ": length " + Hex(request.length) +

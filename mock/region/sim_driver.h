@@ -21,7 +21,8 @@ struct SimDriverSpec {
   // The mmap length passes through an int (the truncation DESIGN.md lists).
   bool length_as_int32 = false;
   // Refuse ranges that are not reserved, overlap System RAM or have no RAM behind them (what
-  // kmod/resmem.c checks at load). The forum drivers had no such check.
+  // kmod/resmem.c checks at load, table in mock/region/range_check.h), and private mappings.
+  // The forum drivers had no such checks.
   bool range_check = true;
   // Fault in lazily (modern driver) instead of remapping the whole VMA at mmap time.
   bool lazy_fault = true;
@@ -43,7 +44,8 @@ struct SimDriverSpec {
 //     (kmod/uapi/resmem_ioctl.h); unknown cmd ENOTTY (before the argument is looked at), null
 //     argument EFAULT; fault point "region.ioctl".
 //   Map: fault point "region.mmap" (physical span); length 0 or unaligned offset EINVAL; shared
-//     writable map of a read-only open EACCES; offset+length (rounded up to pages) past the
+//     writable map of a read-only open EACCES; MAP_PRIVATE EINVAL when range_check (the module's
+//     rule; forum drivers accepted it); offset+length (rounded up to pages) past the
 //     range EINVAL -- unless length_as_int32, where only the int's worth is remapped and
 //     accesses past it are SIGBUS. The HostMemory is a SimMapping (mock/region/sim_mapping.h):
 //     facts from the mode, memory type from the cache type over the whole reservation, page

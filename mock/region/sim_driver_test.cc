@@ -94,16 +94,18 @@ TEST_P(RangeCheckTest, RefusedWithItsErrnoAndADmesgLine) {
 INSTANTIATE_TEST_SUITE_P(
     Checks, RangeCheckTest,
     ::testing::Values(
-        RefusalCase{"SizeZero", kResPhys + 32 * kMiB, 0, EINVAL, "size 0"},
-        RefusalCase{"Overflow", 0xfffffffffffff000ull, 0x2000, EOVERFLOW, "wraps"},
-        RefusalCase{"Unaligned", kResPhys + 32 * kMiB + 0x100, 4096, EINVAL, "page aligned"},
-        RefusalCase{"UnalignedSize", kResPhys + 32 * kMiB, 100, EINVAL, "page aligned"},
+        RefusalCase{"SizeZero", kResPhys + 32 * kMiB, 0, ERANGE, "size 0"},
+        RefusalCase{"Wraps", 0xfffffffffffff000ull, 0x2000, EOVERFLOW, "address space"},
+        RefusalCase{"PastAddressWidth", 1ull << 40, 4096, EOVERFLOW, "40-bit"},
+        RefusalCase{"Unaligned", kResPhys + 32 * kMiB + 0x100, 4096, EDOM, "page aligned"},
+        RefusalCase{"UnalignedSize", kResPhys + 32 * kMiB, 100, EDOM, "page aligned"},
         RefusalCase{"SystemRam", 0x10000000, 4096, EPERM, "System RAM"},
         RefusalCase{"StraddlesSystemRam", kResPhys - 4096, 8192, EPERM, "System RAM"},
-        RefusalCase{"NotReserved", 0x200000000ull, 4096, ENXIO, "not inside a memmap"},
-        RefusalCase{"FirmwareReservedNotOurs", 0xfeffc000, 4096, ENXIO, "not inside a memmap"},
-        RefusalCase{"PciHole", 0xc0000000, 16 * kMiB, ENODEV, "PCI Bus"},
-        RefusalCase{"OverlapsDevice", kResPhys + 8 * kMiB, 16 * kMiB, EBUSY, "already serves"}),
+        RefusalCase{"LegacyFirstMiB", 0xa0000, 4096, ENXIO, "below 1 MiB"},
+        RefusalCase{"NotReserved", 0x200000000ull, 4096, EADDRNOTAVAIL, "marked Reserved"},
+        RefusalCase{"OverlapsDevice", kResPhys + 8 * kMiB, 16 * kMiB, EBUSY, "already serves"},
+        RefusalCase{"PciHole", 0xc0000000, 16 * kMiB, ENXIO, "PCI Bus"},
+        RefusalCase{"FirmwareReservedNoRam", 0xfeffc000, 4096, ENXIO, "no RAM behind"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(SimDriver, DefaultRangesAreTheReservationsOneDeviceEach) {
@@ -151,7 +153,7 @@ TEST(SimDriver, WithoutRangeCheckServesAHoleThatReadsZerosAndDropsWrites) {
   EXPECT_EQ(w->memory.materialised_pages(), 0u);
   // With the check on, the same range is refused.
   auto checked = MakeSimRegionProvider(w, {});
-  EXPECT_EQ(checked->Open({""}).status().code(), ENODEV);
+  EXPECT_EQ(checked->Open({""}).status().code(), ENXIO);
 }
 
 TEST(SimDriver, RamBehindAReservationRoundTripsThroughPhysicalMemory) {
@@ -195,6 +197,17 @@ TEST(SimDriver, MapBoundsNeverReachNeighbouringMemory) {
   expect_errno(kResSize - 4096, 8192, EINVAL, "reaches past");
   expect_errno(kResSize, 1, EINVAL, "reaches past");  // the length rounds up to a page
   expect_errno(2 * kResSize, 4096, EINVAL, "reaches past");
+  MapRequest priv;
+  priv.length = 4096;
+  priv.shared = false;
+  auto refused = h->Map(priv);
+  EXPECT_EQ(refused.status().code(), EINVAL);
+  EXPECT_NE(refused.status().message().find("MAP_SHARED"), std::string::npos);
+  SimDriverSpec forum;
+  forum.range_check = false;
+  auto private_ok = OpenOk(*MakeSimRegionProvider(w, forum))->Map(priv);
+  ASSERT_TRUE(private_ok.ok());
+  EXPECT_FALSE(private_ok.value()->facts().shared);
   EXPECT_TRUE(h->Map({kResSize - 4096, 4096}).ok());
   EXPECT_TRUE(h->Map({0, kResSize - 10}).ok());
 }
