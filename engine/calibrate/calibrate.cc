@@ -1,0 +1,427 @@
+#include "engine/calibrate/calibrate.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "backends/host/host_region.h"
+#include "backends/host/smaps_facts.h"
+#include "backends/fault/fault_injector.h"
+#include "mock/gpu/sim_gpu.h"
+#include "mock/machine/machine.h"
+
+namespace resmem::calibrate {
+namespace {
+
+using nlohmann::json;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+json FactsToJson(const MappingFacts& f) {
+  return {{"readable", f.readable}, {"writable", f.writable},   {"shared", f.shared},
+          {"vm_io", f.vm_io},       {"vm_pfnmap", f.vm_pfnmap}, {"vm_mixedmap", f.vm_mixedmap},
+          {"locked", f.locked},     {"backing", BackingName(f.backing)},
+          {"page_size", f.page_size}, {"pinned", f.pinned}, {"origin", f.origin}};
+}
+
+MappingFacts FactsFromJson(const json& j, uint64_t length) {
+  MappingFacts f;
+  f.length = length;
+  f.readable = j.value("readable", true);
+  f.writable = j.value("writable", true);
+  f.shared = j.value("shared", false);
+  f.vm_io = j.value("vm_io", false);
+  f.vm_pfnmap = j.value("vm_pfnmap", false);
+  f.vm_mixedmap = j.value("vm_mixedmap", false);
+  f.locked = j.value("locked", false);
+  f.backing = ParseBacking(j.value("backing", "unknown")).value_or(Backing::kUnknown);
+  f.page_size = j.value("page_size", uint64_t{4096});
+  f.pinned = j.value("pinned", false);
+  f.origin = "profile";
+  return f;
+}
+
+// The code a call returned: 0 for success, the runtime's number for a CUDA error; -1 with the
+// message for anything else (the call never reached the driver).
+json Outcome(const Status& st, const std::string& profile) {
+  if (st.ok()) return {{"code", 0}, {"error", "cudaSuccess"}};
+  if (st.space() == ErrorSpace::kCuda)
+    return {{"code", st.code()}, {"error", CudaErrorName(profile, st.code())}};
+  return {{"code", -1}, {"error", st.ToString()}};
+}
+
+uint64_t MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemTotal:") return kb * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+struct Kind {
+  std::string name;
+  host::HostKind host_kind;
+  bool writable;
+  bool populate;
+};
+
+// A span with given facts and no bytes behind it, for replaying cases on the simulator.
+class FactsMemory : public HostMemory {
+ public:
+  explicit FactsMemory(MappingFacts f) : f_(std::move(f)) {}
+  uint64_t size() const override { return f_.length; }
+  const MappingFacts& facts() const override { return f_; }
+  uint64_t address() const override { return 0; }
+  Status Read(uint64_t offset, void* out, uint64_t len) override {
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read"));
+    std::memset(out, 0, len);
+    return Status::Ok();
+  }
+  Status Write(uint64_t offset, const void*, uint64_t len) override {
+    return CheckSpan(*this, offset, len, "write");
+  }
+  std::string Describe() const override { return "profile case (" + f_.Describe() + ")"; }
+
+ private:
+  MappingFacts f_;
+};
+
+Result<double> MemcpyGbps(int threads, uint64_t bytes, int passes) {
+  std::vector<std::vector<uint8_t>> src(threads), dst(threads);
+  for (int t = 0; t < threads; ++t) {
+    src[t].assign(bytes, static_cast<uint8_t>(t + 1));
+    dst[t].assign(bytes, 0);
+  }
+  std::vector<double> gbps;
+  for (int p = 0; p < passes; ++p) {
+    double t0 = Now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] { std::memcpy(dst[t].data(), src[t].data(), bytes); });
+    for (auto& t : ts) t.join();
+    gbps.push_back(threads * bytes / (Now() - t0) / 1e9);
+  }
+  return Median(gbps);
+}
+
+}  // namespace
+
+Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
+  json profile;
+  const std::string era = gpu.profile();
+  profile["format"] = 1;
+  profile["gpu"] = gpu.name();
+  profile["driver_profile"] = era;
+  RESMEM_ASSIGN_OR_RETURN(DeviceAttributes a, gpu.Attributes(0));
+  profile["device"] = {{"name", a.name},
+                       {"total_memory", a.total_memory},
+                       {"host_register_supported", a.host_register_supported},
+                       {"read_only_host_register_supported", a.read_only_host_register_supported},
+                       {"pageable_memory_access", a.pageable_memory_access},
+                       {"pageable_memory_access_uses_host_page_tables",
+                        a.pageable_memory_access_uses_host_page_tables},
+                       {"async_engine_count", a.async_engine_count},
+                       {"can_map_host_memory", a.can_map_host_memory}};
+  profile["host_mem_total"] = MemTotalBytes();
+
+  // Reserve 2 MiB pages for the hugetlb kind (FACTS.md: nr_hugepages is writable there).
+  std::string saved_hugepages;
+  if (o.reserve_hugepages) {
+    std::ifstream in("/proc/sys/vm/nr_hugepages");
+    in >> saved_hugepages;
+    uint64_t need = *std::max_element(o.sizes.begin(), o.sizes.end()) / (2 << 20) + 8;
+    std::ofstream out("/proc/sys/vm/nr_hugepages");
+    if (out) out << std::max<uint64_t>(need, std::strtoull(saved_hugepages.c_str(), nullptr, 10));
+  }
+  const std::vector<Kind> kinds = {
+      {"anon", host::HostKind::kAnonymous, true, true},
+      {"anon-untouched", host::HostKind::kAnonymous, true, false},
+      {"anon-readonly", host::HostKind::kAnonymous, false, false},
+      {"memfd", host::HostKind::kMemfd, true, true},
+      {"shm", host::HostKind::kShm, true, true},
+      {"hugetlb", host::HostKind::kHugetlb, true, true},
+      {"file", host::HostKind::kFile, true, true},
+      {"file-private", host::HostKind::kFilePrivate, true, true},
+  };
+  const std::vector<uint32_t> flags = {kRegisterDefault, kRegisterPortable, kRegisterMapped,
+                                       kRegisterIoMemory, kRegisterReadOnly};
+  auto record = [&](const std::string& kind, HostMemory& mem, uint64_t size, uint32_t f) {
+    double t0 = Now();
+    Status st = gpu.Register(mem, 0, size, f);
+    double secs = Now() - t0;
+    if (st.ok()) gpu.Unregister(mem, 0);
+    json c = Outcome(st, era);
+    c["kind"] = kind;
+    c["flags"] = RegisterFlagsName(f);
+    c["flag_bits"] = f;
+    c["size"] = size;
+    c["seconds"] = secs;
+    c["facts"] = FactsToJson(mem.facts());
+    if (o.verbose)
+      std::fprintf(stderr, "register %-15s %-9s %10s -> %d %s (%.4f s)\n", kind.c_str(),
+                   RegisterFlagsName(f).c_str(), FormatSize(size).c_str(), c["code"].get<int>(),
+                   c["error"].get<std::string>().c_str(), secs);
+    profile["registration"].push_back(c);
+  };
+  for (const Kind& k : kinds) {
+    for (uint64_t size : o.sizes) {
+      for (uint32_t f : flags) {
+        host::HostMapOptions mo;
+        mo.writable = k.writable;
+        mo.populate = k.populate;
+        // A fresh mapping per case: an untouched mapping stays untouched.
+        auto mem = host::MapHostMemory(k.host_kind, size, mo);
+        if (!mem.ok()) {
+          profile["skipped"].push_back(k.name + " " + FormatSize(size) + ": " +
+                                       mem.status().ToString());
+          break;
+        }
+        record(k.name, **mem, size, f);
+      }
+    }
+  }
+  if (auto vvar = host::FindNamedVma("[vvar]"); vvar.ok()) {
+    auto mem = host::WrapForeignMapping(vvar->start, 4096, "[vvar] (VM_IO|VM_PFNMAP)");
+    if (mem.ok())
+      for (uint32_t f : flags) record("pfnmap-vvar", **mem, 4096, f);
+  } else {
+    profile["skipped"].push_back("pfnmap-vvar: " + vvar.status().ToString());
+  }
+  const uint64_t mem_total = MemTotalBytes();
+  for (uint64_t size : o.huge_sizes) {
+    if (mem_total && size <= mem_total) {
+      profile["skipped"].push_back("huge " + FormatSize(size) +
+                                   ": not above MemTotal, it would pin that much for real");
+      continue;
+    }
+    host::HostMapOptions mo;
+    mo.noreserve = true;
+    auto mem = host::MapHostMemory(host::HostKind::kAnonymous, size, mo);
+    if (!mem.ok()) {
+      profile["skipped"].push_back("huge " + FormatSize(size) + ": " + mem.status().ToString());
+      continue;
+    }
+    record("anon-noreserve", **mem, size, kRegisterDefault);
+  }
+  if (!saved_hugepages.empty()) {
+    std::ofstream out("/proc/sys/vm/nr_hugepages");
+    if (out) out << saved_hugepages;
+  }
+
+  // Sequences (FACTS.md: "same range twice, a sub-range, an overlap: 712; unregister of unknown
+  // pointer: 713; unregister of an interior pointer or nullptr, size 0, unknown flag: 1;
+  // unaligned pointer (ptr+1, ptr+100): 0").
+  struct Op {
+    bool reg;
+    uint64_t offset, length;
+    uint32_t flags;
+  };
+  const uint64_t L = 16 << 20;
+  const std::vector<std::pair<std::string, std::vector<Op>>> sequences = {
+      {"same range twice", {{true, 0, L, 0}, {true, 0, L, 0}, {false, 0, 0, 0}}},
+      {"sub-range", {{true, 0, L, 0}, {true, 4096, 8192, 0}, {false, 0, 0, 0}}},
+      {"overlap", {{true, 0, L / 2, 0}, {true, L / 4, L / 2, 0}, {false, 0, 0, 0}}},
+      {"unregister unknown", {{false, 0, 0, 0}}},
+      {"unregister interior", {{true, 0, L, 0}, {false, 4096, 0, 0}, {false, 0, 0, 0}}},
+      {"size 0", {{true, 0, 0, 0}}},
+      {"unknown flag 0x10", {{true, 0, L, 0x10}, {false, 0, 0, 0}}},
+      {"unaligned pointer +1", {{true, 1, L - 1, 0}, {false, 1, 0, 0}}},
+      {"unaligned pointer +100", {{true, 100, L - 100, 0}, {false, 100, 0, 0}}},
+  };
+  for (const auto& [name, ops] : sequences) {
+    host::HostMapOptions mo;
+    mo.populate = true;
+    RESMEM_ASSIGN_OR_RETURN(auto mem, host::MapHostMemory(host::HostKind::kAnonymous, L, mo));
+    json seq = {{"name", name}, {"kind", "anon"}, {"size", L},
+                {"facts", FactsToJson(mem->facts())}};
+    for (const Op& op : ops) {
+      Status st = op.reg ? gpu.Register(*mem, op.offset, op.length, op.flags)
+                         : gpu.Unregister(*mem, op.offset);
+      json j = Outcome(st, era);
+      j["op"] = op.reg ? "register" : "unregister";
+      j["offset"] = op.offset;
+      j["length"] = op.length;
+      j["flag_bits"] = op.flags;
+      seq["ops"].push_back(j);
+    }
+    profile["sequences"].push_back(seq);
+  }
+
+  // Bandwidth classes (medians of passes).
+  const uint64_t max_bw = *std::max_element(o.bandwidth_sizes.begin(), o.bandwidth_sizes.end());
+  RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(max_bw));
+  RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu.AllocPinned(max_bw, 0));
+  host::HostMapOptions mo;
+  mo.populate = true;
+  RESMEM_ASSIGN_OR_RETURN(auto memfd, host::MapHostMemory(host::HostKind::kMemfd, max_bw, mo));
+  RESMEM_ASSIGN_OR_RETURN(auto anon, host::MapHostMemory(host::HostKind::kAnonymous, max_bw, mo));
+  RESMEM_RETURN_IF_ERROR(gpu.Register(*memfd, 0, max_bw, 0));
+  struct Class {
+    const char* name;
+    HostMemory* mem;
+  };
+  for (Class c : {Class{"pinned", pinned.get()}, Class{"registered", memfd.get()},
+                  Class{"pageable", anon.get()}}) {
+    for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
+      for (uint64_t size : o.bandwidth_sizes) {
+        std::vector<double> gbps;
+        for (int p = 0; p < o.passes; ++p) {
+          RESMEM_ASSIGN_OR_RETURN(CopyStats s, gpu.Copy(dir, *c.mem, 0, *dev, 0, size));
+          gbps.push_back(s.GBps());
+        }
+        json b = {{"class", c.name},
+                  {"direction", dir == CopyDirection::kHostToDevice ? "H2D" : "D2H"},
+                  {"size", size},
+                  {"gbps", Median(gbps)},
+                  {"pass_gbps", gbps},
+                  {"facts", FactsToJson(c.mem->facts())}};
+        if (o.verbose)
+          std::fprintf(stderr, "bandwidth %-10s %s %10s %.2f GB/s\n", c.name,
+                       b["direction"].get<std::string>().c_str(), FormatSize(size).c_str(),
+                       Median(gbps));
+        profile["bandwidth"].push_back(b);
+      }
+    }
+  }
+  gpu.Unregister(*memfd, 0);
+  for (int t : o.memcpy_threads) {
+    RESMEM_ASSIGN_OR_RETURN(double g, MemcpyGbps(t, o.memcpy_bytes, 3));
+    profile["host_memcpy_gbps"][std::to_string(t)] = g;
+  }
+  (void)clock;
+  return profile;
+}
+
+Result<FidelityReport> CompareWithSim(const json& profile, const std::string& sim_profile,
+                                      double tolerance) {
+  if (!profile.contains("registration"))
+    return Status::InvalidArgument("not a calibration profile (no \"registration\"): make one "
+                                   "with resmem calibrate --out FILE");
+  RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile cp, sim::CudaProfileByName(sim_profile));
+  RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
+  auto clock = std::make_shared<VirtualClock>();
+  sim::SimGpuOptions so;
+  so.host_mem_total = profile.value("host_mem_total", uint64_t{0});
+  auto gpu = sim::MakeSimGpu(cp, machine.perf, clock, std::make_shared<FaultInjector>(1), so);
+  FidelityReport r;
+  r.sim_profile = sim_profile;
+  auto code_of = [&](const Status& st) { return st.ok() ? 0 : st.code(); };
+  auto compare_code = [&](const std::string& what, int measured, int simulated) {
+    ++r.code_cases;
+    std::string line = what + ": measured " + std::to_string(measured) + " " +
+                       CudaErrorName(sim_profile, measured) + ", sim " +
+                       std::to_string(simulated) + " " + CudaErrorName(sim_profile, simulated);
+    (measured == simulated ? r.agreements : r.disagreements).push_back(line);
+  };
+  // Device attributes.
+  RESMEM_ASSIGN_OR_RETURN(DeviceAttributes a, gpu->Attributes(0));
+  const json& d = profile["device"];
+  auto attr = [&](const char* key, int sim_value) {
+    ++r.code_cases;
+    int m = d.value(key, -1);
+    std::string line = std::string("attribute ") + key + ": measured " + std::to_string(m) +
+                       ", sim " + std::to_string(sim_value);
+    (m == sim_value ? r.agreements : r.disagreements).push_back(line);
+  };
+  attr("host_register_supported", a.host_register_supported);
+  attr("read_only_host_register_supported", a.read_only_host_register_supported);
+  attr("pageable_memory_access", a.pageable_memory_access);
+  attr("async_engine_count", a.async_engine_count);
+  // Registration matrix.
+  for (const auto& c : profile["registration"]) {
+    int measured = c.value("code", -1);
+    if (measured < 0) continue;  // never reached the driver
+    uint64_t size = c.value("size", uint64_t{0});
+    FactsMemory mem(FactsFromJson(c["facts"], size));
+    uint32_t flags = c.value("flag_bits", 0u);
+    Status st = gpu->Register(mem, 0, size, flags);
+    if (st.ok()) gpu->Unregister(mem, 0);
+    compare_code("register " + c.value("kind", std::string("?")) + " " + FormatSize(size) + " " +
+                     c.value("flags", std::string("?")),
+                 measured, code_of(st));
+  }
+  for (const auto& s : profile.value("sequences", json::array())) {
+    FactsMemory mem(FactsFromJson(s["facts"], s.value("size", uint64_t{0})));
+    int i = 0;
+    for (const auto& op : s["ops"]) {
+      ++i;
+      int measured = op.value("code", -1);
+      Status st = op.value("op", std::string()) == "register"
+                      ? gpu->Register(mem, op.value("offset", uint64_t{0}),
+                                      op.value("length", uint64_t{0}), op.value("flag_bits", 0u))
+                      : gpu->Unregister(mem, op.value("offset", uint64_t{0}));
+      if (measured < 0) continue;
+      compare_code("sequence '" + s.value("name", std::string()) + "' call " + std::to_string(i) +
+                       " (" + op.value("op", std::string()) + ")",
+                   measured, code_of(st));
+    }
+  }
+  // Bandwidth classes.
+  uint64_t max_bw = 0;
+  for (const auto& b : profile.value("bandwidth", json::array()))
+    max_bw = std::max(max_bw, b.value("size", uint64_t{0}));
+  if (max_bw) {
+    RESMEM_ASSIGN_OR_RETURN(auto dev, gpu->AllocDevice(max_bw));
+    RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu->AllocPinned(max_bw, 0));
+    for (const auto& b : profile["bandwidth"]) {
+      std::string cls = b.value("class", std::string());
+      uint64_t size = b.value("size", uint64_t{0});
+      CopyDirection dir = b.value("direction", std::string()) == "H2D"
+                              ? CopyDirection::kHostToDevice : CopyDirection::kDeviceToHost;
+      FactsMemory mem(FactsFromJson(b["facts"], max_bw));
+      HostMemory* host = cls == "pinned" ? pinned.get() : &mem;
+      if (cls == "registered") RESMEM_RETURN_IF_ERROR(gpu->Register(mem, 0, max_bw, 0));
+      auto s = gpu->Copy(dir, *host, 0, *dev, 0, size);
+      if (cls == "registered") gpu->Unregister(mem, 0);
+      if (!s.ok()) return s.status().WithContext("sim copy for " + cls);
+      double measured = b.value("gbps", 0.0), simulated = s->GBps();
+      ++r.bandwidth_cases;
+      char line[256];
+      double dev_frac = measured > 0 ? simulated / measured - 1 : 1;
+      std::snprintf(line, sizeof line, "bandwidth %s %s %s: measured %.2f GB/s, sim %.2f GB/s (%+.1f%%)",
+                    cls.c_str(), b.value("direction", std::string()).c_str(),
+                    FormatSize(size).c_str(), measured, simulated, 100 * dev_frac);
+      (std::abs(dev_frac) <= tolerance ? r.agreements : r.disagreements).push_back(line);
+    }
+  }
+  return r;
+}
+
+std::string FidelityReport::ToMarkdown() const {
+  std::ostringstream out;
+  out << "# Fidelity: measured profile vs simulator profile `" << sim_profile << "`\n\n"
+      << "Return-code and attribute cases: " << code_cases << "; bandwidth classes: "
+      << bandwidth_cases << " (tolerance 15%).\n\n"
+      << "## Disagreements (" << disagreements.size() << ")\n\n";
+  if (disagreements.empty()) out << "None.\n";
+  for (const auto& d : disagreements) out << "- " << d << "\n";
+  out << "\n## Agreements (" << agreements.size() << ")\n\n";
+  for (const auto& a : agreements) out << "- " << a << "\n";
+  return out.str();
+}
+
+json FidelityReport::ToJson() const {
+  return {{"sim_profile", sim_profile}, {"code_cases", code_cases},
+          {"bandwidth_cases", bandwidth_cases}, {"disagreements", disagreements},
+          {"agreements", agreements}};
+}
+
+}  // namespace resmem::calibrate
