@@ -1,5 +1,6 @@
 // The CUDA model's Gpu. Rules and their sources: the table at the top of cuda_profile.cc.
 #include "mock/gpu/sim_gpu.h"
+#include "mock/sim/sim_memory.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -346,14 +347,14 @@ class SimGpu : public Gpu {
     while (done < arriving) {
       const uint64_t n = std::min<uint64_t>(kChunk, arriving - done);
       if (h2d) {
-        access = host.Read(host_offset + done, buf.data(), n);
+        access = ReadUncharged(host, host_offset + done, buf.data(), n);
         if (!access.ok()) break;
         CorruptIfHit(fault, done, n, buf.data());
         sdev->bytes().Write(dev_offset + done, buf.data(), n);
       } else {
         sdev->bytes().Read(dev_offset + done, buf.data(), n);
         CorruptIfHit(fault, done, n, buf.data());
-        access = host.Write(host_offset + done, buf.data(), n);
+        access = WriteUncharged(host, host_offset + done, buf.data(), n);
         if (!access.ok()) break;
       }
       done += n;
