@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -23,7 +24,9 @@ namespace {
 // A page the daemon cannot deliver raises SIGBUS in the toucher (FACTS.md "FUSE": EIO from read ->
 // SIGBUS). Guarded copies turn it into a Status; a SIGBUS outside a guarded copy goes to whatever
 // handler was there before (the default one kills the process, as it should).
-thread_local sigjmp_buf* t_guard = nullptr;
+// volatile plus signal fences: the stores around the copy must not be merged or dropped by the
+// optimiser, which knows memcpy never reads t_guard (a -O2 build lost the guard otherwise).
+thread_local sigjmp_buf* volatile t_guard = nullptr;
 struct sigaction g_previous_bus;
 std::once_flag g_install_once;
 
@@ -50,7 +53,9 @@ bool GuardedCopy(void* dst, const void* src, uint64_t len) {
     return false;
   }
   t_guard = &env;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   std::memcpy(dst, src, len);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   t_guard = nullptr;
   return true;
 }
@@ -130,7 +135,8 @@ class FuseHandle : public RegionHandle {
     if (ioctl(fd_, RESMEM_IOC_INFO, &raw) != 0) {
       int err = errno;
       return Status::Errno(err, "ioctl RESMEM_IOC_INFO on " + path_ + ": " + Errstr(err) +
-                                    (err == ENOTCONN ? ": the FUSE daemon is gone; remount" : ""));
+                                    (err == ENOTCONN || err == ECONNABORTED ? ": the FUSE daemon is gone; remount"
+                                                                     : ""));
     }
     RegionInfo info;
     info.device = "/dev/" + std::string(raw.name, strnlen(raw.name, sizeof raw.name));

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "mock/fuse/control.h"
 #include "mock/fuse/fuse_daemon.h"
 
 namespace resmem::fuse_emu {
@@ -287,7 +288,20 @@ Status FuseDevice::Control(const std::string& commands) {
   ssize_t n = write(fd, commands.data(), commands.size());
   int err = errno;
   close(fd);
-  if (n == static_cast<ssize_t>(commands.size())) return Status::Ok();
+  if (n == static_cast<ssize_t>(commands.size())) {
+    // `die` is answered before the daemon exits and other threads may still serve a request or
+    // two: wait until it is gone, so the caller's next access meets the dead device.
+    auto parsed = ParseControl(commands);
+    bool dies = false;
+    if (parsed.ok()) {
+      for (const auto& c : parsed.value()) dies = dies || c.verb == ControlVerb::kDie;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (dies && DaemonAlive() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return Status::Ok();
+  }
   if (n >= 0) return Status::Internal("short write to " + control_path());
   if (err == EINVAL) {
     auto text = ControlStatus();

@@ -69,7 +69,8 @@ class FuseDevice {
   const std::string& writeback_note() const { return writeback_note_; }
 
   // Writes one or more control commands (control.h). A refused command comes back as
-  // InvalidArgument carrying the daemon's last_error line.
+  // InvalidArgument carrying the daemon's last_error line. After `die` it returns once the daemon
+  // process has ended (at most 3 s).
   Status Control(const std::string& commands);
   // The control file's text: devices, active faults, counters.
   Result<std::string> ControlStatus() const;
