@@ -50,7 +50,8 @@ void ReportError(int fd, const Status& st) {
 
 // Runs in the forked child; never returns.
 [[noreturn]] void DaemonChild(RegionProvider& provider, const MountOptions& options,
-                              const std::string& dir, int fuse_fd, int report_fd, pid_t parent) {
+                              const std::string& dir, const std::string& temp_root, int fuse_fd,
+                              int report_fd, pid_t parent) {
   // The daemon must not outlive the process that mounted it (prctl(2) PR_SET_PDEATHSIG); SIGTERM
   // lets it unmount on the way out.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -88,6 +89,11 @@ void ReportError(int fd, const Status& st) {
   close(report_fd);
   int rc = daemon.value()->Serve();
   daemon.value().reset();
+  // When the mounting process was killed it cannot remove the directories it made: do it here.
+  if (!temp_root.empty()) {
+    rmdir(dir.c_str());
+    rmdir(temp_root.c_str());
+  }
   _exit(rc);
 }
 
@@ -205,7 +211,8 @@ Result<std::unique_ptr<FuseDevice>> FuseDevice::Mount(RegionProvider& provider,
   }
   if (pid == 0) {
     close(pipefd[0]);
-    DaemonChild(provider, options, dev->mounted_at_, fuse_fd, pipefd[1], parent);
+    DaemonChild(provider, options, dev->mounted_at_, dev->own_dir_ ? dev->temp_root_ : "",
+                fuse_fd, pipefd[1], parent);
   }
   // Only the daemon may hold the /dev/fuse descriptor: when it dies the kernel must see the last
   // one close and abort the connection (ENOTCONN), as with a real crashed daemon.

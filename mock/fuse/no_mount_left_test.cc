@@ -38,12 +38,18 @@ void MountThenGetKilled(bool private_namespace) {
     auto dev = FuseDevice::Mount(*provider.value(), opts);
     pid_t daemon = dev.ok() ? dev.value()->daemon_pid() : -1;
     (void)!write(pipefd[1], &daemon, sizeof daemon);
+    std::string at = dev.ok() ? dev.value()->mounted_at() : "";
+    at = at.substr(0, at.rfind('/'));  // the temp root holding mnt/
+    (void)!write(pipefd[1], at.c_str(), at.size());
     pause();
     _exit(0);
   }
   close(pipefd[1]);
   pid_t daemon = -1;
   ASSERT_EQ(read(pipefd[0], &daemon, sizeof daemon), static_cast<ssize_t>(sizeof daemon));
+  char buf[4096];
+  ssize_t n = read(pipefd[0], buf, sizeof buf);
+  std::string temp_root(buf, n > 0 ? static_cast<size_t>(n) : 0);
   close(pipefd[0]);
   ASSERT_GT(daemon, 0) << "the child could not mount";
   if (!private_namespace) EXPECT_EQ(ResmemFuseMounts().size(), 1u);
@@ -57,6 +63,11 @@ void MountThenGetKilled(bool private_namespace) {
   }
   EXPECT_TRUE(gone) << "daemon " << daemon << " still there or mounts left:\n"
                     << Joined(ResmemFuseMounts());
+  // Nor its private directory.
+  EXPECT_EQ(access(("/proc/" + std::to_string(daemon)).c_str(), F_OK), -1);
+  if (!temp_root.empty()) {
+    EXPECT_NE(access(temp_root.c_str(), F_OK), 0) << temp_root << " left behind";
+  }
 }
 
 TEST(NoMountLeft, SharedMountIsRemovedWhenTheMountingProcessIsKilled) {
