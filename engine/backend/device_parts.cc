@@ -1,0 +1,79 @@
+// The parts that stand on real devices other than the kernel module:
+//   region=fuse    the scenario's simulated device served through a real FUSE mount (mock/fuse),
+//                  opened and mapped by the fuse Region backend like /dev/resmemN
+//   region=memfd|hugetlb|shm|file|file-private|anon
+//                  host memory standing in for the reserved range where no module can load
+//   gpu=cuda       the CUDA runtime on a real GPU
+#include <cstdlib>
+
+#include "backends/cuda/cuda_gpu.h"
+#include "backends/fuse/fuse_region.h"
+#include "backends/host/host_region.h"
+#include "engine/backend/backend_factory.h"
+#include "mock/fuse/fuse_device.h"
+#include "mock/region/sim_driver.h"
+
+namespace resmem::engine {
+namespace {
+
+// Mounts the scenario's simulated device and hands out the fuse Region over the mount. The mount
+// (a daemon in its own mount namespace) lives as long as the backend.
+const bool kFuseRegion = RegisterRegionPart("fuse", [](PartContext& ctx) -> Result<std::unique_ptr<RegionProvider>> {
+  auto world = ctx.World();
+  if (!world.ok()) return world.status();
+  auto sim = std::shared_ptr<RegionProvider>(sim::MakeSimRegionProvider(*world, ctx.driver));
+  // No device to serve (no reservation, or the driver refused them all): nothing to mount; the
+  // simulated driver answers Open() with its refusal, as the missing /dev node would.
+  if (auto list = sim->List(); !list.ok() || list->empty())
+    return std::unique_ptr<RegionProvider>(sim::MakeSimRegionProvider(*world, ctx.driver));
+  auto device = fuse_emu::FuseDevice::Mount(*sim);
+  if (!device.ok()) return device.status();
+  std::shared_ptr<fuse_emu::FuseDevice> mounted(std::move(device).value());
+  ctx.keep_alive.push_back(sim);
+  ctx.keep_alive.push_back(mounted);
+  return MakeFuseRegionProvider(mounted->mount_dir());
+});
+
+// One host kind as the whole region: Open() with no path opens that kind's device.
+class HostKindProvider : public RegionProvider {
+ public:
+  HostKindProvider(host::HostKind kind, uint64_t size) : kind_(kind), inner_(size) {}
+  std::string name() const override { return std::string("host:") + host::HostKindName(kind_); }
+  Result<std::vector<std::string>> List() override { return std::vector<std::string>{name()}; }
+  Result<std::unique_ptr<RegionHandle>> Open(const OpenRequest& request) override {
+    OpenRequest r = request;
+    if (r.path.empty() || r.path.rfind("/dev/resmem", 0) == 0) r.path = name();
+    return inner_.Open(r);
+  }
+
+ private:
+  host::HostKind kind_;
+  host::HostRegionProvider inner_;
+};
+
+bool RegisterHostKinds() {
+  for (host::HostKind kind : host::AllHostKinds()) {
+    RegisterRegionPart(host::HostKindName(kind), [kind](PartContext& ctx) -> Result<std::unique_ptr<RegionProvider>> {
+      uint64_t size = 1ull << 30;
+      if (ctx.options.count("host_region_size")) {
+        auto s = ParseSize(ctx.options.at("host_region_size"));
+        if (!s.ok()) return s.status().WithContext("--option host_region_size");
+        size = *s;
+      }
+      return std::unique_ptr<RegionProvider>(new HostKindProvider(kind, size));
+    });
+  }
+  return true;
+}
+const bool kHostKinds = RegisterHostKinds();
+
+const bool kCudaGpu = RegisterGpuPart("cuda", [](PartContext& ctx) -> Result<std::unique_ptr<Gpu>> {
+  int device = 0;
+  if (ctx.options.count("cuda_device")) device = std::atoi(ctx.options.at("cuda_device").c_str());
+  auto gpu = cuda::CudaGpu::Create(device);
+  if (!gpu.ok()) return gpu.status();
+  return std::unique_ptr<Gpu>(std::move(gpu).value());
+});
+
+}  // namespace
+}  // namespace resmem::engine
