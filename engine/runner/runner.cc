@@ -81,6 +81,26 @@ class Run {
     }
     return flags;
   }
+  // The host span, device buffer, offsets and length of a copy or checksum step.
+  struct HostDeviceArgs {
+    HostMemory* host = nullptr;
+    DeviceBuffer* dev = nullptr;
+    uint64_t host_offset = 0, device_offset = 0, length = 0;
+  };
+  Result<HostDeviceArgs> HostDevice(const Step& step) {
+    HostDeviceArgs a;
+    RESMEM_ASSIGN_OR_RETURN(a.host, Span(Str(step, "host")));
+    RESMEM_ASSIGN_OR_RETURN(a.dev, Device(Str(step, "device")));
+    RESMEM_ASSIGN_OR_RETURN(a.host_offset, Size(step, "host_offset", 0));
+    RESMEM_ASSIGN_OR_RETURN(a.device_offset, Size(step, "device_offset", 0));
+    RESMEM_ASSIGN_OR_RETURN(a.length, Size(step, "length", 0));
+    return a;
+  }
+  // Seconds and MB/s (MB = 1e6, as the seeds computed them) of a measured transfer.
+  static void RecordRate(StepResult* r, uint64_t bytes, double seconds) {
+    r->numbers["seconds"] = seconds;
+    if (seconds > 0) r->numbers["mbps"] = bytes / seconds / 1e6;
+  }
   Status NeedGpu() {
     if (!b_.gpu) return Status::Unavailable("this backend has no GPU part");
     return Status::Ok();
@@ -329,23 +349,18 @@ Status Run::Memcpy(const Step& step, StepResult* r) {
   RESMEM_ASSIGN_OR_RETURN(uint64_t soff, Size(step, "src_offset", 0));
   RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
   RESMEM_ASSIGN_OR_RETURN(double seconds, b_.platform->CopyHost(*dst, doff, *src, soff, len));
-  r->numbers["seconds"] = seconds;
-  if (seconds > 0) r->numbers["mbps"] = len / seconds / 1e6;
+  RecordRate(r, len, seconds);
   return Status::Ok();
 }
 
 Status Run::Copy(const Step& step, StepResult* r) {
   RESMEM_RETURN_IF_ERROR(NeedGpu());
-  RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(Str(step, "host")));
-  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(Str(step, "device")));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t hoff, Size(step, "host_offset", 0));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t doff, Size(step, "device_offset", 0));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_ASSIGN_OR_RETURN(HostDeviceArgs a, HostDevice(step));
   const CopyDirection dir =
       Str(step, "direction") == "d2h" ? CopyDirection::kDeviceToHost : CopyDirection::kHostToDevice;
-  RESMEM_ASSIGN_OR_RETURN(CopyStats cs, b_.gpu->Copy(dir, *host, hoff, *dev, doff, len));
-  r->numbers["seconds"] = cs.seconds;
-  if (cs.seconds > 0) r->numbers["mbps"] = cs.bytes / cs.seconds / 1e6;
+  RESMEM_ASSIGN_OR_RETURN(CopyStats cs,
+                          b_.gpu->Copy(dir, *a.host, a.host_offset, *a.dev, a.device_offset, a.length));
+  RecordRate(r, cs.bytes, cs.seconds);
   r->texts["path"] = cs.path;
   return Status::Ok();
 }
@@ -360,21 +375,17 @@ Status Run::Stage(const Step& step, StepResult* r) {
   RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
   RESMEM_ASSIGN_OR_RETURN(double t_copy, b_.platform->CopyHost(*staging, 0, *src, soff, len));
   RESMEM_ASSIGN_OR_RETURN(CopyStats cs, b_.gpu->Copy(CopyDirection::kHostToDevice, *staging, 0, *dev, 0, len));
-  const double seconds = t_copy + cs.seconds;
-  r->numbers["seconds"] = seconds;
+  RecordRate(r, len, t_copy + cs.seconds);
   r->numbers["memcpy_seconds"] = t_copy;
   r->numbers["dma_seconds"] = cs.seconds;
-  if (seconds > 0) r->numbers["mbps"] = len / seconds / 1e6;
   return Status::Ok();
 }
 
 Status Run::Checksum(const Step& step, StepResult* r) {
   RESMEM_RETURN_IF_ERROR(NeedGpu());
-  RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(Str(step, "host")));
-  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(Str(step, "device")));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t hoff, Size(step, "host_offset", 0));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t doff, Size(step, "device_offset", 0));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
+  RESMEM_ASSIGN_OR_RETURN(HostDeviceArgs a, HostDevice(step));
+  HostMemory* host = a.host;
+  const uint64_t hoff = a.host_offset, len = a.length;
   RESMEM_RETURN_IF_ERROR(CheckSpan(*host, hoff, len, "checksum"));
   uint64_t h = 0xcbf29ce484222325ull;
   std::vector<uint8_t> buf(std::min(len, kChunk));
@@ -384,7 +395,7 @@ Status Run::Checksum(const Step& step, StepResult* r) {
     h = Fnv1a64(buf.data(), n, h);
     done += n;
   }
-  RESMEM_ASSIGN_OR_RETURN(uint64_t d, b_.gpu->DeviceChecksum(*dev, doff, len));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t d, b_.gpu->DeviceChecksum(*a.dev, a.device_offset, len));
   char hex[64];
   std::snprintf(hex, sizeof hex, "host %016" PRIx64 " device %016" PRIx64, h, d);
   r->texts["checksums"] = hex;
