@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <thread>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -148,6 +149,20 @@ Result<std::unique_ptr<CudaGpu>> CudaGpu::Create(int device) {
 
 CudaGpu::~CudaGpu() = default;  // contexts die with the process; buffers free themselves
 
+FaultOutcome CudaGpu::CheckFault(const char* point, uint64_t address, uint64_t length) {
+  if (!faults_) return FaultOutcome();
+  FaultOutcome o = faults_->Check(point, address, length);
+  if (o.fired && o.effect == FaultEffect::kDelay)
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_seconds));
+  return o;
+}
+
+namespace {
+bool IsErrorFault(const FaultOutcome& o) {
+  return o.fired && (o.effect == FaultEffect::kError || o.effect == FaultEffect::kSignal);
+}
+}  // namespace
+
 Status CudaGpu::BindThread() {
   int c = current_.load();
   void* ctx = contexts_[c];
@@ -217,6 +232,9 @@ Status CudaGpu::UseContext(int context) {
 Status CudaGpu::Register(HostMemory& mem, uint64_t offset, uint64_t length, uint32_t flags) {
   RESMEM_RETURN_IF_ERROR(BindThread());
   RESMEM_ASSIGN_OR_RETURN(uint8_t* p, HostPointer(mem, offset, length, "cudaHostRegister"));
+  if (FaultOutcome f = CheckFault("gpu.register", reinterpret_cast<uint64_t>(p), length);
+      IsErrorFault(f))
+    return f.status;
   cudaError_t err = cudaHostRegister(p, length, flags);
   if (err != cudaSuccess)
     return CudaError(err, "cudaHostRegister(" + Hex(reinterpret_cast<uint64_t>(p)) + ", " +
@@ -227,6 +245,9 @@ Status CudaGpu::Register(HostMemory& mem, uint64_t offset, uint64_t length, uint
 Status CudaGpu::Unregister(HostMemory& mem, uint64_t offset) {
   RESMEM_RETURN_IF_ERROR(BindThread());
   uint8_t* p = mem.data() ? mem.data() + offset : nullptr;
+  if (FaultOutcome f = CheckFault("gpu.unregister", reinterpret_cast<uint64_t>(p), 0);
+      IsErrorFault(f))
+    return f.status;
   cudaError_t err = cudaHostUnregister(p);
   if (err != cudaSuccess)
     return CudaError(err, "cudaHostUnregister(" + Hex(reinterpret_cast<uint64_t>(p)) + ")");
@@ -235,6 +256,7 @@ Status CudaGpu::Unregister(HostMemory& mem, uint64_t offset) {
 
 Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_t flags) {
   RESMEM_RETURN_IF_ERROR(BindThread());
+  if (FaultOutcome f = CheckFault("gpu.alloc", 0, bytes); IsErrorFault(f)) return f.status;
   void* p = nullptr;
   unsigned alloc_flags = (flags & kRegisterPortable ? cudaHostAllocPortable : 0) |
                          (flags & kRegisterMapped ? cudaHostAllocMapped : 0);
@@ -255,6 +277,7 @@ Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_
 
 Result<std::unique_ptr<DeviceBuffer>> CudaGpu::AllocDevice(uint64_t bytes) {
   RESMEM_RETURN_IF_ERROR(BindThread());
+  if (FaultOutcome f = CheckFault("gpu.alloc", 0, bytes); IsErrorFault(f)) return f.status;
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, bytes);
   if (err != cudaSuccess) return CudaError(err, "cudaMalloc(" + FormatSize(bytes) + ")");
@@ -270,6 +293,11 @@ Result<CopyStats> CudaGpu::Copy(CopyDirection dir, HostMemory& host, uint64_t ho
   bool pinned = cudaPointerGetAttributes(&attrs, h) == cudaSuccess &&
                 attrs.type == cudaMemoryTypeHost;
   cudaGetLastError();
+  FaultOutcome fault = CheckFault("gpu.copy", reinterpret_cast<uint64_t>(h), length);
+  if (IsErrorFault(fault)) return fault.status;
+  const uint64_t requested = length;
+  if (fault.fired && fault.effect == FaultEffect::kShortCopy)
+    length = std::min(length, fault.short_length);
   double t0 = Now();
   cudaError_t err =
       dir == CopyDirection::kHostToDevice
@@ -283,11 +311,56 @@ Result<CopyStats> CudaGpu::Copy(CopyDirection dir, HostMemory& host, uint64_t ho
     return CudaError(err, std::string("cudaMemcpyAsync ") +
                               (dir == CopyDirection::kHostToDevice ? "H2D " : "D2H ") +
                               FormatSize(length));
+  if (fault.fired && fault.effect == FaultEffect::kCorrupt && fault.corrupt_offset < length) {
+    // Flip the byte where it landed: in device memory for H2D, in the host span for D2H.
+    if (dir == CopyDirection::kHostToDevice) {
+      uint8_t byte = h[fault.corrupt_offset] ^ fault.corrupt_xor;
+      cudaMemcpy(b->ptr() + dev_offset + fault.corrupt_offset, &byte, 1, cudaMemcpyHostToDevice);
+    } else {
+      h[fault.corrupt_offset] ^= fault.corrupt_xor;
+    }
+  }
   CopyStats s;
   s.bytes = length;
   s.seconds = t1 - t0;
   s.path = pinned ? "pinned-dma" : "pageable-staged";
+  if (length < requested) s.path += " (short copy: " + std::to_string(length) + " of " +
+                                    std::to_string(requested) + " bytes)";
   return s;
+}
+
+Result<CudaGpu::CopyTicket> CudaGpu::CopyAsync(CopyDirection dir, HostMemory& host,
+                                             uint64_t host_offset, DeviceBuffer& dev,
+                                             uint64_t dev_offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "cudaMemcpyAsync"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "cudaMemcpyAsync"));
+  cudaError_t err =
+      dir == CopyDirection::kHostToDevice
+          ? cudaMemcpyAsync(b->ptr() + dev_offset, h, length, cudaMemcpyHostToDevice,
+                            cudaStreamPerThread)
+          : cudaMemcpyAsync(h, b->ptr() + dev_offset, length, cudaMemcpyDeviceToHost,
+                            cudaStreamPerThread);
+  if (err != cudaSuccess) return CudaError(err, "cudaMemcpyAsync " + FormatSize(length));
+  cudaEvent_t ev = nullptr;
+  if ((err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)) != cudaSuccess)
+    return CudaError(err, "cudaEventCreate");
+  if ((err = cudaEventRecord(ev, cudaStreamPerThread)) != cudaSuccess) {
+    cudaEventDestroy(ev);
+    return CudaError(err, "cudaEventRecord");
+  }
+  CopyTicket t;
+  t.event = ev;
+  return t;
+}
+
+Status CudaGpu::Wait(CopyTicket& ticket) {
+  if (!ticket.event) return Status::InvalidArgument("Wait on an empty copy ticket");
+  cudaEvent_t ev = static_cast<cudaEvent_t>(ticket.event);
+  cudaError_t err = cudaEventSynchronize(ev);
+  cudaEventDestroy(ev);
+  ticket.event = nullptr;
+  return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventSynchronize (async copy)");
 }
 
 Result<CopyStats> CudaGpu::CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,

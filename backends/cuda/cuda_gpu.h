@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/api/gpu.h"
+#include "backends/fault/fault_injector.h"
 
 namespace resmem::cuda {
 
@@ -59,6 +60,19 @@ class CudaGpu : public Gpu {
   // counted on the device.
   Result<uint64_t> CountPatternMismatches(DeviceBuffer& dev, uint64_t offset, uint64_t length,
                                           uint64_t seq, uint64_t fill_seed);
+  // An asynchronous copy on the calling thread's stream, finished by Wait (which must be called
+  // on the same thread). Lets a staging lane fill one pinned buffer while the other is in DMA.
+  struct CopyTicket {
+    void* event = nullptr;  // cudaEvent_t recorded after the copy
+  };
+  Result<CopyTicket> CopyAsync(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                               DeviceBuffer& dev, uint64_t dev_offset, uint64_t length);
+  Status Wait(CopyTicket& ticket);
+  // Fault points (backends/fault): "gpu.register", "gpu.unregister", "gpu.alloc", "gpu.copy"
+  // fire before the runtime is called. Effects: error/signal -> returned as the status; delay ->
+  // slept; short copy -> only short_length bytes move; corrupt -> the byte lands flipped in the
+  // destination. Without an injector nothing fires.
+  void set_faults(std::shared_ptr<FaultInjector> faults) { faults_ = std::move(faults); }
   // Makes the Gpu's current context current on this thread (done by every call above).
   Status BindThread();
 
@@ -73,6 +87,8 @@ class CudaGpu : public Gpu {
   void* fn_ctx_set_current_ = nullptr;
   void* fn_ctx_create_ = nullptr;
   void* fn_ctx_get_current_ = nullptr;
+  std::shared_ptr<FaultInjector> faults_;
+  FaultOutcome CheckFault(const char* point, uint64_t address, uint64_t length);
 };
 
 // "cudaHostRegister -> 1 cudaErrorInvalidValue" style text for a runtime code.

@@ -160,3 +160,38 @@ TEST_F(CudaGpuTest, SecondContextCopies) {
 
 }  // namespace
 }  // namespace resmem::cuda
+
+namespace resmem::cuda {
+namespace {
+
+TEST_F(CudaGpuTest, FaultPointsFireOnTheRealBackend) {
+  auto faults = std::make_shared<FaultInjector>(7);
+  FaultRule error;
+  error.point = "gpu.copy";
+  error.trigger = FaultTrigger::kNth;
+  error.nth = 1;
+  error.error = Status::Cuda(999, "injected fault at gpu.copy");
+  ASSERT_TRUE(faults->AddRule(error).ok());
+  FaultRule corrupt;
+  corrupt.point = "gpu.copy";
+  corrupt.trigger = FaultTrigger::kNth;
+  corrupt.nth = 2;
+  corrupt.effect = FaultEffect::kCorrupt;
+  ASSERT_TRUE(faults->AddRule(corrupt).ok());
+  gpu_->set_faults(faults);
+  const uint64_t n = 1 << 20;
+  auto pinned = gpu_->AllocPinned(n, 0);
+  auto dev = gpu_->AllocDevice(n);
+  ASSERT_TRUE(pinned.ok() && dev.ok());
+  pattern::Fill((*pinned)->data(), n, 1, 2);
+  auto first = gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **dev, 0, n);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), 999);
+  ASSERT_TRUE(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **dev, 0, n).ok());
+  EXPECT_EQ(*gpu_->CountPatternMismatches(**dev, 0, n, 1, 2), 1u);  // one flipped byte
+  ASSERT_TRUE(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **dev, 0, n).ok());
+  EXPECT_EQ(*gpu_->CountPatternMismatches(**dev, 0, n, 1, 2), 0u);
+}
+
+}  // namespace
+}  // namespace resmem::cuda

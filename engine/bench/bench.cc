@@ -31,6 +31,7 @@ const char* DirName(CopyDirection d) { return d == CopyDirection::kHostToDevice 
 std::vector<BenchPath> DefaultPaths() {
   return {{"pinned", "pinned", ""},
           {"registered-direct", "memfd", "registered-direct"},
+          {"registered-hugetlb", "hugetlb", "registered-direct"},
           {"registered-chunked", "memfd", "registered-chunked"},
           {"staged", "file", "staged"},
           {"zero-copy-mapped", "memfd", "zero-copy-mapped"},
@@ -228,17 +229,19 @@ std::string BenchResult::Headline() const {
   for (const auto& c : cells) largest = std::max(largest, c.size);
   for (const char* dir : {"H2D", "D2H"}) {
     char buf[256];
-    double pinned = 0, reg = 0, staged = 0;
+    double pinned = 0, reg = 0, reg_huge = 0, staged = 0;
     for (const auto& c : cells) {
       if (c.size != largest || c.direction != dir) continue;
       if (c.path == "pinned") pinned = c.median_gbps;
       if (c.path == "registered-direct") reg = c.ratio_to_pinned;
+      if (c.path == "registered-hugetlb") reg_huge = c.ratio_to_pinned;
       if (c.path == "staged") staged = c.ratio_to_pinned;
     }
     std::snprintf(buf, sizeof buf,
-                  "%s %s: pinned %.1f GB/s; registered %.1f%% of pinned (target >= 98%%); "
-                  "staged %.1f%% (target >= 90%%)\n",
-                  dir, FormatSize(largest).c_str(), pinned, 100 * reg, 100 * staged);
+                  "%s %s: pinned %.1f GB/s; registered memfd %.1f%%, hugetlb %.1f%% of pinned "
+                  "(target >= 98%%); staged %.1f%% (target >= 90%%)\n",
+                  dir, FormatSize(largest).c_str(), pinned, 100 * reg, 100 * reg_huge,
+                  100 * staged);
     out += buf;
   }
   if (!out.empty()) out.pop_back();

@@ -20,7 +20,8 @@ struct BenchPath {
   std::string host_kind;  // backends/host kind ("memfd", "file", "anon"); "pinned" for baseline
   std::string engine_path;  // transfer engine path forced, or "" for the baseline
 };
-// pinned (baseline), registered-direct (memfd), registered-chunked (memfd, 64 MiB pieces),
+// pinned (baseline), registered-direct (memfd), registered-hugetlb (MAP_HUGETLB: 2 MiB pages,
+// closer to a physically contiguous reservation; needs /proc/sys/vm/nr_hugepages), registered-chunked (memfd, 64 MiB pieces),
 // staged (disk file: registration refused, so the engine stages), zero-copy-mapped (memfd),
 // pageable (anonymous, unregistered).
 std::vector<BenchPath> DefaultPaths();

@@ -80,6 +80,9 @@ class TransferEngine {
                                uint64_t dev_offset, uint64_t length);
   Status StageOne(int lane, CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                   uint64_t dev_offset, uint64_t length, double* copy_seconds);
+  Status LaneAsync(int lane, CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                   uint64_t dev_offset, uint64_t length, uint64_t unit, uint64_t units,
+                   std::atomic<uint64_t>& next);
   void RunOnLanes(int lanes, const std::function<void(int)>& job);
   void StopLanes();
 
@@ -89,7 +92,9 @@ class TransferEngine {
   TransferOptions o_;
   PathChoice choice_;
   std::vector<uint64_t> registered_;  // offsets of registrations to undo
-  std::vector<std::unique_ptr<HostMemory>> staging_;
+  std::vector<std::unique_ptr<HostMemory>> staging_;  // lanes x buffers_per_lane_
+  bool async_ = false;
+  int buffers_per_lane_ = 1;
   // Lane workers (lane 0 is the calling thread).
   std::vector<std::thread> workers_;
   std::mutex mu_;

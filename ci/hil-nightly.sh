@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Hardware-in-the-loop nightly for a GPU host. Takes prebuilt binaries (built on CI with cudart
+# linked statically; nothing is compiled here), runs the real-backend scenarios, calibrate, bench
+# and stream, writes a dated report folder (JSON, Markdown, plot) and exits non-zero when a result
+# regresses past ci/hil-thresholds.json.
+#
+#   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--quick]
+#     --bin DIR         holds resmem-gpu (//engine/calibrate:resmem-gpu) and, optionally, resmem
+#                       (//engine/cli:resmem) for the scenarios; default .carry
+#     --out DIR         report root; the report goes to DIR/YYYY-MM-DD; default out/hil
+#     --thresholds FILE default ci/hil-thresholds.json
+#     --quick           fewer passes and blocks (a smoke run, not for the record)
+# Exit: 0 all thresholds held, 1 a regression (listed in report.md), 2 bad usage,
+#       3 no GPU here, 4 a step failed to run.
+set -u
+BIN=.carry
+OUT_ROOT=out/hil
+THRESHOLDS=ci/hil-thresholds.json
+QUICK=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) BIN=$2; shift 2 ;;
+    --out) OUT_ROOT=$2; shift 2 ;;
+    --thresholds) THRESHOLDS=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+GPU="$BIN/resmem-gpu"
+if [ ! -x "$GPU" ]; then
+  echo "hil-nightly: $GPU not found: build //engine/calibrate:resmem-gpu and copy it to $BIN" >&2
+  exit 2
+fi
+[ -f "$THRESHOLDS" ] || { echo "hil-nightly: thresholds $THRESHOLDS not found" >&2; exit 2; }
+DAY=$(date -u +%Y-%m-%d)
+DIR="$OUT_ROOT/$DAY"
+mkdir -p "$DIR"
+echo "hil-nightly: report in $DIR"
+PASSES=7; BLOCKS_RATE=600; BLOCKS_FLAT=3000
+[ $QUICK = 1 ] && { PASSES=3; BLOCKS_RATE=50; BLOCKS_FLAT=500; }
+
+STEPS=()
+step() {  # step NAME CMD...: runs CMD, logs to DIR/NAME.log, records its exit code
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$(date +%s)
+  "$@" > "$DIR/$name.log" 2>&1
+  local rc=$?
+  echo "   rc=$rc in $(( $(date +%s) - t0 )) s"
+  STEPS+=("$name=$rc")
+  tail -n 8 "$DIR/$name.log" | sed 's/^/   /'
+  return $rc
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,pci.bus_id,memory.total --format=csv 2>&1
+  uname -a; grep MemTotal /proc/meminfo; nproc; } > "$DIR/machine.txt"
+"$GPU" bench --backend cuda --sizes 64K --paths pinned --passes 1 > /dev/null 2>&1
+if [ $? = 3 ]; then
+  echo "hil-nightly: no GPU on this host (resmem-gpu exit 3): run it on a GPU machine" >&2
+  exit 3
+fi
+
+# 1. Real-backend scenarios through the full CLI, where it was provided.
+if [ -x "$BIN/resmem" ] && "$BIN/resmem" run --help > /dev/null 2>&1; then
+  step scenarios "$BIN/resmem" run --backend cuda --json "$DIR/scenarios.json" scenarios
+else
+  echo "skipped: scenarios (no $BIN/resmem with a run command)" | tee "$DIR/scenarios-skipped.txt"
+  STEPS+=("scenarios=skipped")
+fi
+# 2. Calibration and the fidelity report against the simulator.
+step calibrate "$GPU" calibrate --backend cuda --out "$DIR/profile.json" --passes "$PASSES" \
+  --report "$DIR/fidelity.md" --json "$DIR/fidelity.json" --verbose
+# 3. Bench: every path and block size against pinned, every pass verified. 2 MiB pages for the
+#    hugetlb stand-in (FACTS.md: nr_hugepages is writable there), given back afterwards.
+SAVED_HUGEPAGES=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo)
+[ -w /proc/sys/vm/nr_hugepages ] && echo 200 > /proc/sys/vm/nr_hugepages
+step bench "$GPU" bench --backend cuda --passes "$PASSES" --json "$DIR/bench.json" \
+  --plot "$DIR/bench.png" --verbose
+[ -n "$SAVED_HUGEPAGES" ] && [ -w /proc/sys/vm/nr_hugepages ] && echo "$SAVED_HUGEPAGES" > /proc/sys/vm/nr_hugepages
+# 4. Stream: seed 000's 16 MB at 10 Hz; flat out (registered stand-in); flat out staged (disk
+#    file stand-in, whose registration the driver refuses).
+step stream-rate "$GPU" stream --backend cuda --block 16M --rate 10 --blocks "$BLOCKS_RATE" \
+  --json "$DIR/stream-rate.json"
+step stream-flat "$GPU" stream --backend cuda --block 16M --rate 0 --blocks "$BLOCKS_FLAT" \
+  --json "$DIR/stream-flat.json"
+step stream-staged "$GPU" stream --backend cuda --block 16M --rate 0 --blocks "$BLOCKS_FLAT" \
+  --host file --json "$DIR/stream-staged.json"
+
+# 5. Verdict and report.
+python3 - "$DIR" "$THRESHOLDS" "${STEPS[@]}" <<'PY'
+import json, os, sys
+d, thr_path, steps = sys.argv[1], sys.argv[2], sys.argv[3:]
+thr = json.load(open(thr_path))
+def load(name):
+    p = os.path.join(d, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+bench, fid = load("bench.json"), load("fidelity.json")
+streams = {k: load(f"stream-{k}.json") for k in ("rate", "flat", "staged")}
+fails, lines = [], []
+def check(ok, what):
+    lines.append(("ok    " if ok else "FAIL  ") + what)
+    if not ok: fails.append(what)
+for s in steps:
+    name, rc = s.split("=")
+    if rc not in ("0", "1", "skipped"):
+        check(False, f"step {name} did not run to the end (exit {rc}; see {name}.log)")
+if bench:
+    cells = bench["cells"]; top = max(c["size"] for c in cells)
+    for path, key in (("registered-direct", "registered_direct_ratio_min"), ("registered-hugetlb", "registered_direct_ratio_min"), ("staged", "staged_ratio_min")):
+        for dr in ("H2D", "D2H"):
+            c = [c for c in cells if c["path"] == path and c["direction"] == dr and c["size"] == top]
+            r = c[0]["ratio_to_pinned"] if c else 0
+            check(r >= thr["bench"][key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][key]:.0f}%)")
+    bad = sum(c["verify_failures"] for c in cells)
+    check(bad <= thr["bench"]["verify_failures_max"], f"bench data verification failures: {bad}")
+else:
+    check(False, "bench.json missing")
+for k, s in streams.items():
+    t = thr[f"stream_{k}"]
+    if not s:
+        check(False, f"stream-{k}.json missing"); continue
+    if "dropped_max" in t: check(s["dropped"] <= t["dropped_max"], f"stream {k}: dropped {s['dropped']}")
+    check(s["corrupt"] <= t["corrupt_max"], f"stream {k}: corrupt {s['corrupt']}")
+    if "ratio_min" in t:
+        check(s["ratio_to_pinned"] >= t["ratio_min"], f"stream {k}: {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned (min {100*t['ratio_min']:.0f}%)")
+if fid:
+    n = len(fid["disagreements"])
+    check(n <= thr["fidelity"]["disagreements_max"], f"fidelity: {n} disagreements with the simulator ({fid['code_cases']} code cases, {fid['bandwidth_cases']} bandwidth classes)")
+else:
+    check(False, "fidelity.json missing")
+summary = {"report": d, "steps": steps, "checks": lines, "regressions": fails,
+           "bench_headline": bench.get("headline") if bench else None,
+           "streams": streams}
+json.dump(summary, open(os.path.join(d, "summary.json"), "w"), indent=1)
+md = [f"# resmem hardware-in-the-loop report {os.path.basename(d)}", ""]
+if os.path.exists(os.path.join(d, "machine.txt")):
+    md += ["## Machine", "```", open(os.path.join(d, "machine.txt")).read().strip(), "```", ""]
+md += ["## Verdict", "", "**PASS**" if not fails else f"**REGRESSION** ({len(fails)})", ""]
+md += ["```"] + lines + ["```", "", "## Steps", ""] + [f"- {s}" for s in steps] + [""]
+if bench:
+    md += ["## Bench (GB/s, medians of passes; ratio to cudaMallocHost of the same run)", "",
+           "![bench](bench.png)", "", "| path | dir | size | GB/s | % of pinned | verified |", "|---|---|---|---|---|---|"]
+    for c in bench["cells"]:
+        sz = c["size"]; s = f"{sz>>20} MiB" if sz >= 1<<20 else f"{sz>>10} KiB"
+        md.append(f"| {c['path']} | {c['direction']} | {s} | {c['median_gbps']:.2f} | {100*c['ratio_to_pinned']:.1f} | {'ok' if not c['verify_failures'] else 'FAILED'} |")
+    md += ["", "Path choices:", ""] + sorted({f"- {c['path']}: {c['choice']}" for c in bench["cells"]}) + [""]
+    md += ["Notes:", ""] + [f"- {n}" for n in bench.get("notes", [])] + [""]
+md += ["## Stream", ""]
+for k, s in streams.items():
+    if s:
+        md.append(f"- {k}: {s['delivered']} delivered, {s['dropped']} dropped, {s['corrupt']} corrupt of {s['blocks']} x {s['block_bytes']>>20} MiB at "
+                  f"{'flat out' if not s['rate_hz'] else str(s['rate_hz'])+' Hz'} on {s['host_kind']}; {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned "
+                  f"({s['pinned_gbps']:.2f}); latency p50 {s['latency_ms']['p50']:.2f} ms, p99 {s['latency_ms']['p99']:.2f} ms, max {s['latency_ms']['max']:.2f} ms; {s['path']}")
+md += ["", "## Calibration fidelity", "", "See fidelity.md (every disagreement listed) and profile.json.", ""]
+if fid:
+    md += [f"- {x}" for x in fid["disagreements"]] or ["- no disagreements"]
+open(os.path.join(d, "report.md"), "w").write("\n".join(md) + "\n")
+print("\n".join(lines))
+print("hil-nightly:", "PASS" if not fails else f"{len(fails)} regression(s)")
+sys.exit(1 if fails else 0)
+PY
+rc=$?
+echo "hil-nightly: report $DIR/report.md (exit $rc)"
+exit $rc
