@@ -72,6 +72,7 @@ const bool kCudaGpu = RegisterGpuPart("cuda", [](PartContext& ctx) -> Result<std
   if (ctx.options.count("cuda_device")) device = std::atoi(ctx.options.at("cuda_device").c_str());
   auto gpu = cuda::CudaGpu::Create(device);
   if (!gpu.ok()) return gpu.status();
+  (*gpu)->set_faults(ctx.faults);  // the scenario's fault points fire inside the real backend too
   return std::unique_ptr<Gpu>(std::move(gpu).value());
 });
 
