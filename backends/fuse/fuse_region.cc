@@ -1,4 +1,5 @@
 #include "backends/fuse/fuse_region.h"
+#include "backends/kmod/uapi_info.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -138,16 +139,7 @@ class FuseHandle : public RegionHandle {
                                     (err == ENOTCONN || err == ECONNABORTED ? ": the FUSE daemon is gone; remount"
                                                                      : ""));
     }
-    RegionInfo info;
-    info.device = "/dev/" + std::string(raw.name, strnlen(raw.name, sizeof raw.name));
-    info.phys_addr = raw.phys_addr;
-    info.size = raw.size;
-    info.mode = raw.mode == RESMEM_MODE_PAGES ? MapMode::kPages : MapMode::kPfnmap;
-    info.cache = raw.cache == RESMEM_CACHE_WC   ? CacheType::kWriteCombining
-                 : raw.cache == RESMEM_CACHE_UC ? CacheType::kUncached
-                                                : CacheType::kWriteBack;
-    info.abi_version = raw.abi_version;
-    return info;
+    return RegionInfoFromUapi(raw, "/dev/" + std::string(raw.name, strnlen(raw.name, sizeof raw.name)));
   }
 
   Result<std::unique_ptr<HostMemory>> Map(const MapRequest& request) override {

@@ -1,4 +1,5 @@
 #include "backends/kmod/kmod_region.h"
+#include "backends/kmod/uapi_info.h"
 
 #include <fcntl.h>
 #include <glob.h>
@@ -74,16 +75,7 @@ class KmodHandle : public RegionHandle {
       return ErrnoStatus(err, "RESMEM_IOC_INFO on " + path_ +
                                   (err == ENOTTY ? " (not a resmem device, or a module older than the info ioctl)" : ""));
     }
-    RegionInfo info;
-    info.device = path_;
-    info.phys_addr = raw.phys_addr;
-    info.size = raw.size;
-    info.mode = raw.mode == RESMEM_MODE_PAGES ? MapMode::kPages : MapMode::kPfnmap;
-    info.cache = raw.cache == RESMEM_CACHE_WC   ? CacheType::kWriteCombining
-                 : raw.cache == RESMEM_CACHE_UC ? CacheType::kUncached
-                                                : CacheType::kWriteBack;
-    info.abi_version = raw.abi_version;
-    return info;
+    return RegionInfoFromUapi(raw, path_);
   }
 
   Result<std::unique_ptr<HostMemory>> Map(const MapRequest& request) override {

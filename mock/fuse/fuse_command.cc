@@ -82,6 +82,15 @@ int FuseServeMain(const std::vector<std::string>& args) {
   driver.mode = *map_mode;
   driver.cache = *cache_type;
   auto provider = sim::MakeSimRegionProvider(world.value(), driver);
+  // Block the stop signals before mounting: one that arrives while the mount comes up waits for
+  // sigtimedwait below instead of killing this process and leaving the mount behind. The daemon
+  // child unblocks them for itself.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stop, nullptr);
   MountOptions opts;
   opts.mount_dir = mount_dir;
   opts.private_namespace = false;  // the user wants to see it at DIR
@@ -102,13 +111,6 @@ int FuseServeMain(const std::vector<std::string>& args) {
               dev.value()->control_path().c_str(), dev.value()->writeback_note().c_str());
   std::fflush(stdout);
 
-  // Blocked only now, after the daemon was forked with the default mask.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGHUP);
-  sigprocmask(SIG_BLOCK, &stop, nullptr);
   timespec tick{0, 200 * 1000 * 1000};
   for (;;) {
     int sig = sigtimedwait(&stop, nullptr, &tick);

@@ -1,4 +1,5 @@
 #include "mock/fuse/fuse_daemon.h"
+#include "backends/kmod/uapi_info.h"
 
 #include <fuse_lowlevel.h>
 #include <sys/mount.h>
@@ -489,15 +490,7 @@ void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_
   }
   switch (cmd) {
     case RESMEM_IOC_INFO: {
-      resmem_info out{};
-      out.abi_version = info->abi_version;
-      out.mode = info->mode == MapMode::kPfnmap ? RESMEM_MODE_PFNMAP : RESMEM_MODE_PAGES;
-      out.cache = info->cache == CacheType::kWriteBack       ? RESMEM_CACHE_WB
-                  : info->cache == CacheType::kWriteCombining ? RESMEM_CACHE_WC
-                                                              : RESMEM_CACHE_UC;
-      out.phys_addr = info->phys_addr;
-      out.size = info->size;
-      std::strncpy(out.name, d->name.c_str(), sizeof out.name - 1);
+      const resmem_info out = UapiFromRegionInfo(*info, d->name);
       if (out_bufsz < sizeof out) {
         fuse_reply_err(req, EINVAL);
         return;

@@ -56,6 +56,11 @@ void ReportError(int fd, const Status& st) {
   // lets it unmount on the way out.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(0);
+  // The mounting process may block its stop signals to wait for them (resmem fuse does, before
+  // mounting, so a signal that comes early is not lost); the daemon takes them as they come.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   int private_ns = 0;
   if (options.private_namespace) {
     // A mount namespace of our own whose mounts do not propagate back (mount_namespaces(7)): the

@@ -1,4 +1,5 @@
 #include "mock/region/sim_driver.h"
+#include "backends/kmod/uapi_info.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -41,16 +42,6 @@ struct DriverState {
   std::vector<Device> devices;
 };
 
-uint32_t UapiMode(MapMode m) { return m == MapMode::kPages ? RESMEM_MODE_PAGES : RESMEM_MODE_PFNMAP; }
-uint32_t UapiCache(CacheType c) {
-  switch (c) {
-    case CacheType::kWriteBack: return RESMEM_CACHE_WB;
-    case CacheType::kWriteCombining: return RESMEM_CACHE_WC;
-    case CacheType::kUncached: return RESMEM_CACHE_UC;
-  }
-  return RESMEM_CACHE_WB;
-}
-
 class SimRegionHandle : public RegionHandle {
  public:
   SimRegionHandle(std::shared_ptr<DriverState> state, size_t index, const OpenRequest& request)
@@ -88,15 +79,9 @@ class SimRegionHandle : public RegionHandle {
       return Status::Errno(EFAULT, d.path + ": ioctl argument is a null pointer; pass a buffer "
                                             "of the command's size");
     if (cmd == RESMEM_IOC_INFO) {
-      resmem_info info;
-      std::memset(&info, 0, sizeof info);
-      info.abi_version = state_->spec.abi_version;
-      info.mode = UapiMode(state_->spec.mode);
-      info.cache = UapiCache(state_->spec.cache);
-      info.flags = RESMEM_INFO_FAULT_INJECTION;  // the simulated driver always has fault points
-      info.phys_addr = d.phys;
-      info.size = d.size;
-      std::snprintf(info.name, sizeof info.name, "%s", d.name.c_str());
+      RESMEM_ASSIGN_OR_RETURN(RegionInfo ri, Info());
+      // The simulated driver always has fault points.
+      const resmem_info info = UapiFromRegionInfo(ri, d.name, RESMEM_INFO_FAULT_INJECTION);
       std::memcpy(arg, &info, sizeof info);
     } else {
       const __u64 v = cmd == RESMEM_IOC_LENGTH ? d.size : d.phys;
