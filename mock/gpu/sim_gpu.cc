@@ -240,7 +240,7 @@ class SimGpu : public Gpu {
                         std::to_string(current_) + " [" + Hex(r.start) + ", " + Hex(r.end) +
                         "); unregister it first or register only the part not yet registered");
     }
-    if (Status st = DecideFromFacts(f, flags, what); !st.ok()) return st;
+    if (Status st = DecideFromFacts(f, offset, length, flags, what); !st.ok()) return st;
     clock_->Charge(RegisterSeconds(profile_, host_, f, length, flags));
     registrations_.push_back({current_, key.space, key.start, key.start + length, flags});
     return Status::Ok();
@@ -428,19 +428,31 @@ class SimGpu : public Gpu {
       buf[o.corrupt_offset - chunk_start] ^= (o.corrupt_xor ? o.corrupt_xor : 1);
   }
 
-  // The registration decision from the mapping's facts (the table in cuda_profile.cc).
-  Status DecideFromFacts(const MappingFacts& f, uint32_t flags, const std::string& what) const {
+  // The registration decision from the mapping's facts (the table in cuda_profile.cc). The
+  // order of the rules is part of the model: h100.json (2026-11-21) shows IoMemory decided
+  // before the read-only rule, and ReadOnly lifting the writable-shared-file rule.
+  Status DecideFromFacts(const MappingFacts& f, uint64_t offset, uint64_t length, uint32_t flags,
+                         const std::string& what) const {
     const bool pfn_io = f.vm_pfnmap || f.vm_io || f.backing == Backing::kDevicePfn;
     if (profile_.has_iomemory_flag && (flags & kRegisterIoMemory)) {
       // FACTS.md (os-mlock.c): the IoMemory path wants one VM_IO|VM_PFNMAP VMA with physically
-      // contiguous pages; on ordinary memory it fails with 1.
+      // contiguous pages; on ordinary memory it fails with 1. It looks up PFNs and pins nothing
+      // for writing, so a read-only mapping passes without ReadOnly (h100.json: the read-only
+      // [vvar] page, iomemory -> 0).
       if (!pfn_io)
         return Cuda(profile_.error_invalid_value,
                     what + ": IoMemory is for VM_IO|VM_PFNMAP device mappings, and this is " +
                         f.Describe() + "; register without IoMemory");
-      if (!f.physically_contiguous)
+      // The open driver's os-mlock.c get_io_ptes() checks each page against the one before it,
+      // so a span inside one page is contiguous whatever the facts say (h100.json: pfnmap-vvar
+      // 4 KiB iomemory -> 0; smaps cannot tell contiguity).
+      const uint64_t page = f.page_size ? f.page_size : 4096;
+      const bool one_page = (offset % page) + length <= page;
+      if (!f.physically_contiguous && !one_page)
         return Cuda(profile_.error_invalid_value,
-                    what + ": IoMemory needs physically contiguous memory behind the mapping");
+                    what + ": IoMemory needs physically contiguous memory behind the mapping; "
+                           "register each contiguous piece separately, or map the region in "
+                           "pages mode and register without IoMemory");
       return Status::Ok();
     }
     if (pfn_io) {
@@ -456,12 +468,17 @@ class SimGpu : public Gpu {
     if (profile_.readonly_mapping_needs_flag && !f.writable && !(flags & kRegisterReadOnly))
       return Cuda(profile_.error_invalid_value,
                   what + ": the mapping is read-only; register with the ReadOnly flag");
+    // FACTS.md: writable MAP_SHARED ext4 file -> 1 (mm/gup.c writable_file_mapping_allowed()).
+    // h100.json (2026-11-21): the same mapping with ReadOnly -> 0: the driver then pins without
+    // FOLL_WRITE, and mm/gup.c check_vma_flags() asks writable_file_mapping_allowed() only for
+    // write pins.
     if (profile_.refuses_writable_shared_file && f.shared && f.writable &&
+        !(flags & kRegisterReadOnly) &&
         (f.backing == Backing::kFile || f.backing == Backing::kFuse))
       return Cuda(profile_.error_invalid_value,
                   what + ": a writable MAP_SHARED mapping of a file that needs writeback cannot be "
-                         "pinned long-term; map it MAP_PRIVATE, read-only with ReadOnly, or use "
-                         "shmem/memfd");
+                         "pinned long-term for writing; register with ReadOnly if the GPU only "
+                         "reads it, map it MAP_PRIVATE, or use shmem/memfd");
     return Status::Ok();
   }
 
@@ -526,8 +543,19 @@ double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyD
   // host's rates for that memory type (HostPerf; UC reads at the driver's load width).
   const double cpu = h2d ? host.ReadBytesPerSecond(type, profile.staging_load_bytes)
                          : host.WriteBytesPerSecond(type);
-  const double eff = profile.pageable_pipeline_efficiency > 0 ? profile.pageable_pipeline_efficiency : 1;
   if (cpu <= 0 || link <= 0) return 0;
+  // Write-back memory where the profile carries a fit to a measurement of the real driver
+  // (r580: h100.json, cuda_profile.cc): rates are multiples of the host's memcpy rate, the
+  // overlapped rate never above the link.
+  const PageableStagingFit& fit = h2d ? profile.pageable_wb_h2d : profile.pageable_wb_d2h;
+  if (type == MemoryType::kWriteBack && fit.overlapped_ratio > 0) {
+    const uint64_t overlapped = std::min(bytes, fit.overlap_bytes);
+    const uint64_t serial = bytes - overlapped;
+    const double serial_ratio = fit.serial_ratio > 0 ? fit.serial_ratio : 1;
+    return overlapped / std::min(fit.overlapped_ratio * cpu, link) +
+           serial * (1 / (serial_ratio * cpu) + 1 / link);
+  }
+  const double eff = profile.pageable_pipeline_efficiency > 0 ? profile.pageable_pipeline_efficiency : 1;
   const uint64_t overlapped = std::min(bytes, profile.pageable_overlap_bytes);
   const uint64_t serial = bytes - overlapped;
   return overlapped / (eff * std::min(cpu, link)) + serial * (1 / (eff * cpu) + 1 / link);

@@ -34,6 +34,19 @@
 
 namespace resmem::sim {
 
+// A staged pageable copy of write-back memory in one direction, fitted to a measurement of the
+// real driver (cuda_profile.cc says which). Rates are multiples of the host's one-thread memcpy
+// rate (HostPerf::wb_copy_gbps), so the fit follows the machine the model runs on.
+struct PageableStagingFit {
+  // Staged GB/s over host memcpy GB/s while the driver's staging buffers absorb the copy (the
+  // first overlap_bytes); capped at the link. 0: not fitted, the efficiency model applies.
+  double overlapped_ratio = 0;
+  uint64_t overlap_bytes = UINT64_MAX;
+  // Past overlap_bytes each chunk waits for its DMA: seconds per byte are
+  // 1/(serial_ratio * host memcpy) + 1/link.
+  double serial_ratio = 1;
+};
+
 // A driver profile: one era's behaviour. Every field cites its source in cuda_profile.cc.
 struct CudaProfile {
   std::string name;                   // "cuda-4.1-r285", "cuda-13.0-r580"
@@ -60,8 +73,14 @@ struct CudaProfile {
   // past them, each chunk's DMA is on the critical path: time per byte 1/(eff*host) + 1/link
   // instead of 1/(eff*min(host, link)). UINT64_MAX: always overlapped.
   uint64_t pageable_overlap_bytes = UINT64_MAX;
+  // Write-back pageable copies measured on the real driver, per direction. Where fitted
+  // (overlapped_ratio > 0) they replace the efficiency model above for write-back host memory;
+  // uncached and write-combining memory keep the efficiency model.
+  PageableStagingFit pageable_wb_h2d;
+  PageableStagingFit pageable_wb_d2h;
   // The driver refuses writable MAP_SHARED mappings of files that need dirty tracking (disk and
-  // FUSE files) because it pins them FOLL_LONGTERM.
+  // FUSE files) because it pins them FOLL_LONGTERM for writing. With the ReadOnly flag it pins
+  // without write access, which such mappings allow.
   bool refuses_writable_shared_file = false;
   // Read-only mappings need the ReadOnly flag.
   bool readonly_mapping_needs_flag = false;
