@@ -363,6 +363,49 @@ Status CudaGpu::Wait(CopyTicket& ticket) {
   return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventSynchronize (async copy)");
 }
 
+Result<CudaGpu::CopyTicket> CudaGpu::NewTicket() {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  cudaEvent_t ev = nullptr;
+  cudaError_t err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  if (err != cudaSuccess) return CudaError(err, "cudaEventCreate (reusable copy ticket)");
+  CopyTicket t;
+  t.event = ev;
+  return t;
+}
+
+Status CudaGpu::CopyAsyncInto(CopyTicket& ticket, CopyDirection dir, HostMemory& host,
+                              uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
+                              uint64_t length) {
+  if (!ticket.event) return Status::InvalidArgument("CopyAsyncInto needs a ticket from NewTicket");
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "cudaMemcpyAsync"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "cudaMemcpyAsync"));
+  if (faults_) {
+    FaultOutcome fault = CheckFault("gpu.copy", reinterpret_cast<uint64_t>(h), length);
+    if (IsErrorFault(fault)) return fault.status;
+  }
+  cudaError_t err =
+      dir == CopyDirection::kHostToDevice
+          ? cudaMemcpyAsync(b->ptr() + dev_offset, h, length, cudaMemcpyHostToDevice,
+                            cudaStreamPerThread)
+          : cudaMemcpyAsync(h, b->ptr() + dev_offset, length, cudaMemcpyDeviceToHost,
+                            cudaStreamPerThread);
+  if (err != cudaSuccess) return CudaError(err, "cudaMemcpyAsync " + FormatSize(length));
+  err = cudaEventRecord(static_cast<cudaEvent_t>(ticket.event), cudaStreamPerThread);
+  return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventRecord (copy ticket)");
+}
+
+Status CudaGpu::WaitKeep(const CopyTicket& ticket) {
+  if (!ticket.event) return Status::InvalidArgument("WaitKeep on an empty copy ticket");
+  cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(ticket.event));
+  return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventSynchronize (async copy)");
+}
+
+void CudaGpu::ReleaseTicket(CopyTicket& ticket) {
+  if (ticket.event) cudaEventDestroy(static_cast<cudaEvent_t>(ticket.event));
+  ticket.event = nullptr;
+}
+
 Result<CopyStats> CudaGpu::CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,
                                       DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) {
   RESMEM_RETURN_IF_ERROR(BindThread());

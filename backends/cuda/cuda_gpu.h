@@ -68,6 +68,17 @@ class CudaGpu : public Gpu {
   Result<CopyTicket> CopyAsync(CopyDirection dir, HostMemory& host, uint64_t host_offset,
                                DeviceBuffer& dev, uint64_t dev_offset, uint64_t length);
   Status Wait(CopyTicket& ticket);
+  // Reusable tickets: NewTicket makes one event once; CopyAsyncInto queues a copy on the calling
+  // thread's stream and records that same event after it; WaitKeep waits for it and keeps the
+  // event; ReleaseTicket destroys it. A staging lane keeps one per pinned buffer instead of
+  // creating and destroying an event per chunk. CopyAsyncInto honours the "gpu.copy" fault point
+  // for error and delay effects (short and corrupt copies are Copy's).
+  Result<CopyTicket> NewTicket();
+  Status CopyAsyncInto(CopyTicket& ticket, CopyDirection dir, HostMemory& host,
+                       uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
+                       uint64_t length);
+  Status WaitKeep(const CopyTicket& ticket);
+  void ReleaseTicket(CopyTicket& ticket);
   // Fault points (backends/fault): "gpu.register", "gpu.unregister", "gpu.alloc", "gpu.copy"
   // fire before the runtime is called. Effects: error/signal -> returned as the status; delay ->
   // slept; short copy -> only short_length bytes move; corrupt -> the byte lands flipped in the

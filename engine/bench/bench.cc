@@ -86,14 +86,12 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     std::unique_ptr<TransferEngine> engine;
     std::string choice = "cudaMallocHost buffer, cudaMemcpy";
     if (!path.engine_path.empty()) {
-      transfer::TransferOptions to;
+      transfer::TransferOptions to = o.staging;
       RESMEM_ASSIGN_OR_RETURN(transfer::Path forced, transfer::ParsePath(path.engine_path));
       to.allowed = {forced};
       // Chunked registers the span in four pieces, so every copy of the largest block crosses
       // piece boundaries.
       to.register_chunk = std::max<uint64_t>(4096, max_size / 4 / 4096 * 4096);
-      to.staging_lanes = o.staging_lanes;
-      to.staging_chunk = o.staging_chunk;
       auto e = TransferEngine::Open(gpu, *mem, clock, to);
       if (!e.ok()) {
         result.notes.push_back(path.name + " on " + path.host_kind + ": " + e.status().message());

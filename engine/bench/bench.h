@@ -11,6 +11,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "engine/transfer/transfer_engine.h"
 
 namespace resmem::bench {
 
@@ -31,8 +32,7 @@ struct BenchOptions {
   std::vector<std::string> paths;  // names from DefaultPaths(); empty = all
   int passes = 5;
   uint64_t bytes_per_sample = 64ull << 20;  // small blocks are repeated up to this many bytes
-  int staging_lanes = 16;
-  uint64_t staging_chunk = 4ull << 20;
+  transfer::TransferOptions staging;  // the staged row's lanes, buffers, units (allowed is set here)
   uint64_t seed = 1;
   bool verbose = false;
 };

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kUsage =
     "resmem bench [--backend cuda|sim] [--sizes 64K,256K,...] [--paths a,b] [--passes N]\n"
-    "             [--lanes N] [--chunk SIZE] [--seed N] [--json FILE] [--plot FILE.png] [--verbose]\n"
+    "             [staged path options] [--seed N] [--json FILE] [--plot FILE.png] [--verbose]\n"
     "resmem bench --replot bench.json --plot FILE.png\n"
     "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline of\n"
     "the same run; medians of --passes (default 5); every pass's data verified.\n"
@@ -28,12 +28,15 @@ int Fail(const Status& st, int code) {
 int Run(const std::vector<std::string>& argv) {
   if (cli::WantsHelp(argv)) {
     std::puts(kUsage);
+    std::puts(transfer::kStagingUsage);
     return cli::kExitOk;
   }
-  auto args = transfer::Args::Parse(
-      argv, {"backend", "sizes", "paths", "passes", "lanes", "chunk", "seed", "json", "plot",
-             "replot"},
-      {"verbose"});
+  std::vector<std::string> keys = {"backend", "sizes", "paths", "passes", "seed",
+                                   "json",    "plot",  "replot"};
+  std::vector<std::string> flags = {"verbose"};
+  for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
+  for (const auto& f : transfer::StagingFlags()) flags.push_back(f);
+  auto args = transfer::Args::Parse(argv, keys, flags);
   if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
   if (args->Has("replot")) {
     std::ifstream in(args->Get("replot", ""));
@@ -55,14 +58,11 @@ int Run(const std::vector<std::string>& argv) {
   }
   o.paths = args->List("paths", "");
   auto passes = args->Number("passes", 5);
-  auto lanes = args->Number("lanes", 16);
-  auto chunk = args->Size("chunk", 4 << 20);
   auto seed = args->Number("seed", 1);
-  for (const Status& st : {passes.status(), lanes.status(), chunk.status(), seed.status()})
+  for (const Status& st : {passes.status(), seed.status(),
+                           transfer::ApplyStagingArgs(*args, &o.staging)})
     if (!st.ok()) return Fail(st, cli::kExitBadInput);
   o.passes = static_cast<int>(*passes);
-  o.staging_lanes = static_cast<int>(*lanes);
-  o.staging_chunk = *chunk;
   o.seed = static_cast<uint64_t>(*seed);
   o.verbose = args->Has("verbose");
   auto backend = transfer::MakeGpuBackend(args->Get("backend", "cuda"), o.seed);

@@ -58,16 +58,38 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
   for (int s = 0; s < o.slots; ++s)
     RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*region, s * o.block_bytes, o.block_bytes,
                                                  ~0ull, FillSeed(o.seed, s)));
-  transfer::TransferOptions to;
+  transfer::TransferOptions to = o.staging;
   if (!o.path.empty()) {
     RESMEM_ASSIGN_OR_RETURN(transfer::Path p, transfer::ParsePath(o.path));
     to.allowed = {p};
   }
-  RESMEM_ASSIGN_OR_RETURN(auto engine, transfer::TransferEngine::Open(gpu, *region, clock, to));
-  r.path_choice = engine->choice().Describe();
+  std::vector<std::unique_ptr<transfer::TransferEngine>> engines;
+  {
+    RESMEM_ASSIGN_OR_RETURN(auto first, transfer::TransferEngine::Open(gpu, *region, clock, to));
+    engines.push_back(std::move(first));
+  }
+  r.path_choice = engines[0]->choice().Describe();
   RESMEM_ASSIGN_OR_RETURN(r.pinned_gbps, PinnedBaseline(gpu, o.block_bytes));
-  const bool staged = engine->choice().path == transfer::Path::kStaged;
-  const int consumers = (staged || clock.is_virtual()) ? 1 : o.consumers;
+  const bool staged = engines[0]->choice().path == transfer::Path::kStaged;
+  int consumers = clock.is_virtual() ? 1 : o.consumers;
+  if (staged && !clock.is_virtual()) {
+    // One engine per consumer (an engine's staged copies are one at a time), the lanes split
+    // between them: while one consumer's block is checked on the device, another's is copied.
+    consumers = std::max(1, std::min(o.staged_consumers > 0 ? o.staged_consumers : o.consumers,
+                                     o.staging.staging_lanes));
+    if (consumers > 1) {
+      engines.clear();
+      transfer::TransferOptions split = to;
+      split.allowed = {transfer::Path::kStaged};
+      split.staging_lanes = std::max(1, o.staging.staging_lanes / consumers);
+      for (int c = 0; c < consumers; ++c) {
+        RESMEM_ASSIGN_OR_RETURN(auto e, transfer::TransferEngine::Open(gpu, *region, clock, split));
+        engines.push_back(std::move(e));
+      }
+      r.path_choice += "; split over " + std::to_string(consumers) + " consumers: " +
+                       engines[0]->choice().Describe() + " each";
+    }
+  }
   std::vector<std::unique_ptr<DeviceBuffer>> devs;
   for (int c = 0; c < consumers; ++c) {
     RESMEM_ASSIGN_OR_RETURN(auto d, gpu.AllocDevice(o.block_bytes));
@@ -76,6 +98,7 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
   std::vector<double> latencies;
   auto consume = [&](uint64_t seq, int c, double* seconds) -> Result<bool> {
     const int slot = static_cast<int>(seq % o.slots);
+    auto& engine = engines[std::min<size_t>(c, engines.size() - 1)];
     RESMEM_ASSIGN_OR_RETURN(CopyStats s, engine->Copy(CopyDirection::kHostToDevice,
                                                       slot * o.block_bytes, *devs[c], 0,
                                                       o.block_bytes));

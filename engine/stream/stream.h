@@ -12,6 +12,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "engine/transfer/transfer_engine.h"
 
 namespace resmem::stream {
 
@@ -20,7 +21,12 @@ struct StreamOptions {
   double rate_hz = 10;                 // seed 000: 10 Hz; 0 = flat out
   uint64_t blocks = 600;
   int slots = 16;                      // ring slots in the region
-  int consumers = 4;                   // concurrent consumers (1 when the path is staged)
+  // Concurrent consumers. On the staged path each consumer gets its own engine with
+  // staging.staging_lanes / consumers lanes, so one block's device check overlaps the next
+  // block's copy; staged_consumers overrides the count there (0: use `consumers`).
+  int consumers = 4;
+  int staged_consumers = 0;
+  transfer::TransferOptions staging;   // staged path tuning (allowed/path come from `path`)
   std::string host_kind = "memfd";     // backends/host kind standing in for the region
   std::string path;                    // force a transfer path; "" = the engine's choice
   uint64_t seed = 1;

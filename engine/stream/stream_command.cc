@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kUsage =
     "resmem stream [--backend cuda|sim] [--block 16M] [--rate 10 | --rate 0] [--blocks 600]\n"
     "              [--slots 16] [--consumers 4] [--host memfd|shm|hugetlb|file|anon]\n"
-    "              [--path registered-direct|staged|...] [--seed N] [--json FILE] [--quiet]\n"
+    "              [--path registered-direct|staged|...] [--staged-consumers N]\n"
+    "              [staged path options] [--seed N] [--json FILE] [--quiet]\n"
     "Ring-buffer acquisition: a producer writes numbered blocks into the ring at --rate Hz\n"
     "(0 = flat out), consumers move them to the GPU through the transfer engine, and the device\n"
     "checks every block. Prints throughput, latency p50/p99/max, drops and corrupt blocks.\n"
@@ -26,12 +27,15 @@ int Fail(const Status& st, int code) {
 int Run(const std::vector<std::string>& argv) {
   if (cli::WantsHelp(argv)) {
     std::puts(kUsage);
+    std::puts(transfer::kStagingUsage);
     return cli::kExitOk;
   }
-  auto args = transfer::Args::Parse(argv,
-                                    {"backend", "block", "rate", "blocks", "slots", "consumers",
-                                     "host", "path", "seed", "json"},
-                                    {"quiet"});
+  std::vector<std::string> keys = {"backend", "block", "rate", "blocks", "slots", "consumers",
+                                   "staged-consumers", "host", "path", "seed", "json"};
+  std::vector<std::string> flags = {"quiet"};
+  for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
+  for (const auto& f : transfer::StagingFlags()) flags.push_back(f);
+  auto args = transfer::Args::Parse(argv, keys, flags);
   if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
   StreamOptions o;
   auto block = args->Size("block", o.block_bytes);
@@ -39,15 +43,19 @@ int Run(const std::vector<std::string>& argv) {
   auto blocks = args->Number("blocks", static_cast<double>(o.blocks));
   auto slots = args->Number("slots", o.slots);
   auto consumers = args->Number("consumers", o.consumers);
+  auto staged_consumers = args->Number("staged-consumers", o.staged_consumers);
   auto seed = args->Number("seed", 1);
   for (const Status& st : {block.status(), rate.status(), blocks.status(), slots.status(),
-                           consumers.status(), seed.status()})
+                           consumers.status(), staged_consumers.status(), seed.status(),
+                           transfer::ApplyStagingArgs(*args, &o.staging)})
     if (!st.ok()) return Fail(st, cli::kExitBadInput);
   o.block_bytes = *block;
   o.rate_hz = *rate;
   o.blocks = static_cast<uint64_t>(*blocks);
   o.slots = static_cast<int>(*slots);
   o.consumers = static_cast<int>(*consumers);
+  o.staged_consumers = static_cast<int>(*staged_consumers);
+  if (o.staged_consumers < 0) return Fail(Status::InvalidArgument("--staged-consumers must be >= 0 (0: as --consumers)"), cli::kExitBadInput);
   o.seed = static_cast<uint64_t>(*seed);
   o.host_kind = args->Get("host", o.host_kind);
   o.path = args->Get("path", "");

@@ -103,4 +103,44 @@ std::vector<std::string> Args::List(const std::string& key, const std::string& d
   return out;
 }
 
+std::vector<std::string> StagingKeys() {
+  return {"lanes", "chunk", "buffers", "min-unit", "units-per-lane", "spin-us"};
+}
+std::vector<std::string> StagingFlags() { return {"pin-lanes", "stream-to-host"}; }
+
+const char* const kStagingUsage =
+    "staged path: --lanes N (16) --chunk SIZE (pinned buffer, largest unit) --buffers N per lane\n"
+    "  --min-unit SIZE --units-per-lane N --spin-us N (idle lanes poll before sleeping)\n"
+    "  --pin-lanes (pin lane threads to CPUs) --stream-to-host (non-temporal stores, D2H)";
+
+Status ApplyStagingArgs(const Args& args, TransferOptions* o) {
+  auto lanes = args.Number("lanes", o->staging_lanes);
+  auto chunk = args.Size("chunk", o->staging_chunk);
+  auto buffers = args.Number("buffers", o->staging_buffers);
+  auto min_unit = args.Size("min-unit", o->staging_min_unit);
+  auto per_lane = args.Number("units-per-lane", o->staging_units_per_lane);
+  auto spin = args.Number("spin-us", o->staging_spin_us);
+  for (const Status& st : {lanes.status(), chunk.status(), buffers.status(), min_unit.status(),
+                           per_lane.status(), spin.status()})
+    RESMEM_RETURN_IF_ERROR(st);
+  if (*lanes < 1 || *lanes > 1024)
+    return Status::InvalidArgument("--lanes " + std::to_string(*lanes) + ": give 1..1024");
+  if (*buffers < 1 || *buffers > 16)
+    return Status::InvalidArgument("--buffers " + std::to_string(*buffers) +
+                                   ": give 1..16 pinned buffers per lane (2 double-buffers)");
+  if (*chunk < 4096 || *min_unit < 4096)
+    return Status::InvalidArgument("--chunk and --min-unit must be at least 4K");
+  if (*per_lane < 1) return Status::InvalidArgument("--units-per-lane must be at least 1");
+  if (*spin < 0) return Status::InvalidArgument("--spin-us must be >= 0 (0: sleep at once)");
+  o->staging_lanes = static_cast<int>(*lanes);
+  o->staging_chunk = *chunk;
+  o->staging_buffers = static_cast<int>(*buffers);
+  o->staging_min_unit = *min_unit;
+  o->staging_units_per_lane = static_cast<int>(*per_lane);
+  o->staging_spin_us = static_cast<int>(*spin);
+  if (args.Has("pin-lanes")) o->staging_pin_threads = true;
+  if (args.Has("stream-to-host")) o->staging_stream_to_host = true;
+  return Status::Ok();
+}
+
 }  // namespace resmem::transfer

@@ -15,6 +15,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "engine/transfer/transfer_engine.h"
 
 namespace resmem::transfer {
 
@@ -46,6 +47,14 @@ class Args {
  private:
   std::map<std::string, std::string> values_;
 };
+
+// The staged path's tuning options, shared by bench and stream (transfer_engine.h says what each
+// does): --lanes N, --chunk SIZE, --buffers N, --min-unit SIZE, --units-per-lane N,
+// --spin-us N; flags --pin-lanes, --stream-to-host. Absent keys keep what `o` holds.
+std::vector<std::string> StagingKeys();
+std::vector<std::string> StagingFlags();
+extern const char* const kStagingUsage;  // one usage paragraph for the options above
+Status ApplyStagingArgs(const Args& args, TransferOptions* o);
 
 }  // namespace resmem::transfer
 

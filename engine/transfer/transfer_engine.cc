@@ -1,7 +1,13 @@
 #include "engine/transfer/transfer_engine.h"
 
+#include <alloca.h>
+
 #include <algorithm>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cuda/cuda_gpu.h"
 
@@ -28,6 +34,35 @@ std::string Refusal(Path p, const MappingFacts& f, uint32_t flags, const Status&
 }
 
 uint32_t BaseFlags(const MappingFacts& f) { return f.writable ? 0 : kRegisterReadOnly; }
+
+// The CPU half of a device-to-host unit: pinned buffer -> host mapping. With `streaming`, 16-byte
+// non-temporal stores (SSE2, every x86-64 has them) write the destination around the cache, so
+// the copy does not first read each destination line (no read-for-ownership) and does not evict
+// the pinned ring the DMA engine is writing; an sfence makes the stores visible before return.
+void CopyToHost(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming) {
+#if defined(__x86_64__)
+  if (streaming && n >= 4096) {
+    uint64_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
+    std::memcpy(dst, src, head);
+    dst += head, src += head, n -= head;
+    for (; n >= 64; dst += 64, src += 64, n -= 64) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
+      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+      __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
+    }
+    std::memcpy(dst, src, n);
+    _mm_sfence();
+    return;
+  }
+#endif
+  (void)streaming;
+  std::memcpy(dst, src, n);
+}
 
 }  // namespace
 
@@ -67,9 +102,13 @@ std::string PathChoice::Describe() const {
 Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemory& mem,
                                                              Clock& clock,
                                                              const TransferOptions& options) {
-  if (options.staging_lanes < 1 || options.staging_chunk < 4096 || options.register_chunk < 4096)
+  if (options.staging_lanes < 1 || options.staging_lanes > 1024 || options.staging_chunk < 4096 ||
+      options.register_chunk < 4096 || options.staging_buffers < 1 ||
+      options.staging_buffers > 16 || options.staging_min_unit < 4096 ||
+      options.staging_spin_us < 0)
     return Status::InvalidArgument(
-        "transfer options: staging_lanes must be >= 1 and chunks >= 4 KiB");
+        "transfer options: staging lanes must be 1..1024, buffers per lane 1..16, chunks and the "
+        "smallest unit >= 4 KiB, spin time >= 0 us");
   std::unique_ptr<TransferEngine> e(new TransferEngine(gpu, mem, clock, options));
   std::vector<Path> order = options.allowed.empty() ? PathsFastestFirst() : options.allowed;
   for (Path p : order) {
@@ -136,7 +175,7 @@ Status TransferEngine::TryPath(Path p) {
       // Two buffers per lane where copies can be asynchronous (CUDA): one fills while the other
       // is in DMA, so a lane's CPU never waits for the link.
       async_ = cuda != nullptr && !clock_.is_virtual();
-      buffers_per_lane_ = async_ ? 2 : 1;
+      buffers_per_lane_ = async_ ? std::max(2, o_.staging_buffers) : 1;
       for (int i = 0; i < lanes * buffers_per_lane_; ++i) {
         auto buf = gpu_.AllocPinned(o_.staging_chunk, 0);
         if (!buf.ok()) {
@@ -145,26 +184,28 @@ Status TransferEngine::TryPath(Path p) {
         }
         staging_.push_back(std::move(buf).value());
       }
-      for (int i = 1; i < lanes; ++i)
-        workers_.emplace_back([this, i] {
-          uint64_t seen = 0;
-          for (;;) {
-            std::function<void(int)> job;
-            {
-              std::unique_lock<std::mutex> l(mu_);
-              cv_.wait(l, [&] { return stop_ || generation_ != seen; });
-              if (stop_) return;
-              seen = generation_;
-              if (i >= job_lanes_) continue;
-              job = job_;
-            }
-            job(i);
-            std::lock_guard<std::mutex> l(mu_);
-            if (--pending_ == 0) cv_.notify_all();
+      if (async_) {
+        for (size_t i = 0; i < staging_.size(); ++i) {
+          auto t = cuda->NewTicket();
+          if (!t.ok()) {
+            for (auto& made : tickets_) cuda->ReleaseTicket(made);
+            tickets_.clear();
+            staging_.clear();
+            return refuse(0, t.status());
           }
-        });
+          tickets_.push_back(*t);
+        }
+      }
+      LanePoolOptions lo;
+      lo.lanes = lanes;
+      lo.spin_us = o_.staging_spin_us;
+      lo.pin_threads = o_.staging_pin_threads;
+      lanes_ = std::make_unique<LanePool>(lo);
       choice_.detail = std::to_string(lanes) + " lanes x " + std::to_string(buffers_per_lane_) +
-                       " pinned buffers of " + FormatSize(o_.staging_chunk);
+                       " pinned buffers of " + FormatSize(o_.staging_chunk) + ", units >= " +
+                       FormatSize(std::min(o_.staging_min_unit, o_.staging_chunk)) +
+                       (o_.staging_pin_threads ? ", pinned threads" : "") +
+                       (o_.staging_stream_to_host ? ", streaming stores to host" : "");
       return Status::Ok();
     }
     case Path::kPageableAccess: {
@@ -184,34 +225,10 @@ Status TransferEngine::TryPath(Path p) {
 }
 
 TransferEngine::~TransferEngine() {
-  StopLanes();
+  lanes_.reset();  // joins the lane threads before their buffers and tickets go
+  if (auto* cuda = dynamic_cast<cuda::CudaGpu*>(&gpu_))
+    for (auto& t : tickets_) cuda->ReleaseTicket(t);
   for (uint64_t off : registered_) gpu_.Unregister(mem_, off);
-}
-
-void TransferEngine::StopLanes() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : workers_) t.join();
-  workers_.clear();
-}
-
-void TransferEngine::RunOnLanes(int lanes, const std::function<void(int)>& job) {
-  if (lanes > 1) {
-    std::lock_guard<std::mutex> l(mu_);
-    job_ = job;
-    job_lanes_ = lanes;
-    pending_ = lanes - 1;
-    ++generation_;
-  }
-  cv_.notify_all();
-  job(0);
-  if (lanes > 1) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return pending_ == 0; });
-  }
 }
 
 Status TransferEngine::StageOne(int lane, CopyDirection dir, uint64_t host_offset,
@@ -249,64 +266,70 @@ Status TransferEngine::LaneAsync(int lane, CopyDirection dir, uint64_t host_offs
                                  DeviceBuffer& dev, uint64_t dev_offset, uint64_t length,
                                  uint64_t unit, uint64_t units, std::atomic<uint64_t>& next) {
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
-  HostMemory* buf[2] = {staging_[lane * 2].get(), staging_[lane * 2 + 1].get()};
-  using Ticket = cuda::CudaGpu::CopyTicket;
+  const int nb = buffers_per_lane_;
+  HostMemory** buf = reinterpret_cast<HostMemory**>(alloca(sizeof(HostMemory*) * nb));
+  cuda::CudaGpu::CopyTicket* ticket = &tickets_[lane * nb];
+  for (int b = 0; b < nb; ++b) buf[b] = staging_[lane * nb + b].get();
   auto span = [&](uint64_t u, uint64_t* off, uint64_t* n) {
     *off = u * unit;
     *n = std::min(unit, length - *off);
   };
+  // Units this lane has in flight, oldest first: (unit, buffer). At most nb.
+  struct InFlight { uint64_t unit; int buffer; };
+  InFlight* ring = reinterpret_cast<InFlight*>(alloca(sizeof(InFlight) * nb));
+  int head = 0, count = 0;
+  Status st;
   if (dir == CopyDirection::kHostToDevice) {
-    Ticket pending[2];
-    int k = 0;
-    Status st;
-    for (uint64_t u; st.ok() && (u = next.fetch_add(1)) < units; ++k) {
-      const int b = k & 1;
-      if (pending[b].event) st = cuda->Wait(pending[b]);
-      if (!st.ok()) break;
+    // Buffer k % nb: wait for its previous DMA, fill it, queue its DMA. The fill of one buffer
+    // overlaps the DMAs of the others.
+    for (uint64_t u; st.ok() && (u = next.fetch_add(1)) < units;) {
+      if (count == nb) {
+        st = cuda->WaitKeep(ticket[ring[head].buffer]);
+        head = (head + 1) % nb;
+        --count;
+        if (!st.ok()) break;
+      }
+      const int b = (head + count) % nb;
       uint64_t off, n;
       span(u, &off, &n);
       std::memcpy(buf[b]->data(), mem_.data() + host_offset + off, n);
-      auto t = cuda->CopyAsync(dir, *buf[b], 0, dev, dev_offset + off, n);
-      if (!t.ok()) st = t.status(); else pending[b] = *t;
+      st = cuda->CopyAsyncInto(ticket[b], dir, *buf[b], 0, dev, dev_offset + off, n);
+      if (st.ok()) ring[(head + count++) % nb] = {u, b};
     }
-    for (auto& p : pending)
-      if (p.event) {
-        Status w = cuda->Wait(p);
-        if (st.ok()) st = w;
-      }
+    for (; count > 0; --count, head = (head + 1) % nb) {
+      Status w = cuda->WaitKeep(ticket[ring[head].buffer]);
+      if (st.ok()) st = w;
+    }
     return st;
   }
-  // Device to host: the DMA of the next unit runs while this one is copied out.
-  uint64_t cur = next.fetch_add(1);
-  if (cur >= units) return Status::Ok();
-  uint64_t off, n;
-  span(cur, &off, &n);
-  RESMEM_ASSIGN_OR_RETURN(Ticket cur_t, cuda->CopyAsync(dir, *buf[0], 0, dev, dev_offset + off, n));
-  int b = 0;
+  // Device to host: keep nb DMAs queued; copy the oldest out of its buffer while the rest run.
+  bool more = true;
   for (;;) {
-    uint64_t nxt = next.fetch_add(1);
-    Ticket nxt_t;
-    if (nxt < units) {
-      uint64_t noff, nn;
-      span(nxt, &noff, &nn);
-      auto t = cuda->CopyAsync(dir, *buf[1 - b], 0, dev, dev_offset + noff, nn);
-      if (!t.ok()) {
-        cuda->Wait(cur_t);
-        return t.status();
+    while (more && st.ok() && count < nb) {
+      uint64_t u = next.fetch_add(1);
+      if (u >= units) {
+        more = false;
+        break;
       }
-      nxt_t = *t;
+      const int b = (head + count) % nb;
+      uint64_t off, n;
+      span(u, &off, &n);
+      st = cuda->CopyAsyncInto(ticket[b], dir, *buf[b], 0, dev, dev_offset + off, n);
+      if (st.ok()) ring[(head + count++) % nb] = {u, b};
     }
-    Status w = cuda->Wait(cur_t);
-    if (!w.ok()) {
-      if (nxt_t.event) cuda->Wait(nxt_t);
-      return w;
+    if (count == 0) return st;
+    InFlight f = ring[head];
+    head = (head + 1) % nb;
+    --count;
+    Status w = cuda->WaitKeep(ticket[f.buffer]);
+    if (!w.ok() || !st.ok()) {
+      for (; count > 0; --count, head = (head + 1) % nb) cuda->WaitKeep(ticket[ring[head].buffer]);
+      return st.ok() ? w : st;
     }
-    span(cur, &off, &n);
-    std::memcpy(mem_.data() + host_offset + off, buf[b]->data(), n);
-    if (nxt >= units) return Status::Ok();
-    cur = nxt;
-    cur_t = nxt_t;
-    b = 1 - b;
+    uint64_t off, n;
+    span(f.unit, &off, &n);
+    CopyToHost(mem_.data() + host_offset + off, buf[f.buffer]->data(), n,
+               o_.staging_stream_to_host);
   }
 }
 
@@ -314,18 +337,20 @@ Result<CopyStats> TransferEngine::CopyStaged(CopyDirection dir, uint64_t host_of
                                              DeviceBuffer& dev, uint64_t dev_offset,
                                              uint64_t length) {
   const int lane_count = static_cast<int>(staging_.size()) / buffers_per_lane_;
-  // Units small enough that every lane gets two (a 16 MiB block on 16 lanes: 512 KiB units),
-  // at least 256 KiB (smaller DMAs lose bandwidth), at most the buffer size.
-  const uint64_t per = (length + 2 * lane_count - 1) / (2 * lane_count);
-  const uint64_t unit =
-      std::min(o_.staging_chunk, std::max<uint64_t>(256 << 10, (per + 65535) / 65536 * 65536));
+  // Units small enough that every lane gets staging_units_per_lane of them (a 16 MiB block on 16
+  // lanes x 2: 512 KiB units), at least staging_min_unit (smaller DMAs lose bandwidth: FACTS.md,
+  // pinned 256 KiB copies reach 21 GB/s, 4 MiB 49 GB/s), at most the buffer size.
+  const uint64_t parts = static_cast<uint64_t>(lane_count) * std::max(1, o_.staging_units_per_lane);
+  const uint64_t per = (length + parts - 1) / parts;
+  const uint64_t unit = std::min(
+      o_.staging_chunk, std::max<uint64_t>(o_.staging_min_unit, (per + 65535) / 65536 * 65536));
   const uint64_t units = (length + unit - 1) / unit;
   int lanes = static_cast<int>(std::min<uint64_t>(lane_count, units));
   const bool async = async_ && mem_.data() != nullptr;
   std::atomic<uint64_t> next{0};
   std::vector<Status> errors(lanes);
   std::vector<double> seconds(lanes, 0);
-  RunOnLanes(lanes, [&](int lane) {
+  lanes_->Run(lanes, [&](int lane) {
     if (async) {
       Status st = LaneAsync(lane, dir, host_offset, dev, dev_offset, length, unit, units, next);
       if (!st.ok()) {

@@ -3,10 +3,11 @@
 //   registered-direct   one cudaHostRegister of the whole span, then DMA from it
 //   registered-chunked  the span registered in pieces (one call of 512 GiB or more fails with 2
 //                       on r580 drivers; FACTS.md), copies split at piece boundaries
-//   staged              a ring of pinned buffers, one per lane; each lane is a thread with its own
-//                       stream that memcpys a chunk in and DMAs it out, so copy-in of one lane
-//                       overlaps the DMA of others (FACTS.md: one memcpy thread ~11 GB/s, sixteen
-//                       50-55 GB/s; seed 000: single-thread staging gave 52 MB/s from UC memory)
+//   staged              a ring of pinned buffers, 2-3 per lane; each lane is a persistent thread
+//                       with its own stream that memcpys a unit into one buffer while the DMA of
+//                       its other buffer runs, and lanes overlap each other (FACTS.md: one
+//                       memcpy thread ~11 GB/s, sixteen 50-55 GB/s; seed 000: single-thread
+//                       staging gave 52 MB/s from UC memory)
 //   zero-copy-mapped    registered with Mapped; a kernel reads/writes host memory over PCIe
 //   pageable-access     a kernel reads the host pointer directly (devices reporting
 //                       PageableMemoryAccess, as HMM gives; the H100 here reports 0)
@@ -16,16 +17,15 @@
 #define RESMEM_ENGINE_TRANSFER_TRANSFER_ENGINE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "backends/cuda/cuda_gpu.h"
+#include "engine/transfer/lane_pool.h"
 
 namespace resmem::transfer {
 
@@ -44,8 +44,19 @@ std::vector<Path> PathsFastestFirst();
 struct TransferOptions {
   std::vector<Path> allowed;              // tried in this order; empty: PathsFastestFirst()
   uint64_t register_chunk = 64ull << 30;  // piece size of registered-chunked
+  // Staged path. Defaults from the H100 sweep (docs/hil/README.md names the run): small units
+  // keep the whole ring of pinned buffers (lanes x buffers x unit) inside the CPU's last-level
+  // cache, so the memcpy into a buffer and the DMA out of it do not both cost DRAM bandwidth.
   int staging_lanes = 16;                 // lanes (threads, pinned buffers, streams) of staged
-  uint64_t staging_chunk = 4ull << 20;    // bytes one lane moves at a time
+  uint64_t staging_chunk = 4ull << 20;    // bytes of each pinned buffer: the largest unit
+  int staging_buffers = 2;                // pinned buffers per lane: 2 double-, 3 triple-buffers
+  uint64_t staging_min_unit = 256 << 10;  // smallest unit a copy is cut into (smaller DMAs lose)
+  int staging_units_per_lane = 2;         // a copy is cut into >= lanes x this many units
+  int staging_spin_us = 1000;             // idle lanes poll this long before they sleep
+  bool staging_pin_threads = false;       // pin lane threads to CPUs (lane_pool.h)
+  // Non-temporal (streaming) stores for the CPU copy into the host mapping (device to host):
+  // the destination is not read again soon, so it need not pass through the cache.
+  bool staging_stream_to_host = false;
 };
 
 struct PathChoice {
@@ -83,8 +94,6 @@ class TransferEngine {
   Status LaneAsync(int lane, CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                    uint64_t dev_offset, uint64_t length, uint64_t unit, uint64_t units,
                    std::atomic<uint64_t>& next);
-  void RunOnLanes(int lanes, const std::function<void(int)>& job);
-  void StopLanes();
 
   Gpu& gpu_;
   HostMemory& mem_;
@@ -92,18 +101,13 @@ class TransferEngine {
   TransferOptions o_;
   PathChoice choice_;
   std::vector<uint64_t> registered_;  // offsets of registrations to undo
-  std::vector<std::unique_ptr<HostMemory>> staging_;  // lanes x buffers_per_lane_
+  // Staged: lanes x buffers_per_lane_ pinned buffers (lane-major), one reusable copy ticket
+  // (CUDA event) per buffer on the CUDA backend, and the persistent lane threads.
+  std::vector<std::unique_ptr<HostMemory>> staging_;
+  std::vector<cuda::CudaGpu::CopyTicket> tickets_;
   bool async_ = false;
   int buffers_per_lane_ = 1;
-  // Lane workers (lane 0 is the calling thread).
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void(int)> job_;
-  uint64_t generation_ = 0;
-  int job_lanes_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::unique_ptr<LanePool> lanes_;
 };
 
 }  // namespace resmem::transfer

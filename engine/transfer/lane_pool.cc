@@ -1,0 +1,99 @@
+#include "engine/transfer/lane_pool.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RESMEM_CPU_RELAX() _mm_pause()
+#else
+#define RESMEM_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace resmem::transfer {
+
+LanePool::LanePool(LanePoolOptions options)
+    : size_(std::max(1, std::min(options.lanes, 0xffff))), o_(std::move(options)) {
+  for (int i = 1; i < size_; ++i) workers_.emplace_back([this, i] { Worker(i); });
+}
+
+LanePool::~LanePool() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void LanePool::Worker(int lane) {
+  if (o_.pin_threads) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(static_cast<int>((o_.first_cpu + lane - 1) % cpus), &set);
+      sched_setaffinity(0, sizeof set, &set);  // best effort: a refused pin leaves it floating
+    }
+  }
+  if (o_.on_start) o_.on_start(lane);
+  uint64_t seen = 0;
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    // Poll for the next generation, then sleep.
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    if (g == seen && !stop_.load(std::memory_order_relaxed)) {
+      const auto until = Clock::now() + std::chrono::microseconds(o_.spin_us);
+      int polls = 0;
+      while ((g = generation_.load(std::memory_order_acquire)) == seen &&
+             !stop_.load(std::memory_order_relaxed)) {
+        RESMEM_CPU_RELAX();
+        if (++polls % 64 == 0 && Clock::now() >= until) break;
+      }
+      if (g == seen && !stop_.load()) {
+        std::unique_lock<std::mutex> l(mu_);
+        sleepers_.fetch_add(1);  // seq_cst: Run either sees a sleeper or we see its generation
+        sleeps_.fetch_add(1, std::memory_order_relaxed);
+        cv_.wait(l, [&] { return stop_.load() || generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        g = generation_.load(std::memory_order_acquire);
+      }
+    }
+    if (stop_.load()) return;
+    seen = g;
+    if (lane < static_cast<int>(g & 0xffff)) {
+      (*job_)(lane);
+      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+}
+
+void LanePool::Run(int lanes, const std::function<void(int)>& job) {
+  lanes = std::max(1, std::min(lanes, size_));
+  if (lanes > 1) {
+    job_ = &job;
+    remaining_.store(lanes - 1, std::memory_order_relaxed);
+    const uint64_t next = ((generation_.load(std::memory_order_relaxed) >> 16) + 1) << 16;
+    generation_.store(next | static_cast<uint64_t>(lanes));  // seq_cst: publishes job_, remaining_
+    if (sleepers_.load() > 0) {
+      // Taking the mutex orders this wake-up after any worker's predicate check.
+      { std::lock_guard<std::mutex> l(mu_); }
+      cv_.notify_all();
+    }
+  }
+  job(0);
+  if (lanes > 1) {
+    // Spin: a lane's share of a copy lasts tens of microseconds. Yield now and then so a host
+    // with fewer CPUs than lanes still lets the workers run.
+    for (int polls = 1; remaining_.load(std::memory_order_acquire) > 0; ++polls) {
+      RESMEM_CPU_RELAX();
+      if (polls % 4096 == 0) std::this_thread::yield();
+    }
+    job_ = nullptr;
+  }
+}
+
+}  // namespace resmem::transfer

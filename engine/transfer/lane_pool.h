@@ -1,0 +1,71 @@
+// Persistent lane threads for the staged transfer path. One Run() hands a job to `lanes` lanes
+// at once (lane 0 is the calling thread) and returns when every lane has finished it.
+//
+// Why not a condition variable per job: the first H100 run (docs/hil/2026-11-21-h100,
+// stream-staged.json) moved 16 MiB blocks at 13.2 GB/s through 16 lanes woken by one
+// condition_variable::notify_all per copy; a 16 MiB copy at PCIe Gen5 speed lasts ~0.3 ms
+// (FACTS.md: pinned 54.5 GB/s), the same order as waking 15 threads that then queue on one mutex.
+// Here an idle lane spins on an atomic generation counter for `spin_us` after its last job (so
+// back-to-back copies start within a microsecond) and only then sleeps on a condition variable;
+// completion is an atomic countdown the caller spins on.
+//
+// Contract: Run() is not reentrant and not for concurrent callers (one copy at a time per
+// engine, as TransferEngine::Copy states). `job(lane)` runs exactly once for each lane in
+// [0, lanes) per Run, lanes <= size(). The destructor stops and joins every worker.
+#ifndef RESMEM_ENGINE_TRANSFER_LANE_POOL_H_
+#define RESMEM_ENGINE_TRANSFER_LANE_POOL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace resmem::transfer {
+
+struct LanePoolOptions {
+  int lanes = 1;        // lanes including the calling thread (workers = lanes - 1)
+  int spin_us = 1000;   // how long an idle worker polls before it sleeps; 0: sleep at once
+  // Pin worker i to CPU (first_cpu + i) % online CPUs (sched_setaffinity). Off by default: a
+  // shared host may run other work on those CPUs.
+  bool pin_threads = false;
+  int first_cpu = 1;
+  // Called once on each worker thread before its first job (e.g. to bind a GPU context).
+  std::function<void(int lane)> on_start;
+};
+
+class LanePool {
+ public:
+  explicit LanePool(LanePoolOptions options);
+  ~LanePool();
+  LanePool(const LanePool&) = delete;
+  LanePool& operator=(const LanePool&) = delete;
+
+  int size() const { return size_; }
+  void Run(int lanes, const std::function<void(int lane)>& job);
+  // Times a worker went to sleep on the condition variable (for tests and reports).
+  uint64_t sleeps() const { return sleeps_.load(); }
+
+ private:
+  void Worker(int lane);
+
+  int size_;
+  LanePoolOptions o_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int)>* job_ = nullptr;  // valid while a Run is in progress
+  // (run counter << 16) | lanes of that run: one word, so a worker never pairs one run's counter
+  // with another run's lane count.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> remaining_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sleeps_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace resmem::transfer
+
+#endif  // RESMEM_ENGINE_TRANSFER_LANE_POOL_H_
