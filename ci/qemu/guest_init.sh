@@ -65,6 +65,12 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	t d_unload_while_mapped_refused                 $G unload-while-mapped /dev/resmem1 resmem
 	t e_integrity_pfnmap                            $G integrity /dev/resmem0
 	t e_integrity_pages                             $G integrity /dev/resmem1
+	# The scenario files, unchanged from the simulator's runs, on the real module (backend kmod:
+	# this guest's /proc and /sys, /dev/resmemN, the CUDA model judging the real mappings).
+	for f in /scenarios/kmod/*.toml; do
+		s=${f##*/}
+		t "scenario_kmod_${s%.toml}" /resmem run --backend kmod --verbose "$f"
+	done
 	t d_unload_after_unmap                          rmmod resmem
 else
 	t module_loads false

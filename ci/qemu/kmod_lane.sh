@@ -5,7 +5,8 @@
 #  2. takes the kernel version from the linux-headers package (never uname -r: FACTS.md), extracts
 #     that version's vmlinuz from `apt-get download linux-image-VER` (no udev/systemd pulled in);
 #  3. builds resmem.ko and resmem_test.ko with Kbuild and checks their vermagic;
-#  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest);
+#  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest, the
+#     static resmem and scenarios/kmod/*.toml, which the guest runs on the kmod backend);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case.
 # Exit 0 only when the guest printed its plan and every case is "ok".
@@ -25,6 +26,9 @@ fi
 GUEST_BIN="$SRC/ci/qemu/resmem_guest"
 [[ -x "$GUEST_BIN" ]] || GUEST_BIN="$SRC/bazel-bin/ci/qemu/resmem_guest"
 [[ -x "$GUEST_BIN" ]] || die "resmem_guest not found; run: bazel build //ci/qemu:resmem_guest"
+RESMEM_BIN="$SRC/engine/cli/resmem_static"
+[[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
+[[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
 INIT="$SRC/ci/qemu/guest_init.sh"
 WORK="${TEST_TMPDIR:-$(mktemp -d)}/kmod-lane"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -85,6 +89,9 @@ cp /bin/busybox "$R/bin/busybox"
 cp "$INIT" "$R/init" && chmod 755 "$R/init"
 cp "$WORK/kmod/resmem.ko" "$WORK/kmod/resmem_test.ko" "$R/"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
+# The resmem command line and the scenarios it runs on the real module (backend kmod).
+cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
+mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
 (cd "$R" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initramfs.cpio.gz")
 
 # ---- 5. boot ------------------------------------------------------------------------------------

@@ -58,10 +58,14 @@ std::vector<MemmapItem> MemmapItems(const std::vector<CmdlineOption>& options) {
 }
 
 // MTRR type over [start, end) from /proc/mtrr's variable ranges: UC wins overlaps, then WT, then
-// WB (Intel SDM 11.11.4.1); addresses no range covers take the default type, which /proc/mtrr
-// does not show: it is UC on every BIOS we know of, so uncovered counts as not write-back.
+// WB (Intel SDM 11.11.4.1). Addresses no range covers take the default type, which /proc/mtrr
+// does not show. It is inferred: firmware that lists write-back ranges sets the default to UC
+// (the seed-000 workstation's BIOS); firmware that lists only uncachable holes sets it to WB
+// (SeaBIOS/QEMU: one UC range over the PCI hole), or RAM would run uncached everywhere.
 bool UniformWriteBack(const std::vector<MtrrLine>& mtrr, uint64_t start, uint64_t end,
                       std::string* detail) {
+  const bool default_wb = std::none_of(mtrr.begin(), mtrr.end(),
+                                       [](const MtrrLine& m) { return m.type == MemoryType::kWriteBack; });
   std::set<uint64_t> cuts = {start, end};
   for (const auto& m : mtrr) {
     if (m.base > start && m.base < end) cuts.insert(m.base);
@@ -77,14 +81,15 @@ bool UniformWriteBack(const std::vector<MtrrLine>& mtrr, uint64_t start, uint64_
       else if (m.type == MemoryType::kUncached) uc = true;
       else other = m.type_name;
     }
-    if (uc || !other.empty() || !wb) {
+    if (uc || !other.empty() || (!wb && !default_wb)) {
       *detail = Range(a, b) + " is " +
                 (uc ? std::string("uncachable by an MTRR")
                     : !other.empty() ? other + " by an MTRR" : std::string("covered by no MTRR (default type)"));
       return false;
     }
   }
-  *detail = "write-back MTRRs cover all of it";
+  *detail = default_wb ? "no MTRR makes it uncachable (default type inferred write-back)"
+                       : "write-back MTRRs cover all of it";
   return true;
 }
 

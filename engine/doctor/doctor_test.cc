@@ -113,6 +113,18 @@ TEST(Doctor, DeviceAbiSkewAndPfnmapAdvice) {
   ASSERT_EQ(r->devices.size(), 1u);
 }
 
+TEST(Doctor, DefaultTypeInferredWriteBackWhenOnlyHolesAreListed) {
+  // SeaBIOS/QEMU: one UC range over the PCI hole, default type WB (not shown in /proc/mtrr).
+  auto files = Seed002("memmap=64M$0x40000000 memmap=64M$0xc0000000", "00100000-bfffffff : System RAM\n");
+  files["/proc/mtrr"] = "reg00: base=0x0c0000000 ( 3072MB), size= 1024MB, count=1: uncachable\n";
+  TextPlatform p(files);
+  auto r = Diagnose(p, nullptr);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->facts.reservations.size(), 2u);
+  EXPECT_TRUE(r->facts.reservations[0].uniform_write_back) << r->facts.reservations[0].mtrr_detail;
+  EXPECT_FALSE(r->facts.reservations[1].uniform_write_back);
+}
+
 TEST(Doctor, MissingSourcesAreNotedNotFatal) {
   TextPlatform p(std::map<std::string, std::string>{{"/proc/cmdline", "quiet\n"}});
   auto r = Diagnose(p, nullptr);
