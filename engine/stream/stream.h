@@ -23,9 +23,9 @@ struct StreamOptions {
   int slots = 16;                      // ring slots in the region
   // Concurrent consumers. On the staged path each consumer gets its own engine with
   // staging.staging_lanes / consumers lanes, so one block's device check overlaps the next
-  // block's copy; staged_consumers overrides the count there (0: use `consumers`).
+  // block's copy; staged_consumers sets the count there (0: use `consumers`).
   int consumers = 4;
-  int staged_consumers = 0;
+  int staged_consumers = 2;
   transfer::TransferOptions staging;   // staged path tuning (allowed/path come from `path`)
   std::string host_kind = "memfd";     // backends/host kind standing in for the region
   std::string path;                    // force a transfer path; "" = the engine's choice

@@ -50,7 +50,7 @@ class Args {
 
 // The staged path's tuning options, shared by bench and stream (transfer_engine.h says what each
 // does): --lanes N, --chunk SIZE, --buffers N, --min-unit SIZE, --units-per-lane N,
-// --spin-us N; flags --pin-lanes, --stream-to-host. Absent keys keep what `o` holds.
+// --spin-us N; flags --pin-lanes, --stream-to-host, --lane-units. Absent keys keep what `o` holds.
 std::vector<std::string> StagingKeys();
 std::vector<std::string> StagingFlags();
 extern const char* const kStagingUsage;  // one usage paragraph for the options above

@@ -176,7 +176,10 @@ Status TransferEngine::TryPath(Path p) {
       // is in DMA, so a lane's CPU never waits for the link.
       async_ = cuda != nullptr && !clock_.is_virtual();
       buffers_per_lane_ = async_ ? std::max(2, o_.staging_buffers) : 1;
-      for (int i = 0; i < lanes * buffers_per_lane_; ++i) {
+      segments_ = async_ && o_.staging_segments && lanes >= 2;
+      // Segments: one ring of buffers shared by all lanes; lanes: buffers per lane.
+      const int buffer_count = segments_ ? buffers_per_lane_ : lanes * buffers_per_lane_;
+      for (int i = 0; i < buffer_count; ++i) {
         auto buf = gpu_.AllocPinned(o_.staging_chunk, 0);
         if (!buf.ok()) {
           staging_.clear();
@@ -201,9 +204,14 @@ Status TransferEngine::TryPath(Path p) {
       lo.spin_us = o_.staging_spin_us;
       lo.pin_threads = o_.staging_pin_threads;
       lanes_ = std::make_unique<LanePool>(lo);
-      choice_.detail = std::to_string(lanes) + " lanes x " + std::to_string(buffers_per_lane_) +
-                       " pinned buffers of " + FormatSize(o_.staging_chunk) + ", units >= " +
-                       FormatSize(std::min(o_.staging_min_unit, o_.staging_chunk)) +
+      choice_.detail =
+          segments_ ? std::to_string(lanes) + " lanes filling " + std::to_string(buffer_count) +
+                          " pinned segments of " + FormatSize(o_.staging_chunk) +
+                          ", one DMA per segment"
+                    : std::to_string(lanes) + " lanes x " + std::to_string(buffers_per_lane_) +
+                          " pinned buffers of " + FormatSize(o_.staging_chunk) + ", units >= " +
+                          FormatSize(std::min(o_.staging_min_unit, o_.staging_chunk));
+      choice_.detail = choice_.detail +
                        (o_.staging_pin_threads ? ", pinned threads" : "") +
                        (o_.staging_stream_to_host ? ", streaming stores to host" : "");
       return Status::Ok();
@@ -333,9 +341,122 @@ Status TransferEngine::LaneAsync(int lane, CopyDirection dir, uint64_t host_offs
   }
 }
 
+namespace {
+inline void Relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+}  // namespace
+
+// Segments (see TransferOptions::staging_segments). Lane 0 drives the DMAs; lanes 1.. move the
+// bytes between the host mapping and the pinned segment buffers in pieces claimed from a
+// per-segment counter, so a lane that finishes early helps with the next segment.
+//   host to device: segment i may be filled once the DMA of segment i - S finished (S buffers);
+//     lane 0 issues segment i's DMA once all its bytes are in, then waits for the DMA of segment
+//     i - (S - 1), so up to S - 1 DMAs stay queued while the lanes fill the next buffer.
+//   device to host: lane 0 queues the DMAs of segments 0..S-1, then for each segment waits for
+//     its DMA, lets the lanes copy it out, and reuses its buffer for segment i + S once the lanes
+//     have drained it.
+Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                                    uint64_t dev_offset, uint64_t length) {
+  auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
+  const int nbuf = static_cast<int>(staging_.size());
+  const int lanes = lanes_->size();
+  // Segments: at least 8 per copy where they can be >= staging_min_unit (so the first fill and
+  // the last DMA, which do not overlap, stay short), at most the buffer size.
+  const uint64_t eighth = ((length + 7) / 8 + 4095) / 4096 * 4096;
+  const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, eighth));
+  const uint64_t nseg = (length + seg - 1) / seg;
+  // Pieces: each filling lane gets ~2 per segment, >= 64 KiB.
+  const uint64_t piece = std::max<uint64_t>(
+      64 << 10, ((seg + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+  const uint64_t pieces_per_seg = (seg + piece - 1) / piece;
+  auto seg_len = [&](uint64_t i) { return std::min(seg, length - i * seg); };
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed(new std::atomic<uint64_t>[nseg]);
+  std::unique_ptr<std::atomic<uint64_t>[]> moved(new std::atomic<uint64_t>[nseg]);
+  for (uint64_t i = 0; i < nseg; ++i) claimed[i].store(0), moved[i].store(0);
+  std::atomic<uint64_t> ready{0};  // segments the lanes may work on: [0, ready)
+  std::atomic<bool> abort{false};
+  Status driver_status;
+  const bool h2d = dir == CopyDirection::kHostToDevice;
+  uint8_t* host = mem_.data() + host_offset;
+
+  auto driver = [&]() -> Status {
+    auto issue = [&](uint64_t i) {
+      return cuda->CopyAsyncInto(tickets_[i % nbuf], dir, *staging_[i % nbuf], 0, dev,
+                                 dev_offset + i * seg, seg_len(i));
+    };
+    auto wait_moved = [&](uint64_t i) {
+      while (moved[i].load(std::memory_order_acquire) < seg_len(i)) Relax();
+    };
+    if (h2d) {
+      ready.store(std::min<uint64_t>(nbuf, nseg), std::memory_order_release);
+      for (uint64_t i = 0; i < nseg; ++i) {
+        wait_moved(i);
+        RESMEM_RETURN_IF_ERROR(issue(i));
+        if (i + 1 >= static_cast<uint64_t>(nbuf) && i + 1 < nseg) {
+          // Segment i + 1 reuses the buffer of segment i + 1 - nbuf.
+          RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(tickets_[(i + 1) % nbuf]));
+          ready.store(i + 2, std::memory_order_release);
+        }
+      }
+      for (uint64_t i = nseg > static_cast<uint64_t>(nbuf) ? nseg - nbuf : 0; i < nseg; ++i)
+        RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(tickets_[i % nbuf]));
+      return Status::Ok();
+    }
+    for (uint64_t i = 0; i < std::min<uint64_t>(nbuf, nseg); ++i) RESMEM_RETURN_IF_ERROR(issue(i));
+    for (uint64_t i = 0; i < nseg; ++i) {
+      RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(tickets_[i % nbuf]));
+      ready.store(i + 1, std::memory_order_release);
+      if (i + nbuf < nseg) {
+        wait_moved(i);
+        RESMEM_RETURN_IF_ERROR(issue(i + nbuf));
+      }
+    }
+    return Status::Ok();
+  };
+
+  lanes_->Run(lanes, [&](int lane) {
+    if (lane == 0) {
+      driver_status = driver();
+      if (!driver_status.ok()) abort.store(true);
+      return;
+    }
+    for (uint64_t i = 0; i < nseg; ++i) {
+      while (ready.load(std::memory_order_acquire) <= i) {
+        if (abort.load(std::memory_order_relaxed)) return;
+        Relax();
+      }
+      uint8_t* buf = staging_[i % nbuf]->data();
+      const uint64_t n = seg_len(i);
+      for (uint64_t k; (k = claimed[i].fetch_add(1)) < pieces_per_seg;) {
+        const uint64_t at = k * piece;
+        if (at >= n) break;
+        const uint64_t len = std::min(piece, n - at);
+        if (h2d)
+          std::memcpy(buf + at, host + i * seg + at, len);
+        else
+          CopyToHost(host + i * seg + at, buf + at, len, o_.staging_stream_to_host);
+        moved[i].fetch_add(len, std::memory_order_acq_rel);
+      }
+    }
+  });
+  return driver_status;
+}
+
 Result<CopyStats> TransferEngine::CopyStaged(CopyDirection dir, uint64_t host_offset,
                                              DeviceBuffer& dev, uint64_t dev_offset,
                                              uint64_t length) {
+  if (segments_ && mem_.data() != nullptr)
+    RESMEM_RETURN_IF_ERROR(CopySegments(dir, host_offset, dev, dev_offset, length));
+  if (segments_) {
+    CopyStats s;
+    s.bytes = length;
+    if (mem_.data() != nullptr) return s;
+    return Status::InvalidArgument("staged segments need an addressable mapping: " +
+                                   mem_.Describe());
+  }
   const int lane_count = static_cast<int>(staging_.size()) / buffers_per_lane_;
   // Units small enough that every lane gets staging_units_per_lane of them (a 16 MiB block on 16
   // lanes x 2: 512 KiB units), at least staging_min_unit (smaller DMAs lose bandwidth: FACTS.md,
