@@ -401,6 +401,17 @@ Status CudaGpu::WaitKeep(const CopyTicket& ticket) {
   return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventSynchronize (async copy)");
 }
 
+Result<bool> CudaGpu::Done(const CopyTicket& ticket) {
+  if (!ticket.event) return Status::InvalidArgument("Done on an empty copy ticket");
+  cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(ticket.event));
+  if (err == cudaSuccess) return true;
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  return CudaError(err, "cudaEventQuery (async copy)");
+}
+
 void CudaGpu::ReleaseTicket(CopyTicket& ticket) {
   if (ticket.event) cudaEventDestroy(static_cast<cudaEvent_t>(ticket.event));
   ticket.event = nullptr;

@@ -78,6 +78,8 @@ class CudaGpu : public Gpu {
                        uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
                        uint64_t length);
   Status WaitKeep(const CopyTicket& ticket);
+  // Non-blocking: true once the copy recorded in the ticket finished (cudaEventQuery).
+  Result<bool> Done(const CopyTicket& ticket);
   void ReleaseTicket(CopyTicket& ticket);
   // Fault points (backends/fault): "gpu.register", "gpu.unregister", "gpu.alloc", "gpu.copy"
   // fire before the runtime is called. Effects: error/signal -> returned as the status; delay ->

@@ -353,11 +353,10 @@ inline void Relax() {
 // bytes between the host mapping and the pinned segment buffers in pieces claimed from a
 // per-segment counter, so a lane that finishes early helps with the next segment.
 //   host to device: segment i may be filled once the DMA of segment i - S finished (S buffers);
-//     lane 0 issues segment i's DMA once all its bytes are in, then waits for the DMA of segment
-//     i - (S - 1), so up to S - 1 DMAs stay queued while the lanes fill the next buffer.
-//   device to host: lane 0 queues the DMAs of segments 0..S-1, then for each segment waits for
-//     its DMA, lets the lanes copy it out, and reuses its buffer for segment i + S once the lanes
-//     have drained it.
+//     lane 0 issues segment i's DMA once all its bytes are in and polls the oldest DMA's event,
+//     so lanes fill ahead while earlier DMAs run.
+//   device to host: lane 0 queues the DMAs of segments 0..S-1, lets the lanes copy a segment
+//     out once its DMA finished, and reuses its buffer for segment i + S once they drained it.
 Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                                     uint64_t dev_offset, uint64_t length) {
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
@@ -387,33 +386,51 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
       return cuda->CopyAsyncInto(tickets_[i % nbuf], dir, *staging_[i % nbuf], 0, dev,
                                  dev_offset + i * seg, seg_len(i));
     };
-    auto wait_moved = [&](uint64_t i) {
-      while (moved[i].load(std::memory_order_acquire) < seg_len(i)) Relax();
+    auto filled = [&](uint64_t i) {
+      return moved[i].load(std::memory_order_acquire) >= seg_len(i);
     };
+    // Polls rather than blocks, so a buffer is handed back to the lanes the moment its DMA
+    // (host to device) finished and a DMA is queued the moment its segment is whole.
+    uint64_t issued = 0, finished = 0;
     if (h2d) {
       ready.store(std::min<uint64_t>(nbuf, nseg), std::memory_order_release);
-      for (uint64_t i = 0; i < nseg; ++i) {
-        wait_moved(i);
-        RESMEM_RETURN_IF_ERROR(issue(i));
-        if (i + 1 >= static_cast<uint64_t>(nbuf) && i + 1 < nseg) {
-          // Segment i + 1 reuses the buffer of segment i + 1 - nbuf.
-          RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(tickets_[(i + 1) % nbuf]));
-          ready.store(i + 2, std::memory_order_release);
+      while (finished < nseg) {
+        if (issued < nseg && filled(issued)) {
+          RESMEM_RETURN_IF_ERROR(issue(issued));
+          ++issued;
+          continue;
         }
+        if (finished < issued) {
+          RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[finished % nbuf]));
+          if (done) {
+            ++finished;
+            ready.store(std::min<uint64_t>(nseg, finished + nbuf), std::memory_order_release);
+            continue;
+          }
+        }
+        Relax();
       }
-      for (uint64_t i = nseg > static_cast<uint64_t>(nbuf) ? nseg - nbuf : 0; i < nseg; ++i)
-        RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(tickets_[i % nbuf]));
       return Status::Ok();
     }
-    for (uint64_t i = 0; i < std::min<uint64_t>(nbuf, nseg); ++i) RESMEM_RETURN_IF_ERROR(issue(i));
-    for (uint64_t i = 0; i < nseg; ++i) {
-      RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(tickets_[i % nbuf]));
-      ready.store(i + 1, std::memory_order_release);
-      if (i + nbuf < nseg) {
-        wait_moved(i);
-        RESMEM_RETURN_IF_ERROR(issue(i + nbuf));
+    // Device to host: the first nbuf DMAs at once; segment i + nbuf once segment i is drained.
+    for (; issued < std::min<uint64_t>(nbuf, nseg); ++issued) RESMEM_RETURN_IF_ERROR(issue(issued));
+    while (finished < nseg) {
+      if (finished < issued) {
+        RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[finished % nbuf]));
+        if (done) {
+          ++finished;
+          ready.store(finished, std::memory_order_release);
+          continue;
+        }
       }
+      if (issued < nseg && filled(issued - nbuf)) {
+        RESMEM_RETURN_IF_ERROR(issue(issued));
+        ++issued;
+        continue;
+      }
+      Relax();
     }
+    // The lanes still copy the last segments out; Run returns once they have.
     return Status::Ok();
   };
 

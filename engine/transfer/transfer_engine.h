@@ -49,7 +49,7 @@ struct TransferOptions {
   // cache, so the memcpy into a buffer and the DMA out of it do not both cost DRAM bandwidth.
   int staging_lanes = 16;                 // lanes (threads, pinned buffers, streams) of staged
   uint64_t staging_chunk = 8ull << 20;    // bytes of each pinned buffer: the largest segment/unit
-  int staging_buffers = 3;                // pinned buffers (per lane in lanes mode): 3 triple-buffers
+  int staging_buffers = 4;                // pinned buffers (per lane in lanes mode)
   uint64_t staging_min_unit = 256 << 10;  // smallest unit a copy is cut into (smaller DMAs lose)
   int staging_units_per_lane = 2;         // a copy is cut into >= lanes x this many units
   int staging_spin_us = 1000;             // idle lanes poll this long before they sleep
