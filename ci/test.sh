@@ -17,7 +17,7 @@ bazel test //... "$@"
 rc=$?
 echo "bazel test //... finished in $(( $(date +%s) - start )) s with exit code $rc"
 python3 - <<'PY' || true
-import glob, xml.etree.ElementTree as ET
+import glob, re, xml.etree.ElementTree as ET
 passed = failed = skipped = 0
 skips = []
 for path in sorted(glob.glob("bazel-testlogs/**/test.xml", recursive=True)):
@@ -34,7 +34,9 @@ for path in sorted(glob.glob("bazel-testlogs/**/test.xml", recursive=True)):
             skipped += 1
             s = tc.find("skipped")
             msg = (s.get("message") if s is not None else "") or (s.text if s is not None else "") or ""
-            skips.append(f"  skipped: {name}: {msg.strip().splitlines()[0] if msg.strip() else 'no reason given'}")
+            # GoogleTest puts "file:line" before the reason: keep the reason.
+            lines = [l.strip() for l in msg.splitlines() if l.strip() and not re.match(r"^\S+:\d+$", l.strip())]
+            skips.append(f"  skipped: {name}: {' '.join(lines) if lines else 'no reason given'}")
         else:
             passed += 1
 if skips:
