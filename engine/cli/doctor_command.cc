@@ -55,15 +55,17 @@ int Doctor(const std::vector<std::string>& args) {
     std::cerr << "resmem doctor: " << backend.status().message() << "\n";
     return kExitUnavailable;
   }
-  if (!backend.ok()) {  // no device part here: diagnose the platform alone
+  bool check_devices = true;
+  if (!backend.ok()) {  // no module loaded here: diagnose the platform alone, and say so
+    std::cout << "note: no reserved-memory device checked (" << backend.status().message() << ")\n";
     spec.region = "sim";
     backend = engine::MakeBackend(spec, ctx);
+    check_devices = false;
     if (!backend.ok()) {
       std::cerr << "resmem doctor: " << backend.status().message() << "\n";
       return kExitUnavailable;
     }
   }
-  const bool check_devices = opts.Has("--region") || simulated;
   auto report = engine::Diagnose(*backend->platform, check_devices ? backend->regions.get() : nullptr);
   if (!report.ok()) {
     std::cerr << "resmem doctor: " << report.status().message() << "\n";
