@@ -72,7 +72,12 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
   RESMEM_ASSIGN_OR_RETURN(r.pinned_gbps, PinnedBaseline(gpu, o.block_bytes));
   const bool staged = engines[0]->choice().path == transfer::Path::kStaged;
   int consumers = clock.is_virtual() ? 1 : o.consumers;
-  if (staged && !clock.is_virtual()) {
+  const bool pipelined = staged && !clock.is_virtual() && o.staged_pipeline;
+  if (pipelined) {
+    consumers = 1;
+    r.path_choice += "; pipelined: blocks queue through one engine's segment ring, each checked "
+                     "on the device as it arrives";
+  } else if (staged && !clock.is_virtual()) {
     // One engine per consumer (an engine's staged copies are one at a time), the lanes split
     // between them: while one consumer's block is checked on the device, another's is copied.
     consumers = std::max(1, std::min(o.staged_consumers > 0 ? o.staged_consumers : o.consumers,
@@ -90,8 +95,10 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
                        engines[0]->choice().Describe() + " each";
     }
   }
+  // Pipelined: device buffers a block waits in between its DMA and its check.
+  const int device_slots = pipelined ? 4 : consumers;
   std::vector<std::unique_ptr<DeviceBuffer>> devs;
-  for (int c = 0; c < consumers; ++c) {
+  for (int c = 0; c < device_slots; ++c) {
     RESMEM_ASSIGN_OR_RETURN(auto d, gpu.AllocDevice(o.block_bytes));
     devs.push_back(std::move(d));
   }
@@ -180,36 +187,6 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
       producer_done = true;
       cv.notify_all();
     });
-    std::vector<std::thread> workers;
-    for (int c = 0; c < consumers; ++c)
-      workers.emplace_back([&, c] {
-        for (;;) {
-          uint64_t seq;
-          {
-            std::unique_lock<std::mutex> l(mu);
-            cv.wait(l, [&] { return !queue.empty() || producer_done || !failure.ok(); });
-            if (queue.empty() || !failure.ok()) return;
-            seq = queue.front();
-            queue.pop_front();
-          }
-          double secs = 0;
-          auto whole = consume(seq, c, &secs);
-          double done = since(SteadyNow::now());
-          std::lock_guard<std::mutex> l(mu);
-          if (!whole.ok()) {
-            failure = whole.status();
-            cv.notify_all();
-            freed.notify_all();
-            return;
-          }
-          corrupt += !*whole;
-          ++delivered;
-          latencies.push_back((done - published[seq]) * 1e3);
-          if (done > last_done.load()) last_done.store(done);
-          busy[seq % o.slots].store(0);
-          freed.notify_all();
-        }
-      });
     std::atomic<bool> finished{false};
     std::thread progress([&] {
       while (!finished.load()) {
@@ -223,6 +200,109 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
         }
       }
     });
+    // Bookkeeping of a delivered block (under mu): latency, counts, the slot back to the producer.
+    auto deliver = [&](uint64_t seq, bool whole) {
+      double done = since(SteadyNow::now());
+      corrupt += !whole;
+      ++delivered;
+      latencies.push_back((done - published[seq]) * 1e3);
+      if (done > last_done.load()) last_done.store(done);
+      busy[seq % o.slots].store(0);
+      freed.notify_all();
+    };
+    auto fail = [&](const Status& st) {  // under mu
+      if (failure.ok()) failure = st;
+      cv.notify_all();
+      freed.notify_all();
+    };
+    std::vector<std::thread> workers;
+    if (pipelined) {
+      // The queue's driver takes blocks from the producer's queue while a device buffer is
+      // free; the verifier checks arrived blocks on its own thread (its own CUDA stream), so
+      // the check never waits behind the DMAs queued after that block.
+      std::vector<std::atomic<int>> device_busy(device_slots);
+      for (auto& d : device_busy) d.store(0);
+      std::vector<int> device_of(o.blocks, 0);
+      std::deque<uint64_t> arrived;  // under mu
+      bool queue_over = false;       // under mu
+      std::condition_variable arrived_cv;
+      std::thread verifier([&] {
+        for (;;) {
+          uint64_t seq;
+          {
+            std::unique_lock<std::mutex> l(mu);
+            arrived_cv.wait(l, [&] { return !arrived.empty() || queue_over; });
+            if (arrived.empty()) return;
+            seq = arrived.front();
+            arrived.pop_front();
+          }
+          const int slot = static_cast<int>(seq % o.slots);
+          const int d = device_of[seq];
+          auto bad = transfer::DeviceMismatches(gpu, *devs[d], 0, o.block_bytes, seq,
+                                                FillSeed(o.seed, slot));
+          device_busy[d].store(0, std::memory_order_release);
+          std::lock_guard<std::mutex> l(mu);
+          if (!bad.ok()) {
+            fail(bad.status().WithContext("device check of block " + std::to_string(seq)));
+            return;
+          }
+          deliver(seq, *bad == 0);
+        }
+      });
+      Status queue_status = engines[0]->CopyQueue(
+          [&](transfer::QueuedBlock* b) -> Result<transfer::QueuePoll> {
+            int d = 0;
+            while (d < device_slots && device_busy[d].load(std::memory_order_acquire)) ++d;
+            if (d == device_slots) return transfer::QueuePoll::kWait;
+            std::unique_lock<std::mutex> l(mu, std::try_to_lock);
+            if (!l.owns_lock()) return transfer::QueuePoll::kWait;
+            if (!failure.ok()) return failure;
+            if (queue.empty())
+              return producer_done ? transfer::QueuePoll::kEnd : transfer::QueuePoll::kWait;
+            const uint64_t seq = queue.front();
+            queue.pop_front();
+            device_busy[d].store(1, std::memory_order_relaxed);
+            device_of[seq] = d;
+            *b = transfer::QueuedBlock{(seq % o.slots) * o.block_bytes, devs[d].get(), 0,
+                                       o.block_bytes, seq};
+            return transfer::QueuePoll::kBlock;
+          },
+          [&](const transfer::QueuedBlock& b) {
+            std::lock_guard<std::mutex> l(mu);
+            arrived.push_back(b.tag);
+            arrived_cv.notify_one();
+            return Status::Ok();
+          });
+      {
+        std::lock_guard<std::mutex> l(mu);
+        queue_over = true;
+        if (!queue_status.ok()) fail(queue_status);
+        arrived_cv.notify_all();
+      }
+      verifier.join();
+    } else {
+      for (int c = 0; c < consumers; ++c)
+        workers.emplace_back([&, c] {
+          for (;;) {
+            uint64_t seq;
+            {
+              std::unique_lock<std::mutex> l(mu);
+              cv.wait(l, [&] { return !queue.empty() || producer_done || !failure.ok(); });
+              if (queue.empty() || !failure.ok()) return;
+              seq = queue.front();
+              queue.pop_front();
+            }
+            double secs = 0;
+            auto whole = consume(seq, c, &secs);
+            std::lock_guard<std::mutex> l(mu);
+            if (!whole.ok()) {
+              fail(whole.status());
+              return;
+            }
+            deliver(seq, *whole);
+          }
+        });
+    }
     producer.join();
     for (auto& w : workers) w.join();
     finished.store(true);

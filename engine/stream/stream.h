@@ -26,6 +26,11 @@ struct StreamOptions {
   // block's copy; staged_consumers sets the count there (0: use `consumers`).
   int consumers = 4;
   int staged_consumers = 2;
+  // Staged path on a real clock: one engine with every lane takes the blocks as a queue
+  // (TransferEngine::CopyQueue), so block k+1 fills pinned segments while block k's DMAs drain,
+  // and a verifier thread checks each block on the device as it arrives (4 device buffers).
+  // false: staged_consumers engines, each copying and then checking one block at a time.
+  bool staged_pipeline = true;
   transfer::TransferOptions staging;   // staged path tuning (allowed/path come from `path`)
   std::string host_kind = "memfd";     // backends/host kind standing in for the region
   std::string path;                    // force a transfer path; "" = the engine's choice

@@ -13,6 +13,7 @@ constexpr const char* kUsage =
     "resmem stream [--backend cuda|sim] [--block 16M] [--rate 10 | --rate 0] [--blocks 600]\n"
     "              [--slots 16] [--consumers 4] [--host memfd|shm|hugetlb|file|anon]\n"
     "              [--path registered-direct|staged|...] [--staged-consumers N]\n"
+    "              [--staged-per-consumer (no staged queue: each consumer copies, then checks)]\n"
     "              [staged path options] [--seed N] [--json FILE] [--quiet]\n"
     "Ring-buffer acquisition: a producer writes numbered blocks into the ring at --rate Hz\n"
     "(0 = flat out), consumers move them to the GPU through the transfer engine, and the device\n"
@@ -32,7 +33,7 @@ int Run(const std::vector<std::string>& argv) {
   }
   std::vector<std::string> keys = {"backend", "block", "rate", "blocks", "slots", "consumers",
                                    "staged-consumers", "host", "path", "seed", "json"};
-  std::vector<std::string> flags = {"quiet"};
+  std::vector<std::string> flags = {"quiet", "staged-per-consumer"};
   for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
   for (const auto& f : transfer::StagingFlags()) flags.push_back(f);
   auto args = transfer::Args::Parse(argv, keys, flags);
@@ -60,6 +61,7 @@ int Run(const std::vector<std::string>& argv) {
   o.host_kind = args->Get("host", o.host_kind);
   o.path = args->Get("path", "");
   o.progress = !args->Has("quiet");
+  if (args->Has("staged-per-consumer")) o.staged_pipeline = false;
   auto backend = transfer::MakeGpuBackend(args->Get("backend", "cuda"), o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable

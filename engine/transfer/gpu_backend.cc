@@ -106,13 +106,17 @@ std::vector<std::string> Args::List(const std::string& key, const std::string& d
 std::vector<std::string> StagingKeys() {
   return {"lanes", "chunk", "buffers", "min-unit", "units-per-lane", "spin-us"};
 }
-std::vector<std::string> StagingFlags() { return {"pin-lanes", "stream-to-host", "lane-units"}; }
+std::vector<std::string> StagingFlags() {
+  return {"pin-lanes", "stream-to-host", "lane-units", "cached-fill"};
+}
 
 const char* const kStagingUsage =
     "staged path: --lanes N (16) --chunk SIZE (pinned buffer, largest unit) --buffers N per lane\n"
     "  --min-unit SIZE --units-per-lane N --spin-us N (idle lanes poll before sleeping)\n"
     "  --pin-lanes (pin lane threads to CPUs) --stream-to-host (non-temporal stores, D2H)\n"
-    "  --lane-units (each lane DMAs its own units instead of one DMA per shared segment)";
+    "  --lane-units (each lane DMAs its own units instead of one DMA per shared segment)\n"
+    "  --cached-fill (fill every pinned segment with ordinary stores; by default segments\n"
+    "  under 8 MiB are filled with non-temporal stores)";
 
 Status ApplyStagingArgs(const Args& args, TransferOptions* o) {
   auto lanes = args.Number("lanes", o->staging_lanes);
@@ -142,6 +146,7 @@ Status ApplyStagingArgs(const Args& args, TransferOptions* o) {
   if (args.Has("pin-lanes")) o->staging_pin_threads = true;
   if (args.Has("stream-to-host")) o->staging_stream_to_host = true;
   if (args.Has("lane-units")) o->staging_segments = false;
+  if (args.Has("cached-fill")) o->staging_nt_fill_below = 0;
   return Status::Ok();
 }
 

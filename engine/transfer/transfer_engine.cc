@@ -3,7 +3,10 @@
 #include <alloca.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <deque>
+#include <thread>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -35,11 +38,13 @@ std::string Refusal(Path p, const MappingFacts& f, uint32_t flags, const Status&
 
 uint32_t BaseFlags(const MappingFacts& f) { return f.writable ? 0 : kRegisterReadOnly; }
 
-// The CPU half of a device-to-host unit: pinned buffer -> host mapping. With `streaming`, 16-byte
-// non-temporal stores (SSE2, every x86-64 has them) write the destination around the cache, so
-// the copy does not first read each destination line (no read-for-ownership) and does not evict
-// the pinned ring the DMA engine is writing; an sfence makes the stores visible before return.
-void CopyToHost(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming) {
+// A CPU copy of the staged path (pinned buffer -> host mapping, or host mapping -> pinned
+// segment; TransferOptions::staging_nt_fill_below says when the latter streams). With
+// `streaming`, 16-byte non-temporal stores (SSE2, every x86-64 has them) write the destination
+// around the cache, so the copy does not first read each destination line (no read-for-
+// ownership) and leaves no dirty lines behind for a DMA to fetch out of the CPU caches; an
+// sfence makes the stores visible before return.
+void CpuCopy(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming) {
 #if defined(__x86_64__)
   if (streaming && n >= 4096) {
     uint64_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
@@ -213,7 +218,11 @@ Status TransferEngine::TryPath(Path p) {
                           FormatSize(std::min(o_.staging_min_unit, o_.staging_chunk));
       choice_.detail = choice_.detail +
                        (o_.staging_pin_threads ? ", pinned threads" : "") +
-                       (o_.staging_stream_to_host ? ", streaming stores to host" : "");
+                       (o_.staging_stream_to_host ? ", streaming stores to host" : "") +
+                       (segments_ && o_.staging_nt_fill_below
+                            ? ", non-temporal fill of segments < " +
+                                  FormatSize(o_.staging_nt_fill_below)
+                            : "");
       return Status::Ok();
     }
     case Path::kPageableAccess: {
@@ -336,7 +345,7 @@ Status TransferEngine::LaneAsync(int lane, CopyDirection dir, uint64_t host_offs
     }
     uint64_t off, n;
     span(f.unit, &off, &n);
-    CopyToHost(mem_.data() + host_offset + off, buf[f.buffer]->data(), n,
+    CpuCopy(mem_.data() + host_offset + off, buf[f.buffer]->data(), n,
                o_.staging_stream_to_host);
   }
 }
@@ -352,20 +361,31 @@ inline void Relax() {
 // Segments (see TransferOptions::staging_segments). Lane 0 drives the DMAs; lanes 1.. move the
 // bytes between the host mapping and the pinned segment buffers in pieces claimed from a
 // per-segment counter, so a lane that finishes early helps with the next segment.
-//   host to device: segment i may be filled once the DMA of segment i - S finished (S buffers);
-//     lane 0 issues segment i's DMA once all its bytes are in and polls the oldest DMA's event,
-//     so lanes fill ahead while earlier DMAs run.
+//   host to device: PumpSegments with one block.
 //   device to host: lane 0 queues the DMAs of segments 0..S-1, lets the lanes copy a segment
 //     out once its DMA finished, and reuses its buffer for segment i + S once they drained it.
 Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                                     uint64_t dev_offset, uint64_t length) {
+  // Segments: at least staging_min_segments per copy where they can be >= staging_min_unit (so
+  // the first fill and the last DMA, which do not overlap, stay short), at most the buffer size.
+  const uint64_t parts = static_cast<uint64_t>(std::max(1, o_.staging_min_segments));
+  const uint64_t share = ((length + parts - 1) / parts + 4095) / 4096 * 4096;
+  const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, share));
+  if (dir == CopyDirection::kHostToDevice) {
+    bool handed = false;
+    return PumpSegments(
+        seg,
+        [&](QueuedBlock* b) -> Result<QueuePoll> {
+          if (handed) return QueuePoll::kEnd;
+          handed = true;
+          *b = QueuedBlock{host_offset, &dev, dev_offset, length, 0};
+          return QueuePoll::kBlock;
+        },
+        [](const QueuedBlock&) { return Status::Ok(); });
+  }
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
-  // Segments: at least 8 per copy where they can be >= staging_min_unit (so the first fill and
-  // the last DMA, which do not overlap, stay short), at most the buffer size.
-  const uint64_t eighth = ((length + 7) / 8 + 4095) / 4096 * 4096;
-  const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, eighth));
   const uint64_t nseg = (length + seg - 1) / seg;
   // Pieces: each filling lane gets ~2 per segment, >= 64 KiB.
   const uint64_t piece = std::max<uint64_t>(
@@ -378,7 +398,6 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   std::atomic<uint64_t> ready{0};  // segments the lanes may work on: [0, ready)
   std::atomic<bool> abort{false};
   Status driver_status;
-  const bool h2d = dir == CopyDirection::kHostToDevice;
   uint8_t* host = mem_.data() + host_offset;
 
   auto driver = [&]() -> Status {
@@ -389,29 +408,8 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
     auto filled = [&](uint64_t i) {
       return moved[i].load(std::memory_order_acquire) >= seg_len(i);
     };
-    // Polls rather than blocks, so a buffer is handed back to the lanes the moment its DMA
-    // (host to device) finished and a DMA is queued the moment its segment is whole.
+    // Polls rather than blocks, so the lanes copy a segment out the moment its DMA finished.
     uint64_t issued = 0, finished = 0;
-    if (h2d) {
-      ready.store(std::min<uint64_t>(nbuf, nseg), std::memory_order_release);
-      while (finished < nseg) {
-        if (issued < nseg && filled(issued)) {
-          RESMEM_RETURN_IF_ERROR(issue(issued));
-          ++issued;
-          continue;
-        }
-        if (finished < issued) {
-          RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[finished % nbuf]));
-          if (done) {
-            ++finished;
-            ready.store(std::min<uint64_t>(nseg, finished + nbuf), std::memory_order_release);
-            continue;
-          }
-        }
-        Relax();
-      }
-      return Status::Ok();
-    }
     // Device to host: the first nbuf DMAs at once; segment i + nbuf once segment i is drained.
     for (; issued < std::min<uint64_t>(nbuf, nseg); ++issued) RESMEM_RETURN_IF_ERROR(issue(issued));
     while (finished < nseg) {
@@ -451,15 +449,231 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
         const uint64_t at = k * piece;
         if (at >= n) break;
         const uint64_t len = std::min(piece, n - at);
-        if (h2d)
-          std::memcpy(buf + at, host + i * seg + at, len);
-        else
-          CopyToHost(host + i * seg + at, buf + at, len, o_.staging_stream_to_host);
+        CpuCopy(host + i * seg + at, buf + at, len, o_.staging_stream_to_host);
         moved[i].fetch_add(len, std::memory_order_acq_rel);
       }
     }
   });
   return driver_status;
+}
+
+// Host to device through the segment ring, for one block (Copy) or a queue of them (CopyQueue).
+// Segments are numbered across blocks: segment g fills pinned buffer g % S (S buffers) once the
+// DMA of segment g - S finished, so the lanes fill block k+1 while block k's DMAs drain. Lane 0
+// (the driver) pulls blocks, cuts them into segments of at most seg_limit bytes, publishes each
+// segment's descriptor in a small ring, issues a segment's DMA the moment its last piece is in,
+// and polls the oldest DMA's event. Lanes 1.. claim pieces of a segment with a compare-and-swap
+// on a word that carries the segment's number, so a lane that arrives after the segment was
+// finished and its ring slot reused claims nothing.
+Status TransferEngine::PumpSegments(uint64_t seg_limit,
+                                    const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
+                                    const std::function<Status(const QueuedBlock&)>& arrived) {
+  using Steady = std::chrono::steady_clock;
+  auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
+  const int nbuf = static_cast<int>(staging_.size());
+  const int lanes = lanes_->size();
+  const bool tracing = o_.staging_trace;
+  const bool non_temporal = seg_limit < o_.staging_nt_fill_below;
+  const auto t0 = Steady::now();
+  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  // Published segments not yet finished never exceed S (<= 16 buffers), so 64 slots suffice.
+  constexpr uint64_t kRing = 64;
+  constexpr int kPieceBits = 24;
+  struct Desc {  // written by the driver before the segment is published, read by the lanes
+    std::atomic<const uint8_t*> host{nullptr};
+    std::atomic<uint64_t> len{0}, piece{0}, pieces{0};
+    DeviceBuffer* dev = nullptr;  // driver only
+    uint64_t dev_offset = 0;      // driver only
+    bool last_of_block = false;   // driver only
+  };
+  std::unique_ptr<Desc[]> desc(new Desc[kRing]);
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed(new std::atomic<uint64_t>[kRing]);
+  std::unique_ptr<std::atomic<uint64_t>[]> moved(new std::atomic<uint64_t>[kRing]);
+  for (uint64_t i = 0; i < kRing; ++i) claimed[i].store(~0ull), moved[i].store(0);
+  std::atomic<uint64_t> ready{0};      // segments the lanes may fill: [0, ready)
+  std::atomic<uint64_t> end{~0ull};    // number of segments, once the queue closed
+  std::atomic<bool> abort{false};
+  std::vector<double> lane_enter(tracing ? lanes : 0, 0), lane_first(tracing ? lanes : 0, -1);
+  if (tracing) {
+    trace_ = StagedTrace();
+    trace_.segment_bytes = seg_limit;
+    trace_.lanes = lanes;
+  }
+  Status driver_status;
+
+  auto driver = [&]() -> Status {
+    uint64_t known = 0, issued = 0, finished = 0;
+    bool closed = false, have_block = false;
+    QueuedBlock cur;
+    uint64_t cur_done = 0;
+    std::deque<QueuedBlock> in_flight;  // blocks with segments published, oldest first
+    auto publish_ready = [&] {
+      ready.store(std::min(known, finished + nbuf), std::memory_order_release);
+    };
+    for (;;) {
+      bool progress = false;
+      // Publish segments while a buffer could take them.
+      while (!closed && known < finished + nbuf) {
+        if (!have_block) {
+          QueuedBlock b;
+          RESMEM_ASSIGN_OR_RETURN(QueuePoll p, next(&b));
+          if (p == QueuePoll::kWait) break;
+          if (p == QueuePoll::kEnd) {
+            closed = true;
+            end.store(known, std::memory_order_release);
+            break;
+          }
+          if (b.dev == nullptr || b.length == 0)
+            return Status::InvalidArgument("staged queue: a block needs a device buffer and a "
+                                           "length > 0 (tag " + std::to_string(b.tag) + ")");
+          RESMEM_RETURN_IF_ERROR(CheckSpan(mem_, b.host_offset, b.length, "staged queue"));
+          cur = b;
+          cur_done = 0;
+          have_block = true;
+          in_flight.push_back(b);
+          if (tracing) trace_.bytes += b.length;
+        }
+        const uint64_t n = std::min(seg_limit, cur.length - cur_done);
+        const uint64_t slot = known % kRing;
+        const uint64_t piece = std::max<uint64_t>(
+            64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+        Desc& d = desc[slot];
+        d.host.store(mem_.data() + cur.host_offset + cur_done, std::memory_order_relaxed);
+        d.len.store(n, std::memory_order_relaxed);
+        d.piece.store(piece, std::memory_order_relaxed);
+        d.pieces.store((n + piece - 1) / piece, std::memory_order_relaxed);
+        d.dev = cur.dev;
+        d.dev_offset = cur.dev_offset + cur_done;
+        cur_done += n;
+        d.last_of_block = cur_done == cur.length;
+        if (d.last_of_block) have_block = false;
+        moved[slot].store(0, std::memory_order_relaxed);
+        claimed[slot].store(known << kPieceBits, std::memory_order_release);
+        ++known;
+        publish_ready();
+        progress = true;
+        if (tracing) {
+          for (auto* v : {&trace_.filled_us, &trace_.issue_begin_us, &trace_.issued_us,
+                          &trace_.done_us})
+            v->push_back(0);
+        }
+      }
+      // Issue the next segment's DMA once all its bytes are in.
+      if (issued < known) {
+        const uint64_t slot = issued % kRing;
+        const uint64_t n = desc[slot].len.load(std::memory_order_relaxed);
+        if (moved[slot].load(std::memory_order_acquire) >= n) {
+          if (tracing) trace_.filled_us[issued] = trace_.issue_begin_us[issued] = us();
+          RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(tickets_[issued % nbuf],
+                                                     CopyDirection::kHostToDevice,
+                                                     *staging_[issued % nbuf], 0, *desc[slot].dev,
+                                                     desc[slot].dev_offset, n));
+          if (tracing) trace_.issued_us[issued] = us();
+          ++issued;
+          continue;
+        }
+      }
+      // Retire the oldest DMA: its buffer goes back to the lanes.
+      if (finished < issued) {
+        RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[finished % nbuf]));
+        if (done) {
+          if (tracing) trace_.done_us[finished] = us();
+          const bool last = desc[finished % kRing].last_of_block;
+          ++finished;
+          publish_ready();
+          if (last) {
+            QueuedBlock b = in_flight.front();
+            in_flight.pop_front();
+            RESMEM_RETURN_IF_ERROR(arrived(b));
+          }
+          continue;
+        }
+      }
+      if (closed && finished == known) return Status::Ok();
+      if (!progress) Relax();
+    }
+  };
+
+  lanes_->Run(lanes, [&](int lane) {
+    if (tracing) lane_enter[lane] = us();
+    if (lane == 0) {
+      driver_status = driver();
+      if (!driver_status.ok()) abort.store(true, std::memory_order_release);
+      return;
+    }
+    uint64_t polls = 0;
+    for (uint64_t g = 0;; ++g) {
+      while (ready.load(std::memory_order_acquire) <= g) {
+        if (g >= end.load(std::memory_order_acquire) || abort.load(std::memory_order_relaxed))
+          return;
+        Relax();
+        if (++polls % 4096 == 0) std::this_thread::yield();  // a queue waiting on its producer
+      }
+      const uint64_t slot = g % kRing;
+      Desc& d = desc[slot];
+      const uint8_t* src = d.host.load(std::memory_order_relaxed);
+      const uint64_t n = d.len.load(std::memory_order_relaxed);
+      const uint64_t piece = d.piece.load(std::memory_order_relaxed);
+      const uint64_t pieces = d.pieces.load(std::memory_order_relaxed);
+      uint8_t* buf = staging_[g % nbuf]->data();
+      uint64_t v = claimed[slot].load(std::memory_order_acquire);
+      for (;;) {
+        // Another number in the slot: segment g is finished (and the slot reused); the
+        // descriptor read above may then be stale, and is not used.
+        if ((v >> kPieceBits) != g) break;
+        const uint64_t k = v & ((1ull << kPieceBits) - 1);
+        if (k >= pieces) break;
+        if (!claimed[slot].compare_exchange_weak(v, v + 1, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire))
+          continue;
+        const uint64_t at = k * piece;
+        const uint64_t len = std::min(piece, n - at);
+        if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
+        CpuCopy(buf + at, src + at, len, non_temporal);
+        moved[slot].fetch_add(len, std::memory_order_acq_rel);
+        v = claimed[slot].load(std::memory_order_acquire);
+      }
+    }
+  });
+  if (tracing) {
+    trace_.returned_us = us();
+    trace_.segments = static_cast<int>(trace_.filled_us.size());
+    trace_.lane_enter_min_us = trace_.lane_enter_max_us = lane_enter.empty() ? 0 : lane_enter[0];
+    trace_.first_piece_us = -1;
+    for (int l = 1; l < lanes; ++l) {
+      trace_.lane_enter_min_us = l == 1 ? lane_enter[l] : std::min(trace_.lane_enter_min_us, lane_enter[l]);
+      trace_.lane_enter_max_us = std::max(trace_.lane_enter_max_us, lane_enter[l]);
+      if (lane_first[l] >= 0 && (trace_.first_piece_us < 0 || lane_first[l] < trace_.first_piece_us))
+        trace_.first_piece_us = lane_first[l];
+    }
+  }
+  return driver_status;
+}
+
+Status TransferEngine::CopyQueue(const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
+                                 const std::function<Status(const QueuedBlock&)>& arrived) {
+  if (choice_.path == Path::kStaged && segments_ && mem_.data() != nullptr)
+    return PumpSegments(o_.staging_queue_segment ? std::min(o_.staging_queue_segment,
+                                                            o_.staging_chunk)
+                                                 : o_.staging_chunk,
+                        next, arrived);
+  // Any other path: one Copy after another.
+  for (;;) {
+    QueuedBlock b;
+    RESMEM_ASSIGN_OR_RETURN(QueuePoll p, next(&b));
+    if (p == QueuePoll::kEnd) return Status::Ok();
+    if (p == QueuePoll::kWait) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (b.dev == nullptr)
+      return Status::InvalidArgument("queue: block " + std::to_string(b.tag) +
+                                     " has no device buffer");
+    RESMEM_RETURN_IF_ERROR(
+        Copy(CopyDirection::kHostToDevice, b.host_offset, *b.dev, b.dev_offset, b.length)
+            .status());
+    RESMEM_RETURN_IF_ERROR(arrived(b));
+  }
 }
 
 Result<CopyStats> TransferEngine::CopyStaged(CopyDirection dir, uint64_t host_offset,

@@ -66,7 +66,47 @@ struct TransferOptions {
   // Non-temporal (streaming) stores for the CPU copy into the host mapping (device to host):
   // the destination is not read again soon, so it need not pass through the cache.
   bool staging_stream_to_host = false;
+  // Segments smaller than this are filled with non-temporal stores (host to device, segment
+  // mode); larger ones with ordinary stores. Measured (docs/hil/2026-11-21-h100-staged2/
+  // probe*.log): a small segment filled through the cache is read by the DMA engine at about half
+  // speed (H100: 2 MiB segment DMAs 85.8 us after a cached fill against 49 us from a cold ring;
+  // H200 host: 4 MiB copies 44% -> 69% of pinned, 16 MiB 52% -> 77% with non-temporal fills),
+  // while 8 MiB segments did better cached (256 MiB 92% vs 83%, 16 MiB-block queue 54 vs 48
+  // GB/s). 0: always cached.
+  uint64_t staging_nt_fill_below = 8ull << 20;
+  // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
+  // (the first fill and the last DMA do not overlap anything, so they should be short).
+  int staging_min_segments = 8;
+  // Segment size for CopyQueue, where blocks follow each other and only the queue's first fill
+  // and last DMA stand alone: 0 = staging_chunk (fewer, larger DMAs).
+  uint64_t staging_queue_segment = 0;
+  // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
+  // steady-clock read per piece and per segment event.
+  bool staging_trace = false;
 };
+
+// Where one staged segment copy's time went (TransferOptions::staging_trace), in microseconds
+// from the moment the copy was handed to the lanes. Per segment, as the driving lane saw it:
+// filled (all pieces in the pinned buffer), the DMA call entered and returned (submission cost),
+// and the DMA's event found complete.
+struct StagedTrace {
+  uint64_t bytes = 0, segment_bytes = 0;
+  int segments = 0, lanes = 0;
+  double lane_enter_min_us = 0, lane_enter_max_us = 0;  // fill lanes entering the job (wake-up)
+  double first_piece_us = 0;                            // the first memcpy started
+  std::vector<double> filled_us, issue_begin_us, issued_us, done_us;
+  double returned_us = 0;  // the lane pool returned: the copy is complete
+};
+
+// One block of a CopyQueue: host [host_offset, +length) to dev [dev_offset, +length).
+struct QueuedBlock {
+  uint64_t host_offset = 0;
+  DeviceBuffer* dev = nullptr;
+  uint64_t dev_offset = 0;
+  uint64_t length = 0;
+  uint64_t tag = 0;  // the caller's (e.g. the stream's sequence number)
+};
+enum class QueuePoll { kBlock, kWait, kEnd };
 
 struct PathChoice {
   Path path = Path::kPageable;
@@ -91,6 +131,19 @@ class TransferEngine {
   // clock), path = PathName(choice().path). Not for concurrent calls on one engine when staged.
   Result<CopyStats> Copy(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                          uint64_t dev_offset, uint64_t length);
+  // Host-to-device copies of a sequence of blocks with the segments flowing continuously: block
+  // k+1 is filled into free pinned segments while block k's DMAs drain, so a stream of blocks
+  // runs at the rate of one long copy instead of paying each copy's first fill and last DMA.
+  // `next` is polled on the driving lane (it must not block: kWait when no block is ready yet,
+  // kEnd when the sequence is over); `arrived` is called on the driving lane once a block's last
+  // DMA finished (its bytes are in device memory), in order, and should not block either (hand
+  // the check to another thread). An error from either callback, or a failed DMA, ends the queue
+  // with that status. Only on the staged path in segment mode (CUDA); elsewhere it runs the
+  // blocks one Copy after another (same callbacks). Not for concurrent calls on one engine.
+  Status CopyQueue(const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
+                   const std::function<Status(const QueuedBlock&)>& arrived);
+  // The last staged segment copy's phases (empty unless TransferOptions::staging_trace).
+  const StagedTrace& last_trace() const { return trace_; }
 
  private:
   TransferEngine(Gpu& gpu, HostMemory& mem, Clock& clock, TransferOptions o)
@@ -106,6 +159,9 @@ class TransferEngine {
 
   Status CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                       uint64_t dev_offset, uint64_t length);
+  // The host-to-device segment pipeline behind Copy (one block) and CopyQueue (many).
+  Status PumpSegments(uint64_t seg_limit, const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
+                      const std::function<Status(const QueuedBlock&)>& arrived);
 
   Gpu& gpu_;
   HostMemory& mem_;
@@ -121,6 +177,7 @@ class TransferEngine {
   int buffers_per_lane_ = 1;
   bool segments_ = false;  // staging_segments in effect (CUDA, real clock, >= 2 lanes)
   std::unique_ptr<LanePool> lanes_;
+  StagedTrace trace_;
 };
 
 }  // namespace resmem::transfer

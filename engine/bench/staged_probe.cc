@@ -1,0 +1,374 @@
+// staged_probe: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
+// less reached ~50% of pinned on the H100, docs/hil/2026-11-21-h100-staged). For each size it
+// times the pieces of a staged host-to-device copy apart, medians of --copies:
+//   pinned      cudaMemcpy from cudaMallocHost memory (the baseline)
+//   dma-only    the engine's segment DMAs from the pinned ring, no fill (CopyAsyncInto + Done)
+//   fill-only   the lanes' memcpy from the disk-file mapping into the ring, no DMA
+//   dispatch    an empty LanePool::Run: hot (lanes spinning) and after a pause (lanes asleep)
+//   staged      the engine's Copy with staging_trace: per-phase timestamps, back to back, after
+//               a pause between copies, with min-segments variants
+//   queue       CopyQueue of a run of blocks (segments flowing across blocks) against Copy after
+//               Copy of the same blocks
+// Every staged copy's data is checked on the device. Nothing is asserted: figures only.
+// Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cuda/cuda_gpu.h"
+#include "backends/host/host_region.h"
+#include "engine/transfer/block_check.h"
+#include "engine/transfer/gpu_backend.h"
+#include "engine/transfer/lane_pool.h"
+#include "engine/transfer/transfer_engine.h"
+
+namespace resmem {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using transfer::TransferEngine;
+using transfer::TransferOptions;
+
+double Us(Steady::time_point a, Steady::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double Gbps(uint64_t bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
+
+void Pause(int us) {
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
+int Fail(const Status& st, int code) {
+  std::fprintf(stderr, "staged_probe: %s\n", st.ToString().c_str());
+  return code;
+}
+
+struct Probe {
+  cuda::CudaGpu* cuda;
+  Gpu* gpu;
+  Clock* clock;
+  HostMemory* host;
+  DeviceBuffer* dev;
+  HostMemory* pinned;
+  TransferOptions base;
+  int copies;
+  uint64_t seq = 100;
+  uint64_t fill_seed = 7;
+  uint64_t mismatched_copies = 0;
+
+  uint64_t SegmentOf(uint64_t size, int min_segments) const {
+    const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;
+    return std::min(base.staging_chunk, std::max(base.staging_min_unit, share));
+  }
+
+  Status Pinned(uint64_t size) {
+    std::vector<double> t;
+    for (int i = 0; i < copies; ++i) {
+      RESMEM_ASSIGN_OR_RETURN(CopyStats s,
+                              gpu->Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, size));
+      t.push_back(s.seconds * 1e6);
+    }
+    std::printf("  pinned     cudaMemcpy                %8.1f us %6.2f GB/s\n", Median(t),
+                Gbps(size, Median(t)));
+    return Status::Ok();
+  }
+
+  // The driver's DMA half alone: segments from the ring, S buffers, polled events.
+  Status DmaOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
+                 std::vector<cuda::CudaGpu::CopyTicket>& tickets, const char* label) {
+    const uint64_t nseg = (size + seg - 1) / seg;
+    const uint64_t nbuf = ring.size();
+    std::vector<double> t, submit;
+    for (int c = 0; c < copies; ++c) {
+      auto t0 = Steady::now();
+      uint64_t issued = 0, finished = 0;
+      double sub = 0;
+      while (finished < nseg) {
+        if (issued < nseg && issued < finished + nbuf) {
+          auto a = Steady::now();
+          RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(tickets[issued % nbuf],
+                                                     CopyDirection::kHostToDevice,
+                                                     *ring[issued % nbuf], 0, *dev, issued * seg,
+                                                     std::min(seg, size - issued * seg)));
+          sub += Us(a, Steady::now());
+          ++issued;
+          continue;
+        }
+        RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets[finished % nbuf]));
+        if (done) ++finished;
+      }
+      t.push_back(Us(t0, Steady::now()));
+      submit.push_back(sub / nseg);
+    }
+    std::printf("  dma-only   %-26s %8.1f us %6.2f GB/s  (%llu DMAs, submit %.1f us each)\n", label,
+                Median(t), Gbps(size, Median(t)), (unsigned long long)nseg, Median(submit));
+    return Status::Ok();
+  }
+
+  Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
+                  transfer::LanePool& pool) {
+    const int lanes = pool.size();
+    const uint64_t piece = std::max<uint64_t>(
+        64 << 10, ((seg + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+    const uint64_t per_seg = (seg + piece - 1) / piece;
+    const uint64_t nseg = (size + seg - 1) / seg;
+    std::vector<double> t;
+    for (int c = 0; c < copies; ++c) {
+      std::atomic<uint64_t> next{0};
+      auto t0 = Steady::now();
+      pool.Run(lanes, [&](int lane) {
+        if (lane == 0) return;
+        for (uint64_t k; (k = next.fetch_add(1)) < nseg * per_seg;) {
+          const uint64_t s = k / per_seg, at = s * seg + (k % per_seg) * piece;
+          const uint64_t end = std::min(size, (s + 1) * seg);
+          if (at >= end) continue;
+          std::memcpy(ring[s % ring.size()]->data() + (at - s * seg), host->data() + at,
+                      std::min(piece, end - at));
+        }
+      });
+      t.push_back(Us(t0, Steady::now()));
+    }
+    std::printf("  fill-only  %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n", lanes - 1,
+                FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)));
+    return Status::Ok();
+  }
+
+  Status Staged(uint64_t size, const TransferOptions& to, int gap_us, const char* label,
+                bool show_phases) {
+    RESMEM_ASSIGN_OR_RETURN(auto engine, TransferEngine::Open(*gpu, *host, *clock, to));
+    // One copy to warm the lanes, the ring and the page tables.
+    RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
+    std::vector<double> total, enter_max, first_piece, fill0, submit, filled_last, issued_last,
+        done_last, returned, dma_gap;
+    for (int c = 0; c < copies; ++c) {
+      ++seq;
+      RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*host, 0, size, seq));
+      Pause(gap_us);
+      auto t0 = Steady::now();
+      RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
+      total.push_back(Us(t0, Steady::now()));
+      const auto& tr = engine->last_trace();
+      if (tr.segments > 0) {
+        const int n = tr.segments;
+        enter_max.push_back(tr.lane_enter_max_us);
+        first_piece.push_back(tr.first_piece_us);
+        fill0.push_back(tr.filled_us[0]);
+        double sub = 0;
+        for (int i = 0; i < n; ++i) sub += tr.issued_us[i] - tr.issue_begin_us[i];
+        submit.push_back(sub / n);
+        filled_last.push_back(tr.filled_us[n - 1]);
+        issued_last.push_back(tr.issued_us[n - 1]);
+        done_last.push_back(tr.done_us[n - 1]);
+        returned.push_back(tr.returned_us);
+        if (n > 1) dma_gap.push_back((tr.done_us[n - 1] - tr.done_us[0]) / (n - 1));
+      }
+      RESMEM_ASSIGN_OR_RETURN(uint64_t bad,
+                              transfer::DeviceMismatches(*gpu, *dev, 0, size, seq, fill_seed));
+      mismatched_copies += bad > 0;
+    }
+    std::printf("  staged     %-26s %8.1f us %6.2f GB/s  (%s)\n", label, Median(total),
+                Gbps(size, Median(total)), engine->choice().detail.c_str());
+    if (show_phases && !enter_max.empty())
+      std::printf("             phases (us, medians): lanes entered by %.1f, first piece %.1f, "
+                  "segment 0 filled %.1f, DMA submit %.1f each, last segment filled %.1f, "
+                  "issued %.1f, done %.1f, returned %.1f; DMA done every %.1f us\n",
+                  Median(enter_max), Median(first_piece), Median(fill0), Median(submit),
+                  Median(filled_last), Median(issued_last), Median(done_last), Median(returned),
+                  Median(dma_gap));
+    return Status::Ok();
+  }
+
+  Status Dispatch(transfer::LanePool& pool) {
+    std::vector<double> hot, cold;
+    for (int i = 0; i < 200; ++i) {
+      auto t0 = Steady::now();
+      pool.Run(pool.size(), [](int) {});
+      hot.push_back(Us(t0, Steady::now()));
+    }
+    const uint64_t sleeps0 = pool.sleeps();
+    for (int i = 0; i < 20; ++i) {
+      Pause(3000);
+      auto t0 = Steady::now();
+      pool.Run(pool.size(), [](int) {});
+      cold.push_back(Us(t0, Steady::now()));
+    }
+    std::printf("dispatch: empty Run of %d lanes: hot %.1f us, after 3 ms pause %.1f us "
+                "(max %.1f; %llu sleeps)\n",
+                pool.size(), Median(hot), Median(cold), *std::max_element(cold.begin(), cold.end()),
+                (unsigned long long)(pool.sleeps() - sleeps0));
+    return Status::Ok();
+  }
+
+  // A run of `blocks` blocks of `size` (host ring of slots, device ring of 4): CopyQueue against
+  // one Copy per block; every block checked on the device afterwards... per device slot reuse,
+  // the check runs when the block arrives (on the driving lane: the probe's queue is short).
+  Status Queue(uint64_t size, int blocks, const TransferOptions& to, const char* label) {
+    const int host_slots = static_cast<int>(host->size() / size);
+    RESMEM_ASSIGN_OR_RETURN(auto engine, TransferEngine::Open(*gpu, *host, *clock, to));
+    std::vector<std::unique_ptr<DeviceBuffer>> devs;
+    for (int i = 0; i < 4; ++i) {
+      RESMEM_ASSIGN_OR_RETURN(auto d, gpu->AllocDevice(size));
+      devs.push_back(std::move(d));
+    }
+    // Each slot holds its own block (the pattern's word indices start at the block).
+    for (int s = 0; s < host_slots; ++s)
+      RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*host, s * size, size, 1000 + s, fill_seed));
+    // Copy after copy.
+    auto t0 = Steady::now();
+    for (int b = 0; b < blocks; ++b)
+      RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, (b % host_slots) * size,
+                                          *devs[b % 4], 0, size)
+                                 .status());
+    const double copy_us = Us(t0, Steady::now());
+    // Queue: the last 4 blocks stay in the device ring and are checked at the end.
+    int handed = 0;
+    t0 = Steady::now();
+    RESMEM_RETURN_IF_ERROR(engine->CopyQueue(
+        [&](transfer::QueuedBlock* qb) -> Result<transfer::QueuePoll> {
+          if (handed == blocks) return transfer::QueuePoll::kEnd;
+          *qb = transfer::QueuedBlock{(handed % host_slots) * size, devs[handed % 4].get(), 0,
+                                      size, static_cast<uint64_t>(handed)};
+          ++handed;
+          return transfer::QueuePoll::kBlock;
+        },
+        [](const transfer::QueuedBlock&) { return Status::Ok(); }));
+    const double queue_us = Us(t0, Steady::now());
+    uint64_t bad_blocks = 0;
+    for (int b = std::max(0, blocks - 4); b < blocks; ++b) {
+      RESMEM_ASSIGN_OR_RETURN(uint64_t bad,
+                              transfer::DeviceMismatches(*gpu, *devs[b % 4], 0, size,
+                                                         1000 + (b % host_slots), fill_seed));
+      bad_blocks += bad > 0;
+    }
+    mismatched_copies += bad_blocks;
+    std::printf("queue %-22s %d x %s: Copy loop %6.2f GB/s, CopyQueue %6.2f GB/s; last 4 blocks "
+                "%s\n",
+                label, blocks, FormatSize(size).c_str(), Gbps(size * blocks, copy_us),
+                Gbps(size * blocks, queue_us), bad_blocks ? "MISMATCHED" : "verified");
+    return Status::Ok();
+  }
+};
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> argv_s(argv + 1, argv + argc);
+  std::vector<std::string> keys = {"sizes", "copies", "blocks"};
+  for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
+  auto args = transfer::Args::Parse(argv_s, keys, transfer::StagingFlags());
+  if (!args.ok()) return Fail(args.status(), 2);
+  TransferOptions base;
+  if (Status st = transfer::ApplyStagingArgs(*args, &base); !st.ok()) return Fail(st, 2);
+  base.allowed = {transfer::Path::kStaged};
+  std::vector<uint64_t> sizes;
+  for (const auto& s : args->List("sizes", "4M,16M,256M")) {
+    auto v = ParseSize(s);
+    if (!v.ok() || *v == 0 || *v % 4096)
+      return Fail(Status::InvalidArgument("--sizes '" + s + "': give multiples of 4K"), 2);
+    sizes.push_back(*v);
+  }
+  auto copies = args->Number("copies", 20);
+  auto blocks = args->Number("blocks", 300);
+  if (!copies.ok() || *copies < 1 || !blocks.ok() || *blocks < 1)
+    return Fail(Status::InvalidArgument("--copies and --blocks must be >= 1"), 2);
+  auto backend = transfer::MakeGpuBackend("cuda");
+  if (!backend.ok()) {
+    std::printf("skipped: staged_probe (%s)\n", backend.status().ToString().c_str());
+    return 3;
+  }
+  const uint64_t max_size = std::max<uint64_t>(256ull << 20, *std::max_element(sizes.begin(), sizes.end()));
+  auto host = host::MapHostMemory(host::HostKind::kFile, max_size);
+  if (!host.ok()) return Fail(host.status(), 4);
+  if (Status st = transfer::FillPattern(**host, 0, max_size, 0, 7); !st.ok()) return Fail(st, 4);
+  auto dev = backend->gpu->AllocDevice(max_size);
+  auto pinned = backend->gpu->AllocPinned(max_size, 0);
+  if (!dev.ok() || !pinned.ok()) return Fail(!dev.ok() ? dev.status() : pinned.status(), 4);
+  auto* cuda = dynamic_cast<cuda::CudaGpu*>(backend->gpu.get());
+  Probe p{cuda, backend->gpu.get(), backend->clock.get(), host->get(), dev->get(), pinned->get(),
+          base, static_cast<int>(*copies)};
+  std::vector<std::unique_ptr<HostMemory>> ring;
+  std::vector<cuda::CudaGpu::CopyTicket> tickets;
+  for (int i = 0; i < std::max(2, base.staging_buffers); ++i) {
+    auto b = cuda->AllocPinned(base.staging_chunk, 0);
+    auto t = cuda->NewTicket();
+    if (!b.ok() || !t.ok()) return Fail(!b.ok() ? b.status() : t.status(), 4);
+    ring.push_back(std::move(b).value());
+    tickets.push_back(*t);
+  }
+  transfer::LanePoolOptions lo;
+  lo.lanes = base.staging_lanes;
+  lo.spin_us = base.staging_spin_us;
+  transfer::LanePool pool(lo);
+  Status st = p.Dispatch(pool);
+  for (uint64_t size : sizes) {
+    if (!st.ok()) break;
+    const uint64_t seg = p.SegmentOf(size, base.staging_min_segments);
+    std::printf("== %s (segments of %s)\n", FormatSize(size).c_str(), FormatSize(seg).c_str());
+    TransferOptions traced = base;
+    traced.staging_trace = true;
+    TransferOptions spin = traced;
+    spin.staging_spin_us = 20000;
+    for (auto step : std::vector<std::function<Status()>>{
+             [&] { return p.Pinned(size); },
+             [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
+             [&] { return p.DmaOnly(size, std::min(size, base.staging_chunk), ring, tickets,
+                                    "one DMA per 8 MiB"); },
+             [&] { return p.FillOnly(size, seg, ring, pool); },
+             [&] { return p.Staged(size, traced, 0, "back to back", true); },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_nt_fill_below = 0;
+               return p.Staged(size, v, 0, "cached fill", true);
+             },
+             [&] { return p.Staged(size, traced, 3000, "3 ms pause between", true); },
+             [&] { return p.Staged(size, spin, 3000, "3 ms pause, spin 20 ms", false); },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_min_segments = 4;
+               return p.Staged(size, v, 0, "min-segments 4", true);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_min_segments = 16;
+               return p.Staged(size, v, 0, "min-segments 16", false);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_lanes = 9;
+               return p.Staged(size, v, 0, "8 fill lanes", false);
+             }}) {
+      st = step();
+      if (!st.ok()) break;
+    }
+  }
+  for (uint64_t qseg : {0ull, 4ull << 20, 2ull << 20, 1ull}) {
+    if (!st.ok()) break;
+    TransferOptions q = base;
+    q.staging_queue_segment = qseg == 1 ? 0 : qseg;
+    if (qseg == 1) q.staging_nt_fill_below = 0;
+    std::string label = "segments " + FormatSize(q.staging_queue_segment ? qseg : base.staging_chunk) +
+                        (qseg == 1 ? " cached" : "");
+    st = p.Queue(16ull << 20, static_cast<int>(*blocks), q, label.c_str());
+  }
+  for (auto& t : tickets) cuda->ReleaseTicket(t);
+  if (!st.ok()) return Fail(st, 4);
+  std::printf("data: %llu staged copies mismatched on the device\n",
+              (unsigned long long)p.mismatched_copies);
+  return p.mismatched_copies ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace resmem
+
+int main(int argc, char** argv) { return resmem::Main(argc, argv); }
