@@ -203,5 +203,52 @@ TEST(BlockCheck, FakeDeviceChecksumFindsOneBadBlock) {
   EXPECT_EQ(*DeviceMismatches(gpu, dev, 0, 1 << 20, 6, 6), 1u);
 }
 
+
+// CopyQueue's contract on a path without the CUDA segment ring (one Copy per block): blocks
+// arrive in order with their bytes, kWait is polled again, and a callback's error ends the queue.
+TEST(TransferEngine, CopyQueueDeliversBlocksInOrderAndStopsOnError) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  const uint64_t block = 64 << 10;
+  auto mem = Map(host::HostKind::kMemfd, 4 * block);
+  for (uint64_t i = 0; i < 4 * block; ++i) mem->data()[i] = static_cast<uint8_t>(i * 7 + i / block);
+  auto e = TransferEngine::Open(gpu, *mem, clock);
+  ASSERT_TRUE(e.ok());
+  std::vector<HeapBuffer> devs;
+  for (int i = 0; i < 4; ++i) devs.emplace_back(block);
+  int polls = 0, handed = 0;
+  std::vector<uint64_t> arrived;
+  Status st = (*e)->CopyQueue(
+      [&](QueuedBlock* b) -> Result<QueuePoll> {
+        if (++polls % 2 == 0) return QueuePoll::kWait;  // the producer is not always ready
+        if (handed == 4) return QueuePoll::kEnd;
+        *b = QueuedBlock{(3 - handed) * block, &devs[handed], 0, block,
+                         static_cast<uint64_t>(handed)};
+        ++handed;
+        return QueuePoll::kBlock;
+      },
+      [&](const QueuedBlock& b) {
+        arrived.push_back(b.tag);
+        return Status::Ok();
+      });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(arrived, (std::vector<uint64_t>{0, 1, 2, 3}));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(std::memcmp(devs[i].bytes.data(), mem->data() + (3 - i) * block, block), 0) << i;
+  // An error from `arrived` ends the queue with that status.
+  handed = 0;
+  st = (*e)->CopyQueue(
+      [&](QueuedBlock* b) -> Result<QueuePoll> {
+        *b = QueuedBlock{0, &devs[0], 0, block, static_cast<uint64_t>(handed++)};
+        return QueuePoll::kBlock;
+      },
+      [&](const QueuedBlock& b) {
+        return b.tag == 2 ? Status::Internal("check of block 2 failed") : Status::Ok();
+      });
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("block 2"), std::string::npos);
+  EXPECT_EQ(handed, 3);
+}
+
 }  // namespace
 }  // namespace resmem::transfer
