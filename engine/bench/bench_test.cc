@@ -41,8 +41,9 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
       ++chunked_cells;
       EXPECT_NE(c.choice.find("4 pieces"), std::string::npos) << c.choice;
     }
-    if (c.path == "staged")
+    if (c.path == "staged") {
       EXPECT_NE(c.choice.find("registered-direct refused"), std::string::npos) << c.choice;
+    }
   }
   EXPECT_EQ(pinned_cells, 4);
   EXPECT_EQ(chunked_cells, 4);

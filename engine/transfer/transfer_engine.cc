@@ -36,7 +36,7 @@ std::string Refusal(Path p, const MappingFacts& f, uint32_t flags, const Status&
   return std::string(PathName(p)) + " refused: " + st.message() + (why.empty() ? "" : " (" + why + ")");
 }
 
-uint32_t BaseFlags(const MappingFacts& f) { return f.writable ? 0 : kRegisterReadOnly; }
+uint32_t BaseFlags(const MappingFacts& f) { return f.writable ? 0u : static_cast<uint32_t>(kRegisterReadOnly); }
 
 // A CPU copy of the staged path (pinned buffer -> host mapping, or host mapping -> pinned
 // segment; TransferOptions::staging_nt_fill_below says when the latter streams). With
@@ -138,7 +138,7 @@ Status TransferEngine::TryPath(Path p) {
   switch (p) {
     case Path::kRegisteredDirect:
     case Path::kZeroCopyMapped: {
-      uint32_t extra = p == Path::kZeroCopyMapped ? kRegisterMapped : 0;
+      uint32_t extra = p == Path::kZeroCopyMapped ? static_cast<uint32_t>(kRegisterMapped) : 0u;
       if (p == Path::kZeroCopyMapped && !cuda)
         return refuse(0, Status::Unavailable(gpu_.name() + " cannot launch the copy kernel"));
       std::vector<uint32_t> tries = {BaseFlags(f) | extra};
@@ -162,7 +162,7 @@ Status TransferEngine::TryPath(Path p) {
                                              ") fits in one piece of " +
                                              FormatSize(o_.register_chunk) +
                                              ": the same call registered-direct made"));
-      uint32_t flags = BaseFlags(f) | (f.vm_pfnmap ? kRegisterIoMemory : 0);
+      uint32_t flags = BaseFlags(f) | (f.vm_pfnmap ? static_cast<uint32_t>(kRegisterIoMemory) : 0u);
       std::vector<uint64_t> pieces;
       Status st = cuda::RegisterInChunks(gpu_, mem_, 0, mem_.size(), flags, o_.register_chunk,
                                          &pieces);

@@ -52,7 +52,9 @@ void MountThenGetKilled(bool private_namespace) {
   std::string temp_root(buf, n > 0 ? static_cast<size_t>(n) : 0);
   close(pipefd[0]);
   ASSERT_GT(daemon, 0) << "the child could not mount";
-  if (!private_namespace) EXPECT_EQ(ResmemFuseMounts().size(), 1u);
+  if (!private_namespace) {
+    EXPECT_EQ(ResmemFuseMounts().size(), 1u);
+  }
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   // The daemon (our grandchild) gets SIGTERM from PR_SET_PDEATHSIG and unmounts on its way out.
