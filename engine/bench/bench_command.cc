@@ -31,12 +31,8 @@ int Run(const std::vector<std::string>& argv) {
     std::puts(transfer::kStagingUsage);
     return cli::kExitOk;
   }
-  std::vector<std::string> keys = {"backend", "sizes", "paths", "passes", "seed",
-                                   "json",    "plot",  "replot"};
-  std::vector<std::string> flags = {"verbose"};
-  for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
-  for (const auto& f : transfer::StagingFlags()) flags.push_back(f);
-  auto args = transfer::Args::Parse(argv, keys, flags);
+  auto args = transfer::ParseWithStagingArgs(
+      argv, {"backend", "sizes", "paths", "passes", "seed", "json", "plot", "replot"}, {"verbose"});
   if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
   if (args->Has("replot")) {
     std::ifstream in(args->Get("replot", ""));

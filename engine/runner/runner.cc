@@ -96,6 +96,21 @@ class Run {
     RESMEM_ASSIGN_OR_RETURN(a.length, Size(step, "length", 0));
     return a;
   }
+  // The span, offset, length and pattern of a write or verify step, bounds checked.
+  struct SpanPatternArgs {
+    HostMemory* mem = nullptr;
+    uint64_t offset = 0, length = 0;
+    Pattern pattern;
+  };
+  Result<SpanPatternArgs> SpanPattern(const Step& step, const char* what) {
+    SpanPatternArgs a;
+    RESMEM_ASSIGN_OR_RETURN(a.mem, Span(Str(step, "span")));
+    RESMEM_ASSIGN_OR_RETURN(a.offset, Size(step, "offset", 0));
+    RESMEM_ASSIGN_OR_RETURN(a.length, Size(step, "length", 0));
+    RESMEM_RETURN_IF_ERROR(CheckSpan(*a.mem, a.offset, a.length, what));
+    a.pattern = ParsePattern(Str(step, "pattern", "counter"), PatternSeed());
+    return a;
+  }
   // Seconds and MB/s (MB = 1e6, as the seeds computed them) of a measured transfer.
   static void RecordRate(StepResult* r, uint64_t bytes, double seconds) {
     r->numbers["seconds"] = seconds;
@@ -299,11 +314,10 @@ Status Run::Register(const Step& step, StepResult* r) {
 }
 
 Status Run::WritePattern(const Step& step, StepResult* r) {
-  RESMEM_ASSIGN_OR_RETURN(HostMemory * mem, Span(Str(step, "span")));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t off, Size(step, "offset", 0));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
-  RESMEM_RETURN_IF_ERROR(CheckSpan(*mem, off, len, "write"));
-  const Pattern p = ParsePattern(Str(step, "pattern", "counter"), PatternSeed());
+  RESMEM_ASSIGN_OR_RETURN(SpanPatternArgs a, SpanPattern(step, "write"));
+  HostMemory* mem = a.mem;
+  const uint64_t off = a.offset, len = a.length;
+  const Pattern& p = a.pattern;
   std::vector<uint8_t> buf(std::min(len, kChunk));
   for (uint64_t done = 0; done < len;) {
     const uint64_t n = std::min<uint64_t>(buf.size(), len - done);
@@ -315,11 +329,10 @@ Status Run::WritePattern(const Step& step, StepResult* r) {
 }
 
 Status Run::VerifyPattern(const Step& step, StepResult* r) {
-  RESMEM_ASSIGN_OR_RETURN(HostMemory * mem, Span(Str(step, "span")));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t off, Size(step, "offset", 0));
-  RESMEM_ASSIGN_OR_RETURN(uint64_t len, Size(step, "length", 0));
-  RESMEM_RETURN_IF_ERROR(CheckSpan(*mem, off, len, "verify"));
-  const Pattern p = ParsePattern(Str(step, "pattern", "counter"), PatternSeed());
+  RESMEM_ASSIGN_OR_RETURN(SpanPatternArgs a, SpanPattern(step, "verify"));
+  HostMemory* mem = a.mem;
+  const uint64_t off = a.offset, len = a.length;
+  const Pattern& p = a.pattern;
   std::vector<uint8_t> got(std::min(len, kChunk)), want(got.size());
   uint64_t mismatched = 0, zero = 0;
   int64_t first_bad = -1;

@@ -31,12 +31,11 @@ int Run(const std::vector<std::string>& argv) {
     std::puts(transfer::kStagingUsage);
     return cli::kExitOk;
   }
-  std::vector<std::string> keys = {"backend", "block", "rate", "blocks", "slots", "consumers",
-                                   "staged-consumers", "host", "path", "seed", "json"};
-  std::vector<std::string> flags = {"quiet", "staged-per-consumer"};
-  for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
-  for (const auto& f : transfer::StagingFlags()) flags.push_back(f);
-  auto args = transfer::Args::Parse(argv, keys, flags);
+  auto args = transfer::ParseWithStagingArgs(
+      argv,
+      {"backend", "block", "rate", "blocks", "slots", "consumers", "staged-consumers", "host",
+       "path", "seed", "json"},
+      {"quiet", "staged-per-consumer"});
   if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
   StreamOptions o;
   auto block = args->Size("block", o.block_bytes);

@@ -118,6 +118,13 @@ const char* const kStagingUsage =
     "  --cached-fill (fill every pinned segment with ordinary stores; by default segments\n"
     "  under 8 MiB are filled with non-temporal stores)";
 
+Result<Args> ParseWithStagingArgs(const std::vector<std::string>& args,
+                                  std::vector<std::string> keys, std::vector<std::string> flags) {
+  for (const auto& k : StagingKeys()) keys.push_back(k);
+  for (const auto& f : StagingFlags()) flags.push_back(f);
+  return Args::Parse(args, keys, flags);
+}
+
 Status ApplyStagingArgs(const Args& args, TransferOptions* o) {
   auto lanes = args.Number("lanes", o->staging_lanes);
   auto chunk = args.Size("chunk", o->staging_chunk);

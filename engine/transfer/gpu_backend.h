@@ -55,6 +55,9 @@ std::vector<std::string> StagingKeys();
 std::vector<std::string> StagingFlags();
 extern const char* const kStagingUsage;  // one usage paragraph for the options above
 Status ApplyStagingArgs(const Args& args, TransferOptions* o);
+// Args::Parse of a command that also takes the staged path's options above (bench, stream).
+Result<Args> ParseWithStagingArgs(const std::vector<std::string>& args,
+                                  std::vector<std::string> keys, std::vector<std::string> flags);
 
 }  // namespace resmem::transfer
 
