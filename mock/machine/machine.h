@@ -22,6 +22,8 @@ enum class E820Type : int {
   kUnusable = 5,
   kPmem = 7,
   kPram = 12,
+  kSoftReserved = static_cast<int>(0xefffffff),  // E820_TYPE_SOFT_RESERVED (Linux 5.5+)
+  kReservedKern = 128,  // E820_TYPE_RESERVED_KERN: setup_data the kernel keeps; printed "usable"
   kHole = -1,  // not in the map at all (PCI hole, MMIO): no RAM behind it
 };
 const char* E820TypeName(E820Type t);  // "System RAM", "Reserved", "ACPI Tables", ...
@@ -38,6 +40,18 @@ struct MmioRange {
   uint64_t start = 0;
   uint64_t end = 0;  // exclusive
   std::string name;  // "PCI Bus 0000:00", "IOAPIC 0", "Video ROM"
+};
+
+// One edit the kernel itself makes to the e820 table, as dmesg prints it:
+// "e820: update [mem 0x7a1bd018-0x7a1cd057] usable ==> usable" (setup_data kept as
+// E820_TYPE_RESERVED_KERN) or "e820: remove [mem 0x000a0000-0x000fffff] usable". Imported from a
+// boot log so Boot() can apply it at the point of boot where that kernel version makes it.
+struct E820Edit {
+  uint64_t start = 0;
+  uint64_t end = 0;                  // exclusive
+  E820Type from = E820Type::kRam;
+  E820Type to = E820Type::kRam;      // kHole for "remove"
+  std::string line;                  // the dmesg line it came from, for messages
 };
 
 struct MtrrRange {
@@ -79,8 +93,17 @@ struct MachineSpec {
   std::vector<E820Entry> firmware_e820; // what the BIOS hands the kernel (/sys/firmware/memmap)
   std::vector<MmioRange> mmio;          // device windows
   std::string cmdline;                  // as the kernel receives it (/proc/cmdline)
-  std::string cmdline_source = "kernel";// "kernel": cmdline is literal; "grub": expand GRUB
-                                        // variables first, so an unescaped `$` eats text
+  std::string cmdline_source = "kernel";// where `cmdline` was written: "kernel" (literal, as
+                                        // /proc/cmdline reads), "grub-cfg" (a grub.cfg `linux`
+                                        // line's arguments: GRUB's lexer expands it first; "grub"
+                                        // is the old name), "etc-default-grub" (the value of
+                                        // GRUB_CMDLINE_LINUX as written in /etc/default/grub:
+                                        // the shell pass of grub-mkconfig, then GRUB's lexer)
+  std::string kernel_version;           // Linux version whose rules and dmesg format Boot()
+                                        // applies ("2.6.32", "4.19.0", "6.1.0"); empty: the
+                                        // newest rules the model knows
+  std::vector<E820Edit> early_edits;    // the kernel's own e820 edits seen in a boot log
+                                        // (setup_data, EFI); empty for presets
   MtrrConfig mtrr;
   int phys_addr_bits = 46;              // CPUID 0x80000008; PTE bits above are reserved
   bool pat_enabled = true;
