@@ -242,7 +242,7 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
   }
   BootState st;
   st.table = SanitizeE820(spec.firmware_e820);
-  for (const auto& e : st.table) k.messages.push_back(E820PrintLine("BIOS-e820", e));
+  for (const auto& e : st.table) k.dmesg.push_back(E820PrintLine("BIOS-e820", e));
   for (const auto& opt : SplitKernelCmdline(k.cmdline)) {
     // Early parameters run in command-line order (init/main.c, parse_early_param).
     if (opt.key == "mem") {
@@ -255,9 +255,11 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
   }
   k.e820 = SanitizeE820(st.table);
   if (st.userdef) {  // e820__finish_early_params
-    k.messages.push_back("user-defined physical RAM map:");
-    for (const auto& e : k.e820) k.messages.push_back(E820PrintLine("user", e));
+    k.dmesg.push_back("user-defined physical RAM map:");
+    for (const auto& e : k.e820) k.dmesg.push_back(E820PrintLine("user", e));
   }
+  // messages keeps the map lines first, as before, then the notes.
+  k.messages.insert(k.messages.begin(), k.dmesg.begin(), k.dmesg.end());
   for (const auto& n : st.notes) k.messages.push_back(n);
   for (const auto& r : st.reserved) k.reservations.push_back(Judge(spec, r, k.messages));
   k.usable_ram = E820BytesOfType(k.e820, 0, UINT64_MAX, E820Type::kRam);

@@ -132,7 +132,12 @@ struct BootedKernel {
     std::string conflict;            // the MMIO window or firmware range it collides with
   };
   std::vector<Reservation> reservations;
-  std::vector<std::string> messages; // dmesg lines the kernel would print about memory
+  std::vector<std::string> messages; // dmesg lines the kernel would print about memory, and
+                                     // resmem's own notes (prefixed "resmem:")
+  std::vector<std::string> dmesg;    // exactly the lines this kernel version prints about its
+                                     // memory map, in order and in its format ("BIOS-e820: ...",
+                                     // "user-defined physical RAM map:", "user: ..."), without
+                                     // timestamps: diffable against a real log
 };
 
 // Applies the command line to the firmware map with Linux's rules:
