@@ -57,6 +57,10 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	dmesg | grep 'resmem: resmem' | sed 's/^/# console: /'
 	t a_pfnmap_vmflags_pf_io_sim_gpu_refuses_plain  $G facts /dev/resmem0 pfnmap
 	t a_pages_vmflags_mm_sim_gpu_accepts_plain      $G facts /dev/resmem1 pages
+	# The device-parity transcript (mock/parity, docs/parity.md) of both modes; the lane compares
+	# them with mock/parity/golden/kmod.txt on the host.
+	t parity_probe_pfnmap sh -c '/resmem_parity_probe /dev/resmem0 >/tmp/p0; rc=$?; sed "s/^/parity-pfnmap| /" /tmp/p0; exit $rc'
+	t parity_probe_pages  sh -c '/resmem_parity_probe /dev/resmem1 >/tmp/p1; rc=$?; sed "s/^/parity-pages| /" /tmp/p1; exit $rc'
 	t d_ioctl_garbage_pfnmap                        $G ioctl-garbage /dev/resmem0
 	t d_ioctl_garbage_pages                         $G ioctl-garbage /dev/resmem1
 	t d_mmap_bounds_pfnmap                          $G mmap-bounds /dev/resmem0
