@@ -15,6 +15,20 @@ constexpr uint64_t kMaxRwCount = INT_MAX & ~4095ull;
 // include/linux/fs.h MAX_LFS_FILESIZE on 64-bit: the largest position lseek gives.
 constexpr int64_t kMaxLfsFileSize = LLONG_MAX;
 
+// Fault point `point` over the physical span of a read(2)/write(2). The copy runs in the kernel,
+// so no signal reaches the caller: a signal effect (a bus error in the range) is EIO, as the FUSE
+// daemon answers it (mock/fuse/fuse_daemon.cc InjectorCheck). A delay is charged to the clock.
+Status CheckFault(SimWorld& world, const char* point, uint64_t phys, uint64_t len) {
+  const FaultOutcome f = world.faults->Check(point, phys, len);
+  if (!f.fired) return Status::Ok();
+  if (f.effect == FaultEffect::kError) return f.status;
+  if (f.effect == FaultEffect::kSignal)
+    return Status::Errno(EIO, std::string(point) + ": " + f.status.message() +
+                                  " (a bus error under read/write is EIO)");
+  if (f.effect == FaultEffect::kDelay) world.clock->Charge(f.delay_seconds);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SimDeviceFile>> SimDeviceFile::Open(std::shared_ptr<SimWorld> world,
@@ -57,11 +71,7 @@ Result<uint64_t> SimDeviceFile::Read(void* buf, uint64_t count) {
   count = std::min(count, kMaxRwCount);
   if (count == 0 || static_cast<uint64_t>(pos_) >= size_) return uint64_t{0};
   const uint64_t n = std::min(count, size_ - static_cast<uint64_t>(pos_));
-  const FaultOutcome f = world_->faults->Check("region.read", phys_ + pos_, n);
-  if (f.fired) {
-    if (f.effect == FaultEffect::kError || f.effect == FaultEffect::kSignal) return f.status;
-    if (f.effect == FaultEffect::kDelay) world_->clock->Charge(f.delay_seconds);
-  }
+  if (Status st = CheckFault(*world_, "region.read", phys_ + pos_, n); !st.ok()) return st;
   world_->memory.Read(phys_ + pos_, buf, n);
   pos_ += static_cast<int64_t>(n);
   return n;
@@ -80,11 +90,7 @@ Result<uint64_t> SimDeviceFile::Write(const void* buf, uint64_t count) {
     return Status::Errno(ENOSPC, "write " + path_ + ": position is at or past the end of the "
                                                     "device; its size is fixed");
   const uint64_t n = std::min(count, size_ - at);
-  const FaultOutcome f = world_->faults->Check("region.write", phys_ + at, n);
-  if (f.fired) {
-    if (f.effect == FaultEffect::kError || f.effect == FaultEffect::kSignal) return f.status;
-    if (f.effect == FaultEffect::kDelay) world_->clock->Charge(f.delay_seconds);
-  }
+  if (Status st = CheckFault(*world_, "region.write", phys_ + at, n); !st.ok()) return st;
   world_->memory.Write(phys_ + at, buf, n);
   pos_ = static_cast<int64_t>(at + n);
   return n;
