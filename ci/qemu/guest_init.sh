@@ -95,6 +95,9 @@ fi
 # ---- cache types and the benchmark: resmem0 1 GiB pages wb, resmem1 pfnmap wc, resmem2 pfnmap uc
 if load /resmem.ko 'ranges=1G$0x100000000,64M$0x40000000,64M$0x44000000' mode=pages,pfnmap cache=wb,wc,uc; then
 	t a_cache_types_in_pat                          $G cache-types /dev/resmem0 /dev/resmem1 /dev/resmem2
+	# read/write through the write-combining and uncached kernel mappings (ioremap_wc/_uc).
+	t parity_probe_wc sh -c '/resmem_parity_probe /dev/resmem1 >/tmp/p2; rc=$?; sed "s/^/parity-wc| /" /tmp/p2; exit $rc'
+	t parity_probe_uc sh -c '/resmem_parity_probe /dev/resmem2 >/tmp/p3; rc=$?; sed "s/^/parity-uc| /" /tmp/p3; exit $rc'
 	t a_huge_mappings_save_page_tables              $G huge-page-tables /dev/resmem0
 	t bench                                         $G bench /dev/resmem0 /dev/resmem1 /dev/resmem2
 	rmmod resmem

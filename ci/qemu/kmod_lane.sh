@@ -124,10 +124,13 @@ import difflib, os, re, sys, html
 console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 golden_path, work, only, outdir = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 cases, diag, plan = [], [], None
-parity = {"pfnmap": [], "pages": []}
+# Transcript name -> the mode and cache its device was loaded with (guest_init.sh).
+parity_devices = {"pfnmap": ("pfnmap", "wb"), "pages": ("pages", "wb"), "wc": ("pfnmap", "wc"),
+                  "uc": ("pfnmap", "uc")}
+parity = {k: [] for k in parity_devices}
 for line in open(console, errors="replace"):
     line = line.rstrip("\n")
-    m = re.match(r"^# parity-(pfnmap|pages)\| (.*)$", line)
+    m = re.match(r"^# parity-(pfnmap|pages|wc|uc)\| (.*)$", line)
     if m:
         parity[m.group(1)].append(m.group(2))
     m = re.match(r"^(not )?ok (\d+) - (\S+)", line)
@@ -140,14 +143,19 @@ for line in open(console, errors="replace"):
         diag.append(line[2:])
 # The device-parity transcript (mock/parity, docs/parity.md): the live module's must equal the
 # golden file that //mock/parity:parity_test diffs the FUSE device and the sim driver against.
-# Both modes answer alike; only ioctl_info names the mode.
+# Every mode and cache type answers alike; only ioctl_info names them: it must name the device's
+# own, and is then compared as the golden device's (pfnmap, wb).
 golden = [l.rstrip("\n") for l in open(golden_path) if l.strip() and not l.startswith("#")]
-for mode in ("pfnmap", "pages"):
+def as_golden_device(l, mode, cache):
+    if not l.startswith("ioctl_info: "):
+        return l
+    own = "mode=%s cache=%s " % (mode, cache)
+    return l.replace(own, "mode=pfnmap cache=wb ") if own in l else l + "  <- expected " + own.strip()
+for mode in parity_devices:
     name = "parity_transcript_%s_matches_golden" % mode
     if only and only != "parity_probe_" + mode:
         continue
-    live = [l.replace("mode=pages ", "mode=pfnmap ") if l.startswith("ioctl_info: ") else l
-            for l in parity[mode]]
+    live = [as_golden_device(l, *parity_devices[mode]) for l in parity[mode]]
     with open(os.path.join(work, "kmod_parity_%s.txt" % mode), "w") as f:
         f.write("".join(l + "\n" for l in parity[mode]))
     if outdir:
