@@ -15,6 +15,9 @@
 #include "gtest/gtest.h"
 #include "mock/fuse/fuse_device.h"
 #include "mock/fuse/memory_region_provider.h"
+#include "mock/machine/machine.h"
+#include "mock/region/sim_driver.h"
+#include "mock/sim/sim_world.h"
 #include "mock/parity/sim_probe.h"
 #include "mock/parity/transcript.h"
 
@@ -108,6 +111,40 @@ TEST(ParityTest, ModuleFuseAndSimAnswerEveryOperationAlike) {
                                "unremovable, add it to transcript.cc KnownDifferences with the "
                                "reason";
   EXPECT_GE(kmod->lines.size(), 80u) << "the golden transcript looks truncated";
+}
+
+// `resmem fuse` serves the simulated driver's device through the same daemon: the probe's answers
+// are the FUSE device's whatever provider stands behind it.
+TEST(ParityTest, FuseOverTheSimDriverAnswersAsOverMemory) {
+  auto machine = sim::MachinePreset("qemu-q35-5g");
+  ASSERT_TRUE(machine.ok());
+  sim::MachineSpec m = machine.value();
+  m.cmdline += " memmap=64M$0x140000000";
+  auto world = sim::MakeSimWorld(m, 1);
+  ASSERT_TRUE(world.ok()) << world.status().ToString();
+  auto sim_provider = sim::MakeSimRegionProvider(*world, sim::SimDriverSpec());
+  auto over_sim = fuse_emu::FuseDevice::Mount(*sim_provider);
+  ASSERT_TRUE(over_sim.ok()) << over_sim.status().ToString();
+  auto a = RunProbeProgram((*over_sim)->DevicePath("resmem0"));
+  ASSERT_TRUE((*over_sim)->Unmount().ok());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+
+  fuse_emu::MemoryDeviceSpec spec;
+  spec.size = kDeviceSize;
+  auto memory = fuse_emu::MakeMemoryRegionProvider({spec});
+  ASSERT_TRUE(memory.ok());
+  auto over_memory = fuse_emu::FuseDevice::Mount(**memory);
+  ASSERT_TRUE(over_memory.ok()) << over_memory.status().ToString();
+  auto b = RunProbeProgram((*over_memory)->DevicePath("resmem0"));
+  ASSERT_TRUE((*over_memory)->Unmount().ok());
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+
+  auto ta = ParseTranscript(*a, "fuse-over-sim", "fuse over the sim driver");
+  auto tb = ParseTranscript(*b, "fuse-over-memory", "fuse over memory");
+  ASSERT_TRUE(ta.ok() && tb.ok());
+  const auto diff = DiffTranscripts({*tb, *ta});
+  for (const auto& d : diff) std::printf("  %s\n", d.c_str());
+  EXPECT_TRUE(diff.empty());
 }
 
 // The sim transcript is a function of the probe and the driver only: two runs are equal.
