@@ -324,24 +324,20 @@ static void *resmem_kaddr(struct resmem_dev *d, u64 off)
 	return (char *)d->kaddr + off;
 }
 
-static ssize_t resmem_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
+/* Moves count bytes between the range at pos and user memory, a page at a time: the bytes moved
+ * (updating *ppos), or -EFAULT / -EINTR when none moved. */
+static ssize_t resmem_copy(struct resmem_dev *d, u64 pos, u64 count, char __user *ubuf,
+			   bool to_user, loff_t *ppos)
 {
-	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
-	u64 pos = *ppos, done = 0;
+	u64 done = 0;
 
-	if (*ppos < 0)
-		return -EINVAL;
-	if (!count || pos >= d->size)
-		return 0;
-	count = min_t(u64, count, d->size - pos);
 	while (done < count) {
 		u64 n = min_t(u64, count - done, PAGE_SIZE - ((pos + done) & ~PAGE_MASK));
-		u64 left = copy_to_user(buf + done, resmem_kaddr(d, pos + done), n);
+		void *k = resmem_kaddr(d, pos + done);
+		u64 left = to_user ? copy_to_user(ubuf + done, k, n) : copy_from_user(k, ubuf + done, n);
 
 		done += n - left;
-		if (left)
-			break;
-		if (fatal_signal_pending(current))
+		if (left || fatal_signal_pending(current))
 			break;
 		cond_resched();
 	}
@@ -351,10 +347,21 @@ static ssize_t resmem_read(struct file *file, char __user *buf, size_t count, lo
 	return done;
 }
 
+static ssize_t resmem_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+
+	if (*ppos < 0)
+		return -EINVAL;
+	if (!count || (u64)*ppos >= d->size)
+		return 0;
+	return resmem_copy(d, *ppos, min_t(u64, count, d->size - *ppos), buf, true, ppos);
+}
+
 static ssize_t resmem_write(struct file *file, const char __user *buf, size_t count, loff_t *ppos)
 {
 	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
-	u64 pos, done = 0;
+	u64 pos;
 
 	if (!count)
 		return 0;
@@ -363,22 +370,8 @@ static ssize_t resmem_write(struct file *file, const char __user *buf, size_t co
 	pos = (file->f_flags & O_APPEND) ? d->size : (u64)*ppos;
 	if (pos >= d->size)
 		return -ENOSPC;
-	count = min_t(u64, count, d->size - pos);
-	while (done < count) {
-		u64 n = min_t(u64, count - done, PAGE_SIZE - ((pos + done) & ~PAGE_MASK));
-		u64 left = copy_from_user(resmem_kaddr(d, pos + done), buf + done, n);
-
-		done += n - left;
-		if (left)
-			break;
-		if (fatal_signal_pending(current))
-			break;
-		cond_resched();
-	}
-	if (!done)
-		return fatal_signal_pending(current) ? -EINTR : -EFAULT;
-	*ppos = pos + done;
-	return done;
+	return resmem_copy(d, pos, min_t(u64, count, d->size - pos), (char __user *)buf, false,
+			   ppos);
 }
 
 /*

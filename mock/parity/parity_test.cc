@@ -64,6 +64,16 @@ Result<std::string> RunProbeProgram(const std::string& device) {
   return text;
 }
 
+// Mounts the FUSE device over `provider` (the existing daemon, a real FUSE mount), runs the probe
+// on its resmem0 and unmounts.
+Result<std::string> ProbeOverFuse(RegionProvider& provider) {
+  RESMEM_ASSIGN_OR_RETURN(std::unique_ptr<fuse_emu::FuseDevice> dev,
+                          fuse_emu::FuseDevice::Mount(provider));
+  auto text = RunProbeProgram(dev->DevicePath("resmem0"));
+  RESMEM_RETURN_IF_ERROR(dev->Unmount());
+  return text;
+}
+
 void Print(const Transcript& t) {
   std::printf("---- %s transcript (%zu lines)\n", t.body.c_str(), t.lines.size());
   for (const auto& l : t.lines) std::printf("%s: %s\n", l.name.c_str(), l.result.c_str());
@@ -80,10 +90,7 @@ TEST(ParityTest, ModuleFuseAndSimAnswerEveryOperationAlike) {
   spec.size = kDeviceSize;
   auto provider = fuse_emu::MakeMemoryRegionProvider({spec});
   ASSERT_TRUE(provider.ok()) << provider.status().ToString();
-  auto dev = fuse_emu::FuseDevice::Mount(**provider);
-  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  auto fuse_text = RunProbeProgram((*dev)->DevicePath("resmem0"));
-  ASSERT_TRUE((*dev)->Unmount().ok());
+  auto fuse_text = ProbeOverFuse(**provider);
   ASSERT_TRUE(fuse_text.ok()) << fuse_text.status().ToString();
   auto fuse = ParseTranscript(*fuse_text, "fuse", "the probe on the FUSE device");
   ASSERT_TRUE(fuse.ok()) << fuse.status().ToString();
@@ -123,20 +130,14 @@ TEST(ParityTest, FuseOverTheSimDriverAnswersAsOverMemory) {
   auto world = sim::MakeSimWorld(m, 1);
   ASSERT_TRUE(world.ok()) << world.status().ToString();
   auto sim_provider = sim::MakeSimRegionProvider(*world, sim::SimDriverSpec());
-  auto over_sim = fuse_emu::FuseDevice::Mount(*sim_provider);
-  ASSERT_TRUE(over_sim.ok()) << over_sim.status().ToString();
-  auto a = RunProbeProgram((*over_sim)->DevicePath("resmem0"));
-  ASSERT_TRUE((*over_sim)->Unmount().ok());
+  auto a = ProbeOverFuse(*sim_provider);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
 
   fuse_emu::MemoryDeviceSpec spec;
   spec.size = kDeviceSize;
   auto memory = fuse_emu::MakeMemoryRegionProvider({spec});
   ASSERT_TRUE(memory.ok());
-  auto over_memory = fuse_emu::FuseDevice::Mount(**memory);
-  ASSERT_TRUE(over_memory.ok()) << over_memory.status().ToString();
-  auto b = RunProbeProgram((*over_memory)->DevicePath("resmem0"));
-  ASSERT_TRUE((*over_memory)->Unmount().ok());
+  auto b = ProbeOverFuse(**memory);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
 
   auto ta = ParseTranscript(*a, "fuse-over-sim", "fuse over the sim driver");

@@ -294,6 +294,10 @@ static void read_case(struct probe *p, const char *name, int fd, int64_t at, uin
 	char b1[64], b2[64];
 	int64_t n;
 
+	if (fd < 0) {
+		line(p, name, "no-descriptor");
+		return;
+	}
 	if (p->ops->lseek(p->c, fd, at, SEEK_SET) != at) {
 		line(p, name, "lseek-failed");
 		return;
@@ -313,6 +317,10 @@ static void write_case(struct probe *p, const char *name, int fd, int64_t at, ui
 	int64_t n;
 
 	fill(wbuf, sizeof wbuf, seed);
+	if (fd < 0) {
+		line(p, name, "no-descriptor");
+		return;
+	}
 	if (p->ops->lseek(p->c, fd, at, SEEK_SET) != at) {
 		line(p, name, "lseek-failed");
 		return;
@@ -333,7 +341,6 @@ static void write_case(struct probe *p, const char *name, int fd, int64_t at, ui
 static void read_write_cases(struct probe *p)
 {
 	int64_t s = (int64_t)p->size;
-	unsigned char one;
 
 	read_case(p, "read_0", p->fd, 0, 4096);
 	read_case(p, "read_middle", p->fd, s / 2, 4096);
@@ -343,11 +350,7 @@ static void read_write_cases(struct probe *p)
 	read_case(p, "read_past_end", p->fd, s + 4096, 4096);
 	read_case(p, "read_zero_count", p->fd, 0, 0);
 	read_case(p, "read_rdonly_fd", p->fd_ro, 0, 4096);
-	if (p->fd_wo >= 0)
-		line(p, "read_wronly_fd", "%s",
-		     count_text(p->ops->read(p->c, p->fd_wo, &one, 1), (char[32]){0}, 32));
-	else
-		line(p, "read_wronly_fd", "no-descriptor");
+	read_case(p, "read_wronly_fd", p->fd_wo, 0, 4096);
 
 	write_case(p, "write_0", p->fd, 0, 4096, 1);
 	write_case(p, "write_middle", p->fd, s / 2, 4096, 2);
@@ -357,11 +360,7 @@ static void read_write_cases(struct probe *p)
 	write_case(p, "write_zero_at_end", p->fd, s, 0, 6);
 	write_case(p, "write_wronly_fd", p->fd_wo, 4096, 4096, 7);
 	write_case(p, "write_sync_fd", p->fd_sync, 8192, 4096, 8);
-	if (p->fd_ro >= 0)
-		line(p, "write_rdonly_fd", "%s",
-		     count_text(p->ops->write(p->c, p->fd_ro, &one, 1), (char[32]){0}, 32));
-	else
-		line(p, "write_rdonly_fd", "no-descriptor");
+	write_case(p, "write_rdonly_fd", p->fd_ro, 0, 4096, 10);
 	/* O_APPEND: the position is the end of the device (fixed size), whatever the file offset. */
 	write_case(p, "write_append_fd", p->fd_app, 0, 4096, 9);
 }
