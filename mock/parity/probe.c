@@ -288,20 +288,28 @@ static void lseek_cases(struct probe *p)
 
 /* ---- read, write ---------------------------------------------------------------------------- */
 
+/* Seeks fd to `at` for case `name`; prints the case's line and returns 0 when it cannot. */
+static int positioned(struct probe *p, const char *name, int fd, int64_t at)
+{
+	if (fd < 0) {
+		line(p, name, "no-descriptor");
+		return 0;
+	}
+	if (p->ops->lseek(p->c, fd, at, SEEK_SET) != at) {
+		line(p, name, "lseek-failed");
+		return 0;
+	}
+	return 1;
+}
+
 static void read_case(struct probe *p, const char *name, int fd, int64_t at, uint64_t count)
 {
 	static unsigned char buf[256 * 1024];
 	char b1[64], b2[64];
 	int64_t n;
 
-	if (fd < 0) {
-		line(p, name, "no-descriptor");
+	if (!positioned(p, name, fd, at))
 		return;
-	}
-	if (p->ops->lseek(p->c, fd, at, SEEK_SET) != at) {
-		line(p, name, "lseek-failed");
-		return;
-	}
 	n = p->ops->read(p->c, fd, buf, count);
 	line(p, name, "%s pos=%s", count_text(n, b1, sizeof b1), pos_text(p, cur(p, fd), b2, sizeof b2));
 }
@@ -317,14 +325,8 @@ static void write_case(struct probe *p, const char *name, int fd, int64_t at, ui
 	int64_t n;
 
 	fill(wbuf, sizeof wbuf, seed);
-	if (fd < 0) {
-		line(p, name, "no-descriptor");
+	if (!positioned(p, name, fd, at))
 		return;
-	}
-	if (p->ops->lseek(p->c, fd, at, SEEK_SET) != at) {
-		line(p, name, "lseek-failed");
-		return;
-	}
 	n = p->ops->write(p->c, fd, wbuf, count);
 	pos_text(p, cur(p, fd), b2, sizeof b2);
 	if (n > 0) {
