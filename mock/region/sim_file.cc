@@ -38,15 +38,20 @@ Result<std::unique_ptr<SimDeviceFile>> SimDeviceFile::Open(std::shared_ptr<SimWo
   if (acc == O_ACCMODE)
     return Status::Errno(EINVAL, "open " + path + ": access mode 3 is not O_RDONLY, O_WRONLY "
                                                   "or O_RDWR");
+  // The node exists: O_CREAT alone opens it, with O_EXCL it is EEXIST before the driver is asked
+  // (fs/namei.c open_last_lookups -> do_open: "if ((open_flag & O_EXCL) && !(file->f_mode &
+  // FMODE_CREATED))").
+  if ((flags & O_CREAT) && (flags & O_EXCL)) {
+    RESMEM_ASSIGN_OR_RETURN(std::vector<std::string> present, provider.List());
+    for (const std::string& p : present)
+      if (p == path)
+        return Status::Errno(EEXIST, "open " + path + ": O_CREAT|O_EXCL of an existing device node");
+  }
   OpenRequest req;
   req.path = path;
   req.sync = (flags & O_SYNC) == O_SYNC;
   req.writable = acc != O_RDONLY;
   RESMEM_ASSIGN_OR_RETURN(std::unique_ptr<RegionHandle> handle, provider.Open(req));
-  // The node exists: O_CREAT alone opens it, with O_EXCL it is EEXIST (fs/namei.c
-  // open_last_lookups -> do_open: "if ((open_flag & O_EXCL) && !(file->f_mode & FMODE_CREATED))").
-  if ((flags & O_CREAT) && (flags & O_EXCL))
-    return Status::Errno(EEXIST, "open " + path + ": O_CREAT|O_EXCL of an existing device node");
   // fs/open.c do_dentry_open: O_DIRECT needs the mapping's direct_IO (FMODE_CAN_ODIRECT); a char
   // device's inode has none.
   if (flags & O_DIRECT)
