@@ -561,6 +561,15 @@ double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyD
   return overlapped / (eff * std::min(cpu, link)) + serial * (1 / (eff * cpu) + 1 / link);
 }
 
+double ModelledGbps(const CudaProfile& profile, const HostPerf& host,
+                    const MeasuredCopyRange& c) {
+  const double seconds =
+      c.copy_class == "pageable"
+          ? StagedCopySeconds(profile, host, c.direction, MemoryType::kWriteBack, c.bytes)
+          : PinnedCopySeconds(profile, c.direction, c.bytes);
+  return seconds > 0 ? c.bytes / seconds / 1e9 : 0;
+}
+
 double RegisterSeconds(const CudaProfile& profile, const HostPerf& host, const MappingFacts& facts,
                        uint64_t bytes, uint32_t flags) {
   double seconds = profile.register_fixed_seconds;
