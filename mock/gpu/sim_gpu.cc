@@ -545,7 +545,7 @@ double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyD
                          : host.WriteBytesPerSecond(type);
   if (cpu <= 0 || link <= 0) return 0;
   // Write-back memory where the profile carries a fit to a measurement of the real driver
-  // (r580: h100.json, cuda_profile.cc): rates are multiples of the host's memcpy rate, the
+  // (r580: h100-range.json, cuda_profile.cc): rates are multiples of the host's memcpy rate, the
   // overlapped rate never above the link.
   const PageableStagingFit& fit = h2d ? profile.pageable_wb_h2d : profile.pageable_wb_d2h;
   if (type == MemoryType::kWriteBack && fit.overlapped_ratio > 0) {
