@@ -23,6 +23,8 @@
 #   qemu.txt           the QEMU command line and version that produced the capture
 # The reservations on the command line are the lane's kind: 64 MiB at 1 GiB (low RAM) and, with
 # 5 GiB, 1 GiB above 4 GiB; neither touches a hole, so the firmware's map is what the machine has.
+# nokaslr keeps the kernel at one physical address, so two recordings differ only in dmesg's
+# timestamps and /proc/meminfo's live counters (the firmware map, e820, iomem, mtrr are equal).
 # Needs: qemu-system-x86, busybox-static, cpio, the kernel (the lane downloads it into
 # RESMEM_KMOD_CACHE, default /var/cache/resmem-kmod). Takes about 10 s per machine.
 set -euo pipefail
@@ -84,7 +86,7 @@ mknod "$R/dev/console" c 5 1 2>/dev/null || true
 record() {  # record NAME MEM APPEND_EXTRA
 	local name=$1 mem=$2 extra=$3
 	local dir="$OUT/$name"
-	local append="console=ttyS0 panic=-1 loglevel=1 $extra"
+	local append="console=ttyS0 panic=-1 loglevel=1 nokaslr $extra"
 	local cmd=(qemu-system-x86_64 -M "$MACHINE" -accel tcg -cpu max -m "$mem" -smp 1 -no-reboot
 		-display none -serial stdio -monitor none -kernel "$VMLINUZ"
 		-initrd "$WORK/initramfs.cpio.gz" -append "$append")
