@@ -2,7 +2,9 @@
 # Hardware-in-the-loop nightly for a GPU host. Takes prebuilt binaries (built on CI with cudart
 # linked statically; nothing is compiled here), runs the real-backend scenarios, calibrate, bench
 # and stream, writes a dated report folder (JSON, Markdown, plot) and exits non-zero when a result
-# regresses past ci/hil-thresholds.json.
+# regresses past ci/hil-thresholds.json. Calibration runs fidelity.runs times (3): the simulator
+# must lie inside the runs' bandwidth spread widened by fidelity.margin_pct, so one noisy run does
+# not fail the night and a change that moves every run still does.
 #
 #   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--quick]
 #     --bin DIR         holds resmem-gpu (//engine/calibrate:resmem-gpu) and, optionally, resmem
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
     --out) OUT_ROOT=$2; shift 2 ;;
     --thresholds) THRESHOLDS=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
