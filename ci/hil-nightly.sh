@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --out) OUT_ROOT=$2; shift 2 ;;
     --thresholds) THRESHOLDS=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -41,7 +41,7 @@ while (($#)); do
 	--out) OUT=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--machine) MACHINE=$2; shift 2 ;;
-	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) die "unknown option $1 (see --help)" ;;
 	esac
 done
