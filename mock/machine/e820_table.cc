@@ -164,6 +164,13 @@ std::string KernelE820Table::UpdateLine(uint64_t start, uint64_t end, uint32_t o
 std::string KernelE820Table::RemoveLine(uint64_t start, uint64_t end, uint32_t old_type,
                                         bool check_type) const {
   if (!rules_.prints_remove) return "";  // 2.6.32.69 e820_remove_range prints nothing
+  if (rules_.old_print_format) {
+    // 3.0: "e820 remove range: 0000000100000000 - ffffffffffffffff (usable)" (end exclusive).
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "e820 remove range: %016" PRIx64 " - %016" PRIx64 " ", start,
+                  end);
+    return buf + (check_type ? TypeText(old_type) : std::string());
+  }
   // 3.6+: printk(KERN_DEBUG "e820: remove [mem %#010Lx-%#010Lx] ", start, end - 1); the type
   // only when check_type, so an unchecked remove ends in a space.
   return "e820: remove [mem " + KernelHex(start, 10) + "-" + KernelHex(end - 1, 10) + "] " +

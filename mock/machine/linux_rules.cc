@@ -40,7 +40,7 @@ Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version) {
   }
   r.old_print_format = !r.AtLeast(3, 5);
   r.header_e820_prefix = r.AtLeast(3, 5) && !r.AtLeast(4, 12);
-  r.prints_remove = r.AtLeast(3, 5);
+  r.prints_remove = r.AtLeast(2, 6, 33);
   r.memmap_comma_list = r.AtLeast(3, 15);
   r.memparse_tpe = r.AtLeast(3, 15);
   r.stops_at_dashdash = r.AtLeast(3, 15);

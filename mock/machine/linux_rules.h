@@ -33,7 +33,9 @@ struct LinuxRules {
   // (2.6.32.69; 4.19, 6.12 read). The model drops the prefix at 4.12 (between 4.4 and 4.19: the
   // e820__* rewrite).
   bool header_e820_prefix = false;
-  // e820_remove_range prints "e820: remove [mem ...]" (3.6 read; 2.6.32.69 prints nothing).
+  // e820_remove_range prints what it removes: "e820 remove range: %016Lx - %016Lx (usable)" in
+  // the old format (3.0.0-16, corpus log 23), "e820: remove [mem ...]" in the new (3.6 read);
+  // 2.6.32.69 prints nothing. Model: from 2.6.33 (between).
   bool prints_remove = true;
   // parse_memmap_opt splits at ',' into parse_memmap_one and ignores every error, so memmap=
   // never prints "Malformed early option" (3.19.8 read); before, one item per option and its
