@@ -259,8 +259,9 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
             "'memmap=" + item + "' has no $, !, @, # or % right after the size, so it acts as "
             "mem=" + nn + " (removes usable RAM above " + KernelHex(size.value, 0) +
                 ") and reserves nothing" +
-                (op == '\0' ? "" : "; memmap=" + nn + "$" + item.substr(p) +
-                                       " would reserve"));
+                (std::isdigit(static_cast<unsigned char>(op))
+                     ? "; memmap=" + nn + "$" + item.substr(p) + " would reserve"
+                     : ""));
   }
   o.read = item.substr(0, p);
   o.ignored = item.substr(p);
@@ -538,14 +539,10 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     reserved.push_back({o.start, o.end, o.key + "=" + o.item});
   }
   k.memory_options = std::move(st.outcomes);
-  k.messages.insert(k.messages.begin(), k.dmesg.begin(), k.dmesg.end());
-  for (const auto& issue : k.cmdline_issues) k.messages.push_back("resmem: " + issue.detail);
-  for (const auto& o : k.memory_options)
-    for (const auto& issue : o.issues)
-      k.messages.push_back("resmem: '" + o.key + "=" + o.item + "': " + issue.detail);
-  for (const auto& n : notes) k.messages.push_back(n);
+  std::vector<std::string> judged;  // Judge's notes, after the option notes
+  if (!k.panic.empty()) reserved.clear();  // no kernel came up to hold them
   for (const auto& r : reserved) {
-    k.reservations.push_back(Judge(spec, r, k.messages));
+    k.reservations.push_back(Judge(spec, r, judged));
     const auto& res = k.reservations.back();
     for (auto& o : k.memory_options)
       if (o.key + "=" + o.item == r.option && o.start == r.start && res.over_hole)
@@ -596,6 +593,14 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
                 " of RAM above " + KernelHex(o.start, 0) +
                 " that no reservation covers is lost to the kernel");
   }
+  k.messages.insert(k.messages.begin(), k.dmesg.begin(), k.dmesg.end());
+  for (const auto& issue : k.cmdline_issues) k.messages.push_back("resmem: " + issue.detail);
+  for (const auto& o : k.memory_options)
+    for (const auto& issue : o.issues)
+      if (issue.kind != OptionProblem::kOverNonRam)  // Judge's note says it
+        k.messages.push_back("resmem: '" + o.key + "=" + o.item + "': " + issue.detail);
+  for (const auto& n : notes) k.messages.push_back(n);
+  for (const auto& n : judged) k.messages.push_back(n);
   for (const auto& e : k.e820)
     if (IsUsable(e.type)) k.usable_ram += e.end - e.start;
   k.mem_total = k.usable_ram > spec.kernel_reserved_bytes
