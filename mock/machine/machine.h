@@ -189,9 +189,15 @@ struct BootedKernel {
   std::vector<std::string> messages; // dmesg lines the kernel would print about memory, and
                                      // resmem's own notes (prefixed "resmem:")
   std::vector<std::string> dmesg;    // exactly the lines this kernel version prints about its
-                                     // memory map, in order and in its format ("BIOS-e820: ...",
-                                     // "user-defined physical RAM map:", "user: ..."), without
-                                     // timestamps: diffable against a real log
+                                     // memory map, in order and in its format, without
+                                     // timestamps: diffable against a real log. The headers
+                                     // ("BIOS-provided physical RAM map:", with "e820: " in
+                                     // 3.5..4.11), "BIOS-e820: ...", each option's
+                                     // "e820: remove/update ..." (KERN_DEBUG: absent from a
+                                     // console capture) and "Malformed early option '...'",
+                                     // setup_data's "e820: update" and "reserve setup_data:"
+                                     // block, "user-defined physical RAM map:" and "user: ...",
+                                     // then the later edits of early_edits
   std::vector<MemoryOptionOutcome> memory_options;  // every mem=/memmap= item, in order, with
                                                     // what the kernel did and what went wrong
   std::vector<OptionIssue> cmdline_issues;  // about the line as a whole (cut at
