@@ -195,75 +195,59 @@ void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>
       f.kernel_version.empty() ? std::string("the newest Linux rules") : "Linux " + f.kernel_version;
   const std::string evidence = "/proc/cmdline: " + f.cmdline + "; read with " + version +
                                "'s rules (arch/x86/kernel/e820.c parse_memopt, parse_memmap_one)";
+  // What each kind of misread option means for its author, and the way out.
+  struct Kind {
+    P kind;
+    const char* id;
+    const char* severity;
+    const char* lead;  // put before the detail
+    const char* remedy;
+    const char* seed;
+  };
+  static const Kind kKinds[] = {
+      {P::kActsAsMem, "memmap-without-reservation", "error", "reserves nothing: ",
+       "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
+       "GRUB expands \"$START\" to nothing",
+       "002_94e4d7274f023a25.txt"},
+      {P::kUnknownForm, "option-unknown-form", "error", "",
+       "use a form this kernel knows (memmap=SIZE$START reserves on every version), or a newer "
+       "kernel",
+       ""},
+      {P::kNoStartAddress, "memmap-no-start-address", "error", "reserves from address 0: ",
+       "give the start address after the operator: memmap=SIZE$START", ""},
+      {P::kRemovesAllRam, "memmap-removes-all-ram", "error", "",
+       "memmap= needs SIZE$START (or @ # ! %); a bare size is a memory limit", ""},
+      {P::kEndWraps, "memmap-end-wraps", "error", "",
+       "keep START + SIZE below the end of physical memory", ""},
+      {P::kSameTypes, "memmap-same-types", "error", "",
+       "memmap=SIZE%START-OLD+NEW needs two different types", ""},
+      {P::kLineCut, "cmdline-cut", "error", "",
+       "shorten the command line below 2048 characters; put the memory options first", ""},
+      {P::kMalformed, "option-malformed", "warning", "partly read: ",
+       "write the option exactly in one of the forms of Documentation/admin-guide/"
+       "kernel-parameters.txt (mem=SIZE, memmap=SIZE$START, ...)",
+       ""},
+      {P::kTrailingIgnored, "option-trailing-ignored", "warning", "",
+       "drop the trailing characters (sizes take one of K M G T P E, no 'B')", ""},
+      {P::kNoEffect, "option-no-effect", "warning", "has no effect: ",
+       "start the value with a number: mem=SIZE, memmap=SIZE$START", ""},
+      {P::kZeroSize, "option-zero-size", "warning", "", "give a size above 0", ""},
+      {P::kIgnoredAfterDashDash, "option-after-dashdash", "warning", "",
+       "move the option before \"--\"", ""},
+      {P::kOverlapsReservation, "reservations-overlap", "warning", "",
+       "give each memmap=SIZE$START its own range", ""},
+      {P::kMemBelowReservation, "mem-below-reservation", "warning", "",
+       "drop mem=: memmap=SIZE$START alone reserves the range and the kernel keeps the rest",
+       "000_bd71b0f62b937591.txt"},
+      {P::kNopentium, "option-no-effect", "info", "", "drop mem=nopentium", ""},
+      // kOverNonRam: reservation-over-hole says it, from the firmware map.
+  };
   auto finding = [&](P kind, const std::string& option, const std::string& detail) {
-    const std::string head = option.empty() ? "" : "'" + option + "': ";
-    switch (kind) {
-      case P::kActsAsMem:
-        add({"memmap-without-reservation", "error", head + "reserves nothing: " + detail, evidence,
-             "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
-             "GRUB expands \"$START\" to nothing",
-             "002_94e4d7274f023a25.txt"});
-        return;
-      case P::kUnknownForm:
-        add({"option-unknown-form", "error", head + detail, evidence,
-             "use a form this kernel knows (memmap=SIZE$START reserves on every version), or a newer kernel",
-             ""});
-        return;
-      case P::kNoStartAddress:
-        add({"memmap-no-start-address", "error", head + "reserves from address 0: " + detail, evidence,
-             "give the start address after the operator: memmap=SIZE$START", ""});
-        return;
-      case P::kRemovesAllRam:
-        add({"memmap-removes-all-ram", "error", head + detail, evidence,
-             "memmap= needs SIZE$START (or @ # ! %); a bare size is a memory limit", ""});
-        return;
-      case P::kEndWraps:
-        add({"memmap-end-wraps", "error", head + detail, evidence,
-             "keep START + SIZE below the end of physical memory", ""});
-        return;
-      case P::kSameTypes:
-        add({"memmap-same-types", "error", head + detail, evidence,
-             "memmap=SIZE%START-OLD+NEW needs two different types", ""});
-        return;
-      case P::kLineCut:
-        add({"cmdline-cut", "error", head + detail, evidence,
-             "shorten the command line below 2048 characters; put the memory options first", ""});
-        return;
-      case P::kMalformed:
-        add({"option-malformed", "warning", head + "partly read: " + detail, evidence,
-             "write the option exactly in one of the forms of Documentation/admin-guide/"
-             "kernel-parameters.txt (mem=SIZE, memmap=SIZE$START, ...)",
-             ""});
-        return;
-      case P::kTrailingIgnored:
-        add({"option-trailing-ignored", "warning", head + detail, evidence,
-             "drop the trailing characters (sizes take one of K M G T P E, no 'B')", ""});
-        return;
-      case P::kNoEffect:
-        add({"option-no-effect", "warning", head + "has no effect: " + detail, evidence,
-             "start the value with a number: mem=SIZE, memmap=SIZE$START", ""});
-        return;
-      case P::kZeroSize:
-        add({"option-zero-size", "warning", head + detail, evidence, "give a size above 0", ""});
-        return;
-      case P::kIgnoredAfterDashDash:
-        add({"option-after-dashdash", "warning", head + detail, evidence,
-             "move the option before \"--\"", ""});
-        return;
-      case P::kOverlapsReservation:
-        add({"reservations-overlap", "warning", detail, evidence,
-             "give each memmap=SIZE$START its own range", ""});
-        return;
-      case P::kMemBelowReservation:
-        add({"mem-below-reservation", "warning", head + detail, evidence,
-             "drop mem=: memmap=SIZE$START alone reserves the range and the kernel keeps the rest",
-             "000_bd71b0f62b937591.txt"});
-        return;
-      case P::kNopentium:
-        add({"option-no-effect", "info", head + detail, evidence, "drop mem=nopentium", ""});
-        return;
-      case P::kOverNonRam:
-        return;  // reservation-over-hole says it, from the firmware map
+    for (const Kind& k : kKinds) {
+      if (k.kind != kind) continue;
+      const std::string head = option.empty() ? "" : "'" + option + "': ";
+      add({k.id, k.severity, head + k.lead + detail, evidence, k.remedy, k.seed});
+      return;
     }
   };
   for (const auto& issue : f.cmdline_issues) finding(issue.kind, "", issue.detail);

@@ -440,9 +440,11 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     k.cmdline_issues.push_back({OptionProblem::kLineCut, detail});
   }
 
-  // e820__memory_setup: the sanitized firmware map, printed.
-  for (const auto& e : SanitizeE820(spec.firmware_e820))
-    st.table.entries.push_back({e.start, e.end - e.start, static_cast<uint32_t>(e.type)});
+  // e820__memory_setup: the firmware map, sanitized with this version's rules, printed.
+  for (const auto& e : spec.firmware_e820)
+    if (e.type != E820Type::kHole && e.end > e.start)
+      st.table.entries.push_back({e.start, e.end - e.start, static_cast<uint32_t>(e.type)});
+  st.table.UpdateTable();  // a single entry stays as it is
   st.table.PrintHeader("BIOS-provided physical RAM map:");
   st.table.Print("BIOS-e820");
 
