@@ -467,7 +467,8 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     for (const auto& e : setup_data)
       st.table.Update(e.start, e.end - e.start, kRamType, kReservedKernType);
     st.table.UpdateTable();  // its result is not checked there
-    st.table.PrintHeader("extended physical RAM map:");
+    // setup.c's printk never had the "e820: " prefix (3.6, 3.13.10, 3.19.8, 4.4.155 read).
+    k.dmesg.push_back("extended physical RAM map:");
     st.table.Print("reserve setup_data");
   };
   if (!rules.setup_data_after_params) reserve_setup_data();

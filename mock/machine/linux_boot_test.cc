@@ -432,6 +432,15 @@ TEST(LinuxSetupData, AfterTheUserEditsFrom314BeforeThemEarlier) {
   EXPECT_EQ(Bytes(k, E820Type::kReservedKern), 0x10040u);
   EXPECT_TRUE(Has(k.dmesg, "user: [mem 0x0000000072043018-0x0000000072053057] usable"));
   EXPECT_EQ(k.usable_ram, 0x9fc00 + kGiB - kMiB + 0x10040);
+  // 2.6.32.69 e820_reserve_setup_data (setup.c): "e820 update range:" (end exclusive) and the
+  // old-format extended map; 3.6..3.13 setup.c prints the header without "e820: ".
+  k = MustBoot(WithSetupData("2.6.32", ""));
+  EXPECT_TRUE(Has(k.dmesg, "e820 update range: 0000000072043018 - 0000000072053058 (usable) ==> (usable)"));
+  EXPECT_TRUE(Has(k.dmesg, " reserve setup_data: 0000000072043018 - 0000000072053058 (usable)"));
+  k = MustBoot(WithSetupData("3.10.0", ""));
+  EXPECT_TRUE(Has(k.dmesg, "e820: BIOS-provided physical RAM map:"));
+  EXPECT_TRUE(Has(k.dmesg, "extended physical RAM map:"));
+  EXPECT_TRUE(UserLines(k).empty());  // no option set userdef
   // 6.15 dropped the type: no update line, no extended map, one usable range.
   k = MustBoot(WithSetupData("6.15.0", ""));
   EXPECT_EQ(Count(k.dmesg, "usable ==> usable"), 0);
