@@ -45,16 +45,6 @@ const char* E820TypeName(E820Type t) {
   return "Unknown E820 type";
 }
 
-std::string E820PrintTypeName(E820Type t) {
-  if (t == E820Type::kHole) return "hole";
-  return KernelE820Table(NewestRules(), nullptr).TypeText(static_cast<uint32_t>(t));
-}
-
-std::string E820PrintLine(const std::string& who, const E820Entry& e) {
-  return KernelE820Table(NewestRules(), nullptr)
-      .MapLine(who, e.start, e.end - e.start, static_cast<uint32_t>(e.type));
-}
-
 std::vector<E820Entry> SanitizeE820(const std::vector<E820Entry>& table) {
   KernelE820Table t(NewestRules(), nullptr);
   for (const auto& e : table) {
@@ -64,32 +54,6 @@ std::vector<E820Entry> SanitizeE820(const std::vector<E820Entry>& table) {
   if (t.entries.size() == 1) return t.ToEntries();  // the kernel would leave one entry as is
   t.UpdateTable();
   return t.ToEntries();
-}
-
-void E820RangeAdd(std::vector<E820Entry>& table, uint64_t start, uint64_t size, E820Type type) {
-  const uint64_t end = (start + size < start) ? UINT64_MAX : start + size;
-  if (end > start) table.push_back({start, end, type});
-}
-
-void E820RangeUpdate(std::vector<E820Entry>& table, uint64_t start, uint64_t end,
-                     E820Type old_type, E820Type new_type) {
-  std::vector<E820Entry> out;
-  for (const auto& e : SanitizeE820(table)) {
-    if (e.type != old_type || e.end <= start || e.start >= end) {
-      out.push_back(e);
-      continue;
-    }
-    if (e.start < start) out.push_back({e.start, start, e.type});
-    if (new_type != E820Type::kHole)
-      out.push_back({std::max(e.start, start), std::min(e.end, end), new_type});
-    if (e.end > end) out.push_back({end, e.end, e.type});
-  }
-  table = SanitizeE820(out);
-}
-
-void E820RangeRemove(std::vector<E820Entry>& table, uint64_t start, uint64_t end,
-                     E820Type old_type) {
-  E820RangeUpdate(table, start, end, old_type, E820Type::kHole);
 }
 
 uint64_t E820BytesOfType(const std::vector<E820Entry>& table, uint64_t start, uint64_t end,

@@ -1,4 +1,4 @@
-// Editing an e820 table the way arch/x86/kernel/e820.c does: ranges are appended, removed or
+// The e820 table the way arch/x86/kernel/e820.c keeps it: ranges are appended, removed or
 // retyped, and e820__update_table() (sanitize) resolves overlaps and merges neighbours.
 // Internal to mock/machine.
 #ifndef RESMEM_MOCK_MACHINE_E820_TABLE_H_
@@ -20,29 +20,9 @@ namespace resmem::sim {
 // its refusal of a one-entry table. kHole entries are dropped.
 std::vector<E820Entry> SanitizeE820(const std::vector<E820Entry>& table);
 
-// e820__range_add: appends [start, start+size) of `type` (sanitize afterwards).
-void E820RangeAdd(std::vector<E820Entry>& table, uint64_t start, uint64_t size, E820Type type);
-
-// e820__range_remove(start, size, old_type, check_type=1): drops the parts of `old_type`
-// entries inside [start, end). Entries of other types stay.
-void E820RangeRemove(std::vector<E820Entry>& table, uint64_t start, uint64_t end,
-                     E820Type old_type);
-
-// e820__range_update: the parts of `old_type` entries inside [start, end) become `new_type`.
-void E820RangeUpdate(std::vector<E820Entry>& table, uint64_t start, uint64_t end,
-                     E820Type old_type, E820Type new_type);
-
 // Bytes of [start, end) covered by entries of `type`.
 uint64_t E820BytesOfType(const std::vector<E820Entry>& table, uint64_t start, uint64_t end,
                          E820Type type);
-
-// dmesg's spelling of a type (e820.c, e820_print_type): "usable", "reserved", "ACPI data",
-// "ACPI NVS", "unusable", "persistent (type 12)".
-std::string E820PrintTypeName(E820Type t);
-
-// "user: [mem 0x0000000100000000-0x0000002fffffffff] reserved" (e820__print_table,
-// format "%s: [mem %#018Lx-%#018Lx] ").
-std::string E820PrintLine(const std::string& who, const E820Entry& e);
 
 // The kernel's own e820_table, entry for entry, as arch/x86/kernel/e820.c keeps it between the
 // BIOS map and "user-defined physical RAM map": unsorted, with the zeroed entries that
@@ -88,7 +68,8 @@ class KernelE820Table {
   // "e820: update [mem 0x7a1bd018-0x7a1cd057] usable ==> usable" (or the old
   // "e820 update range: ... (usable) ==> (usable)").
   std::string UpdateLine(uint64_t start, uint64_t end, uint32_t old_type, uint32_t new_type) const;
-  // "e820: remove [mem 0x100000000-0xfffffffffffffffe] usable"; empty before 3.5.
+  // "e820: remove [mem 0x100000000-0xfffffffffffffffe] usable" (3.0: "e820 remove range: ...");
+  // empty before 2.6.33.
   std::string RemoveLine(uint64_t start, uint64_t end, uint32_t old_type, bool check_type) const;
 
  private:
