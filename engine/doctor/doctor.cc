@@ -155,7 +155,7 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform) {
     MachineFacts::Reservation r;
     r.start = o.start;
     r.end = o.end;
-    r.option = o.key + "=" + o.item;
+    r.option = o.Label();
     r.firmware_known = !f.firmware.empty();
     if (r.firmware_known) {
       // Walk the firmware RAM entries over the range.
@@ -253,7 +253,7 @@ void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>
   for (const auto& issue : f.cmdline_issues) finding(issue.kind, "", issue.detail);
   std::set<std::string> said;  // one finding per option and kind
   for (const auto& o : f.memory_options) {
-    const std::string option = o.key + "=" + o.item;
+    const std::string option = o.Label();
     for (const auto& issue : o.issues) {
       if (!said.insert(option + "#" + std::to_string(static_cast<int>(issue.kind))).second)
         continue;

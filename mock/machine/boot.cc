@@ -539,7 +539,7 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     if (!o.applied || o.action != MemoryOptionOutcome::Action::kAdd ||
         o.type != E820Type::kReserved || o.end <= o.start)
       continue;
-    reserved.push_back({o.start, o.end, o.key + "=" + o.item});
+    reserved.push_back({o.start, o.end, o.Label()});
   }
   k.memory_options = std::move(st.outcomes);
   std::vector<std::string> judged;  // Judge's notes, after the option notes
@@ -548,7 +548,7 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     k.reservations.push_back(Judge(spec, r, judged));
     const auto& res = k.reservations.back();
     for (auto& o : k.memory_options)
-      if (o.key + "=" + o.item == r.option && o.start == r.start && res.over_hole)
+      if (o.Label() == r.option && o.start == r.start && res.over_hole)
         Issue(o, OptionProblem::kOverNonRam,
               "reserves " + MemRange(r.start, r.end) + " where the firmware has no RAM (" +
                   res.conflict + "); the kernel accepts it");
@@ -601,7 +601,7 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
   for (const auto& o : k.memory_options)
     for (const auto& issue : o.issues)
       if (issue.kind != OptionProblem::kOverNonRam)  // Judge's note says it
-        k.messages.push_back("resmem: '" + o.key + "=" + o.item + "': " + issue.detail);
+        k.messages.push_back("resmem: '" + o.Label() + "': " + issue.detail);
   for (const auto& n : notes) k.messages.push_back(n);
   for (const auto& n : judged) k.messages.push_back(n);
   for (const auto& e : k.e820)

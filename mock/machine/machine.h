@@ -170,6 +170,10 @@ struct MemoryOptionOutcome {
   std::string read;             // what the parser consumed of `item`
   std::string ignored;          // what it left unread
   std::vector<OptionIssue> issues;
+  // "memmap=8G$4G" for one item of a comma list; the argument as written when it had no '='.
+  std::string Label() const {
+    return option.find('=') == std::string::npos ? option : key + "=" + item;
+  }
 };
 
 // What the booted kernel sees.
