@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cctype>
+#include <functional>
 #include <set>
 
 #include "kmod/uapi/resmem_ioctl.h"
@@ -21,40 +23,39 @@ std::string Range(uint64_t start, uint64_t end) {
   return "[" + Hex(start) + ", " + Hex(end) + ") " + FormatSize(end - start);
 }
 
-// memmap=nn[KMG]$ss, nn!ss, nn@ss, nn#ss: one or several, comma separated.
-struct MemmapItem {
-  char kind = 0;  // '$', '!', '@', '#', or 0 for a bare size
-  uint64_t size = 0, start = 0;
-  std::string text;
-};
+// /sys/firmware/memmap's type names back to e820 types (e820.c, e820_type_to_string).
+sim::E820Type FirmwareType(const std::string& name) {
+  if (name == "System RAM") return sim::E820Type::kRam;
+  if (name == "ACPI Tables") return sim::E820Type::kAcpi;
+  if (name == "ACPI Non-volatile Storage") return sim::E820Type::kNvs;
+  if (name == "Unusable memory") return sim::E820Type::kUnusable;
+  if (name == "Persistent Memory") return sim::E820Type::kPmem;
+  if (name == "Persistent Memory (legacy)") return sim::E820Type::kPram;
+  if (name == "Soft Reserved") return sim::E820Type::kSoftReserved;
+  return sim::E820Type::kReserved;  // "Reserved", "reserved", "Unknown E820 type"
+}
 
-std::vector<MemmapItem> MemmapItems(const std::vector<CmdlineOption>& options) {
-  std::vector<MemmapItem> out;
-  for (const auto& o : options) {
-    if (o.key != "memmap" || !o.has_value) continue;
-    size_t pos = 0;
-    while (pos <= o.value.size()) {
-      size_t comma = o.value.find(',', pos);
-      if (comma == std::string::npos) comma = o.value.size();
-      const std::string item = o.value.substr(pos, comma - pos);
-      pos = comma + 1;
-      if (item.empty() || item == "exactmap") continue;
-      MemmapItem m;
-      m.text = "memmap=" + item;
-      const size_t sep = item.find_first_of("$!@#");
-      auto size = ParseSize(item.substr(0, sep));
-      if (!size.ok()) continue;
-      m.size = *size;
-      if (sep != std::string::npos) {
-        m.kind = item[sep];
-        auto start = ParseSize(item.substr(sep + 1));
-        if (!start.ok()) continue;
-        m.start = *start;
-      }
-      out.push_back(m);
-    }
+// The kernel's reading of this machine's command line: sim::Boot() with the firmware map,
+// the line and the version (the same code that boots the simulated machine).
+void InterpretCmdline(MachineFacts& f) {
+  sim::MachineSpec spec;
+  spec.name = "this machine";
+  spec.cmdline = f.cmdline;
+  spec.kernel_version = f.kernel_version;
+  for (const auto& e : f.firmware)
+    spec.firmware_e820.push_back({e.start, e.end, FirmwareType(e.type)});
+  auto booted = sim::Boot(spec);
+  if (!booted.ok()) {
+    // Only a version string the model cannot read gets here: use the newest rules.
+    spec.kernel_version.clear();
+    booted = sim::Boot(spec);
+    if (!booted.ok()) return;
   }
-  return out;
+  f.memory_options = booted->memory_options;
+  f.cmdline_issues = booted->cmdline_issues;
+  // Without the firmware map the table the model starts from is empty: its panics and map
+  // judgements say nothing about this machine.
+  if (!f.firmware.empty()) f.kernel_panic = booted->panic;
 }
 
 // MTRR type over [start, end) from /proc/mtrr's variable ranges: UC wins overlaps, then WT, then
@@ -141,12 +142,20 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform) {
     auto m = ParsePhysAddressBits(t);
     if (m.ok()) f.phys_addr_bits = *m;
   }
-  for (const auto& item : MemmapItems(f.options)) {
-    if (item.kind != '$' && item.kind != '!') continue;
+  if (auto v = platform.ReadSource("/proc/sys/kernel/osrelease"); v.ok()) {
+    f.kernel_version = *v;
+    while (!f.kernel_version.empty() && std::isspace(static_cast<unsigned char>(f.kernel_version.back())))
+      f.kernel_version.pop_back();
+  }
+  InterpretCmdline(f);
+  for (const auto& o : f.memory_options) {
+    using Action = sim::MemoryOptionOutcome::Action;
+    if (!o.applied || o.action != Action::kAdd || o.end <= o.start) continue;
+    if (o.type != sim::E820Type::kReserved && o.type != sim::E820Type::kPram) continue;
     MachineFacts::Reservation r;
-    r.start = item.start;
-    r.end = item.start + item.size;
-    r.option = item.text;
+    r.start = o.start;
+    r.end = o.end;
+    r.option = o.Label();
     r.firmware_known = !f.firmware.empty();
     if (r.firmware_known) {
       // Walk the firmware RAM entries over the range.
@@ -176,6 +185,92 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform) {
   return f;
 }
 
+namespace {
+
+// One finding per memory option that did not do what its author meant, from the kernel's own
+// reading of it (FactsFor -> sim::Boot; rules and sources in mock/machine/linux_rules.h).
+void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
+  using P = sim::OptionProblem;
+  const std::string version =
+      f.kernel_version.empty() ? std::string("the newest Linux rules") : "Linux " + f.kernel_version;
+  const std::string evidence = "/proc/cmdline: " + f.cmdline + "; read with " + version +
+                               "'s rules (arch/x86/kernel/e820.c parse_memopt, parse_memmap_one)";
+  // What each kind of misread option means for its author, and the way out.
+  struct Kind {
+    P kind;
+    const char* id;
+    const char* severity;
+    const char* lead;  // put before the detail
+    const char* remedy;
+    const char* seed;
+  };
+  static const Kind kKinds[] = {
+      {P::kActsAsMem, "memmap-without-reservation", "error", "reserves nothing: ",
+       "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
+       "GRUB expands \"$START\" to nothing",
+       "002_94e4d7274f023a25.txt"},
+      {P::kUnknownForm, "option-unknown-form", "error", "",
+       "use a form this kernel knows (memmap=SIZE$START reserves on every version), or a newer "
+       "kernel",
+       ""},
+      {P::kNoStartAddress, "memmap-no-start-address", "error", "reserves from address 0: ",
+       "give the start address after the operator: memmap=SIZE$START", ""},
+      {P::kRemovesAllRam, "memmap-removes-all-ram", "error", "",
+       "memmap= needs SIZE$START (or @ # ! %); a bare size is a memory limit", ""},
+      {P::kEndWraps, "memmap-end-wraps", "error", "",
+       "keep START + SIZE below the end of physical memory", ""},
+      {P::kSameTypes, "memmap-same-types", "error", "",
+       "memmap=SIZE%START-OLD+NEW needs two different types", ""},
+      {P::kLineCut, "cmdline-cut", "error", "",
+       "shorten the command line below 2048 characters; put the memory options first", ""},
+      {P::kMalformed, "option-malformed", "warning", "partly read: ",
+       "write the option exactly in one of the forms of Documentation/admin-guide/"
+       "kernel-parameters.txt (mem=SIZE, memmap=SIZE$START, ...)",
+       ""},
+      {P::kTrailingIgnored, "option-trailing-ignored", "warning", "",
+       "drop the trailing characters (sizes take one of K M G T P E, no 'B')", ""},
+      {P::kNoEffect, "option-no-effect", "warning", "has no effect: ",
+       "start the value with a number: mem=SIZE, memmap=SIZE$START", ""},
+      {P::kZeroSize, "option-zero-size", "warning", "", "give a size above 0", ""},
+      {P::kIgnoredAfterDashDash, "option-after-dashdash", "warning", "",
+       "move the option before \"--\"", ""},
+      {P::kOverlapsReservation, "reservations-overlap", "warning", "",
+       "give each memmap=SIZE$START its own range", ""},
+      {P::kMemBelowReservation, "mem-below-reservation", "warning", "",
+       "drop mem=: memmap=SIZE$START alone reserves the range and the kernel keeps the rest",
+       "000_bd71b0f62b937591.txt"},
+      {P::kNopentium, "option-no-effect", "info", "", "drop mem=nopentium", ""},
+      // kOverNonRam: reservation-over-hole says it, from the firmware map.
+  };
+  auto finding = [&](P kind, const std::string& option, const std::string& detail) {
+    for (const Kind& k : kKinds) {
+      if (k.kind != kind) continue;
+      const std::string head = option.empty() ? "" : "'" + option + "': ";
+      add({k.id, k.severity, head + k.lead + detail, evidence, k.remedy, k.seed});
+      return;
+    }
+  };
+  for (const auto& issue : f.cmdline_issues) finding(issue.kind, "", issue.detail);
+  std::set<std::string> said;  // one finding per option and kind
+  for (const auto& o : f.memory_options) {
+    const std::string option = o.Label();
+    for (const auto& issue : o.issues) {
+      if (!said.insert(option + "#" + std::to_string(static_cast<int>(issue.kind))).second)
+        continue;
+      // A -EINVAL that only repeats what another issue of the same option explains.
+      if (issue.kind == P::kMalformed && o.issues.size() > 1 && o.issues[0].kind != P::kMalformed)
+        continue;
+      finding(issue.kind, option, issue.detail);
+    }
+  }
+  if (!f.kernel_panic.empty())
+    add({"kernel-panics-on-map", "error",
+         "this command line stops the kernel before it boots: " + f.kernel_panic, evidence,
+         "fix the memory options the other findings name", ""});
+}
+
+}  // namespace
+
 Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
   DoctorReport rep;
   rep.platform = platform.name();
@@ -183,27 +278,18 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
   const MachineFacts& f = rep.facts;
   auto add = [&](Finding x) { rep.findings.push_back(std::move(x)); };
 
-  // A bare memmap=nn acts as mem=nn (arch/x86/kernel/e820.c parse_memmap_one): what GRUB leaves
-  // of an unescaped "memmap=nn$ss".
-  for (const auto& item : MemmapItems(f.options)) {
-    if (item.kind == 0)
-      add({"memmap-without-reservation", "error",
-           "'" + item.text + "' reserves nothing: without $, ! or @ it limits memory like mem=",
-           "/proc/cmdline: " + f.cmdline,
-           "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
-           "GRUB expands \"$START\" to nothing",
-           "002_94e4d7274f023a25.txt"});
-  }
+  AddOptionFindings(f, add);
   // mem= below the PCI hole leaves the hole's size unusable.
-  for (const auto& o : f.options) {
-    if (o.key != "mem" || !o.has_value) continue;
-    auto limit = ParseSize(o.value);
-    if (!limit.ok() || f.usable_ram == 0) continue;
-    if (f.usable_ram + (256ull << 20) < *limit)
+  for (const auto& o : f.memory_options) {
+    if (o.key != "mem" || !o.applied || o.action != sim::MemoryOptionOutcome::Action::kLimit ||
+        f.usable_ram == 0)
+      continue;
+    const uint64_t limit = o.start;
+    if (f.usable_ram + (256ull << 20) < limit)
       add({"mem-limit-below-hole", "warning",
-           "mem=" + o.value + " leaves " + FormatSize(f.usable_ram) + " usable, not " + FormatSize(*limit),
+           "mem=" + o.item + " leaves " + FormatSize(f.usable_ram) + " usable, not " + FormatSize(limit),
            "System RAM in /proc/iomem adds up to " + FormatSize(f.usable_ram) +
-               "; addresses below " + FormatSize(*limit) + " include the firmware's PCI/MMIO hole" +
+               "; addresses below " + FormatSize(limit) + " include the firmware's PCI/MMIO hole" +
                (f.firmware_ram ? " (firmware RAM in all: " + FormatSize(f.firmware_ram) + ")" : ""),
            "drop mem= and reserve with memmap=SIZE$START alone, where the firmware map has RAM "
            "(/sys/firmware/memmap); the kernel then keeps every byte you did not reserve",

@@ -13,6 +13,7 @@
 #include "backends/api/platform.h"
 #include "backends/api/region.h"
 #include "backends/platform/proc_parsers.h"
+#include "mock/machine/machine.h"
 
 namespace resmem::engine {
 
@@ -40,6 +41,13 @@ struct MachineFacts {
   };
   std::vector<Reservation> reservations;
   std::vector<std::string> unreadable;  // "path: why"
+  // The kernel's own reading of the command line's memory options (sim::Boot() over this
+  // machine's firmware map, /proc/cmdline and /proc/sys/kernel/osrelease): one parser for the
+  // simulator and the doctor.
+  std::string kernel_version;                          // "" when unreadable: newest rules
+  std::vector<sim::MemoryOptionOutcome> memory_options;
+  std::vector<sim::OptionIssue> cmdline_issues;
+  std::string kernel_panic;                            // the map the kernel would panic on
 };
 
 // Reads and parses every source; a source this machine lacks is noted, not fatal.

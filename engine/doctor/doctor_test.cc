@@ -133,5 +133,67 @@ TEST(Doctor, MissingSourcesAreNotedNotFatal) {
   EXPECT_GE(r->facts.unreadable.size(), 4u);
 }
 
+// The doctor reads memory options the way the machine's kernel does (sim::Boot over the firmware
+// map; the rules are tested one by one in mock/machine/linux_boot_test.cc). Each option that did
+// not do what its author meant gets a finding.
+const Finding* Find(const DoctorReport& r, const std::string& id) {
+  for (const auto& f : r.findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+DoctorReport DiagnoseLine(const std::string& cmdline, const std::string& osrelease = "") {
+  auto files = Seed002(cmdline, "00100000-bfffffff : System RAM\n");
+  if (!osrelease.empty()) files["/proc/sys/kernel/osrelease"] = osrelease + "\n";
+  TextPlatform p(files);
+  auto r = Diagnose(p, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : DoctorReport{};
+}
+
+TEST(DoctorOptions, EachMisreadOptionIsNamedWithWhatTheKernelDid) {
+  struct Case {
+    const char* cmdline;
+    const char* id;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"memmap=8G$", "memmap-no-start-address"},        // reserves [0, 8G)
+           {"memmap=8G4G", "memmap-without-reservation"},    // acts as mem=8G
+           {"memmap=8GG", "memmap-without-reservation"},
+           {"memmap=1G$5Gx", "option-malformed"},            // applied, 'x' ignored
+           {"mem=4Gb memmap=1G$5G", "option-trailing-ignored"},
+           {"mem=abc", "option-no-effect"},
+           {"memmap=0$5G", "option-zero-size"},
+           {"memmap=0", "memmap-removes-all-ram"},
+           {"quiet -- memmap=1G$5G", "option-after-dashdash"},
+           {"memmap=1G$0xffffffffc0000000", "memmap-end-wraps"},
+           {"memmap=1G%5G-1+1", "memmap-same-types"},
+           {"memmap=2G$5G memmap=1G$6G", "reservations-overlap"},
+           {"mem=5G memmap=1G$5G", "mem-below-reservation"},  // RAM [6G, 13G) lost
+       }) {
+    const auto r = DiagnoseLine(c.cmdline);
+    const Finding* f = Find(r, c.id);
+    ASSERT_NE(f, nullptr) << c.cmdline << " should give " << c.id;
+    EXPECT_NE(f->evidence.find(c.cmdline), std::string::npos) << f->evidence;
+  }
+  EXPECT_NE(Find(DiagnoseLine("memmap=1G$0xffffffffc0000000"), "kernel-panics-on-map"), nullptr);
+  // memmap=8G$ really reserves [0, 8G): the reservation is listed as the kernel holds it.
+  const auto r = DiagnoseLine("memmap=8G$");
+  ASSERT_EQ(r.facts.reservations.size(), 1u);
+  EXPECT_EQ(r.facts.reservations[0].start, 0u);
+  EXPECT_EQ(r.facts.reservations[0].end, 8ull << 30);
+  // A clean line gives none of these.
+  const auto clean = DiagnoseLine("quiet memmap=1G$0x140000000");
+  for (const auto& f : clean.findings)
+    EXPECT_TRUE(f.id.rfind("option-", 0) != 0 && f.id.rfind("memmap-", 0) != 0) << f.id;
+}
+
+TEST(DoctorOptions, TheKernelVersionDecidesTheRules) {
+  // /proc/sys/kernel/osrelease names the rules: '!' arrived in 4.1, so 3.19 reads
+  // memmap=1G!5G as mem=1G; 6.1 reserves it as type 12.
+  EXPECT_NE(Find(DiagnoseLine("memmap=1G!5G", "3.19.8"), "option-unknown-form"), nullptr);
+  EXPECT_EQ(Find(DiagnoseLine("memmap=1G!5G", "6.1.0-13-amd64"), "option-unknown-form"), nullptr);
+}
+
 }  // namespace
 }  // namespace resmem::engine

@@ -1,6 +1,14 @@
-// Boot(): the kernel command line applied to the firmware map with Linux's rules
-// (arch/x86/kernel/e820.c: parse_memopt, parse_memmap_opt/parse_memmap_one,
-// e820__finish_early_params), plus GRUB's expansion of the line before the kernel sees it.
+// Boot(): the kernel command line applied to the firmware map with the rules of the kernel
+// version the machine names (mock/machine/linux_rules.h lists the sources read), plus GRUB's
+// expansion of the line before the kernel sees it.
+//
+// The order of setup_arch (arch/x86/kernel/setup.c, 2.6.32.69 / 3.13.10 / 3.19.8 / 4.19 / 6.12):
+//   e820__memory_setup / setup_memory_map    "BIOS-provided physical RAM map:" + "BIOS-e820:"
+//   [before 3.14] e820_reserve_setup_data    setup_data RAM -> RESERVED_KERN, "extended ..."
+//   parse_early_param                        mem=, memmap= in command-line order
+//   [3.14 .. 6.14] e820__reserve_setup_data  the same, now after the user's edits
+//   e820__finish_early_params               sanitize; "user-defined physical RAM map:"
+// and later edits (trim_bios_range, EFI) that do not change the user map.
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
@@ -8,152 +16,316 @@
 
 #include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"
+#include "mock/machine/linux_rules.h"
 #include "mock/machine/machine.h"
 
 namespace resmem::sim {
 namespace {
 
-constexpr const char* kMemForms =
-    "accepted forms: mem=nn[KMGT] (e.g. mem=4G, mem=0x100000000)";
-constexpr const char* kMemmapForms =
-    "accepted forms: memmap=nn[KMGT]$ss (reserve), nn!ss (protected, type 12), nn@ss (RAM), "
-    "nn#ss (ACPI data), nn%ss-old+new (retype), nn (like mem=nn), exactmap; "
-    "several separated by commas";
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
+constexpr uint32_t kRamType = 1, kReservedType = 2, kAcpiType = 3, kPramType = 12,
+                   kReservedKernType = 128;
 
 std::string MemRange(uint64_t start, uint64_t end) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "[mem 0x%016" PRIx64 "-0x%016" PRIx64 "]", start, end - 1);
+  return "[mem " + KernelHex(start, 18) + "-" + KernelHex(end - 1, 18) + "]";
+}
+
+std::string Size(uint64_t bytes) {
+  char buf[48];
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " GiB", bytes >> 30);
+  else if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " MiB", bytes >> 20);
+  else
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " bytes", bytes);
   return buf;
 }
 
-Status Malformed(const std::string& option, const std::string& why, const char* forms) {
-  // The kernel itself prints "Malformed early option '<name>'" and boots on (init/main.c,
-  // do_early_param); a scenario with such a line is almost always a typo, so it is an error here.
-  return Status::InvalidArgument("malformed kernel option '" + option + "': " + why + "; " +
-                                 forms);
+E820Type AsType(uint32_t t) { return static_cast<E820Type>(static_cast<int>(t)); }
+
+bool IsUsable(E820Type t) { return t == E820Type::kRam || t == E820Type::kReservedKern; }
+
+struct BootState {
+  BootState(const LinuxRules& r, std::vector<std::string>* dmesg) : rules(r), table(r, dmesg) {}
+  const LinuxRules& rules;
+  KernelE820Table table;
+  bool userdef = false;
+  std::string panic;
+  std::vector<MemoryOptionOutcome> outcomes;
+  std::vector<std::string>* dmesg = nullptr;
+};
+
+void Issue(MemoryOptionOutcome& o, OptionProblem kind, std::string detail) {
+  o.issues.push_back({kind, std::move(detail)});
 }
 
-// The memmap=nn$ss ranges, noted so Boot can report each reservation.
+MemoryOptionOutcome Outcome(const KernelOption& opt, const std::string& item) {
+  MemoryOptionOutcome o;
+  o.option = opt.raw;
+  o.key = opt.key;
+  o.item = item;
+  o.position = opt.position;
+  return o;
+}
+
+// do_early_param (init/main.c, 2.6.32.69 and 6.12): "if (p->setup_func(val) != 0)
+// pr_warn("Malformed early option '%s'\n", param)".
+void PrintMalformed(BootState& st, MemoryOptionOutcome& o) {
+  o.malformed_printed = true;
+  st.dmesg->push_back("Malformed early option '" + o.key + "'");
+}
+
+// parse_memopt (e820.c; 2.6.32.69, 4.19, 6.12 read, the same logic): NULL -> -EINVAL;
+// "nopentium" -> warning and -EINVAL on x86_64; userdef = 1; memparse; 0 -> -EINVAL
+// ("Don't remove all memory when getting mem={invalid}"); else remove RAM from nn up. What
+// follows the number is never looked at.
+void ApplyMem(const KernelOption& opt, BootState& st) {
+  MemoryOptionOutcome o = Outcome(opt, opt.value);
+  if (!opt.has_value) {
+    o.rejected = true;
+    o.action = MemoryOptionOutcome::Action::kNone;
+    Issue(o, OptionProblem::kNoEffect,
+          "'mem' without '=' is passed to parse_memopt as NULL, which returns -EINVAL: "
+          "nothing changes");
+    PrintMalformed(st, o);
+  } else if (opt.value == "nopentium") {
+    st.dmesg->push_back("mem=nopentium ignored! (only supported on x86_32)");
+    o.rejected = true;
+    Issue(o, OptionProblem::kNopentium,
+          "mem=nopentium only disables 4 MB pages on 32-bit kernels; x86_64 ignores it");
+    PrintMalformed(st, o);
+  } else {
+    st.userdef = true;
+    const MemParsed mp = MemParse(opt.value, 0, st.rules);
+    o.read = opt.value.substr(0, mp.consumed);
+    o.ignored = opt.value.substr(mp.consumed);
+    if (mp.value == 0) {
+      o.rejected = true;
+      Issue(o, mp.consumed == 0 ? OptionProblem::kNoEffect : OptionProblem::kZeroSize,
+            "the kernel reads " + std::string(mp.consumed ? "0" : "no number") +
+                " from 'mem=" + opt.value +
+                "' and refuses it (parse_memopt: \"Don't remove all memory\"), but it has "
+                "already set userdef, so the user-defined map is printed, unchanged by this "
+                "option");
+      PrintMalformed(st, o);
+    } else {
+      st.table.Remove(mp.value, UINT64_MAX - mp.value, kRamType, true);
+      o.action = MemoryOptionOutcome::Action::kLimit;
+      o.start = mp.value;
+      o.end = UINT64_MAX;
+      if (!o.ignored.empty())
+        Issue(o, OptionProblem::kTrailingIgnored,
+              "the kernel reads " + KernelHex(mp.value, 0) + " (" + Size(mp.value) +
+                  ") and silently ignores the trailing '" + o.ignored +
+                  "' (parse_memopt never checks what follows the number)");
+    }
+  }
+  st.outcomes.push_back(std::move(o));
+}
+
+// parse_memmap_one (e820.c 6.12; 2.6.32.69's parse_memmap_opt has the same body without '!'
+// and '%'). Returns the outcome; `rejected` is its -EINVAL.
+MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, BootState& st) {
+  using Action = MemoryOptionOutcome::Action;
+  MemoryOptionOutcome o = Outcome(opt, item);
+  if (item.compare(0, 8, "exactmap") == 0) {  // strncmp(p, "exactmap", 8)
+    st.table.entries.clear();                 // e820_table->nr_entries = 0
+    st.userdef = true;
+    o.action = Action::kExactmap;
+    o.read = item.substr(0, 8);
+    o.ignored = item.substr(std::min<size_t>(8, item.size()));
+    if (!o.ignored.empty())
+      Issue(o, OptionProblem::kTrailingIgnored,
+            "'" + item + "' is taken as exactmap: the kernel compares only 8 characters and "
+            "ignores '" + o.ignored + "'");
+    return o;
+  }
+  const MemParsed size = MemParse(item, 0, st.rules);
+  if (size.consumed == 0) {
+    o.rejected = true;
+    o.ignored = item;
+    Issue(o, OptionProblem::kNoEffect,
+          "'" + item + "' does not start with a size, so parse_memmap_one returns -EINVAL "
+          "before changing anything");
+    return o;
+  }
+  st.userdef = true;
+  size_t p = size.consumed;
+  const char op = p < item.size() ? item[p] : '\0';
+  auto read_start = [&]() {
+    const MemParsed s = MemParse(item, p + 1, st.rules);
+    p = p + 1 + s.consumed;
+    if (s.consumed == 0)
+      Issue(o, OptionProblem::kNoStartAddress,
+            std::string("nothing the kernel can read as an address follows '") + op +
+                "': memparse returns 0, so the range starts at address 0");
+    return s.value;
+  };
+  auto note_range = [&](uint64_t start) {
+    o.start = start;
+    const bool wraps = size.value > UINT64_MAX - start;
+    o.end = wraps ? UINT64_MAX : start + size.value;
+    if (size.value == 0)
+      Issue(o, OptionProblem::kZeroSize,
+            "the size is 0: the entry is empty and e820__update_table drops it");
+    return wraps;
+  };
+  bool add = false;
+  uint32_t add_type = 0;
+  if (op == '@') { add = true; add_type = kRamType; }
+  if (op == '#') { add = true; add_type = kAcpiType; }
+  if (op == '$') { add = true; add_type = kReservedType; }
+  if (op == '!' && st.rules.memmap_pram) { add = true; add_type = kPramType; }
+  if (add) {
+    const uint64_t start = read_start();
+    const bool wraps = note_range(start);
+    st.table.Add(start, size.value, add_type);
+    o.action = Action::kAdd;
+    o.type = AsType(add_type);
+    if (wraps)
+      Issue(o, OptionProblem::kEndWraps,
+            "start " + KernelHex(start, 0) + " + size " + KernelHex(size.value, 0) +
+                " passes 2^64: e820__range_add stores it as is, and the sanitize at the "
+                "user-defined map refuses the table (\"Invalid user supplied memory map\")");
+  } else if (op == '%' && st.rules.memmap_retype) {
+    const uint64_t start = read_start();
+    uint32_t from = 0, to = 0;  // enum e820_type: simple_strtoull's value truncated to 32 bits
+    if (p < item.size() && item[p] == '-') {
+      const MemParsed t = SimpleStrtoull(item, p + 1);
+      from = static_cast<uint32_t>(t.value);
+      p += 1 + t.consumed;
+    }
+    if (p < item.size() && item[p] == '+') {
+      const MemParsed t = SimpleStrtoull(item, p + 1);
+      to = static_cast<uint32_t>(t.value);
+      p += 1 + t.consumed;
+    }
+    o.read = item.substr(0, p);
+    o.ignored = item.substr(p);
+    if (p != item.size()) {  // "if (*p != '\0') return -EINVAL;" before any change
+      o.rejected = true;
+      Issue(o, OptionProblem::kMalformed,
+            "after the types the kernel finds '" + o.ignored +
+                "' and returns -EINVAL before changing anything (the user-defined map is "
+                "still printed: userdef is already set)");
+      return o;
+    }
+    note_range(start);
+    o.type = AsType(to);
+    o.from = from ? AsType(from) : E820Type::kHole;
+    if (from && to) {
+      if (from == to) {
+        // __e820__range_update: BUG_ON(old_type == new_type).
+        Issue(o, OptionProblem::kSameTypes,
+              "old and new type are both " + std::to_string(from) +
+                  ": __e820__range_update hits BUG_ON(old_type == new_type) and the boot "
+                  "stops");
+        st.panic = "kernel BUG in __e820__range_update: BUG_ON(old_type == new_type) (" +
+                   o.option + ")";
+        st.dmesg->push_back("kernel BUG at arch/x86/kernel/e820.c!");
+        return o;
+      }
+      st.table.Update(start, size.value, from, to);
+      o.action = Action::kRetype;
+    } else if (to) {
+      st.table.Add(start, size.value, to);
+      o.action = Action::kAdd;
+    } else if (from) {
+      st.table.Remove(start, size.value, from, true);
+      o.action = Action::kRemove;
+    } else {
+      st.table.Remove(start, size.value, 0, false);
+      o.action = Action::kRemove;
+    }
+    return o;
+  } else {
+    // "} else { e820__range_remove(mem_size, ULLONG_MAX - mem_size, E820_TYPE_RAM, 1); }":
+    // anything but a known operator after the size makes the item act as mem=nn.
+    st.table.Remove(size.value, UINT64_MAX - size.value, kRamType, true);
+    o.action = Action::kLimit;
+    o.start = size.value;
+    o.end = UINT64_MAX;
+    const std::string nn = item.substr(0, size.consumed);
+    if ((op == '!' && !st.rules.memmap_pram) || (op == '%' && !st.rules.memmap_retype))
+      Issue(o, OptionProblem::kUnknownForm,
+            std::string("Linux ") + st.rules.version + " does not know memmap=nn" + op +
+                "ss (" + (op == '!' ? "added in 4.1" : "added in 4.16") +
+                "), so the item acts as mem=" + nn);
+    if (size.value == 0)
+      Issue(o, OptionProblem::kRemovesAllRam,
+            "'" + item + "' reads a size of 0 and acts as mem=0: unlike mem=, memmap= has no "
+            "guard, so every usable byte is removed");
+    else
+      Issue(o, OptionProblem::kActsAsMem,
+            "'memmap=" + item + "' has no $, !, @, # or % right after the size, so it acts as "
+            "mem=" + nn + " (removes usable RAM above " + KernelHex(size.value, 0) +
+                ") and reserves nothing" +
+                (std::isdigit(static_cast<unsigned char>(op))
+                     ? "; memmap=" + nn + "$" + item.substr(p) + " would reserve"
+                     : ""));
+  }
+  o.read = item.substr(0, p);
+  o.ignored = item.substr(p);
+  if (p != item.size()) {  // "return *p == '\0' ? 0 : -EINVAL;" after the change was made
+    o.rejected = true;
+    Issue(o, OptionProblem::kMalformed,
+          "the kernel read '" + o.read + "', applied it, and ignored '" + o.ignored + "'");
+  }
+  return o;
+}
+
+void ApplyMemmap(const KernelOption& opt, BootState& st) {
+  if (!st.rules.memmap_comma_list) {
+    // Before 3.15 (3.13.10 read): one item per memmap=, its -EINVAL printed by do_early_param.
+    if (!opt.has_value) {
+      MemoryOptionOutcome o = Outcome(opt, "");
+      o.rejected = true;
+      Issue(o, OptionProblem::kNoEffect,
+            "'memmap' without '=' reaches parse_memmap_opt as NULL: -EINVAL, nothing changes");
+      PrintMalformed(st, o);
+      st.outcomes.push_back(std::move(o));
+      return;
+    }
+    MemoryOptionOutcome o = MemmapOne(opt, opt.value, st);
+    if (o.rejected) {
+      if (opt.value.find(',') != std::string::npos)
+        Issue(o, OptionProblem::kMalformed,
+              "Linux " + st.rules.version + " reads one item per memmap= (comma lists came in "
+              "3.15): everything from the first ',' on is ignored; give each range its own "
+              "memmap=");
+      PrintMalformed(st, o);
+    }
+    st.outcomes.push_back(std::move(o));
+    return;
+  }
+  // parse_memmap_opt (3.19.8, 4.19, 6.12): "while (str) { k = strchr(str, ','); ...
+  // parse_memmap_one(str); }" and "return 0": errors are never reported.
+  if (!opt.has_value) {
+    MemoryOptionOutcome o = Outcome(opt, "");
+    o.rejected = true;
+    Issue(o, OptionProblem::kNoEffect,
+          "'memmap' without '=' reaches parse_memmap_opt as NULL: its loop never runs, "
+          "nothing changes and nothing is printed");
+    st.outcomes.push_back(std::move(o));
+    return;
+  }
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = opt.value.find(',', pos);
+    const std::string item =
+        opt.value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    st.outcomes.push_back(MemmapOne(opt, item, st));
+    if (!st.panic.empty() || comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+}
+
+bool Overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
+
+// A memmap=nn$ss range, noted so Boot can judge each reservation.
 struct Requested {
   uint64_t start, end;
   std::string option;
 };
-
-struct BootState {
-  std::vector<E820Entry> table;
-  bool userdef = false;
-  std::vector<Requested> reserved;
-  std::vector<std::string> notes;
-};
-
-// parse_memopt: mem=nn drops RAM above nn ("mem=nopentium" is a 32-bit relic: ignored here).
-Status ApplyMem(const std::string& option, const std::string& value, BootState& st) {
-  if (value == "nopentium") {
-    st.notes.push_back("resmem: mem=nopentium has no effect on x86_64; ignored");
-    return Status::Ok();
-  }
-  auto parsed = MemParse(value);
-  if (parsed.consumed == 0) return Malformed(option, "no number after 'mem='", kMemForms);
-  if (parsed.value == 0) return Malformed(option, "mem=0 leaves no memory", kMemForms);
-  if (parsed.consumed != value.size())
-    st.notes.push_back("resmem: '" + option + "': the kernel reads " + Hex(parsed.value) +
-                       " and silently ignores the trailing '" + value.substr(parsed.consumed) +
-                       "'");
-  E820RangeRemove(st.table, parsed.value, UINT64_MAX, E820Type::kRam);
-  st.userdef = true;
-  return Status::Ok();
-}
-
-Result<E820Type> ParseTypeNumber(const std::string& option, const std::string& text) {
-  auto p = MemParse(text);
-  if (p.consumed == 0 || p.consumed != text.size())
-    return Malformed(option, "type '" + text + "' is not a number", kMemmapForms);
-  switch (p.value) {
-    case 1: case 2: case 3: case 4: case 5: case 7: case 12:
-      return static_cast<E820Type>(p.value);
-    default:
-      return Malformed(option, "unknown e820 type " + text + " (use 1,2,3,4,5,7 or 12)",
-                       kMemmapForms);
-  }
-}
-
-// parse_memmap_one: one comma-separated item of memmap=.
-Status ApplyMemmapOne(const std::string& option, const std::string& item, BootState& st) {
-  if (item == "exactmap") {
-    st.table.clear();  // e820_table->nr_entries = 0; the following items define the map
-    st.userdef = true;
-    return Status::Ok();
-  }
-  const auto size = MemParse(item);
-  if (size.consumed == 0)
-    return Malformed(option, "'" + item + "' does not start with a size", kMemmapForms);
-  st.userdef = true;
-  if (size.consumed == item.size()) {
-    // "memmap=nn" alone: e820__range_remove(nn, ULLONG_MAX - nn, E820_TYPE_RAM, 1), as mem=nn.
-    if (size.value == 0) return Malformed(option, "memmap=0 leaves no memory", kMemmapForms);
-    E820RangeRemove(st.table, size.value, UINT64_MAX, E820Type::kRam);
-    st.notes.push_back("resmem: '" + option + "' has no $, !, @ or # part, so it acts as mem=" +
-                       item + " and reserves nothing");
-    return Status::Ok();
-  }
-  const char op = item[size.consumed];
-  const std::string rest = item.substr(size.consumed + 1);
-  const auto at = MemParse(rest);
-  if (std::string("$!@#%").find(op) == std::string::npos)
-    return Malformed(option, std::string("unexpected '") + op + "' after the size", kMemmapForms);
-  if (at.consumed == 0)
-    return Malformed(option, std::string("no start address after '") + op + "'", kMemmapForms);
-  if (size.value == 0) return Malformed(option, "zero size", kMemmapForms);
-  const uint64_t start = at.value;
-  const uint64_t end = (start + size.value < start) ? UINT64_MAX : start + size.value;
-  if (op == '%') {
-    // memmap=nn%ss-old+new: e820__range_update(ss, nn, old, new).
-    const std::string types = rest.substr(at.consumed);
-    const size_t plus = types.find('+');
-    if (types.empty() || types[0] != '-' || plus == std::string::npos)
-      return Malformed(option, "'%' needs -oldtype+newtype after the start", kMemmapForms);
-    RESMEM_ASSIGN_OR_RETURN(E820Type old_type,
-                            ParseTypeNumber(option, types.substr(1, plus - 1)));
-    RESMEM_ASSIGN_OR_RETURN(E820Type new_type, ParseTypeNumber(option, types.substr(plus + 1)));
-    E820RangeUpdate(st.table, start, end, old_type, new_type);
-    return Status::Ok();
-  }
-  if (at.consumed != rest.size())  // parse_memmap_one: "return *p == '\0' ? 0 : -EINVAL"
-    return Malformed(option, "trailing '" + rest.substr(at.consumed) + "'", kMemmapForms);
-  switch (op) {
-    case '$':
-      E820RangeAdd(st.table, start, size.value, E820Type::kReserved);
-      st.reserved.push_back({start, end, option});
-      break;
-    case '!': E820RangeAdd(st.table, start, size.value, E820Type::kPram); break;
-    case '@': E820RangeAdd(st.table, start, size.value, E820Type::kRam); break;
-    case '#': E820RangeAdd(st.table, start, size.value, E820Type::kAcpi); break;
-  }
-  return Status::Ok();
-}
-
-Status ApplyMemmap(const std::string& option, const std::string& value, BootState& st) {
-  if (value.empty()) return Malformed(option, "empty value", kMemmapForms);
-  size_t pos = 0;
-  while (pos <= value.size()) {  // parse_memmap_opt: strchr(str, ',')
-    const size_t comma = value.find(',', pos);
-    const std::string item =
-        value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (item.empty()) return Malformed(option, "empty item in the comma list", kMemmapForms);
-    RESMEM_RETURN_IF_ERROR(ApplyMemmapOne(option, item, st));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return Status::Ok();
-}
-
-bool Overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
 
 BootedKernel::Reservation Judge(const MachineSpec& spec, const Requested& r,
                                 std::vector<std::string>& messages) {
@@ -240,29 +412,200 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     return Status::InvalidArgument("machine cmdline_source '" + spec.cmdline_source +
                                    "' is unknown; use \"kernel\" (literal) or \"grub\"");
   }
-  BootState st;
-  st.table = SanitizeE820(spec.firmware_e820);
-  for (const auto& e : st.table) k.dmesg.push_back(E820PrintLine("BIOS-e820", e));
+  RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules, LinuxRulesFor(spec.kernel_version));
+  BootState st(rules, &k.dmesg);
+  st.dmesg = &k.dmesg;
+  std::vector<std::string> notes;
+
+  // copy_bootdata copies COMMAND_LINE_SIZE bytes and parse_early_param keeps
+  // COMMAND_LINE_SIZE - 1 characters of them (strlcpy / strscpy): the rest never reaches the
+  // kernel, and /proc/cmdline shows the kept part.
+  const size_t keep = rules.command_line_size - 1;
+  std::vector<KernelOption> lost;
+  if (k.cmdline.size() > keep) {
+    const std::string full = k.cmdline;
+    k.cmdline.resize(keep);
+    const auto all = SplitKernelCmdline(full);
+    const auto kept = SplitKernelCmdline(k.cmdline);
+    std::string detail = "the command line has " + std::to_string(full.size()) +
+                         " characters; x86's COMMAND_LINE_SIZE is " +
+                         std::to_string(rules.command_line_size) + ", so the kernel reads the "
+                         "first " + std::to_string(keep);
+    if (!kept.empty() && kept.size() <= all.size() && kept.back().raw != all[kept.size() - 1].raw)
+      detail += "; '" + all[kept.size() - 1].raw + "' is cut to '" + kept.back().raw + "'";
+    for (size_t i = kept.size(); i < all.size(); ++i) lost.push_back(all[i]);
+    if (!lost.empty())
+      detail += "; " + std::to_string(lost.size()) + " argument(s) after it are lost, from '" +
+                lost.front().raw + "'";
+    k.cmdline_issues.push_back({OptionProblem::kLineCut, detail});
+  }
+
+  // e820__memory_setup: the firmware map, sanitized with this version's rules, printed.
+  for (const auto& e : spec.firmware_e820)
+    if (e.type != E820Type::kHole && e.end > e.start)
+      st.table.entries.push_back({e.start, e.end - e.start, static_cast<uint32_t>(e.type)});
+  st.table.UpdateTable();  // a single entry stays as it is
+  st.table.PrintHeader("BIOS-provided physical RAM map:");
+  st.table.Print("BIOS-e820");
+
+  // The kernel's own edits from the log: setup_data kept as RESERVED_KERN (e820_reserve_setup
+  // _data), applied where the version applies them; anything else happens after the user map.
+  std::vector<E820Edit> setup_data, late;
+  for (const auto& e : spec.early_edits) {
+    if (e.from == E820Type::kRam && e.to == E820Type::kReservedKern) setup_data.push_back(e);
+    else late.push_back(e);
+  }
+  auto reserve_setup_data = [&]() {
+    if (setup_data.empty()) return;
+    if (!rules.keeps_setup_data) {
+      notes.push_back("resmem: Linux " + rules.version +
+                      " no longer marks setup_data in the e820 table (6.15 dropped "
+                      "E820_TYPE_RESERVED_KERN); " + std::to_string(setup_data.size()) +
+                      " setup_data edit(s) of the machine not applied");
+      return;
+    }
+    for (const auto& e : setup_data)
+      st.table.Update(e.start, e.end - e.start, kRamType, kReservedKernType);
+    st.table.UpdateTable();  // its result is not checked there
+    // setup.c's printk never had the "e820: " prefix (3.6, 3.13.10, 3.19.8, 4.4.155 read).
+    k.dmesg.push_back("extended physical RAM map:");
+    st.table.Print("reserve setup_data");
+  };
+  if (!rules.setup_data_after_params) reserve_setup_data();
+
+  // parse_early_param: every argument in order (parse_args, do_early_param); "mem" and
+  // "memmap" match by parameq, i.e. exactly (neither name has '-' or '_').
   for (const auto& opt : SplitKernelCmdline(k.cmdline)) {
-    // Early parameters run in command-line order (init/main.c, parse_early_param).
-    if (opt.key == "mem") {
-      if (!opt.has_value) return Malformed(opt.raw, "no value", kMemForms);
-      RESMEM_RETURN_IF_ERROR(ApplyMem(opt.raw, opt.value, st));
-    } else if (opt.key == "memmap") {
-      if (!opt.has_value) return Malformed(opt.raw, "no value", kMemmapForms);
-      RESMEM_RETURN_IF_ERROR(ApplyMemmap(opt.raw, opt.value, st));
+    if (opt.key != "mem" && opt.key != "memmap") continue;
+    if (!st.panic.empty() || (opt.after_dashdash && rules.stops_at_dashdash)) {
+      MemoryOptionOutcome o = Outcome(opt, opt.value);
+      o.applied = false;
+      if (st.panic.empty())
+        Issue(o, OptionProblem::kIgnoredAfterDashDash,
+              "'" + opt.raw + "' comes after \"--\": parse_args stops there and hands the rest "
+              "to init, so it is no kernel option");
+      st.outcomes.push_back(std::move(o));
+      continue;
+    }
+    if (opt.key == "mem") ApplyMem(opt, st);
+    else ApplyMemmap(opt, st);
+  }
+  for (const auto& opt : lost) {
+    if (opt.key != "mem" && opt.key != "memmap") continue;
+    MemoryOptionOutcome o = Outcome(opt, opt.value);
+    o.applied = false;
+    Issue(o, OptionProblem::kLineCut,
+          "'" + opt.raw + "' lies past COMMAND_LINE_SIZE: the kernel never sees it");
+    st.outcomes.push_back(std::move(o));
+  }
+
+  if (st.panic.empty() && rules.setup_data_after_params) reserve_setup_data();
+
+  // e820__finish_early_params / finish_e820_parsing.
+  if (st.panic.empty() && st.userdef) {
+    if (!st.table.UpdateTable()) {
+      st.panic = "Invalid user supplied memory map";
+      k.dmesg.push_back("Kernel panic - not syncing: Invalid user supplied memory map");
+    } else {
+      st.table.PrintHeader("user-defined physical RAM map:");
+      st.table.Print("user");
     }
   }
-  k.e820 = SanitizeE820(st.table);
-  if (st.userdef) {  // e820__finish_early_params
-    k.dmesg.push_back("user-defined physical RAM map:");
-    for (const auto& e : k.e820) k.dmesg.push_back(E820PrintLine("user", e));
+  k.panic = st.panic;
+  // The map the kernel holds now; when it panicked on a table it could not sanitize, the
+  // newest sanitize of the same entries (ends past 2^64 clamped) shows what was asked for.
+  k.e820 = st.panic.empty() ? st.table.ToEntries() : SanitizeE820(st.table.ToEntries());
+  if (!st.panic.empty())
+    notes.push_back("resmem: the kernel stops here: " + st.panic +
+                    (st.table.entries.size() < 2 && st.panic[0] == 'I'
+                         ? " (the table has fewer than 2 entries; e820__update_table refuses "
+                           "such a table)"
+                         : ""));
+
+  // Later edits of the log (trim_bios_range, EFI): printed after the user map; they do not
+  // change it.
+  if (st.panic.empty())
+    for (const auto& e : late) {
+      const uint32_t from = static_cast<uint32_t>(e.from);
+      k.dmesg.push_back(e.to == E820Type::kHole
+                            ? st.table.RemoveLine(e.start, e.end, from, true)
+                            : st.table.UpdateLine(e.start, e.end, from,
+                                                  static_cast<uint32_t>(e.to)));
+    }
+
+  // Judge the reservations against the firmware map and each other.
+  std::vector<Requested> reserved;
+  for (auto& o : st.outcomes) {
+    if (!o.applied || o.action != MemoryOptionOutcome::Action::kAdd ||
+        o.type != E820Type::kReserved || o.end <= o.start)
+      continue;
+    reserved.push_back({o.start, o.end, o.Label()});
   }
-  // messages keeps the map lines first, as before, then the notes.
+  k.memory_options = std::move(st.outcomes);
+  std::vector<std::string> judged;  // Judge's notes, after the option notes
+  if (!k.panic.empty()) reserved.clear();  // no kernel came up to hold them
+  for (const auto& r : reserved) {
+    k.reservations.push_back(Judge(spec, r, judged));
+    const auto& res = k.reservations.back();
+    for (auto& o : k.memory_options)
+      if (o.Label() == r.option && o.start == r.start && res.over_hole)
+        Issue(o, OptionProblem::kOverNonRam,
+              "reserves " + MemRange(r.start, r.end) + " where the firmware has no RAM (" +
+                  res.conflict + "); the kernel accepts it");
+  }
+  for (size_t i = 0; i < reserved.size(); ++i)
+    for (size_t j = i + 1; j < reserved.size(); ++j)
+      if (Overlaps(reserved[i].start, reserved[i].end, reserved[j].start, reserved[j].end))
+        k.cmdline_issues.push_back(
+            {OptionProblem::kOverlapsReservation,
+             "'" + reserved[i].option + "' " + MemRange(reserved[i].start, reserved[i].end) +
+                 " and '" + reserved[j].option + "' " +
+                 MemRange(reserved[j].start, reserved[j].end) +
+                 " overlap: e820__update_table merges them into one reserved range"});
+  // mem= below a reservation: mem= removes only usable RAM (e820__range_remove(..., RAM, 1)),
+  // so the reservation survives, and RAM above the limit outside every reservation is lost.
+  const auto firmware = SanitizeE820(spec.firmware_e820);
+  for (auto& o : k.memory_options) {
+    if (!o.applied || o.key != "mem" || o.action != MemoryOptionOutcome::Action::kLimit)
+      continue;
+    bool below = false;
+    for (const auto& r : reserved) below = below || r.end > o.start;
+    if (!below) continue;
+    uint64_t lost_ram = 0;
+    for (const auto& e : firmware) {
+      if (e.type != E820Type::kRam || e.end <= o.start) continue;
+      uint64_t a = std::max(e.start, o.start);
+      // Subtract the reserved parts of [a, e.end).
+      std::vector<std::pair<uint64_t, uint64_t>> cuts;
+      for (const auto& r : reserved)
+        if (Overlaps(a, e.end, r.start, r.end))
+          cuts.push_back({std::max(a, r.start), std::min(e.end, r.end)});
+      std::sort(cuts.begin(), cuts.end());
+      uint64_t covered = 0, upto = a;
+      for (const auto& c : cuts) {
+        const uint64_t s = std::max(c.first, upto);
+        if (c.second > s) covered += c.second - s;
+        upto = std::max(upto, c.second);
+      }
+      lost_ram += (e.end - a) - covered;
+    }
+    if (lost_ram > 0)
+      Issue(o, OptionProblem::kMemBelowReservation,
+            "mem=" + o.item + " is below the end of a memmap$ reservation: the reservation "
+            "stays (mem= removes only usable RAM) but " + Size(lost_ram) +
+                " of RAM above " + KernelHex(o.start, 0) +
+                " that no reservation covers is lost to the kernel");
+  }
   k.messages.insert(k.messages.begin(), k.dmesg.begin(), k.dmesg.end());
-  for (const auto& n : st.notes) k.messages.push_back(n);
-  for (const auto& r : st.reserved) k.reservations.push_back(Judge(spec, r, k.messages));
-  k.usable_ram = E820BytesOfType(k.e820, 0, UINT64_MAX, E820Type::kRam);
+  for (const auto& issue : k.cmdline_issues) k.messages.push_back("resmem: " + issue.detail);
+  for (const auto& o : k.memory_options)
+    for (const auto& issue : o.issues)
+      if (issue.kind != OptionProblem::kOverNonRam)  // Judge's note says it
+        k.messages.push_back("resmem: '" + o.Label() + "': " + issue.detail);
+  for (const auto& n : notes) k.messages.push_back(n);
+  for (const auto& n : judged) k.messages.push_back(n);
+  for (const auto& e : k.e820)
+    if (IsUsable(e.type)) k.usable_ram += e.end - e.start;
   k.mem_total = k.usable_ram > spec.kernel_reserved_bytes
                     ? k.usable_ram - spec.kernel_reserved_bytes
                     : 0;

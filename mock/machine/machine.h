@@ -118,6 +118,64 @@ struct MachineSpec {
 Result<MachineSpec> MachinePreset(const std::string& name);
 std::vector<std::string> MachinePresetNames();
 
+// What went wrong with one memory option, in the words of what its author likely meant.
+enum class OptionProblem {
+  kMalformed,          // the kernel's parser stopped early (returned -EINVAL); what it read
+                       // before stopping was applied, the rest ignored
+  kTrailingIgnored,    // mem=4Gb: read up to 'b'; parse_memopt never looks at the rest
+  kActsAsMem,          // memmap=nn with no $ ! @ # % after the size: removes RAM above nn like
+                       // mem=nn and reserves nothing (a "$ss" lost, e.g. to GRUB)
+  kNoStartAddress,     // memmap=nn$ with nothing after the operator: memparse reads 0
+  kZeroSize,           // a size of 0: the entry is empty and sanitize drops it
+  kRemovesAllRam,      // memmap=0 / memmap=0x: every usable byte removed
+  kNoEffect,           // rejected before changing anything (mem=abc, memmap=G$4G)
+  kUnknownForm,        // an operator this kernel version does not know ('!' before 4.1,
+                       // '%' before 4.16): the item acts as mem=nn
+  kIgnoredAfterDashDash,  // after "--": handed to init, never an early parameter
+  kEndWraps,           // start + size passes 2^64: the kernel panics at the user map
+  kSameTypes,          // memmap=nn%ss-T+T: BUG_ON(old_type == new_type) stops the boot
+  kLineCut,            // beyond COMMAND_LINE_SIZE - 1 characters: the kernel never saw it
+  kOverlapsReservation,  // reserves a range another memmap$ reserves too
+  kOverNonRam,         // reserves a range the firmware has no RAM under
+  kMemBelowReservation,  // mem= limit below a reservation's end
+  kNopentium,          // mem=nopentium on x86_64: ignored
+};
+struct OptionIssue {
+  OptionProblem kind = OptionProblem::kMalformed;
+  std::string detail;  // one sentence: what the kernel did instead, with the source
+};
+
+// What the kernel did with one memory option: mem=, or one comma-separated item of memmap=,
+// in command-line order (init/main.c do_early_param -> e820.c parse_memopt, parse_memmap_one).
+struct MemoryOptionOutcome {
+  std::string option;       // the argument as on the line: "memmap=8G$4G,1G@0"
+  std::string key;          // "mem" or "memmap"
+  std::string item;         // the part this outcome is about: "8G$4G" (mem=: the value)
+  int position = 0;         // index of the argument on the line
+  enum class Action {
+    kNone,       // nothing changed
+    kLimit,      // removed RAM from `start` up (mem=, bare memmap=nn)
+    kAdd,        // added [start, end) as `type` (memmap $ ! @ # and %...+new)
+    kRetype,     // changed `from` to `type` in [start, end) (memmap %-old+new)
+    kRemove,     // removed `from` (kHole: any type) in [start, end) (memmap %-old / %)
+    kExactmap,   // emptied the table
+  };
+  Action action = Action::kNone;
+  uint64_t start = 0, end = 0;  // end exclusive; an end past 2^64 is clamped to UINT64_MAX
+  E820Type type = E820Type::kRam;
+  E820Type from = E820Type::kRam;
+  bool applied = true;          // false: after "--" or past COMMAND_LINE_SIZE
+  bool rejected = false;        // the parser returned -EINVAL
+  bool malformed_printed = false;  // "Malformed early option" reached dmesg
+  std::string read;             // what the parser consumed of `item`
+  std::string ignored;          // what it left unread
+  std::vector<OptionIssue> issues;
+  // "memmap=8G$4G" for one item of a comma list; the argument as written when it had no '='.
+  std::string Label() const {
+    return option.find('=') == std::string::npos ? option : key + "=" + item;
+  }
+};
+
 // What the booted kernel sees.
 struct BootedKernel {
   std::string cmdline;               // after GRUB expansion, as /proc/cmdline reads
@@ -135,17 +193,35 @@ struct BootedKernel {
   std::vector<std::string> messages; // dmesg lines the kernel would print about memory, and
                                      // resmem's own notes (prefixed "resmem:")
   std::vector<std::string> dmesg;    // exactly the lines this kernel version prints about its
-                                     // memory map, in order and in its format ("BIOS-e820: ...",
-                                     // "user-defined physical RAM map:", "user: ..."), without
-                                     // timestamps: diffable against a real log
+                                     // memory map, in order and in its format, without
+                                     // timestamps: diffable against a real log. The headers
+                                     // ("BIOS-provided physical RAM map:", with "e820: " in
+                                     // 3.5..4.11), "BIOS-e820: ...", each option's
+                                     // "e820: remove/update ..." (KERN_DEBUG: absent from a
+                                     // console capture) and "Malformed early option '...'",
+                                     // setup_data's "e820: update" and "reserve setup_data:"
+                                     // block, "user-defined physical RAM map:" and "user: ...",
+                                     // then the later edits of early_edits
+  std::vector<MemoryOptionOutcome> memory_options;  // every mem=/memmap= item, in order, with
+                                                    // what the kernel did and what went wrong
+  std::vector<OptionIssue> cmdline_issues;  // about the line as a whole (cut at
+                                            // COMMAND_LINE_SIZE) and between options
+                                            // (overlapping reservations)
+  std::string panic;                 // non-empty when the kernel stops here ("Invalid user
+                                     // supplied memory map"): the map is what it was then
 };
 
-// Applies the command line to the firmware map with Linux's rules:
+// Applies the command line to the firmware map with the rules of spec.kernel_version
+// (mock/machine/linux_rules.h names the sources), exactly as that kernel does:
 //   mem=nn       drop RAM above nn (arch/x86/kernel/e820.c, parse_memopt)
-//   memmap=nn$ss mark [ss, ss+nn) reserved; memmap=nn!ss protected (type 12);
-//   memmap=nn@ss add RAM; memmap=nn#ss ACPI data; memmap=nn alone acts as mem=nn
-//   memmap=exactmap clears the map (parse_memmap_one).
-// Malformed options produce a clear error naming the option.
+//   memmap=nn$ss mark [ss, ss+nn) reserved; memmap=nn!ss protected (type 12, 4.1+);
+//   memmap=nn@ss add RAM; memmap=nn#ss ACPI data; memmap=nn%ss-old+new retype (4.16+);
+//   memmap=nn alone (or with anything else after nn) acts as mem=nn;
+//   memmap=exactmap clears the map; comma-separated items (3.15+) (parse_memmap_one).
+// A malformed option is applied as far as the kernel parsed it, and "Malformed early option"
+// is printed only where that version prints it; the kernel boots on, and so does Boot(). Only
+// the scenario's own mistakes (an unknown cmdline_source, a kernel_version that is no version)
+// are errors. A map the kernel would panic on is returned with `panic` set.
 Result<BootedKernel> Boot(const MachineSpec& spec);
 
 // GRUB's variable expansion of an unescaped line: "$name"/"${name}" -> "" (name = [A-Za-z0-9_]),

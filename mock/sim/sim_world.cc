@@ -51,6 +51,9 @@ class SimPlatform : public Platform {
     if (path == "/proc/meminfo") return RenderMeminfo(kernel);
     if (path == "/sys/firmware/memmap") return RenderFirmwareMemmap(spec);
     if (path == "/proc/cpuinfo") return RenderCpuinfo(spec);
+    // uname -r, where the machine names its kernel (the doctor reads the option rules from it).
+    if (path == "/proc/sys/kernel/osrelease" && !spec.kernel_version.empty())
+      return spec.kernel_version + "\n";
     if (path == "/sys/kernel/debug/x86/pat_memtype_list") {
       // The debugfs file exists only when PAT is on (memtype.c, pat_memtype_list_init).
       if (!spec.pat_enabled)

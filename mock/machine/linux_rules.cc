@@ -1,0 +1,55 @@
+// Kernel version -> the rules it follows (sources in linux_rules.h).
+#include "mock/machine/linux_rules.h"
+
+#include <cctype>
+#include <tuple>
+
+namespace resmem::sim {
+
+bool LinuxRules::AtLeast(int ma, int mi, int pa) const {
+  return std::tie(major, minor, patch) >= std::tie(ma, mi, pa);
+}
+
+Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version) {
+  LinuxRules r;
+  if (kernel_version.empty()) {
+    r.version = "newest";
+  } else {
+    r.version = kernel_version;
+    int parts[3] = {0, 0, 0};
+    int n = 0;
+    size_t i = 0;
+    while (n < 3 && i < kernel_version.size() &&
+           std::isdigit(static_cast<unsigned char>(kernel_version[i]))) {
+      int v = 0;
+      while (i < kernel_version.size() &&
+             std::isdigit(static_cast<unsigned char>(kernel_version[i])) && v < 100000)
+        v = v * 10 + (kernel_version[i++] - '0');
+      parts[n++] = v;
+      if (i < kernel_version.size() && kernel_version[i] == '.') ++i;
+      else break;
+    }
+    if (n < 2)
+      return Status::InvalidArgument(
+          "machine kernel_version '" + kernel_version +
+          "' is not a Linux version; write it as uname -r prints it, e.g. \"2.6.32\", "
+          "\"4.19.0-21-amd64\", \"6.1.0\", or leave it empty for the newest rules");
+    r.major = parts[0];
+    r.minor = parts[1];
+    r.patch = parts[2];
+  }
+  r.old_print_format = !r.AtLeast(3, 5);
+  r.header_e820_prefix = r.AtLeast(3, 5) && !r.AtLeast(4, 12);
+  r.prints_remove = r.AtLeast(2, 6, 33);
+  r.memmap_comma_list = r.AtLeast(3, 15);
+  r.memparse_tpe = r.AtLeast(3, 15);
+  r.stops_at_dashdash = r.AtLeast(3, 15);
+  r.setup_data_after_params = r.AtLeast(3, 14);
+  r.keeps_setup_data = !r.AtLeast(6, 15);
+  r.memmap_pram = r.AtLeast(4, 1);
+  r.memmap_retype = r.AtLeast(4, 16);
+  r.soft_reserved = r.AtLeast(5, 5);
+  return r;
+}
+
+}  // namespace resmem::sim

@@ -1,0 +1,81 @@
+// Which of Linux's memory-map rules a kernel version follows. Each switch names the source it was
+// read from; internal to mock/machine.
+//
+// Sources read for this model (file, function, version):
+//   2.6.32.69  arch/x86/kernel/e820.c, setup.c, kernel/params.c, init/main.c, lib/cmdline.c
+//   3.6, 3.13.10, 3.19.8, 4.4.155, 4.19, 6.12   the same files
+//   tip x86/boot efe659ac0146 "x86/e820: Drop obsolete E820_TYPE_RESERVED_KERN and related
+//   code" (Feb 2025, first in 6.15).
+// Where a switch falls between two versions read, the comment says which two; the version the
+// model switches at inside that span is stated and marked "between".
+#ifndef RESMEM_MOCK_MACHINE_LINUX_RULES_H_
+#define RESMEM_MOCK_MACHINE_LINUX_RULES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backends/api/status.h"
+
+namespace resmem::sim {
+
+struct LinuxRules {
+  std::string version;  // as given ("6.1.0-13-amd64"), or "newest"
+  int major = 99, minor = 0, patch = 0;
+
+  // dmesg format of a map line. Old (2.6.32.69 e820_print_map):
+  //   " BIOS-e820: 0000000000000000 - 000000000009fc00 (usable)"   (leading space, end exclusive)
+  // new (3.6 onwards, e820_print_map / e820__print_table):
+  //   "BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable"   (end inclusive)
+  // Old in 2.6.32.69, new in 3.6 (both read); the model switches at 3.5 (between).
+  bool old_print_format = false;
+  // "e820: BIOS-provided physical RAM map:" (3.6, 3.19.8, 4.4.155 read) versus no prefix
+  // (2.6.32.69; 4.19, 6.12 read). The model drops the prefix at 4.12 (between 4.4 and 4.19: the
+  // e820__* rewrite).
+  bool header_e820_prefix = false;
+  // e820_remove_range prints what it removes: "e820 remove range: %016Lx - %016Lx (usable)" in
+  // the old format (3.0.0-16, corpus log 23), "e820: remove [mem ...]" in the new (3.6 read);
+  // 2.6.32.69 prints nothing. Model: from 2.6.33 (between).
+  bool prints_remove = true;
+  // parse_memmap_opt splits at ',' into parse_memmap_one and ignores every error, so memmap=
+  // never prints "Malformed early option" (3.19.8 read); before, one item per option and its
+  // -EINVAL reached do_early_param (3.13.10 read). Model: 3.15 (between).
+  bool memmap_comma_list = true;
+  // memparse knows T, P, E (3.19.8 read; 3.13.10 knows K, M, G only). Model: 3.15 (between).
+  bool memparse_tpe = true;
+  // parse_args stops at "--" (kernel/params.c, "Stop at --"; 3.19.8 read, absent in 3.13.10).
+  // Model: 3.15 (between).
+  bool stops_at_dashdash = true;
+  // e820_reserve_setup_data runs after parse_early_param, just before finish_e820_parsing
+  // (3.19.8 setup.c read; 3.13.10 runs it before parse_early_param). Model: 3.14 (between).
+  bool setup_data_after_params = true;
+  // setup_data is kept in the e820 table as E820_TYPE_RESERVED_KERN (128), printed "usable":
+  // all versions until efe659ac0146 removed it (6.15).
+  bool keeps_setup_data = true;
+  // memmap=nn!ss (E820_PRAM, type 12) and its "persistent (type %u)" print, and sanitize never
+  // merging PRAM neighbours: 4.4.155 read, absent in 3.19.8. Model: 4.1.
+  bool memmap_pram = true;
+  // memmap=nn%ss-old+new (parse_memmap_one, 4.19 read; absent in 4.4.155). Model: 4.16.
+  bool memmap_retype = true;
+  // E820_TYPE_SOFT_RESERVED printed "soft reserved" and never merged (e820_nomerge; 6.12 read,
+  // absent in 4.19). Model: 5.5.
+  bool soft_reserved = true;
+  // E820_MAX_ENTRIES = E820_MAX_ENTRIES_ZEROPAGE (128) + 3 * MAX_NUMNODES; with
+  // CONFIG_NODES_SHIFT=6 (64 nodes, the x86_64 default) that is 320. __e820__range_add drops
+  // what does not fit with "too many entries".
+  size_t max_entries = 320;
+  // COMMAND_LINE_SIZE on x86 (arch/x86/include/asm/setup.h: 2048 in 2.6.32.69 and 6.12):
+  // copy_bootdata copies that many bytes and parse_early_param strlcpy/strscpy()s them into a
+  // buffer of that size, so the kernel reads the first 2047 characters.
+  size_t command_line_size = 2048;
+
+  bool AtLeast(int ma, int mi, int pa = 0) const;
+};
+
+// The rules of a kernel version string: "2.6.32", "4.19.0-21-amd64", "6.1.0"; empty means the
+// newest rules. A string that does not start with "N.N" is an error naming it.
+Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version);
+
+}  // namespace resmem::sim
+
+#endif  // RESMEM_MOCK_MACHINE_LINUX_RULES_H_
