@@ -817,12 +817,8 @@ Result<KernelCmdlineTrace> TraceKernelCmdline(const std::string& source_name,
   t.source = source;
   t.written = text;
   if (source == CmdlineSource::kKernel) {
+    // Literal; the kernel's own limit (COMMAND_LINE_SIZE) is Boot()'s.
     t.kernel = t.kernel_full = text;
-    if (text.size() > assume.kernel_cmdline_size)
-      t.notes.push_back("kernel: the line has " + std::to_string(text.size()) +
-                        " characters; an x86 kernel keeps " +
-                        std::to_string(assume.kernel_cmdline_size) +
-                        " (COMMAND_LINE_SIZE 2048, arch/x86/include/asm/setup.h)");
     return t;
   }
 
