@@ -7,6 +7,7 @@
 
 #include "kmod/uapi/resmem_ioctl.h"
 #include "nlohmann/json.hpp"
+#include "engine/doctor/grub_stages.h"
 
 namespace resmem::engine {
 namespace {
@@ -190,10 +191,13 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
       add({"memmap-without-reservation", "error",
            "'" + item.text + "' reserves nothing: without $, ! or @ it limits memory like mem=",
            "/proc/cmdline: " + f.cmdline,
-           "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
-           "GRUB expands \"$START\" to nothing",
+           "write memmap=SIZE$START; escape the dollar (grub.cfg: memmap=SIZE\\$START; "
+           "/etc/default/grub, in double quotes: memmap=SIZE\\\\\\$START) or it expands",
            "002_94e4d7274f023a25.txt"});
   }
+  // How the command line was made from /etc/default/grub and grub.cfg: each stage, before and
+  // after (engine/doctor/grub_stages.h).
+  for (auto& g : GrubStageFindings(platform)) add(std::move(g));
   // mem= below the PCI hole leaves the hole's size unusable.
   for (const auto& o : f.options) {
     if (o.key != "mem" || !o.has_value) continue;

@@ -895,6 +895,48 @@ std::string ExpandGrubLine(const std::string& line) {
   return t.ok() ? t->kernel : std::string();
 }
 
+BootLoaderFile BootLoaderFileFor(const std::string& source, const std::string& cmdline,
+                                 const GrubAssumptions& assume) {
+  auto parsed = ParseCmdlineSource(source);
+  if (!parsed.ok() || *parsed == CmdlineSource::kKernel) return {};
+  if (*parsed == CmdlineSource::kEtcDefaultGrub)
+    return {"/etc/default/grub", (HasGrubAssignment(cmdline) ? cmdline
+                                                             : "GRUB_CMDLINE_LINUX=" + cmdline) +
+                                     "\n"};
+  std::string linux_line = cmdline;
+  const size_t first = cmdline.find_first_not_of(" \t");
+  const std::string head = first == std::string::npos ? "" : cmdline.substr(first, 9);
+  if (!(head.rfind("linux ", 0) == 0 || head.rfind("linux\t", 0) == 0 ||
+        head.rfind("linux16", 0) == 0 || head.rfind("linuxefi", 0) == 0))
+    linux_line = "linux\t" + assume.kernel_path + " " + cmdline;
+  // 10_linux.in linux_entry, the simple entry.
+  return {"/boot/grub/grub.cfg",
+          "menuentry '" + assume.menuentry_title +
+              "' --class debian --class gnu-linux --class gnu --class os $menuentry_id_option "
+              "'gnulinux-simple' {\n\tload_video\n\tinsmod gzio\n\techo\t'Loading Linux ...'\n\t" +
+              linux_line + "\n" + kInitrdEchoLine + "\n\tinitrd\t/boot/initrd.img\n}\n"};
+}
+
+std::string FirstGrubCfgLinuxLine(const std::string& grub_cfg) {
+  size_t pos = 0;
+  while (pos < grub_cfg.size()) {
+    size_t end = grub_cfg.find('\n', pos);
+    if (end == std::string::npos) end = grub_cfg.size();
+    const std::string line = grub_cfg.substr(pos, end - pos);
+    const size_t k = line.find_first_not_of(" \t");
+    if (k != std::string::npos) {
+      const std::string rest = line.substr(k);
+      for (const char* cmd : {"linux", "linux16", "linuxefi"}) {
+        const size_t n = std::string(cmd).size();
+        if (rest.compare(0, n, cmd) == 0 && rest.size() > n && (rest[n] == ' ' || rest[n] == '\t'))
+          return rest;
+      }
+    }
+    pos = end + 1;
+  }
+  return "";
+}
+
 Result<GrubSpelling> SpellKernelOptionsForGrub(const std::string& kernel_options) {
   GrubSpelling out;
   std::vector<std::string> options;

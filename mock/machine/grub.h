@@ -100,6 +100,21 @@ std::string GrubLoaderCmdline(const std::string& path, const std::vector<std::st
 // .kernel); "" where GRUB drops the entry (a syntax error).
 std::string ExpandGrubLine(const std::string& line);
 
+// The boot loader file a scenario's command line was written in, as the machine holds it:
+// etc-default-grub: "/etc/default/grub" with the text (a bare right-hand side on a
+// GRUB_CMDLINE_LINUX= line); grub-cfg: "/boot/grub/grub.cfg" with a menuentry as 10_linux writes
+// it, the text on its linux line (after "linux<TAB>PATH " unless the text is a whole linux line).
+// kernel: path and text empty.
+struct BootLoaderFile {
+  std::string path;
+  std::string text;
+};
+BootLoaderFile BootLoaderFileFor(const std::string& source, const std::string& cmdline,
+                                 const GrubAssumptions& assume = {});
+// The first linux / linux16 / linuxefi line of a grub.cfg text without its leading blanks (the
+// first entry's: what boots with GRUB_DEFAULT=0); empty when there is none.
+std::string FirstGrubCfgLinuxLine(const std::string& grub_cfg);
+
 // The other direction, for `resmem plan`: what to write so that the kernel receives
 // `kernel_options` (space-separated options, e.g. "mem=4G memmap=8G$4G").
 struct GrubSpelling {
