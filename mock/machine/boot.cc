@@ -1,6 +1,6 @@
 // Boot(): the kernel command line applied to the firmware map with Linux's rules
 // (arch/x86/kernel/e820.c: parse_memopt, parse_memmap_opt/parse_memmap_one,
-// e820__finish_early_params); the line the kernel receives comes from mock/machine/grub.h.
+// e820__finish_early_params), plus GRUB's expansion of the line before the kernel sees it.
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>

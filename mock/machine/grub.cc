@@ -162,9 +162,8 @@ class GrubLexer {
            "(yylex.l POS_MULTILINE), in a grub-mkconfig grub.cfg \"" + Shorten(next_line_) +
            "\", whose words become kernel arguments");
       altered = true;
-      s_.pop_back();
+      s_.pop_back();  // the backslash; i_ now points at the joined line's first character
       s_ += next_line_;
-      ++i_;
       next_line_.clear();
       return;
     }
@@ -587,6 +586,16 @@ class ShellPass {
     return Parameter(name, s_.substr(dollar, i_ - dollar), for_var);
   }
 
+  // `command` at i_: a command substitution, which the model does not run.
+  Result<ShellValue> Backquoted() {
+    const size_t close = s_.find('`', i_ + 1);
+    if (close == std::string::npos) return Unterminated("`");
+    ShellValue v;
+    v.unknown = "the command substitution " + Shorten(s_.substr(i_, close - i_ + 1));
+    i_ = close + 1;
+    return v;
+  }
+
   // One word (for an assignment: its value), with quote removal and expansion.
   Result<ShellValue> Word(const std::string& for_var) {
     ShellValue out;
@@ -643,12 +652,9 @@ class ShellPass {
             continue;
           }
           if (d == '`') {
-            const size_t close = s_.find('`', i_ + 1);
-            if (close == std::string::npos) return Unterminated("`");
-            ShellValue v;
-            v.unknown = "the command substitution " + Shorten(s_.substr(i_, close - i_ + 1));
-            i_ = close + 1;
-            add(v);
+            auto v = Backquoted();
+            if (!v.ok()) return v.status();
+            add(*v);
             continue;
           }
           if (d == '\n') ++line_;
@@ -660,12 +666,9 @@ class ShellPass {
         if (!v.ok()) return v.status();
         add(*v);
       } else if (c == '`') {
-        const size_t close = s_.find('`', i_ + 1);
-        if (close == std::string::npos) return Unterminated("`");
-        ShellValue v;
-        v.unknown = "the command substitution " + Shorten(s_.substr(i_, close - i_ + 1));
-        i_ = close + 1;
-        add(v);
+        auto v = Backquoted();
+        if (!v.ok()) return v.status();
+        add(*v);
       } else {
         out.text += c;
         ++i_;

@@ -108,6 +108,10 @@ TEST(GrubLexer, BlanksSeparateWordsCommentsAndSemicolonsEndThem) {
 TEST(GrubLexer, TrailingBackslashJoinsTheNextGrubCfgLine) {
   // POS_MULTILINE {WORD}?\\\n: the next line of a 10_linux entry becomes arguments.
   EXPECT_EQ(Argv("quiet \\"), (V{"quiet", "echo", "Loading initial ramdisk ..."}));
+  std::vector<std::string> notes;
+  auto joined = GrubExpandArguments("quiet\\", "splash", {}, &notes);  // no blank between
+  ASSERT_TRUE(joined.ok());
+  EXPECT_EQ(*joined, V{"quietsplash"});
 }
 
 TEST(GrubLexer, ABadDollarOrOperatorIsASyntaxErrorThatDropsTheEntry) {
