@@ -1,5 +1,6 @@
 #include "engine/doctor/grub_stages.h"
 
+#include <iostream>
 #include <map>
 
 #include "gtest/gtest.h"
@@ -53,6 +54,7 @@ TEST(GrubStages, UnescapedDollarInEtcDefaultGrubShowsEachStage) {
   EXPECT_NE(f[0].evidence.find("'$4' in GRUB_CMDLINE_LINUX is positional parameter 4"),
             std::string::npos) << f[0].evidence;
   EXPECT_NE(f[0].remedy.find("\\\\\\$"), std::string::npos) << f[0].remedy;
+  std::cout << "evidence: " << f[0].evidence << "\n";
 }
 
 TEST(GrubStages, EscapedGrubCfgLineIsInfoAndBrokenOneIsAnError) {

@@ -413,10 +413,12 @@ class ShellPass {
                                    s_[name_end] == '=';
         if (is_assignment) {
           const std::string name = s_.substr(i_, name_end - i_);
+          const size_t start = i_;
           i_ = name_end + 1;
           auto value = Word(name);
           if (!value.ok()) return value.status();
           vars_[name] = *value;
+          if (ForCmdline(name)) assignments.push_back(s_.substr(start, i_ - start));
           assigned.push_back(name);
         } else {
           const size_t start = i_;
@@ -448,6 +450,8 @@ class ShellPass {
     return it == vars_.end() ? ShellValue{} : it->second;
   }
   bool Assigned(const std::string& name) const { return vars_.count(name) != 0; }
+
+  std::vector<std::string> assignments;  // GRUB_CMDLINE_LINUX*= as written, in order
 
  private:
   void Note(const std::string& n) { notes_->push_back(n); }
@@ -741,7 +745,8 @@ bool KernelCmdlineTrace::Changed() const { return altered; }
 
 std::vector<std::string> KernelCmdlineTrace::StageLines() const {
   std::vector<std::string> out;
-  out.push_back(std::string("written (") + CmdlineSourceName(source) + "): " + Shorten(written));
+  out.push_back(std::string("written (") + CmdlineSourceName(source) + "): " +
+                (written_assignments.empty() ? Shorten(written) : written_assignments));
   if (source == CmdlineSource::kEtcDefaultGrub) {
     out.push_back("after the shell: GRUB_CMDLINE_LINUX=\"" + grub_cmdline_linux +
                   "\" GRUB_CMDLINE_LINUX_DEFAULT=\"" + grub_cmdline_linux_default + "\"");
@@ -844,6 +849,8 @@ Result<KernelCmdlineTrace> TraceKernelCmdline(const std::string& source_name,
                                    v.unknown + ", which the model cannot run; write the value "
                                    "out");
     }
+    for (const auto& a : shell.assignments)
+      t.written_assignments += (t.written_assignments.empty() ? "" : "; ") + a;
     t.grub_cmdline_linux = shell.Get("GRUB_CMDLINE_LINUX").text;
     t.grub_cmdline_linux_default = shell.Get("GRUB_CMDLINE_LINUX_DEFAULT").text;
     if (shell.altered) t.altered = true;

@@ -49,6 +49,8 @@ struct GrubAssumptions {
 struct KernelCmdlineTrace {
   CmdlineSource source = CmdlineSource::kKernel;
   std::string written;                     // the text as given
+  // etc-default-grub: the GRUB_CMDLINE_LINUX[_DEFAULT]= assignments as written, "; "-joined.
+  std::string written_assignments;
   // etc-default-grub: the two variables after dash has sourced the text.
   std::string grub_cmdline_linux;
   std::string grub_cmdline_linux_default;

@@ -371,6 +371,34 @@ TEST(BadInput, A4096CharacterLineIsCutWhereGrubsLoaderCutsIt) {
   EXPECT_FALSE(k->Changed());
 }
 
+TEST(BadInput, ArbitraryTextNeverCrashesOrHangs) {
+  // Every byte the lexers treat specially, in random order: each text gives a line or an error.
+  const std::string alphabet = "$\\'\"{}|&;<>#` \t\nabG4=()_*?@!-x\x80";
+  uint64_t state = 42;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<size_t>(state >> 33);
+  };
+  int lines = 0, errors = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    const size_t n = next() % 40;
+    for (size_t k = 0; k < n; ++k) text += alphabet[next() % alphabet.size()];
+    for (const char* source : {"grub-cfg", "etc-default-grub"}) {
+      auto t = TraceKernelCmdline(source, text);
+      if (t.ok()) {
+        ++lines;
+      } else {
+        ++errors;
+        EXPECT_FALSE(t.status().message().empty());
+      }
+    }
+  }
+  EXPECT_GT(lines, 0);
+  EXPECT_GT(errors, 0);
+  std::cout << lines << " random texts gave a kernel line, " << errors << " an error\n";
+}
+
 TEST(BadInput, UnknownSourceNamesTheAcceptedOnes) {
   auto t = TraceKernelCmdline("lilo", "quiet");
   ASSERT_FALSE(t.ok());
