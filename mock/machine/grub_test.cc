@@ -132,6 +132,7 @@ struct Recorded {
   bool is_default = false;   // an /etc/default/grub case
   bool dropped = false;
   bool shell_error = false;
+  std::string shell_message; // dash's words, after "/etc/default/grub: "
   std::string cfg;           // default cases: the grub.cfg text after "ro "
   V argv;
 };
@@ -173,6 +174,8 @@ std::vector<Recorded> ReadTranscript() {
       out.back().dropped = true;
     } else if (starts("shell: ")) {
       out.back().shell_error = true;
+      const std::string prefix = "shell: /etc/default/grub: ";
+      if (starts(prefix.c_str())) out.back().shell_message = line.substr(prefix.size());
     } else if (starts("cfg: ")) {
       out.back().cfg = line.substr(5);
     }
@@ -207,7 +210,10 @@ TEST(GrubEmuTranscript, EveryEtcDefaultGrubCaseGivesDashsGrubCfgAndGrubsArgument
     ++n;
     auto t = TraceKernelCmdline("etc-default-grub", c.text);
     if (c.shell_error || c.dropped) {
-      EXPECT_FALSE(t.ok()) << "dash or GRUB stopped on: " << c.text;
+      ASSERT_FALSE(t.ok()) << "dash or GRUB stopped on: " << c.text;
+      // The error names what dash said.
+      EXPECT_NE(t.status().message().find(c.shell_message), std::string::npos)
+          << c.shell_message << " / " << t.status().message();
       continue;
     }
     ASSERT_TRUE(t.ok()) << c.text << ": " << t.status().message();

@@ -88,7 +88,7 @@ while IFS= read -r line; do
     if [ "$n" -gt 1 ]; then echo "cfg-lines: $n"; fi
     grub_argv "$args"
   else
-    echo "shell: $(sed 's/^[^:]*: [0-9]*: //' "$f.err" | head -1)"
+    echo "shell: $(sed "s/^[^:]*: [0-9]*: //; s#$f#/etc/default/grub#g" "$f.err" | head -1)"
   fi
   rm -f "$f" "$f.err"
 done < "$here/etc_default_grub_cases.txt"
