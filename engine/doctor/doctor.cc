@@ -9,6 +9,7 @@
 
 #include "kmod/uapi/resmem_ioctl.h"
 #include "nlohmann/json.hpp"
+#include "engine/doctor/grub_stages.h"
 
 namespace resmem::engine {
 namespace {
@@ -206,8 +207,8 @@ void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>
   };
   static const Kind kKinds[] = {
       {P::kActsAsMem, "memmap-without-reservation", "error", "reserves nothing: ",
-       "write memmap=SIZE$START; in /etc/default/grub escape the dollar (memmap=SIZE\\$START) or "
-       "GRUB expands \"$START\" to nothing",
+       "write memmap=SIZE$START; escape the dollar (grub.cfg: memmap=SIZE\\$START; "
+       "/etc/default/grub, in double quotes: memmap=SIZE\\\\\\$START) or GRUB expands it",
        "002_94e4d7274f023a25.txt"},
       {P::kUnknownForm, "option-unknown-form", "error", "",
        "use a form this kernel knows (memmap=SIZE$START reserves on every version), or a newer "
@@ -279,6 +280,9 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
   auto add = [&](Finding x) { rep.findings.push_back(std::move(x)); };
 
   AddOptionFindings(f, add);
+  // How the command line was made from /etc/default/grub and grub.cfg: each stage, before and
+  // after (engine/doctor/grub_stages.h).
+  for (auto& g : GrubStageFindings(platform)) add(std::move(g));
   // mem= below the PCI hole leaves the hole's size unusable.
   for (const auto& o : f.memory_options) {
     if (o.key != "mem" || !o.applied || o.action != sim::MemoryOptionOutcome::Action::kLimit ||

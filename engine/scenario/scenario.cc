@@ -237,9 +237,9 @@ void ParseMachine(const toml::table& t, Errors& errors, Scenario* s) {
   s->machine = *spec;
   if (auto v = GetString(t, "cmdline", "machine", errors)) s->machine.cmdline = *v;
   if (auto v = GetString(t, "cmdline_source", "machine", errors)) {
-    if (*v != "kernel" && *v != "grub")
+    if (*v != "kernel" && *v != "grub" && *v != "grub-cfg" && *v != "etc-default-grub")
       errors.Add(LineOf(*t.get("cmdline_source")), "machine.cmdline_source",
-                 "'" + *v + "' is not one of kernel, grub");
+                 "'" + *v + "' is not one of kernel, grub-cfg (or grub), etc-default-grub");
     s->machine.cmdline_source = *v;
   }
   if (auto v = GetString(t, "description", "machine", errors)) s->machine.description = *v;

@@ -365,52 +365,16 @@ BootedKernel::Reservation Judge(const MachineSpec& spec, const Requested& r,
 
 }  // namespace
 
-std::string ExpandGrubLine(const std::string& line) {
-  // GRUB 2 script rules (grub-core/script/yylex.l): "\x" is x, '...' is literal, "$name" and
-  // "${name}" expand to the variable's value, "" for an unset one such as "4G".
-  std::string out;
-  auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == '\\' && i + 1 < line.size()) {
-      out += line[++i];
-    } else if (c == '\'') {
-      const size_t close = line.find('\'', i + 1);
-      if (close == std::string::npos) {
-        out += line.substr(i + 1);
-        break;
-      }
-      out += line.substr(i + 1, close - i - 1);
-      i = close;
-    } else if (c == '$' && i + 1 < line.size() && line[i + 1] == '{') {
-      const size_t close = line.find('}', i + 2);
-      if (close == std::string::npos) {
-        out += line.substr(i);
-        break;
-      }
-      i = close;
-    } else if (c == '$' && i + 1 < line.size() && is_name(line[i + 1])) {
-      while (i + 1 < line.size() && is_name(line[i + 1])) ++i;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 Result<BootedKernel> Boot(const MachineSpec& spec) {
   BootedKernel k;
-  k.cmdline = spec.cmdline;
-  if (spec.cmdline_source == "grub") {
-    k.cmdline = ExpandGrubLine(spec.cmdline);
-    if (k.cmdline != spec.cmdline)
-      k.messages.push_back(
-          "resmem: GRUB expanded the line '" + spec.cmdline + "' to '" + k.cmdline +
-          "': an unescaped $ starts a GRUB variable, so memmap=nn$ss loses its $ss and acts "
-          "as mem=nn; write memmap=nn\\$ss (in /etc/default/grub: memmap=nn\\\\\\$ss)");
-  } else if (spec.cmdline_source != "kernel") {
-    return Status::InvalidArgument("machine cmdline_source '" + spec.cmdline_source +
-                                   "' is unknown; use \"kernel\" (literal) or \"grub\"");
+  // What the kernel receives from what was written (mock/machine/grub.h: dash, GRUB's lexer and
+  // loader); each stage that changed the options is noted.
+  RESMEM_ASSIGN_OR_RETURN(KernelCmdlineTrace trace,
+                          TraceKernelCmdline(spec.cmdline_source, spec.cmdline));
+  k.cmdline = trace.kernel;
+  if (trace.Changed()) {
+    for (const auto& line : trace.StageLines()) k.messages.push_back("resmem: " + line);
+    for (const auto& n : trace.notes) k.messages.push_back("resmem: " + n);
   }
   RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules, LinuxRulesFor(spec.kernel_version));
   BootState st(rules, &k.dmesg);

@@ -10,6 +10,7 @@
 
 #include "backends/api/memory.h"
 #include "backends/api/status.h"
+#include "mock/machine/grub.h"
 
 namespace resmem::sim {
 
@@ -224,9 +225,7 @@ struct BootedKernel {
 // are errors. A map the kernel would panic on is returned with `panic` set.
 Result<BootedKernel> Boot(const MachineSpec& spec);
 
-// GRUB's variable expansion of an unescaped line: "$name"/"${name}" -> "" (name = [A-Za-z0-9_]),
-// "\$" -> "$". So "memmap=8G$4G" reaches the kernel as "memmap=8G".
-std::string ExpandGrubLine(const std::string& line);
+// GRUB's and grub-mkconfig's rules for cmdline_source, and ExpandGrubLine: mock/machine/grub.h.
 
 // Effective CPU memory type for [start, end) when a mapping asks for `requested` (MTRR x PAT):
 // WB is granted only where the MTRRs make the whole range WB; otherwise the kernel degrades the

@@ -50,6 +50,11 @@ class SimPlatform : public Platform {
     if (path == "/proc/cmdline") return kernel.cmdline + "\n";
     if (path == "/proc/meminfo") return RenderMeminfo(kernel);
     if (path == "/sys/firmware/memmap") return RenderFirmwareMemmap(spec);
+    // The boot loader file the scenario wrote its command line in (mock/machine/grub.h).
+    if (path == "/etc/default/grub" || path == "/boot/grub/grub.cfg") {
+      const BootLoaderFile f = BootLoaderFileFor(spec.cmdline_source, spec.cmdline);
+      if (f.path == path) return f.text;
+    }
     if (path == "/proc/cpuinfo") return RenderCpuinfo(spec);
     // uname -r, where the machine names its kernel (the doctor reads the option rules from it).
     if (path == "/proc/sys/kernel/osrelease" && !spec.kernel_version.empty())
