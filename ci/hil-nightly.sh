@@ -146,11 +146,12 @@ if "scenarios" in step_set and any(s.startswith("scenarios=") for s in steps) an
         check(False, "scenarios.json missing")
     else:
         cases = sc["scenarios"]
-        ran = [c for c in cases if c["verdict"] != "N/A"]
-        bad = [c for c in ran if c["verdict"] not in PASSING]
-        check(not bad, f"scenarios on cuda: {len(ran) - len(bad)} of the {len(ran)} cases that apply pass" +
+        applies = [c for c in cases if c["verdict"] != "N/A"]
+        ran = [c for c in applies if c["verdict"] != "UNAVAILABLE"]
+        bad = [c for c in applies if c["verdict"] not in PASSING]
+        check(not bad, f"scenarios on cuda: {len(applies) - len(bad)} of the {len(applies)} cases that apply pass" +
               (": not " + ", ".join(f"{c['name']}{' ' + c['case'] if c['case'] else ''} {c['verdict']}" for c in bad) if bad else ""))
-        check(len(ran) >= t.get("run_min", 0), f"scenarios run on cuda (not N/A): {len(ran)} of {len(cases)} cases (min {t.get('run_min', 0)})")
+        check(len(ran) >= t.get("run_min", 0), f"scenarios run on cuda (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)} cases (min {t.get('run_min', 0)})")
         sim = {key(c): c["verdict"] for c in (sc_sim or {}).get("scenarios", [])}
         if sc_sim is None:
             check(False, "scenarios-sim.json missing: no simulator run beside the GPU run")
@@ -159,7 +160,8 @@ if "scenarios" in step_set and any(s.startswith("scenarios=") for s in steps) an
             check(not differ, f"scenarios: the {len(ran)} cases run on cuda have the simulator's verdict" +
                   (": not " + ", ".join(f"{c['name']} (sim {sim.get(key(c))}, cuda {c['verdict']})" for c in differ) if differ else ""))
         with open(os.path.join(d, "scenarios.log"), "a") as log:
-            log.write(f"\ncases run on the GPU machine (not N/A): {len(ran)} of {len(cases)}; passed {len(ran) - len(bad)}\n")
+            log.write(f"\ncases run on the GPU machine (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)}; "
+                      f"passed {len(applies) - len(bad)}; N/A {len(cases) - len(applies)}\n")
 if "bench" not in step_set:
     pass
 elif bench:
