@@ -6,11 +6,13 @@
 # must lie inside the runs' bandwidth spread widened by fidelity.margin_pct, so one noisy run does
 # not fail the night and a change that moves every run still does.
 #
-#   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--quick]
+#   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--steps LIST] [--quick]
 #     --bin DIR         holds resmem-gpu (//engine/calibrate:resmem-gpu) and, optionally, resmem
 #                       (//engine/cli:resmem) for the scenarios; default .carry
 #     --out DIR         report root; the report goes to DIR/YYYY-MM-DD; default out/hil
 #     --thresholds FILE default ci/hil-thresholds.json
+#     --steps LIST      comma-separated subset of scenarios,calibrate,bench,stream (default all);
+#                       thresholds are judged for the steps that ran
 #     --quick           fewer passes and blocks (a smoke run, not for the record)
 # Exit: 0 all thresholds held, 1 a regression (listed in report.md), 2 bad usage,
 #       3 no GPU here, 4 a step failed to run.
@@ -19,16 +21,24 @@ BIN=.carry
 OUT_ROOT=out/hil
 THRESHOLDS=ci/hil-thresholds.json
 QUICK=0
+STEP_SET=scenarios,calibrate,bench,stream
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN=$2; shift 2 ;;
     --out) OUT_ROOT=$2; shift 2 ;;
     --thresholds) THRESHOLDS=$2; shift 2 ;;
+    --steps) STEP_SET=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+for s in ${STEP_SET//,/ }; do
+  case "$s" in scenarios|calibrate|bench|stream) ;;
+    *) echo "hil-nightly: unknown step '$s' in --steps (scenarios, calibrate, bench, stream)" >&2; exit 2 ;;
+  esac
+done
+want() { case ",$STEP_SET," in *",$1,"*) return 0 ;; esac; return 1; }
 GPU="$BIN/resmem-gpu"
 if [ ! -x "$GPU" ]; then
   echo "hil-nightly: $GPU not found: build //engine/calibrate:resmem-gpu and copy it to $BIN" >&2
@@ -69,18 +79,26 @@ if [ $? = 3 ]; then
   exit 3
 fi
 
-# 1. Real-backend scenarios through the full CLI, where it was provided.
-if [ -x "$BIN/resmem" ] && "$BIN/resmem" run --help > /dev/null 2>&1; then
-  step scenarios "$BIN/resmem" run --backend cuda --json "$DIR/scenarios.json" scenarios
+# 1. The scenario files, the same ones CI runs on the simulator: on the simulator here too and on
+#    the GPU (cuda backend: host stand-ins for the reserved range), side by side in the report.
+#    Every case that applies on the GPU must pass with the simulator's verdict.
+if ! want scenarios; then
+  :
+elif [ -x "$BIN/resmem" ] && "$BIN/resmem" run --help > /dev/null 2>&1; then
+  step scenarios-sim "$BIN/resmem" run --backend sim --json "$DIR/scenarios-sim.json" scenarios
+  step scenarios "$BIN/resmem" run --backend cuda --verbose --json "$DIR/scenarios.json" scenarios
 else
   echo "skipped: scenarios (no $BIN/resmem with a run command)" | tee "$DIR/scenarios-skipped.txt"
   STEPS+=("scenarios=skipped")
 fi
+if want calibrate; then
 # 2. Calibration (CAL_RUNS runs: the spread of each bandwidth class) and the fidelity report
 #    against the simulator: codes equal in every run, the model's rates inside the spread +-margin.
 step calibrate "$GPU" calibrate --backend cuda --runs "$CAL_RUNS" --margin "$CAL_MARGIN" \
   --out "$DIR/profile.json" --passes "$PASSES" \
   --report "$DIR/fidelity.md" --json "$DIR/fidelity.json" --verbose
+fi
+if want bench; then
 # 3. Bench: every path and block size against pinned, every pass verified. 2 MiB pages for the
 #    hugetlb stand-in (FACTS.md: nr_hugepages is writable there), given back afterwards.
 SAVED_HUGEPAGES=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo)
@@ -88,6 +106,8 @@ SAVED_HUGEPAGES=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo)
 step bench "$GPU" bench --backend cuda --passes "$PASSES" --json "$DIR/bench.json" \
   --plot "$DIR/bench.png" --verbose
 [ -n "$SAVED_HUGEPAGES" ] && [ -w /proc/sys/vm/nr_hugepages ] && echo "$SAVED_HUGEPAGES" > /proc/sys/vm/nr_hugepages
+fi
+if want stream; then
 # 4. Stream: seed 000's 16 MB at 10 Hz; flat out (registered stand-in); flat out staged (disk
 #    file stand-in, whose registration the driver refuses).
 step stream-rate "$GPU" stream --backend cuda --block 16M --rate 10 --blocks "$BLOCKS_RATE" \
@@ -96,11 +116,12 @@ step stream-flat "$GPU" stream --backend cuda --block 16M --rate 0 --blocks "$BL
   --json "$DIR/stream-flat.json"
 step stream-staged "$GPU" stream --backend cuda --block 16M --rate 0 --blocks "$BLOCKS_FLAT" \
   --host file --json "$DIR/stream-staged.json"
+fi
 
 # 5. Verdict and report.
-python3 - "$DIR" "$THRESHOLDS" "${STEPS[@]}" <<'PY'
+python3 - "$DIR" "$THRESHOLDS" "$STEP_SET" "${STEPS[@]}" <<'PY'
 import json, os, sys
-d, thr_path, steps = sys.argv[1], sys.argv[2], sys.argv[3:]
+d, thr_path, step_set, steps = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4:]
 thr = json.load(open(thr_path))
 def load(name):
     p = os.path.join(d, name)
@@ -115,7 +136,35 @@ for s in steps:
     name, rc = s.split("=")
     if rc not in ("0", "1", "skipped"):
         check(False, f"step {name} did not run to the end (exit {rc}; see {name}.log)")
-if bench:
+# Scenarios: every case that applies on the GPU passes, with the simulator's verdict; enough run.
+sc, sc_sim = load("scenarios.json"), load("scenarios-sim.json")
+PASSING = ("REPRODUCED", "FIXED", "PASSED")
+def key(c): return (c["name"], c["case"])
+if "scenarios" in step_set and any(s.startswith("scenarios=") for s in steps) and "scenarios=skipped" not in steps:
+    t = thr.get("scenarios", {})
+    if not sc:
+        check(False, "scenarios.json missing")
+    else:
+        cases = sc["scenarios"]
+        applies = [c for c in cases if c["verdict"] != "N/A"]
+        ran = [c for c in applies if c["verdict"] != "UNAVAILABLE"]
+        bad = [c for c in applies if c["verdict"] not in PASSING]
+        check(not bad, f"scenarios on cuda: {len(applies) - len(bad)} of the {len(applies)} cases that apply pass" +
+              (": not " + ", ".join(f"{c['name']}{' ' + c['case'] if c['case'] else ''} {c['verdict']}" for c in bad) if bad else ""))
+        check(len(ran) >= t.get("run_min", 0), f"scenarios run on cuda (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)} cases (min {t.get('run_min', 0)})")
+        sim = {key(c): c["verdict"] for c in (sc_sim or {}).get("scenarios", [])}
+        if sc_sim is None:
+            check(False, "scenarios-sim.json missing: no simulator run beside the GPU run")
+        else:
+            differ = [c for c in ran if c["verdict"] in PASSING and sim.get(key(c)) != c["verdict"]]
+            check(not differ, f"scenarios: the {len(ran)} cases run on cuda have the simulator's verdict" +
+                  (": not " + ", ".join(f"{c['name']} (sim {sim.get(key(c))}, cuda {c['verdict']})" for c in differ) if differ else ""))
+        with open(os.path.join(d, "scenarios.log"), "a") as log:
+            log.write(f"\ncases run on the GPU machine (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)}; "
+                      f"passed {len(applies) - len(bad)}; N/A {len(cases) - len(applies)}\n")
+if "bench" not in step_set:
+    pass
+elif bench:
     cells = bench["cells"]; top = max(c["size"] for c in cells)
     for path, key in (("registered-direct", "registered_direct_ratio_min"), ("registered-hugetlb", "registered_direct_ratio_min"), ("staged", "staged_ratio_min")):
         for dr in ("H2D", "D2H"):
@@ -127,6 +176,7 @@ if bench:
 else:
     check(False, "bench.json missing")
 for k, s in streams.items():
+    if "stream" not in step_set: break
     t = thr[f"stream_{k}"]
     if not s:
         check(False, f"stream-{k}.json missing"); continue
@@ -134,7 +184,9 @@ for k, s in streams.items():
     check(s["corrupt"] <= t["corrupt_max"], f"stream {k}: corrupt {s['corrupt']}")
     if "ratio_min" in t:
         check(s["ratio_to_pinned"] >= t["ratio_min"], f"stream {k}: {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned (min {100*t['ratio_min']:.0f}%)")
-if fid:
+if "calibrate" not in step_set:
+    pass
+elif fid:
     n = len(fid["disagreements"])
     check(n <= thr["fidelity"]["disagreements_max"], f"fidelity: {n} disagreements with the simulator ({fid['code_cases']} code cases, {fid['bandwidth_cases']} bandwidth classes over {fid.get('runs', 1)} runs, margin {100 * fid.get('margin', 0.15):.0f}%)")
 else:
@@ -148,6 +200,18 @@ if os.path.exists(os.path.join(d, "machine.txt")):
     md += ["## Machine", "```", open(os.path.join(d, "machine.txt")).read().strip(), "```", ""]
 md += ["## Verdict", "", "**PASS**" if not fails else f"**REGRESSION** ({len(fails)})", ""]
 md += ["```"] + lines + ["```", "", "## Steps", ""] + [f"- {s}" for s in steps] + [""]
+if sc:
+    sim = {key(c): c["verdict"] for c in (sc_sim or {}).get("scenarios", [])}
+    md += ["## Scenarios (the same files on the simulator and on the GPU)", "",
+           "| scenario | case | kind | sim | cuda | on cuda |", "|---|---|---|---|---|---|"]
+    for c in sc["scenarios"]:
+        detail = (c["headline"] if c["verdict"] in PASSING else c["reason"]).replace("|", "/")
+        md.append(f"| {c['name']} | {c['case'] or '-'} | {c['kind']} | {sim.get(key(c), '-')} | {c['verdict']} | {detail} |")
+    md += ["", "Cases per verdict on cuda:", ""]
+    for v in ("REPRODUCED", "FIXED", "PASSED", "FAILED", "ERROR", "UNAVAILABLE", "N/A"):
+        names = [c["name"] + (f" [{c['case']}]" if c["case"] else "") for c in sc["scenarios"] if c["verdict"] == v]
+        if names: md.append(f"- {v} ({len(names)}): " + ", ".join(names))
+    md.append("")
 if bench:
     md += ["## Bench (GB/s, medians of passes; ratio to cudaMallocHost of the same run)", "",
            "![bench](bench.png)", "", "| path | dir | size | GB/s | % of pinned | verified |", "|---|---|---|---|---|---|"]
@@ -156,13 +220,14 @@ if bench:
         md.append(f"| {c['path']} | {c['direction']} | {s} | {c['median_gbps']:.2f} | {100*c['ratio_to_pinned']:.1f} | {'ok' if not c['verify_failures'] else 'FAILED'} |")
     md += ["", "Path choices:", ""] + sorted({f"- {c['path']}: {c['choice']}" for c in bench["cells"]}) + [""]
     md += ["Notes:", ""] + [f"- {n}" for n in bench.get("notes", [])] + [""]
-md += ["## Stream", ""]
+md += ["## Stream", ""] if "stream" in step_set else []
 for k, s in streams.items():
     if s:
         md.append(f"- {k}: {s['delivered']} delivered, {s['dropped']} dropped, {s['corrupt']} corrupt of {s['blocks']} x {s['block_bytes']>>20} MiB at "
                   f"{'flat out' if not s['rate_hz'] else str(s['rate_hz'])+' Hz'} on {s['host_kind']}; {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned "
                   f"({s['pinned_gbps']:.2f}); latency p50 {s['latency_ms']['p50']:.2f} ms, p99 {s['latency_ms']['p99']:.2f} ms, max {s['latency_ms']['max']:.2f} ms; {s['path']}")
-md += ["", "## Calibration fidelity", "", "See fidelity.md (every disagreement listed) and profile.json.", ""]
+if "calibrate" in step_set:
+    md += ["", "## Calibration fidelity", "", "See fidelity.md (every disagreement listed) and profile.json.", ""]
 if fid:
     if fid.get("bandwidth"):
         md += [f"Bandwidth over {fid.get('runs', 1)} runs (GB/s); agrees when the simulator lies in [min x (1 - {fid['margin']:.2f}), max x (1 + {fid['margin']:.2f})]:", "",

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "backends/host/smaps_facts.h"
 
@@ -237,6 +238,83 @@ Result<std::unique_ptr<RegionHandle>> HostRegionProvider::Open(const OpenRequest
                                      " (as host:<kind>)");
   return std::unique_ptr<RegionHandle>(
       new HostHandle(path, kind.value(), size_, options_, request.writable));
+}
+
+uint64_t MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemTotal:") return kb * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+namespace {
+
+class StandinHandle : public RegionHandle {
+ public:
+  StandinHandle(std::unique_ptr<RegionHandle> device, RegionInfo info, bool writable)
+      : device_(std::move(device)), info_(std::move(info)), writable_(writable) {}
+  Result<RegionInfo> Info() override { return info_; }
+  Result<std::unique_ptr<HostMemory>> Map(const MapRequest& r) override {
+    if (info_.mode == MapMode::kPfnmap) {
+      auto vvar = FindNamedVma("[vvar]");
+      if (vvar.ok() && r.offset % kPage == 0 && r.length > 0 && r.length <= vvar->length) {
+        if (r.writable)
+          return Status::Errno(EACCES, "the pfnmap stand-in of " + info_.device +
+                                           " is the kernel's read-only [vvar] mapping (" +
+                                           FormatSize(vvar->length) +
+                                           "): map it with writable = false");
+        return WrapForeignMapping(vvar->start, r.length,
+                                  "stand-in of " + info_.device + ": [vvar] at " +
+                                      Hex(vvar->start) + " (VM_IO|VM_PFNMAP, read-only)");
+      }
+    }
+    const uint64_t mem_total = MemTotalBytes();
+    HostMapOptions o;
+    o.noreserve = mem_total != 0 && r.length > mem_total;
+    HostRegionProvider memory(info_.size, o);
+    OpenRequest open;
+    open.path = o.noreserve ? "host:anon" : "host:memfd";
+    open.writable = writable_;
+    RESMEM_ASSIGN_OR_RETURN(auto handle, memory.Open(open));
+    return handle->Map(r);
+  }
+  Status Ioctl(unsigned long cmd, void*) override {
+    return Status::Errno(ENOTTY, "the stand-in of " + info_.device + " answers no ioctl (" +
+                                     Hex(cmd) + "): no module runs here");
+  }
+
+ private:
+  std::unique_ptr<RegionHandle> device_;  // the described device, held open as the module's
+  RegionInfo info_;
+  bool writable_;
+};
+
+class StandinProvider : public RegionProvider {
+ public:
+  explicit StandinProvider(std::shared_ptr<RegionProvider> devices) : devices_(std::move(devices)) {}
+  std::string name() const override { return "standin"; }
+  Result<std::vector<std::string>> List() override { return devices_->List(); }
+  Result<std::unique_ptr<RegionHandle>> Open(const OpenRequest& request) override {
+    RESMEM_ASSIGN_OR_RETURN(auto device, devices_->Open(request));
+    RESMEM_ASSIGN_OR_RETURN(RegionInfo info, device->Info());
+    return std::unique_ptr<RegionHandle>(
+        new StandinHandle(std::move(device), std::move(info), request.writable));
+  }
+
+ private:
+  std::shared_ptr<RegionProvider> devices_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RegionProvider>> MakeStandinRegionProvider(
+    std::shared_ptr<RegionProvider> devices) {
+  if (!devices) return Status::InvalidArgument("the stand-in region needs a device description");
+  return std::unique_ptr<RegionProvider>(new StandinProvider(std::move(devices)));
 }
 
 }  // namespace resmem::host

@@ -45,6 +45,25 @@ Result<std::unique_ptr<HostMemory>> MapHostMemory(HostKind kind, uint64_t bytes,
 Result<std::unique_ptr<HostMemory>> WrapForeignMapping(uint64_t address, uint64_t length,
                                                        const std::string& describe);
 
+// MemTotal of this machine from /proc/meminfo, in bytes; 0 when it cannot be read.
+uint64_t MemTotalBytes();
+
+// The reserved-memory device as the GPU machine can stand it in (it loads no module; FACTS.md
+// "The GPU machine"). The device itself (its name, size, mode, and any refusal to open it) is
+// the one `devices` describes (the scenario's simulated driver); only the memory behind a
+// mapping is stood in for, by what carries the phenomenon on real hardware:
+//   mode pfnmap, a mapping that fits in the [vvar] VMA: the [vvar] mapping itself, the one
+//     VM_IO|VM_PFNMAP mapping every process has (FACTS.md: cudaHostRegister flags 0 -> 1,
+//     IoMemory -> 0 on it). It is the kernel's read-only clock page: a writable mapping is
+//     refused with EACCES, and its bytes change every tick.
+//   any other mapping: ordinary memory of the mapping's length; memfd (shmem, MAP_SHARED like
+//     the module's mapping) up to MemTotal, anonymous MAP_NORESERVE beyond it (calibrate's
+//     huge-size stand-in: FACTS.md 126 GiB and more on a 128 GiB host -> 2 at once). A pfnmap
+//     device mapped longer than [vvar] therefore stands in its size, not its VM flags: the
+//     mapping's facts (read from smaps) say so, and a vm_flags expectation catches it.
+Result<std::unique_ptr<RegionProvider>> MakeStandinRegionProvider(
+    std::shared_ptr<RegionProvider> devices);
+
 // A RegionProvider whose devices are the kinds: "host:memfd", "host:hugetlb", "host:shm",
 // "host:file", "host:file-private", "host:anon". Each device is `size` bytes; Map honours offset,
 // length and protections like the module's mmap (bounds checked, page aligned).

@@ -117,5 +117,98 @@ TEST(ForeignMapping, VvarIsPfnmapWhereTheKernelHasIt) {
   EXPECT_EQ((*mem)->facts().backing, Backing::kDevicePfn);
 }
 
+// A device description for the stand-in: one device of the given size and mode.
+class OneDevice : public RegionProvider {
+ public:
+  OneDevice(uint64_t size, MapMode mode) : size_(size), mode_(mode) {}
+  std::string name() const override { return "one"; }
+  Result<std::vector<std::string>> List() override { return std::vector<std::string>{"/dev/resmem0"}; }
+  Result<std::unique_ptr<RegionHandle>> Open(const OpenRequest& r) override {
+    if (!r.path.empty() && r.path != "/dev/resmem0") return Status::Errno(ENOENT, "no " + r.path);
+    return std::unique_ptr<RegionHandle>(new HostRegionProviderHandle(size_, mode_));
+  }
+
+ private:
+  // Only Info is asked of the described device.
+  class HostRegionProviderHandle : public RegionHandle {
+   public:
+    HostRegionProviderHandle(uint64_t size, MapMode mode) : size_(size), mode_(mode) {}
+    Result<RegionInfo> Info() override {
+      RegionInfo i;
+      i.device = "/dev/resmem0";
+      i.size = size_;
+      i.mode = mode_;
+      return i;
+    }
+    Result<std::unique_ptr<HostMemory>> Map(const MapRequest&) override {
+      return Status::Internal("the stand-in must not map the described device");
+    }
+    Status Ioctl(unsigned long, void*) override { return Status::Ok(); }
+
+   private:
+    uint64_t size_;
+    MapMode mode_;
+  };
+  uint64_t size_;
+  MapMode mode_;
+};
+
+TEST(StandinRegion, PfnmapMappingsThatFitAreTheReadOnlyVvar) {
+  auto vvar = FindNamedVma("[vvar]");
+  if (!vvar.ok()) GTEST_SKIP() << "skipped: no [vvar] mapping on this kernel";
+  auto provider = MakeStandinRegionProvider(std::make_shared<OneDevice>(1ull << 30, MapMode::kPfnmap));
+  ASSERT_TRUE(provider.ok());
+  auto handle = (*provider)->Open({});
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  EXPECT_EQ((*handle)->Info()->size, 1ull << 30);
+  MapRequest r;
+  r.length = 4096;
+  auto writable = (*handle)->Map(r);
+  ASSERT_FALSE(writable.ok());
+  EXPECT_EQ(writable.status().code(), EACCES);
+  EXPECT_NE(writable.status().message().find("writable = false"), std::string::npos);
+  r.writable = false;
+  auto mem = (*handle)->Map(r);
+  ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+  EXPECT_TRUE((*mem)->facts().vm_pfnmap);
+  EXPECT_TRUE((*mem)->facts().vm_io);
+  EXPECT_EQ((*mem)->address(), vvar->start);
+  // Longer than [vvar]: ordinary memory of that length, whose facts say so.
+  r.length = 16 << 20;
+  r.writable = true;
+  auto longer = (*handle)->Map(r);
+  ASSERT_TRUE(longer.ok()) << longer.status().ToString();
+  EXPECT_FALSE((*longer)->facts().vm_pfnmap);
+  EXPECT_EQ((*longer)->facts().backing, Backing::kShmem);
+}
+
+TEST(StandinRegion, PagesAreMemfdAndPastMemTotalNoreserve) {
+  const uint64_t mem_total = MemTotalBytes();
+  ASSERT_GT(mem_total, 0u);
+  const uint64_t huge = (mem_total + (1ull << 30)) & ~((1ull << 30) - 1);
+  auto provider = MakeStandinRegionProvider(std::make_shared<OneDevice>(2 * huge, MapMode::kPages));
+  ASSERT_TRUE(provider.ok());
+  auto handle = (*provider)->Open({});
+  ASSERT_TRUE(handle.ok());
+  MapRequest r;
+  r.length = 1 << 20;
+  auto small = (*handle)->Map(r);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ((*small)->facts().backing, Backing::kShmem);
+  EXPECT_TRUE((*small)->facts().shared);
+  r.length = huge;  // more than this machine has: address space only
+  auto big = (*handle)->Map(r);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ((*big)->facts().backing, Backing::kAnonymous);
+  EXPECT_EQ((*big)->size(), huge);
+  r.offset = 2 * huge - 4096;
+  r.length = 8192;  // bounds are the described device's
+  EXPECT_FALSE((*handle)->Map(r).ok());
+  OpenRequest other;
+  other.path = "/dev/resmem7";
+  EXPECT_EQ((*provider)->Open(other).status().code(), ENOENT);  // the description decides
+}
+
 }  // namespace
 }  // namespace resmem::host
+

@@ -20,7 +20,7 @@ struct Preset {
 constexpr Preset kPresets[] = {
     {"sim", "sim", "sim", "sim"},     {"kmod", "host", "kmod", "sim"},
     {"fuse", "sim", "fuse", "sim"},   {"host", "host", "memfd", "sim"},
-    {"cuda", "host", "memfd", "cuda"},
+    {"cuda", "host", "standin", "cuda"}, {"kmod+cuda", "host", "kmod", "cuda"},
 };
 
 template <typename F>

@@ -5,7 +5,10 @@
 //   kmod  platform=host region=kmod  gpu=sim    (the real module; the CUDA model judges its mappings)
 //   fuse  platform=sim  region=fuse  gpu=sim    (the sim device served through a real FUSE mount)
 //   host  platform=host region=memfd gpu=sim    (host stand-ins for reserved memory)
-//   cuda  platform=host region=memfd gpu=cuda   (the real GPU)
+//   cuda  platform=host region=standin gpu=cuda (the real GPU; the scenario's devices stood in
+//         for by host memory: [vvar] for pfnmap, memfd, MAP_NORESERVE past MemTotal)
+//   kmod+cuda platform=host region=kmod gpu=cuda (the real module and the real GPU, for a GPU
+//         host that can load the module; docs/hil/README.md)
 // or spelled out: "platform=host,region=kmod,gpu=sim".
 #ifndef RESMEM_ENGINE_BACKEND_BACKEND_FACTORY_H_
 #define RESMEM_ENGINE_BACKEND_BACKEND_FACTORY_H_

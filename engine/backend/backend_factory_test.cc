@@ -13,6 +13,15 @@ TEST(BackendFactory, ResolvesPresetsAndSpelledOutSpecs) {
   ASSERT_TRUE(kmod.ok());
   EXPECT_EQ(kmod->platform, "host");
   EXPECT_EQ(kmod->gpu, "sim");
+  auto cuda = ResolveBackendSpec("cuda");
+  ASSERT_TRUE(cuda.ok());
+  EXPECT_EQ(cuda->region, "standin");
+  EXPECT_EQ(cuda->gpu, "cuda");
+  auto lab = ResolveBackendSpec("kmod+cuda");  // a GPU host that can load the module
+  ASSERT_TRUE(lab.ok());
+  EXPECT_EQ(lab->platform, "host");
+  EXPECT_EQ(lab->region, "kmod");
+  EXPECT_EQ(lab->gpu, "cuda");
   auto mixed = ResolveBackendSpec("platform=sim,region=sim,gpu=sim");
   ASSERT_TRUE(mixed.ok());
   EXPECT_FALSE(ResolveBackendSpec("warp").ok());

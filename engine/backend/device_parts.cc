@@ -1,8 +1,9 @@
 // The parts that stand on real devices other than the kernel module:
 //   region=fuse    the scenario's simulated device served through a real FUSE mount (mock/fuse),
 //                  opened and mapped by the fuse Region backend like /dev/resmemN
+//   region=standin the scenario's devices over host stand-ins chosen per mapping (the cuda preset)
 //   region=memfd|hugetlb|shm|file|file-private|anon
-//                  host memory standing in for the reserved range where no module can load
+//                  host memory of one kind standing in for the reserved range
 //   gpu=cuda       the CUDA runtime on a real GPU
 #include <cstdlib>
 
@@ -32,6 +33,17 @@ const bool kFuseRegion = RegisterRegionPart("fuse", [](PartContext& ctx) -> Resu
   ctx.keep_alive.push_back(sim);
   ctx.keep_alive.push_back(mounted);
   return MakeFuseRegionProvider(mounted->mount_dir());
+});
+
+// The scenario's devices (the simulated driver decides names, sizes, modes and refusals) over
+// host memory that stands in for the reserved range on a machine that loads no module
+// (backends/host MakeStandinRegionProvider: [vvar] for pfnmap mappings that fit in it, memfd,
+// anonymous MAP_NORESERVE beyond MemTotal). The region of the cuda backend.
+const bool kStandinRegion = RegisterRegionPart("standin", [](PartContext& ctx) -> Result<std::unique_ptr<RegionProvider>> {
+  auto world = ctx.World();
+  if (!world.ok()) return world.status();
+  return host::MakeStandinRegionProvider(
+      std::shared_ptr<RegionProvider>(sim::MakeSimRegionProvider(*world, ctx.driver)));
 });
 
 // One host kind as the whole region: Open() with no path opens that kind's device.

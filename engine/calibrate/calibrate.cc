@@ -74,17 +74,6 @@ json Outcome(const Status& st, const std::string& profile) {
   return {{"code", -1}, {"error", st.ToString()}};
 }
 
-uint64_t MemTotalBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kb = 0;
-  while (in >> key >> kb) {
-    if (key == "MemTotal:") return kb * 1024;
-    in.ignore(1 << 10, '\n');
-  }
-  return 0;
-}
-
 struct Kind {
   std::string name;
   host::HostKind host_kind;
@@ -155,7 +144,7 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
                         a.pageable_memory_access_uses_host_page_tables},
                        {"async_engine_count", a.async_engine_count},
                        {"can_map_host_memory", a.can_map_host_memory}};
-  profile["host_mem_total"] = MemTotalBytes();
+  profile["host_mem_total"] = host::MemTotalBytes();
 
   // Reserve 2 MiB pages for the hugetlb kind (FACTS.md: nr_hugepages is writable there).
   std::string saved_hugepages;
@@ -220,7 +209,7 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
   } else {
     profile["skipped"].push_back("pfnmap-vvar: " + vvar.status().ToString());
   }
-  const uint64_t mem_total = MemTotalBytes();
+  const uint64_t mem_total = host::MemTotalBytes();
   for (uint64_t size : o.huge_sizes) {
     if (mem_total && size <= mem_total) {
       profile["skipped"].push_back("huge " + FormatSize(size) +

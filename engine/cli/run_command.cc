@@ -20,7 +20,7 @@ const char kUsage[] =
     "  N/A (not applicable on this backend, with the reason), UNAVAILABLE (the backend's parts\n"
     "  are missing here, with the reason).\n"
     "options:\n"
-    "  --backend NAME     sim (default), kmod, fuse, host, cuda, or platform=P,region=R,gpu=G\n"
+    "  --backend NAME     sim (default), kmod, fuse, host, cuda, kmod+cuda, or platform=P,region=R,gpu=G\n"
     "  --seed N           override every scenario's seed (replays a failing run)\n"
     "  --json FILE        also write the JSON report to FILE ('-' for stdout, table to stderr)\n"
     "  --option K=V       pass an option to the backend's parts (repeatable)\n"

@@ -141,5 +141,59 @@ TEST(Runner, NotApplicableAndUnknownBackends) {
   EXPECT_EQ(RunScenario(s, o).verdict, ScenarioVerdict::kError);
 }
 
+// [step.on.BACKEND] arguments replace the step's own on that backend only.
+TEST(Runner, BackendArgumentsReplaceTheStepsOwn) {
+  g_setup = {};
+  g_setup.facts.backing = Backing::kAnonymous;  // registers fine
+  auto s = Make("");
+  s.steps[1].args["length"].str = "64K";
+  scenario::Step verify{"verify"};
+  verify.args["span"].str = "m";
+  verify.args["length"].str = "8K";  // inside a 64K mapping, past a 4K one
+  s.steps.push_back(verify);
+  auto own = RunScenario(s, MockBackend());
+  EXPECT_EQ(own.verdict, ScenarioVerdict::kReproduced) << own.reason;
+
+  scenario::Value four_k;
+  four_k.str = "4K";
+  s.steps[1].on["platform=sim,region=mock,gpu=sim"].args["length"] = four_k;
+  auto overridden = RunScenario(s, MockBackend());
+  EXPECT_EQ(overridden.verdict, ScenarioVerdict::kFailed);
+  EXPECT_EQ(overridden.steps[3].verdict, StepVerdict::kFail) << overridden.reason;
+
+  s.steps[1].on.clear();
+  s.steps[1].on["cuda"].args["length"] = four_k;  // another backend's override changes nothing
+  EXPECT_EQ(RunScenario(s, MockBackend()).verdict, ScenarioVerdict::kReproduced);
+}
+
+// `passes` measures several times and reports the median, and says how many.
+TEST(Runner, PassesTakeTheMedian) {
+  scenario::Scenario s;
+  s.name = "passes";
+  s.kind = "check";
+  s.machine = *sim::MachinePreset("h100-host");
+  scenario::Step pinned{"alloc_pinned"};
+  pinned.args["as"].str = "p";
+  pinned.args["length"].str = "16M";
+  scenario::Step dev{"alloc_device"};
+  dev.args["as"].str = "d";
+  dev.args["length"].str = "16M";
+  scenario::Step copy{"copy"};
+  copy.args["direction"].str = "h2d";
+  copy.args["host"].str = "p";
+  copy.args["device"].str = "d";
+  copy.args["length"].str = "16M";
+  copy.args["passes"].kind = scenario::Value::Kind::kInt;
+  copy.args["passes"].i = 5;
+  s.steps = {pinned, dev, copy};
+  RunOptions o;
+  auto r = RunScenario(s, o);
+  ASSERT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
+  EXPECT_EQ(r.steps[2].numbers["passes"], 5);
+  EXPECT_GT(r.steps[2].numbers["mbps"], 40000);  // the model's pinned link, 53.8 GB/s
+  s.steps[2].args["passes"].i = 0;
+  EXPECT_EQ(RunScenario(s, o).verdict, ScenarioVerdict::kFailed);
+}
+
 }  // namespace
 }  // namespace resmem::engine

@@ -177,7 +177,8 @@ std::optional<uint64_t> GetSize(const toml::table& t, const std::string& key,
   return std::nullopt;
 }
 
-void ParseScenarioTable(const toml::table& t, Errors& errors, Scenario* s) {
+void ParseScenarioTable(const toml::table& t, const std::string& sweep_value, Errors& errors,
+                        Scenario* s) {
   CheckKeys(t, "scenario",
             {"name", "title", "kind", "seed_file", "cites", "twin", "remedy", "seed",
              "not_applicable"},
@@ -203,9 +204,25 @@ void ParseScenarioTable(const toml::table& t, Errors& errors, Scenario* s) {
   if (const toml::node* na = t.get("not_applicable")) {
     if (const auto* nt = na->as_table()) {
       for (const auto& [k, v] : *nt) {
+        const std::string where = "scenario.not_applicable." + std::string(k.str());
+        if (const auto* per_case = v.as_table()) {
+          // Per sweep case: only the cases named are not applicable.
+          if (sweep_value.empty()) {
+            errors.Add(LineOf(v), where, "a table of per-case reasons needs a [sweep] section");
+            continue;
+          }
+          const toml::node* entry = per_case->get(sweep_value);
+          if (!entry) continue;
+          if (!entry->is_string()) {
+            errors.Add(LineOf(*entry), where, "expected the reason as a string");
+            continue;
+          }
+          s->not_applicable[std::string(k.str())] = *entry->value<std::string>();
+          continue;
+        }
         if (!v.is_string()) {
-          errors.Add(LineOf(v), "scenario.not_applicable." + std::string(k.str()),
-                     "expected the reason as a string");
+          errors.Add(LineOf(v), where,
+                     "expected the reason as a string, or a table of reasons per sweep case");
           continue;
         }
         s->not_applicable[std::string(k.str())] = *v.value<std::string>();
@@ -508,13 +525,25 @@ void ParseStep(const toml::table& t, const std::string& sweep_value, Errors& err
           errors.Add(LineOf(bv), "step.on." + backend, "expected a table with skip or expect");
           continue;
         }
-        CheckKeys(*bt, "step.on." + backend, {"skip", "expect"}, errors);
+        std::vector<std::string> allowed = {"skip", "expect"};
+        for (const auto& a : op->args) allowed.push_back(a.name);
+        CheckKeys(*bt, "step.on." + backend, allowed, errors);
         BackendOverride o;
         if (auto sk = GetString(*bt, "skip", "step.on." + backend, errors)) o.skip = *sk;
         if (const toml::node* e = bt->get("expect")) {
           Expectation ex;
           ParseExpect(*e, "step.on." + backend + ".expect", *op, sweep_value, errors, &ex);
           o.expect = ex;
+        }
+        for (const auto& a : op->args) {
+          const toml::node* an = bt->get(a.name);
+          if (!an) continue;
+          const std::string where = "step.on." + backend + "." + a.name;
+          Value val;
+          if (!ToValue(*an, where, sweep_value, errors, &val)) continue;
+          Status st = CheckArg(a, val);
+          if (!st.ok()) errors.Add(val.line, where, st.message());
+          o.args[a.name] = val;
         }
         step.on[backend] = o;
       }
@@ -569,7 +598,7 @@ Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
   if (!sweep_var.empty()) s.case_label = sweep_var + "=" + sweep_value;
   const auto* sc = root.get_as<toml::table>("scenario");
   if (!sc) return Status::InvalidArgument(path + ":1: key 'scenario': missing [scenario] table with name, kind, seed_file");
-  ParseScenarioTable(*sc, errors, &s);
+  ParseScenarioTable(*sc, sweep_value, errors, &s);
   if (const auto* m = root.get_as<toml::table>("machine")) ParseMachine(*m, errors, &s);
   else errors.Add(1, "machine", "missing [machine] table (preset = one of " + JoinNames(sim::MachinePresetNames()) + ")");
   if (const auto* d = root.get_as<toml::table>("driver")) ParseDriver(*d, errors, &s);

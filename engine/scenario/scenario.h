@@ -45,6 +45,9 @@ struct Expectation {
 struct BackendOverride {
   std::optional<std::string> skip;  // not applicable on this backend: the reason, printed
   std::optional<Expectation> expect;
+  // Arguments that differ on this backend (a host stand-in allows other lengths than the
+  // reserved range: [step.on.cuda] length = "4K"); they replace the step's own.
+  std::map<std::string, Value> args;
 };
 
 struct Step {
@@ -72,7 +75,9 @@ struct Scenario {
   std::string remedy;        // for a fix: what the remedy is
   uint64_t seed = 1;
   std::string case_label;    // "reservation=64G" for one case of a sweep; "" otherwise
-  std::map<std::string, std::string> not_applicable;  // backend -> reason (whole scenario)
+  // backend -> reason (whole scenario). Written per sweep case as a table
+  // (not_applicable.cuda = { "128G" = "why" }), only the cases it names are not applicable.
+  std::map<std::string, std::string> not_applicable;
 
   sim::MachineSpec machine;
   sim::SimDriverSpec driver;

@@ -127,5 +127,65 @@ expect.usable_ram = { "1G" = "3G" }
   EXPECT_NE(m.status().message().find("2G"), std::string::npos);
 }
 
+constexpr char kPerBackend[] = R"(
+[scenario]
+name = "per-backend"
+not_applicable.cuda = { "128G" = "the cliff needs memory types" }
+
+[sweep]
+reservation = ["1G", "128G"]
+
+[machine]
+preset = "seed000-workstation"
+cmdline = "mem=4G memmap=${reservation}$4G"
+
+[[step]]
+do = "open"
+
+[[step]]
+do = "mmap"
+as = "res"
+length = "1G"
+[step.on.cuda]
+length = "4K"
+writable = false
+expect = { vm_flags = "pf io" }
+)";
+
+TEST(ScenarioFile, PerBackendArgumentsAndPerCaseNotApplicable) {
+  auto cases = ParseScenarioText(kPerBackend, "per.toml");
+  ASSERT_TRUE(cases.ok()) << cases.status().ToString();
+  ASSERT_EQ(cases->size(), 2u);
+  EXPECT_EQ((*cases)[0].not_applicable.count("cuda"), 0u);  // 1G applies
+  EXPECT_EQ((*cases)[1].not_applicable.at("cuda"), "the cliff needs memory types");
+  const auto& on = (*cases)[0].steps[1].on.at("cuda");
+  EXPECT_EQ(on.args.at("length").str, "4K");
+  EXPECT_FALSE(on.args.at("writable").b);
+  EXPECT_EQ(on.expect->Get("vm_flags")->str, "pf io");
+  EXPECT_EQ((*cases)[0].steps[1].Arg("length")->str, "1G");  // the step's own stays
+}
+
+TEST(ScenarioFile, PerBackendArgumentsAreCheckedLikeTheStepsOwn) {
+  std::string text = kPerBackend;
+  const std::string good = "length = \"4K\"";
+  text.replace(text.find(good), good.size(), "lenght = \"4K\"");
+  auto bad = ParseScenarioText(text, "per.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("per.toml:"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("step.on.cuda.lenght"), std::string::npos) << bad.status().message();
+
+  text = kPerBackend;
+  text.replace(text.find("writable = false"), 16, "writable = 3");
+  bad = ParseScenarioText(text, "per.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("step.on.cuda.writable"), std::string::npos) << bad.status().message();
+
+  text = kPerBackend;
+  text.replace(text.find("[sweep]"), 7, "[swept]");
+  bad = ParseScenarioText(text, "per.toml");
+  ASSERT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace resmem::scenario
+
