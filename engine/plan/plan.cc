@@ -1,0 +1,433 @@
+// The reservation planner. Each placement rule cites where it comes from.
+#include "engine/plan/plan.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <sstream>
+
+#include "mock/machine/cmdline.h"
+#include "mock/machine/e820_table.h"
+#include "nlohmann/json.hpp"
+
+namespace resmem::engine {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t k4G = 4 * kGiB;
+constexpr uint64_t kPage = 4096;
+
+// Below 4 GiB the kernel image lives from CONFIG_PHYSICAL_START (0x1000000, arch/x86/Kconfig)
+// with its decompression buffer and early page tables after it: the plan keeps [0, 128 MiB)
+// free. KASLR moves the image but avoids memmap= ranges itself
+// (arch/x86/boot/compressed/kaslr.c, mem_avoid_memmap), so only the default place matters.
+constexpr uint64_t kKernelFloor = 128 * kMiB;
+// GRUB loads the initrd as high as it can below the kernel's initrd_addr_max (0x7fffffff for
+// boot protocol 2.03+, Documentation/x86/boot.rst; grub-core/loader/i386/linux.c,
+// grub_cmd_initrd, relocator preference "high"): the plan keeps 512 MiB below
+// min(2 GiB, end of that RAM) free of the reservation.
+constexpr uint64_t kInitrdCeiling = 2 * kGiB;
+constexpr uint64_t kInitrdZone = 512 * kMiB;
+
+std::string Hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+std::string MemRange(uint64_t start, uint64_t end) {
+  char b[64];
+  std::snprintf(b, sizeof b, "[mem 0x%016" PRIx64 "-0x%016" PRIx64 "]", start, end - 1);
+  return b;
+}
+
+uint64_t AlignUp(uint64_t v, uint64_t a) {
+  const uint64_t r = v % a;
+  return r == 0 ? v : (v + (a - r) < v ? UINT64_MAX : v + (a - r));
+}
+
+struct Interval {
+  uint64_t start, end;  // exclusive
+};
+
+// Removes [cut_start, cut_end) from every interval.
+std::vector<Interval> Subtract(const std::vector<Interval>& in, uint64_t cut_start,
+                               uint64_t cut_end) {
+  std::vector<Interval> out;
+  for (const auto& i : in) {
+    if (cut_end <= i.start || cut_start >= i.end) {
+      out.push_back(i);
+      continue;
+    }
+    if (i.start < cut_start) out.push_back({i.start, cut_start});
+    if (cut_end < i.end) out.push_back({cut_end, i.end});
+  }
+  return out;
+}
+
+bool IsReservationOption(const sim::KernelOption& o) {
+  if (o.key == "mem") return true;
+  if (o.key != "memmap") return false;
+  // memmap=nn$ss reserves; a bare memmap=nn acts as mem=nn (e820.c, parse_memmap_one): both
+  // are what a reservation plan replaces. memmap=nn!ss, @ss, #ss, %ss, exactmap stay.
+  for (size_t pos = 0; pos <= o.value.size();) {
+    const size_t comma = o.value.find(',', pos);
+    const std::string item = o.value.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    const auto size = sim::MemParse(item);
+    if (size.consumed > 0 && (size.consumed == item.size() || item[size.consumed] == '$'))
+      return true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+// crashkernel=SIZE@OFFSET pins a range (kernel/crash_core.c, parse_crashkernel_simple);
+// crashkernel=SIZE and the range syntax let the kernel pick from memblock, which never hands
+// out e820-reserved memory, so only the pinned form can collide.
+std::optional<Interval> PinnedCrashKernel(const std::vector<sim::KernelOption>& options) {
+  for (const auto& o : options) {
+    if (o.key != "crashkernel") continue;
+    const auto size = sim::MemParse(o.value);
+    if (size.consumed == 0 || size.consumed >= o.value.size() || o.value[size.consumed] != '@')
+      continue;
+    const auto at = sim::MemParse(o.value.substr(size.consumed + 1));
+    if (at.consumed == 0) continue;
+    return Interval{at.value, at.value + size.value};
+  }
+  return std::nullopt;
+}
+
+// Names what keeps [start, end) from being write-back under the MTRRs, or "" when it is WB.
+std::string MtrrBlocker(const sim::MachineSpec& m, uint64_t start, uint64_t end) {
+  if (!m.mtrr.enabled) return "the MTRRs are disabled (MTRRdefType.E = 0): all memory is UC";
+  for (size_t i = 0; i < m.mtrr.variable.size(); ++i) {
+    const auto& r = m.mtrr.variable[i];
+    if (r.type == MemoryType::kWriteBack || r.base >= end || r.base + r.size <= start) continue;
+    return "variable MTRR reg" + std::to_string(i) + " (base " + Hex(r.base) + ", size " +
+           FormatSize(r.size) + ") makes " + MemRange(std::max(r.base, start),
+                                                      std::min(r.base + r.size, end)) +
+           " " + MemoryTypeName(r.type);
+  }
+  // No non-WB range overlaps: the default type must cover a part no WB range does.
+  for (uint64_t a = start; a < end;) {
+    const MemoryType t = sim::MtrrTypeAt(m.mtrr, a);
+    uint64_t b = end;
+    for (const auto& r : m.mtrr.variable) {
+      if (r.base > a && r.base < b) b = r.base;
+      if (r.base + r.size > a && r.base + r.size < b) b = r.base + r.size;
+    }
+    if (t != MemoryType::kWriteBack)
+      return "no write-back MTRR covers " + MemRange(a, b) + " and the default type is " +
+             MemoryTypeName(m.mtrr.default_type);
+    a = b;
+  }
+  return "";
+}
+
+// Start addresses worth trying in [lo, hi) for `size` bytes: the first aligned one, and the
+// first aligned one after every MTRR edge (a type can only change there).
+std::vector<uint64_t> CandidateStarts(const sim::MachineSpec& m, const Interval& iv,
+                                      uint64_t size, uint64_t align) {
+  std::vector<uint64_t> edges = {iv.start};
+  for (const auto& r : m.mtrr.variable) {
+    edges.push_back(r.base);
+    edges.push_back(r.base + r.size);
+  }
+  std::vector<uint64_t> out;
+  for (uint64_t e : edges) {
+    if (e < iv.start || e >= iv.end) continue;
+    const uint64_t s = AlignUp(e, align);
+    if (s != UINT64_MAX && s + size > s && s + size <= iv.end) out.push_back(s);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// grub.cfg: GRUB's lexer expands $ outside single quotes (grub-core/script/yylex.l), so a
+// literal $ is written \$.
+std::string GrubCfgSpelling(const std::string& option) {
+  std::string out;
+  for (char c : option) {
+    if (c == '$' || c == '\\' || c == '"' || c == '\'') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// /etc/default/grub: sourced by /bin/sh inside double quotes, where \\ gives \ and \$ gives $, so
+// the grub.cfg spelling \$ is written \\\$ (the three backslashes of docs/kmod.md).
+std::string EtcDefaultGrubSpelling(const std::string& option) {
+  std::string out;
+  for (char c : GrubCfgSpelling(option)) {
+    if (c == '$' || c == '\\' || c == '"' || c == '`') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string MemparseSpelling(uint64_t bytes) {
+  // memparse() suffixes are binary (lib/cmdline.c): the largest that divides exactly.
+  static const struct {
+    char suffix;
+    int shift;
+  } kUnits[] = {{'T', 40}, {'G', 30}, {'M', 20}, {'K', 10}};
+  if (bytes == 0) return "0";
+  for (const auto& u : kUnits) {
+    const uint64_t unit = 1ull << u.shift;
+    if (bytes % unit == 0) return std::to_string(bytes >> u.shift) + u.suffix;
+  }
+  return Hex(bytes);
+}
+
+Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const PlanRequest& req) {
+  if (req.size == 0) return Status::InvalidArgument("the size to reserve is 0; give e.g. 16G");
+  if (req.size % kPage != 0)
+    return Status::InvalidArgument("the size " + std::to_string(req.size) +
+                                   " is not a multiple of 4 KiB pages; round it, e.g. " +
+                                   MemparseSpelling(AlignUp(req.size, kPage)));
+  if (req.at && *req.at % kPage != 0)
+    return Status::InvalidArgument("--at " + Hex(*req.at) +
+                                   " is not page-aligned; the kernel reserves whole pages");
+  if (req.dma_bits < 32 || req.dma_bits > 64)
+    return Status::InvalidArgument("--dma-bits " + std::to_string(req.dma_bits) +
+                                   " is outside 32..64");
+  ReservationPlan plan;
+  plan.size = req.size;
+
+  // The command line without the options a plan replaces.
+  const auto options = sim::SplitKernelCmdline(machine.cmdline);
+  std::string kept;
+  for (const auto& o : options) {
+    if (IsReservationOption(o)) {
+      plan.replaced.push_back(o.raw);
+      continue;
+    }
+    kept += (kept.empty() ? "" : " ") + o.raw;
+  }
+  sim::MachineSpec base = machine;
+  base.cmdline = kept;
+  base.cmdline_source = "kernel";
+  RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel booted, sim::Boot(base));
+
+  // Usable RAM of the kernel as booted without a reservation: e820 "usable" entries only, so
+  // holes, MMIO windows and firmware-reserved ranges are never proposed (e820.c types).
+  std::vector<Interval> free;
+  for (const auto& e : booted.e820)
+    if (e.type == sim::E820Type::kRam) free.push_back({e.start, e.end});
+  for (const auto& w : machine.mmio) free = Subtract(free, w.start, w.end);
+  free = Subtract(free, 0, kMiB);  // the real-mode first MiB (BIOS data, EBDA, trampoline)
+  plan.reasons.push_back("only usable RAM of the booted kernel's e820 map, never below 1 MiB");
+  if (auto crash = PinnedCrashKernel(options)) {
+    free = Subtract(free, crash->start, crash->end);
+    plan.reasons.push_back("clear of crashkernel= " + MemRange(crash->start, crash->end));
+  }
+  uint64_t high_ram = 0;
+  for (const auto& i : free) high_ram += i.end > k4G ? i.end - std::max(i.start, k4G) : 0;
+  const bool below_4g = req.dma_bits <= 32 || (high_ram < req.size && !req.at);
+  if (below_4g || (req.at && *req.at < k4G)) {
+    uint64_t low_top = 0;
+    for (const auto& i : free)
+      if (i.start < kInitrdCeiling) low_top = std::max(low_top, std::min(i.end, kInitrdCeiling));
+    free = Subtract(free, 0, kKernelFloor);
+    if (low_top > kInitrdZone) free = Subtract(free, low_top - kInitrdZone, low_top);
+    plan.reasons.push_back("below 4 GiB: clear of the kernel image " + MemRange(0, kKernelFloor) +
+                           " and of the initrd's place below " + Hex(low_top));
+  }
+  if (req.dma_bits <= 32) {
+    free = Subtract(free, k4G, UINT64_MAX);
+    plan.reasons.push_back("below 4 GiB: the device's DMA mask is 32 bits");
+  } else if (!req.at && high_ram >= req.size) {
+    free = Subtract(free, 0, k4G);
+    plan.reasons.push_back(
+        "above 4 GiB: below it are the PCI hole, the kernel, the initrd and ZONE_DMA32");
+  }
+
+  const uint64_t usable = booted.usable_ram;
+  const uint64_t keep = req.keep ? *req.keep : std::min<uint64_t>(4 * kGiB, usable / 2);
+  if (req.size > usable || usable - req.size < keep)
+    return Status::Error(kFailedPrecondition, 
+        "reserving " + FormatSize(req.size) + " leaves " +
+        (req.size > usable ? std::string("nothing") : FormatSize(usable - req.size)) +
+        " of the " + FormatSize(usable) + " usable RAM, less than the " + FormatSize(keep) +
+        " kept for the system; reserve at most " +
+        MemparseSpelling(usable > keep ? (usable - keep) / (2 * kMiB) * (2 * kMiB) : 0) +
+        " or lower --keep");
+  plan.usable_after = usable - req.size;
+
+  const uint64_t align = req.align ? req.align : (req.size >= kGiB ? kGiB : 2 * kMiB);
+  std::vector<uint64_t> starts;
+  if (req.at) {
+    bool inside = false;
+    for (const auto& i : free)
+      if (*req.at >= i.start && *req.at + req.size <= i.end && *req.at + req.size > *req.at)
+        inside = true;
+    if (!inside) {
+      const uint64_t at_end = *req.at + req.size;
+      std::string what;
+      for (const auto& w : machine.mmio)
+        if (what.empty() && *req.at < w.end && at_end > w.start)
+          what = "over the MMIO window " + w.name + " " + MemRange(w.start, w.end);
+      if (what.empty() && sim::E820BytesOfType(booted.e820, *req.at, at_end,
+                                               sim::E820Type::kRam) != req.size)
+        what = "not all usable RAM of the booted kernel (a hole, firmware-reserved memory or "
+               "past the end of RAM)";
+      if (what.empty()) what = "inside what the plan keeps free (" + plan.reasons.back() + ")";
+      return Status::Error(kFailedPrecondition,
+          "--at " + Hex(*req.at) + " for " + FormatSize(req.size) + ": " +
+          MemRange(*req.at, at_end) + " is " + what +
+          "; run without --at to get a place that fits");
+    }
+    starts.push_back(*req.at);
+  } else {
+    for (const auto& i : free)
+      for (uint64_t s : CandidateStarts(machine, i, req.size, align)) starts.push_back(s);
+    if (starts.empty() && align > 2 * kMiB) {
+      for (const auto& i : free)
+        for (uint64_t s : CandidateStarts(machine, i, req.size, 2 * kMiB)) starts.push_back(s);
+      if (!starts.empty())
+        plan.warnings.push_back("no 1 GiB-aligned place fits; the range is 2 MiB-aligned");
+    }
+    if (starts.empty()) {
+      uint64_t largest = 0;
+      for (const auto& i : free) largest = std::max(largest, i.end - i.start);
+      return Status::Error(kFailedPrecondition, "no contiguous usable RAM of " + FormatSize(req.size) +
+                                        " left after the rules above; the largest piece is " +
+                                        FormatSize(largest) + ": reserve at most " +
+                                        MemparseSpelling(largest / (2 * kMiB) * (2 * kMiB)));
+    }
+  }
+
+  std::string first_blocker;
+  for (uint64_t s : starts) {
+    const std::string blocker = MtrrBlocker(machine, s, s + req.size);
+    if (blocker.empty()) {
+      plan.start = s;
+      break;
+    }
+    if (first_blocker.empty()) first_blocker = MemRange(s, s + req.size) + ": " + blocker;
+  }
+  if (!first_blocker.empty() && plan.start == 0) {
+    // Nothing of this size is write-back: say how large a write-back place could be. The MTRR
+    // type is constant between edges (range bounds and MTRR bounds), so pieces suffice.
+    uint64_t best = 0, best_at = 0;
+    for (const auto& i : free) {
+      std::vector<uint64_t> edges = {i.start, i.end};
+      for (const auto& r : machine.mtrr.variable)
+        for (uint64_t e : {r.base, r.base + r.size})
+          if (e > i.start && e < i.end) edges.push_back(e);
+      std::sort(edges.begin(), edges.end());
+      uint64_t run_start = i.start;
+      bool in_run = false;
+      for (size_t k = 0; k + 1 < edges.size(); ++k) {
+        const bool wb = sim::MtrrTypeAt(machine.mtrr, edges[k]) == MemoryType::kWriteBack;
+        if (wb && !in_run) run_start = edges[k];
+        in_run = wb;
+        const bool run_ends = in_run && (k + 2 == edges.size() ||
+            sim::MtrrTypeAt(machine.mtrr, edges[k + 1]) != MemoryType::kWriteBack);
+        if (!run_ends) continue;
+        const uint64_t s = AlignUp(run_start, 2 * kMiB);
+        const uint64_t e = edges[k + 1] / (2 * kMiB) * (2 * kMiB);
+        if (e > s && e - s > best) best = e - s, best_at = s;
+        in_run = false;
+      }
+    }
+    return Status::Error(kFailedPrecondition, 
+        "no place for " + FormatSize(req.size) + " is write-back: " + first_blocker +
+        ", so every mapping of it is UC- and runs at uncached speed (seed 000's cliff)" +
+        (best ? "; the largest write-back place is " + FormatSize(best) + " at " + Hex(best_at) +
+                    " (resmem plan " + MemparseSpelling(best) + ")"
+              : std::string("")) +
+        "; or have the BIOS set MTRRs that cover all RAM");
+  }
+  if (!first_blocker.empty())
+    plan.reasons.push_back("moved past " + first_blocker);
+  plan.reasons.push_back("write-back by the MTRRs over the whole range (pat_x_mtrr_type)");
+  plan.memory_type =
+      sim::EffectiveMemoryType(machine, plan.start, plan.start + req.size, MemoryType::kWriteBack);
+
+  plan.option = "memmap=" + MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
+  plan.kernel_cmdline = kept + (kept.empty() ? "" : " ") + plan.option;
+  plan.etc_default_grub =
+      "GRUB_CMDLINE_LINUX=\"" + EtcDefaultGrubSpelling(plan.option) + "\"";
+  std::string cfg;
+  for (const auto& o : sim::SplitKernelCmdline(plan.kernel_cmdline)) {
+    if (o.key == "BOOT_IMAGE") continue;  // GRUB adds it itself (loader/i386/linux.c)
+    cfg += (cfg.empty() ? "" : " ") + GrubCfgSpelling(o.raw);
+  }
+  plan.grub_cfg = cfg;
+  plan.modprobe = "options resmem ranges=" + MemparseSpelling(req.size) + "$" +
+                  MemparseSpelling(plan.start) + " mode=" + req.mode + " cache=wb";
+
+  // Boot the result on the simulator: what is printed must be what the kernel does with it.
+  sim::MachineSpec after = base;
+  after.cmdline = plan.kernel_cmdline;
+  RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel k, sim::Boot(after));
+  bool found = false;
+  for (const auto& r : k.reservations)
+    if (r.start == plan.start && r.end == plan.start + req.size && r.over_ram && !r.over_hole)
+      found = true;
+  if (!found)
+    return Status::Internal("the planned " + plan.option +
+                            " did not boot as a reservation over RAM on the simulator");
+  plan.boot_lines = k.dmesg;
+  if (plan.start < k4G)
+    plan.warnings.push_back("the range lies below 4 GiB, where firmware holes and the initrd "
+                            "are: check `resmem doctor` after the first boot");
+  return plan;
+}
+
+std::string RenderPlan(const sim::MachineSpec& machine, const ReservationPlan& p) {
+  std::ostringstream o;
+  o << "resmem plan: " << FormatSize(p.size) << " on " << machine.name << "\n"
+    << "  range          " << MemRange(p.start, p.start + p.size) << ", "
+    << MemoryTypeName(p.memory_type) << "\n"
+    << "  kernel option  " << p.option << "\n"
+    << "  /etc/default/grub (add to the line, then run update-grub or grub2-mkconfig):\n"
+    << "    " << p.etc_default_grub << "\n"
+    << "  grub.cfg (the linux line's arguments, if you edit it by hand):\n"
+    << "    " << p.grub_cfg << "\n"
+    << "  /proc/cmdline after the reboot:\n"
+    << "    " << p.kernel_cmdline << "\n"
+    << "  /etc/modprobe.d/resmem.conf:\n"
+    << "    " << p.modprobe << "\n";
+  if (!p.replaced.empty()) {
+    o << "  replaces      ";
+    for (const auto& r : p.replaced) o << " " << r;
+    o << "\n";
+  }
+  o << "  the system keeps " << FormatSize(p.usable_after) << " of usable RAM\n";
+  o << "why there:\n";
+  for (const auto& r : p.reasons) o << "  - " << r << "\n";
+  for (const auto& w : p.warnings) o << "warning: " << w << "\n";
+  o << "booted on the simulator (" << (machine.kernel_version.empty() ? "newest rules"
+                                                                      : "Linux " + machine.kernel_version)
+    << "):\n";
+  for (const auto& l : p.boot_lines)
+    if (l.rfind("user", 0) == 0) o << "  " << l << "\n";
+  return o.str();
+}
+
+std::string PlanJson(const ReservationPlan& p) {
+  nlohmann::json j;
+  j["start"] = p.start;
+  j["size"] = p.size;
+  j["memory_type"] = MemoryTypeName(p.memory_type);
+  j["option"] = p.option;
+  j["kernel_cmdline"] = p.kernel_cmdline;
+  j["etc_default_grub"] = p.etc_default_grub;
+  j["grub_cfg"] = p.grub_cfg;
+  j["modprobe"] = p.modprobe;
+  j["replaced"] = p.replaced;
+  j["reasons"] = p.reasons;
+  j["warnings"] = p.warnings;
+  j["usable_after"] = p.usable_after;
+  j["boot"] = p.boot_lines;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace resmem::engine

@@ -1,0 +1,177 @@
+// resmem plan: every proposal boots on the simulator as a reservation over RAM, write-back, and
+// each refusal names why and what would fit.
+#include "engine/plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "mock/machine/e820_table.h"
+
+namespace resmem::engine {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// Boots `machine` with the plan's kernel command line and checks the reservation is there,
+// exactly, over firmware RAM, in no hole, and write-back.
+void ExpectBootsAsPlanned(const sim::MachineSpec& machine, const ReservationPlan& plan) {
+  sim::MachineSpec after = machine;
+  after.cmdline = plan.kernel_cmdline;
+  auto k = sim::Boot(after);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  bool found = false;
+  for (const auto& r : k->reservations) {
+    if (r.start != plan.start || r.end != plan.start + plan.size) continue;
+    found = true;
+    EXPECT_TRUE(r.over_ram) << plan.option;
+    EXPECT_FALSE(r.over_hole) << plan.option << ": " << r.conflict;
+  }
+  EXPECT_TRUE(found) << plan.option << " not reserved by " << plan.kernel_cmdline;
+  EXPECT_EQ(sim::EffectiveMemoryType(machine, plan.start, plan.start + plan.size,
+                                     MemoryType::kWriteBack),
+            MemoryType::kWriteBack);
+  EXPECT_EQ(sim::E820BytesOfType(k->e820, plan.start, plan.start + plan.size,
+                                 sim::E820Type::kReserved),
+            plan.size);
+}
+
+TEST(Plan, EveryPresetGetsAReservationThatBootsWriteBack) {
+  for (const auto& name : sim::MachinePresetNames()) {
+    auto machine = sim::MachinePreset(name);
+    ASSERT_TRUE(machine.ok());
+    auto booted = sim::Boot(*machine);
+    ASSERT_TRUE(booted.ok());
+    // A quarter of what the machine has without any memory option, in 2 MiB units.
+    sim::MachineSpec plain = *machine;
+    plain.cmdline = "";
+    const uint64_t ram = sim::Boot(plain)->usable_ram;
+    PlanRequest req;
+    req.size = ram / 4 / (2 * kMiB) * (2 * kMiB);
+    auto plan = PlanReservation(*machine, req);
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().message();
+    SCOPED_TRACE(name + ": " + plan->option);
+    ExpectBootsAsPlanned(*machine, *plan);
+    EXPECT_GE(plan->start, 1 * kMiB);
+  }
+}
+
+TEST(Plan, Seed000ReplacesMemAndMemmapAndStopsAtTheMtrrCliff) {
+  auto m = sim::MachinePreset("seed000-workstation");
+  ASSERT_TRUE(m.ok());
+  PlanRequest req;
+  req.size = 64 * kGiB;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->option, "memmap=64G$4G");
+  EXPECT_EQ(plan->replaced, (std::vector<std::string>{"mem=4G", "memmap=188G$4G"}));
+  EXPECT_EQ(plan->kernel_cmdline, "memmap=64G$4G");
+  ExpectBootsAsPlanned(*m, *plan);
+
+  // 188 GB as the seed wanted: it leaves less than the default 4 GiB to the system...
+  req.size = 188 * kGiB;
+  auto too_much = PlanReservation(*m, req);
+  ASSERT_FALSE(too_much.ok());
+  EXPECT_NE(too_much.status().message().find("kept for the system"), std::string::npos)
+      << too_much.status().message();
+  // ... and with 2 GiB kept, the MTRRs still cover only [0, 128G) write-back.
+  req.keep = 2 * kGiB;
+  auto refused = PlanReservation(*m, req);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("write-back"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("default type is UC"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("the largest write-back place is 124 GiB"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+TEST(Plan, TheLinesForGrubCarryTheEscapingEachNeeds) {
+  auto m = sim::MachinePreset("seed002-workstation");
+  ASSERT_TRUE(m.ok());
+  PlanRequest req;
+  req.size = 4 * kGiB;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->option, "memmap=4G$4G");
+  EXPECT_EQ(plan->etc_default_grub, "GRUB_CMDLINE_LINUX=\"memmap=4G\\\\\\$4G\"");
+  EXPECT_EQ(plan->grub_cfg, "memmap=4G\\$4G");
+  EXPECT_EQ(plan->modprobe, "options resmem ranges=4G$4G mode=pages cache=wb");
+  // The grub.cfg spelling, read by GRUB, gives the kernel option back.
+  sim::MachineSpec via_grub = *m;
+  via_grub.cmdline = plan->grub_cfg;
+  via_grub.cmdline_source = "grub";
+  auto k = sim::Boot(via_grub);
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(k->cmdline, plan->option);
+}
+
+TEST(Plan, AtInThePciHoleIsRefusedWithTheReason) {
+  auto m = sim::MachinePreset("qemu-q35-5g");
+  ASSERT_TRUE(m.ok());
+  PlanRequest req;
+  req.size = 64 * kMiB;
+  req.at = 0xc0000000;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("PCI Bus 0000:00"), std::string::npos)
+      << plan.status().message();
+  req.at = 0x140000000;  // FACTS.md: memmap=64M$0x140000000 worked above 4 GiB
+  auto ok = PlanReservation(*m, req);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->option, "memmap=64M$5G");
+  ExpectBootsAsPlanned(*m, *ok);
+}
+
+TEST(Plan, A32BitDeviceGetsARangeBelow4GClearOfKernelAndInitrd) {
+  auto m = sim::MachinePreset("qemu-q35-5g");
+  ASSERT_TRUE(m.ok());
+  PlanRequest req;
+  req.size = 256 * kMiB;
+  req.dma_bits = 32;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_LT(plan->start + plan->size, 4 * kGiB);
+  EXPECT_GE(plan->start, 128 * kMiB);
+  ExpectBootsAsPlanned(*m, *plan);
+}
+
+TEST(Plan, TooLargeSaysTheMostThatFits) {
+  auto m = sim::MachinePreset("qemu-q35-2g");
+  ASSERT_TRUE(m.ok());
+  PlanRequest req;
+  req.size = 8 * kGiB;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), kFailedPrecondition);
+  EXPECT_NE(plan.status().message().find("reserve at most"), std::string::npos)
+      << plan.status().message();
+  req.size = 0;
+  EXPECT_EQ(PlanReservation(*m, req).status().code(), kInvalidArgument);
+  req.size = 4097;
+  EXPECT_EQ(PlanReservation(*m, req).status().code(), kInvalidArgument);
+}
+
+TEST(Plan, APinnedCrashKernelIsAvoided) {
+  auto m = sim::MachinePreset("h100-host");
+  ASSERT_TRUE(m.ok());
+  m->cmdline = "console=ttyS0 crashkernel=512M@4G";
+  PlanRequest req;
+  req.size = 16 * kGiB;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_GE(plan->start, 4 * kGiB + 512 * kMiB);
+  EXPECT_NE(plan->kernel_cmdline.find("crashkernel=512M@4G"), std::string::npos);
+  ExpectBootsAsPlanned(*m, *plan);
+}
+
+TEST(Plan, MemparseSpellingIsExact) {
+  EXPECT_EQ(MemparseSpelling(188 * kGiB), "188G");
+  EXPECT_EQ(MemparseSpelling(64 * kMiB), "64M");
+  EXPECT_EQ(MemparseSpelling(0x40001000), "1048580K");
+  EXPECT_EQ(MemparseSpelling(1ull << 40), "1T");
+  EXPECT_EQ(MemparseSpelling(0x123), "0x123");
+}
+
+}  // namespace
+}  // namespace resmem::engine
