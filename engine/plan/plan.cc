@@ -8,6 +8,7 @@
 
 #include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"
+#include "mock/machine/grub.h"
 #include "nlohmann/json.hpp"
 
 namespace resmem::engine {
@@ -143,28 +144,6 @@ std::vector<uint64_t> CandidateStarts(const sim::MachineSpec& m, const Interval&
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-// grub.cfg: GRUB's lexer expands $ outside single quotes (grub-core/script/yylex.l), so a
-// literal $ is written \$.
-std::string GrubCfgSpelling(const std::string& option) {
-  std::string out;
-  for (char c : option) {
-    if (c == '$' || c == '\\' || c == '"' || c == '\'') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-// /etc/default/grub: sourced by /bin/sh inside double quotes, where \\ gives \ and \$ gives $, so
-// the grub.cfg spelling \$ is written \\\$ (the three backslashes of docs/kmod.md).
-std::string EtcDefaultGrubSpelling(const std::string& option) {
-  std::string out;
-  for (char c : GrubCfgSpelling(option)) {
-    if (c == '$' || c == '\\' || c == '"' || c == '`') out += '\\';
-    out += c;
-  }
   return out;
 }
 
@@ -352,14 +331,24 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
 
   plan.option = "memmap=" + MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
   plan.kernel_cmdline = kept + (kept.empty() ? "" : " ") + plan.option;
-  plan.etc_default_grub =
-      "GRUB_CMDLINE_LINUX=\"" + EtcDefaultGrubSpelling(plan.option) + "\"";
-  std::string cfg;
+  // The escaping each file needs (mock/machine/grub.h: dash sourcing /etc/default/grub, then
+  // GRUB's lexer reading grub.cfg), checked by TraceKernelCmdline in the tests.
+  RESMEM_ASSIGN_OR_RETURN(sim::GrubSpelling added, sim::SpellKernelOptionsForGrub(plan.option));
+  plan.etc_default_grub = added.etc_default_grub_line;
+  std::string cfg_options;
   for (const auto& o : sim::SplitKernelCmdline(plan.kernel_cmdline)) {
-    if (o.key == "BOOT_IMAGE") continue;  // GRUB adds it itself (loader/i386/linux.c)
-    cfg += (cfg.empty() ? "" : " ") + GrubCfgSpelling(o.raw);
+    if (o.key == "BOOT_IMAGE") continue;  // GRUB's loader adds it itself (grub.h)
+    cfg_options += (cfg_options.empty() ? "" : " ") + o.raw;
   }
-  plan.grub_cfg = cfg;
+  auto whole = sim::SpellKernelOptionsForGrub(cfg_options);
+  if (whole.ok()) {
+    plan.grub_cfg = whole->grub_cfg;
+  } else {
+    plan.grub_cfg = "(the other options): " + added.grub_cfg;
+    plan.warnings.push_back("the command line has options GRUB cannot pass unchanged (" +
+                            whole.status().message() + "); add " + added.grub_cfg +
+                            " to the linux line by hand");
+  }
   plan.modprobe = "options resmem ranges=" + MemparseSpelling(req.size) + "$" +
                   MemparseSpelling(plan.start) + " mode=" + req.mode + " cache=wb";
 
