@@ -221,7 +221,11 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
                   "stops");
         st.panic = "kernel BUG in __e820__range_update: BUG_ON(old_type == new_type) (" +
                    o.option + ")";
-        st.dmesg->push_back("kernel BUG at arch/x86/kernel/e820.c!");
+        st.dmesg->push_back("kernel BUG at arch/x86/kernel/e820.c" +
+                            (st.rules.range_update_bug_line
+                                 ? ":" + std::to_string(st.rules.range_update_bug_line)
+                                 : std::string()) +
+                            "!");
         return o;
       }
       st.table.Update(start, size.value, from, to);

@@ -3,6 +3,10 @@
 // corpus, each naming its source).
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "mock/machine/cmdline.h"
@@ -651,6 +655,46 @@ reserve setup_data: [mem 0x0000000000000000-0x000000000009efff] usable
   EXPECT_EQ(UserLines(k), user);
   ASSERT_EQ(k.reservations.size(), 1u);
   EXPECT_EQ(k.reservations[0].start, 0x188000000u);
+}
+
+// The QEMU lane's real kernel (Debian 6.1.0-56-amd64, -M pc -m 5G), booted with malformed and
+// unusual memory options: testdata/linux-6.1-qemu/NAME.log hold the lines it printed (recorded
+// with testdata/record_linux_options.sh). Boot() must print the same lines, in order.
+TEST(RealLogs, Debian61UnderQemuBootsEveryOptionAsRecorded) {
+  const std::string dir = "mock/machine/testdata/linux-6.1-qemu";
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir << " is missing: the test's data did not reach the runfiles";
+  std::vector<std::string> files;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.size() > 4 && n.substr(n.size() - 4) == ".log") files.push_back(n);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 20u);
+  for (const auto& name : files) {
+    std::ifstream in(dir + "/" + name);
+    MachineSpec spec;
+    spec.name = "qemu-pc-5g";
+    std::vector<std::string> real;
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("# cmdline: ", 0) == 0) spec.cmdline = line.substr(11);
+      if (line.rfind("# kernel: ", 0) == 0) spec.kernel_version = line.substr(10, line.find(' ', 10) - 10);
+      if (line.empty() || line[0] == '#') continue;
+      real.push_back(line);
+      unsigned long long a = 0, b = 0;
+      char type[32] = {0};
+      if (std::sscanf(line.c_str(), "BIOS-e820: [mem %llx-%llx] %31s", &a, &b, type) == 3)
+        spec.firmware_e820.push_back(
+            {a, b + 1, std::string(type) == "usable" ? E820Type::kRam : E820Type::kReserved});
+    }
+    auto k = MustBoot(spec);
+    std::vector<std::string> mine(k.dmesg.begin(),
+                                  k.dmesg.begin() + std::min(k.dmesg.size(), real.size()));
+    EXPECT_EQ(mine, real) << name << ": " << spec.cmdline;
+    EXPECT_EQ(k.dmesg.size(), real.size()) << name;  // no early_edits: nothing after the map
+  }
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version) {
   r.memmap_pram = r.AtLeast(4, 1);
   r.memmap_retype = r.AtLeast(4, 16);
   r.soft_reserved = r.AtLeast(5, 5);
+  r.range_update_bug_line = r.AtLeast(6, 1) && !r.AtLeast(6, 13) ? 469 : 0;
   return r;
 }
 

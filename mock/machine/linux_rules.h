@@ -69,6 +69,11 @@ struct LinuxRules {
   // buffer of that size, so the kernel reads the first 2047 characters.
   size_t command_line_size = 2048;
 
+  // The line of __e820__range_update's BUG_ON(old_type == new_type) in arch/x86/kernel/e820.c:
+  // 469 in 6.1 (the QEMU lane's 6.1.0-56 printed "kernel BUG at arch/x86/kernel/e820.c:469!")
+  // and 6.12 (read); 0 where not known (the line is then printed without a number).
+  int range_update_bug_line = 0;
+
   bool AtLeast(int ma, int mi, int pa = 0) const;
 };
 
