@@ -16,7 +16,7 @@ const std::vector<OpSchema>& Table() {
       {"boot", "boot the machine with its command line; observes the kernel's view",
        {},
        {COMMON_EXPECT, "usable_ram", "mem_total", "tolerance", "reservations", "cmdline",
-        "reservation_over_hole"}},
+        "reservation_over_hole", "user_map", "dmesg"}},
       {"open", "open the reserved-memory device",
        {{"device", ArgType::kString, false, "device path, default the first", {}},
         {"sync", ArgType::kBool, false, "O_SYNC", {}}},
@@ -113,7 +113,7 @@ const std::vector<OpSchema>& Table() {
        {COMMON_EXPECT, "drops", "corrupt", "mbps", "tolerance"}},
       {"doctor", "diagnose the machine's facts as `resmem doctor` does",
        {},
-       {COMMON_EXPECT, "finding", "no_finding"}},
+       {COMMON_EXPECT, "finding", "no_finding", "findings"}},
   };
   return kOps;
 }

@@ -51,6 +51,17 @@ class SimPlatform : public Platform {
     if (path == "/proc/meminfo") return RenderMeminfo(kernel);
     if (path == "/sys/firmware/memmap") return RenderFirmwareMemmap(spec);
     if (path == "/proc/cpuinfo") return RenderCpuinfo(spec);
+    // The kernel log so far, one line each, without timestamps: the boot's map lines
+    // (BootedKernel::dmesg) first, then what the drivers printed.
+    if (path == "dmesg") {
+      std::string out;
+      for (const auto& line : world_->DmesgSnapshot()) out += line + "\n";
+      return out;
+    }
+    // /proc/version (fs/proc/version.c: the linux_banner): the version the machine names.
+    if (path == "/proc/version")
+      return "Linux version " + (spec.kernel_version.empty() ? std::string("6.1.0") : spec.kernel_version) +
+             " (resmem simulator) #1 SMP\n";
     if (path == "/sys/kernel/debug/x86/pat_memtype_list") {
       // The debugfs file exists only when PAT is on (memtype.c, pat_memtype_list_init).
       if (!spec.pat_enabled)
@@ -60,7 +71,7 @@ class SimPlatform : public Platform {
     }
     return Status::Errno(ENOENT, path + ": not a source the simulated machine has; it serves "
                                         "/proc/iomem, /proc/mtrr, /proc/cmdline, /proc/meminfo, "
-                                        "/sys/firmware/memmap, /proc/cpuinfo, "
+                                        "/sys/firmware/memmap, /proc/cpuinfo, /proc/version, dmesg, "
                                         "/sys/kernel/debug/x86/pat_memtype_list");
   }
 
