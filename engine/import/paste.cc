@@ -142,18 +142,22 @@ uint64_t UsableBytes(const std::vector<sim::E820Entry>& table) {
 // e820__update_table): warn, keep them.
 void CheckOrder(const std::vector<std::pair<sim::E820Entry, LineNote*>>& entries, Imported& out) {
   for (size_t i = 1; i < entries.size(); ++i) {
-    const auto& prev = entries[i - 1].first;
     const auto& cur = entries[i].first;
     LineNote* note = entries[i].second;
-    if (cur.start < prev.start || cur.start < prev.end) {
-      note->verdict = Verdict::kWarning;
-      note->what += cur.start < prev.start ? "; out of order (starts below the previous entry)"
-                                           : "; overlaps the previous entry " +
-                                                 Range(prev.start, prev.end);
-      note->what += ": kept as the firmware gave it; the kernel sanitises the map "
-                    "(e820__update_table: the higher type wins where ranges overlap)";
-      ++out.warnings;
+    std::string why;
+    if (cur.start < entries[i - 1].first.start) why = "out of order (starts below the previous entry)";
+    for (size_t j = 0; j < i && why.empty(); ++j) {
+      const auto& other = entries[j].first;
+      if (cur.start < other.end && other.start < cur.end)
+        why = "overlaps the entry of line " + std::to_string(entries[j].second->line) + " " +
+              Range(other.start, other.end);
     }
+    if (why.empty()) continue;
+    note->verdict = Verdict::kWarning;
+    note->what += "; " + why +
+                  ": kept as the firmware gave it; the kernel sanitises the map "
+                  "(e820__update_table: the higher type wins where ranges overlap)";
+    ++out.warnings;
   }
 }
 
