@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "backends/platform/proc_parsers.h"
+#include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"
 #include "mock/machine/e820_text.h"
 #include "mock/machine/machine_file.h"
@@ -54,6 +55,9 @@ std::string StripPrefixes(const std::string& raw) {
     s = s.substr(k + 9);
   if (s.size() >= 3 && s[0] == '<' && std::isdigit(static_cast<unsigned char>(s[1])) && s[2] == '>')
     s = s.substr(3);
+  // A paste indented as a whole (a quoted log, a markdown list): blanks before the timestamp.
+  const size_t first = s.find_first_not_of(" \t");
+  if (first != std::string::npos && first > 0 && s[first] == '[') s = s.substr(first);
   if (!s.empty() && s[0] == '[') {
     const size_t close = s.find(']');
     bool stamp = close != std::string::npos && close > 1;
@@ -223,8 +227,10 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
   std::vector<sim::E820Entry> user;
   bool after_user_header = false;
   std::string kernel_cmdline, grub_cfg_args, default_grub_linux, default_grub_default;
-  size_t kernel_cmdline_note = 0;
-  bool have_kernel_cmdline = false, have_grub_cfg = false, have_default_grub = false;
+  std::string setup_cmdline;
+  size_t kernel_cmdline_note = 0, setup_cmdline_note = 0;
+  bool have_kernel_cmdline = false, have_setup_cmdline = false, have_grub_cfg = false,
+       have_default_grub = false;
   std::vector<size_t> grub_notes;
   std::string iomem_text, mtrr_text;
   std::vector<size_t> iomem_notes, mtrr_notes;
@@ -301,7 +307,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
         note(f, n, Verdict::kUsed, "start of the firmware map");
         continue;
       }
-      if (StartsWith(t, "BIOS-e820:") || StartsWith(t, "user:")) {
+      if (StartsWith(t, "BIOS-e820:") || StartsWith(t, "Xen:") || StartsWith(t, "user:")) {
         auto r = sim::ParseE820MapLine(t);
         if (!r.ok()) {
           note(f, n, Verdict::kError, "cannot read this map line: " + r.status().message());
@@ -310,9 +316,12 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
         const std::string what = std::string(r->old_form ? "old form (end exclusive) " : "") +
                                  Range(r->entry.start, r->entry.end) + " " +
                                  sim::E820TypeWord(r->entry.type);
-        if (r->who == "BIOS-e820") {
+        if (r->who == "BIOS-e820" || r->who == "Xen") {
+          // A Xen dom0 starts from the map the hypervisor gives it (arch/x86/xen/setup.c,
+          // xen_memory_setup), printed as "Xen: [mem ...]".
           bios.push_back(r->entry);
-          bios_notes.push_back(note(f, n, Verdict::kUsed, "firmware map entry " + what));
+          bios_notes.push_back(note(f, n, Verdict::kUsed,
+                                    (r->who == "Xen" ? "firmware map entry (Xen's) " : "firmware map entry ") + what));
         } else {
           user.push_back(r->entry);
           out.user_map.push_back(t);
@@ -350,16 +359,24 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
       }
       const size_t kcl = t.find("Kernel command line:");
       if (StartsWith(t, "Command line:") || kcl != std::string::npos) {
-        const std::string line = Trim(t.substr(kcl != std::string::npos ? kcl + 20 : 13));
-        if (have_kernel_cmdline) {
-          note(f, n, line == kernel_cmdline ? Verdict::kNotUsed : Verdict::kWarning,
-               line == kernel_cmdline ? "the same command line again"
-                                      : "a second, different command line: the first one is used");
+        // "Command line:" (arch/x86/kernel/setup.c) is printed before a built-in
+        // CONFIG_CMDLINE is merged in; "Kernel command line:" (init/main.c, start_kernel) is the
+        // line the early options were parsed from. The latter wins when both are pasted.
+        const bool parsed_line = kcl != std::string::npos;
+        const std::string line = Trim(t.substr(parsed_line ? kcl + 20 : 13));
+        std::string& slot = parsed_line ? kernel_cmdline : setup_cmdline;
+        size_t& slot_note = parsed_line ? kernel_cmdline_note : setup_cmdline_note;
+        bool& have = parsed_line ? have_kernel_cmdline : have_setup_cmdline;
+        if (have) {
+          note(f, n, line == slot ? Verdict::kNotUsed : Verdict::kWarning,
+               line == slot ? "the same command line again"
+                            : "a second, different command line of the same kind: the first one is used");
           continue;
         }
-        have_kernel_cmdline = true;
-        kernel_cmdline = line;
-        std::string what = "the kernel's command line";
+        have = true;
+        slot = line;
+        std::string what = parsed_line ? "the kernel's command line (Kernel command line:)"
+                                       : "the boot loader's command line (Command line:)";
         Verdict v = Verdict::kUsed;
         // x86's COMMAND_LINE_SIZE (arch/x86/include/asm/setup.h) is 2048 on current kernels: the
         // kernel keeps at most 2047 characters, so a longer logged line is not a kernel's.
@@ -369,7 +386,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
                   " characters, longer than an x86 kernel keeps (COMMAND_LINE_SIZE 2048): kept "
                   "whole, check the paste";
         }
-        kernel_cmdline_note = note(f, n, v, what);
+        slot_note = note(f, n, v, what);
         continue;
       }
       if (StartsWith(t, "GRUB_CMDLINE_LINUX=") || StartsWith(t, "GRUB_CMDLINE_LINUX_DEFAULT=")) {
@@ -543,6 +560,19 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
 
   // The command line: what the kernel logged wins (it is what the kernel received); GRUB
   // lines are the machine's line only when no kernel line was pasted.
+  if (have_kernel_cmdline && have_setup_cmdline) {
+    LineNote& setup = out.notes[setup_cmdline_note];
+    if (setup.verdict == Verdict::kWarning) --out.warnings;
+    setup.verdict = Verdict::kNotUsed;
+    setup.what += setup_cmdline == kernel_cmdline
+                      ? ": the same as the Kernel command line"
+                      : ": not used, it differs from the Kernel command line, which includes "
+                        "what the kernel added (a built-in CONFIG_CMDLINE) and is what it parsed";
+  } else if (have_setup_cmdline) {
+    have_kernel_cmdline = true;
+    kernel_cmdline = setup_cmdline;
+    kernel_cmdline_note = setup_cmdline_note;
+  }
   if (have_kernel_cmdline) {
     out.machine.cmdline = kernel_cmdline;
     out.machine.cmdline_source = "kernel";
@@ -562,6 +592,16 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
     out.machine.cmdline_source = "etc-default-grub";
   }
   (void)kernel_cmdline_note;
+  if (!user.empty()) {
+    bool map_options = false;
+    for (const auto& opt : sim::SplitKernelCmdline(out.machine.cmdline))
+      map_options = map_options || opt.key == "mem" || opt.key == "memmap";
+    if (!map_options)
+      note(out.notes[user_notes[0]].file, 0, Verdict::kWarning,
+           "a user-defined map was logged, but no pasted command line has the mem=/memmap= "
+           "options that made it: add them to the scenario's cmdline (or paste the \"Kernel "
+           "command line:\" line)");
+  }
 
   // The logged user map: the expected result. Its usable RAM is the boot step's expectation.
   out.user_map_usable = UsableBytes(user);

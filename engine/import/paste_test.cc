@@ -195,6 +195,24 @@ TEST(Paste, GrubLinesWhenNoKernelLine) {
   EXPECT_EQ(NoteOf(both, 2)->verdict, Verdict::kNotUsed);
 }
 
+// Shapes seen in real pastes (the project's corpus of boot logs): a quoted log indented as a
+// whole, journald prefixes, a Xen dom0's map, a built-in command line, doubled blanks.
+TEST(Paste, ShapesOfRealPastes) {
+  auto im = Read(
+      "    [    0.000000] Xen: [mem 0x0000000000000000-0x0000000000095fff] usable\n"
+      "2021-03-16 11:26:49.106 kernel: Command line: BOOT_IMAGE=/isolinux/bzImage loglevel=1\n"
+      "BIOS-e820: 00000000cf780000 - 00000000cf78e000 (ACPI  data)\n"
+      "[    0.095079] Kernel command line: memmap=0x2000000$0x188000000 loglevel=1\n");
+  EXPECT_EQ(im.errors, 0);
+  EXPECT_EQ(im.warnings, 0);
+  ASSERT_EQ(im.machine.firmware_e820.size(), 2u);
+  EXPECT_EQ(im.machine.firmware_e820[0].end, 0x96000u);
+  EXPECT_EQ(im.machine.firmware_e820[1].type, sim::E820Type::kAcpi);
+  EXPECT_EQ(im.machine.cmdline, "memmap=0x2000000$0x188000000 loglevel=1");
+  EXPECT_EQ(NoteOf(im, 2)->verdict, Verdict::kNotUsed);
+  EXPECT_NE(NoteOf(im, 2)->what.find("CONFIG_CMDLINE"), std::string::npos);
+}
+
 TEST(Paste, RenderedDumpReadsBack) {
   const std::string dump = RenderFirmwareMemmapDump({{0, 0x9fc00, "System RAM"}, {0xf0000, 0x100000, "Reserved"}});
   EXPECT_EQ(dump, "0/end:0x9fbff\n0/start:0x0\n0/type:System RAM\n1/end:0xfffff\n1/start:0xf0000\n1/type:Reserved\n");

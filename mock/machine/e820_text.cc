@@ -95,7 +95,15 @@ const std::vector<Word>& Words() {
 }  // namespace
 
 Result<E820Type> ParseE820TypeWord(const std::string& raw) {
-  std::string word = Trim(raw);
+  // Runs of blanks count as one ("(ACPI  data)" in pasted 2.6.32 logs).
+  std::string word;
+  for (char c : Trim(raw)) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!word.empty() && word.back() == ' ') continue;
+      c = ' ';
+    }
+    word += c;
+  }
   if (word.size() >= 2 && word.front() == '(' && word.back() == ')')
     word = Trim(word.substr(1, word.size() - 2));
   for (const auto& w : Words())
