@@ -1,4 +1,5 @@
 // `resmem doctor`: which known failures this machine (or a simulated one) would hit.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -6,6 +7,7 @@
 #include "engine/cli/command.h"
 #include "engine/cli/options.h"
 #include "engine/doctor/doctor.h"
+#include "engine/doctor/record.h"
 
 namespace resmem::cli {
 namespace {
@@ -21,11 +23,14 @@ const char kUsage[] =
     "  --cmdline TEXT     with --machine: the kernel command line to boot it with\n"
     "  --region NAME      also check devices of this region part (kmod, sim, fuse)\n"
     "  --json FILE        write the report as JSON ('-' for stdout)\n"
+    "  --record DIR       also write this machine's facts into DIR: raw copies of the sources\n"
+    "                     above, machine.toml (the machine format) and scenario.toml, which\n"
+    "                     replays the machine on the simulator and expects the same findings\n"
     "exit: 0 nothing that will fail, 1 an error-level finding, 2 bad input, 3 unreadable platform\n";
 
 int Doctor(const std::vector<std::string>& args) {
   Options opts;
-  Status st = opts.Parse(args, {"--machine", "--cmdline", "--region", "--json"}, {});
+  Status st = opts.Parse(args, {"--machine", "--cmdline", "--region", "--json", "--record"}, {});
   if (!st.ok() || !opts.positional.empty()) {
     std::cerr << "resmem doctor: " << (st.ok() ? "unexpected argument '" + opts.positional[0] + "'" : st.message())
               << "\n" << kUsage;
@@ -77,6 +82,25 @@ int Doctor(const std::vector<std::string>& args) {
   } else {
     engine::RenderDoctor(*report, std::cout);
     if (!json.empty()) std::ofstream(json) << engine::DoctorJson(*report);
+  }
+  if (opts.Has("--record")) {
+    const std::string dir = opts.Get("--record", "");
+    // The machine's own findings: a device's depend on its driver, which a recording lacks.
+    auto machine_report = engine::Diagnose(*backend->platform, nullptr);
+    if (!machine_report.ok()) {
+      std::cerr << "resmem doctor: " << machine_report.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    auto rec = engine::RecordMachine(*backend->platform, *machine_report, dir);
+    if (!rec.ok()) {
+      std::cerr << "resmem doctor: --record " << dir << ": " << rec.status().message() << "\n";
+      return rec.status().code() == kFailedPrecondition ? kExitUnavailable : kExitBadInput;
+    }
+    std::cerr << "recorded into " << dir << ":";
+    for (const auto& f : rec->files) std::cerr << " " << std::filesystem::path(f).filename().string();
+    std::cerr << "\n";
+    for (const auto& n : rec->notes) std::cerr << "record note: " << n << "\n";
+    std::cerr << "replay it: resmem run " << dir << "/scenario.toml\n";
   }
   return report->has_errors() ? kExitCheckFailed : kExitOk;
 }

@@ -111,6 +111,7 @@ Result<std::string> WriteScenarioChecked(const ScenarioDraft& d, const std::stri
     o += "]\n";
   }
   o += "\n[[step]]\ndo = \"doctor\"\n";
+  if (!d.doctor_devices) o += "devices = false  # the machine's findings, as recorded\n";
   if (d.findings) {
     o += "expect.findings = [";
     for (size_t i = 0; i < d.findings->size(); ++i) o += (i ? ", " : "") + Quote((*d.findings)[i]);

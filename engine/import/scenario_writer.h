@@ -24,6 +24,7 @@ struct ScenarioDraft {
   std::vector<std::string> user_map;  // expected "user:" lines (empty: none expected)
   std::optional<uint64_t> usable_ram; // expected usable RAM, exact
   std::optional<std::vector<std::string>> findings;  // exact doctor findings, when known
+  bool doctor_devices = true;         // false: the doctor step diagnoses the machine alone
 };
 
 // The driver ranges ("SIZE$PHYS") of every memmap=nn$ss in a command line, in order. For GRUB

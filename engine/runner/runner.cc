@@ -500,8 +500,8 @@ Status Run::Stream(const Step& step, StepResult* r) {
   return Status::Ok();
 }
 
-Status Run::Doctor(const Step&, StepResult* r) {
-  auto report = Diagnose(*b_.platform, b_.regions.get());
+Status Run::Doctor(const Step& step, StepResult* r) {
+  auto report = Diagnose(*b_.platform, Bool(step, "devices", true) ? b_.regions.get() : nullptr);
   if (!report.ok()) return report.status();
   std::string ids;
   for (const auto& f : report->findings) ids += (ids.empty() ? "" : ",") + f.id;

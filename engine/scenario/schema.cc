@@ -112,7 +112,9 @@ const std::vector<OpSchema>& Table() {
         {"register", ArgType::kBool, false, "register the ring first (default false)", {}}},
        {COMMON_EXPECT, "drops", "corrupt", "mbps", "tolerance"}},
       {"doctor", "diagnose the machine's facts as `resmem doctor` does",
-       {},
+       {{"devices", ArgType::kBool, false,
+         "also check the reserved-memory devices (default true); false: the machine alone, as a "
+         "recording of it has it", {}}},
        {COMMON_EXPECT, "finding", "no_finding", "findings"}},
   };
   return kOps;
