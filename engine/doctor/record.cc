@@ -1,6 +1,7 @@
 #include "engine/doctor/record.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,7 +49,10 @@ Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, 
   };
   std::vector<import::PasteInput> inputs;
   auto keep = [&](const std::string& name, const std::string& text) -> Status {
-    if (text.empty()) return Status::Ok();
+    if (text.empty()) {
+      rec.notes.push_back(name + " not written: the source is empty or missing on this machine");
+      return Status::Ok();
+    }
     RESMEM_RETURN_IF_ERROR(WriteFile(d / name, text, &rec));
     inputs.push_back({(d / name).string(), text});
     return Status::Ok();
@@ -92,6 +96,29 @@ Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, 
   // The kernel's share: the System RAM it manages (/proc/iomem) less MemTotal.
   if (report.facts.usable_ram > report.facts.mem_total && report.facts.mem_total)
     m.kernel_reserved_bytes = report.facts.usable_ram - report.facts.mem_total;
+  // The kernel's own edits of the firmware map show in /proc/iomem as top-level Reserved ranges
+  // inside firmware RAM that no memmap= made (e.g. the first page, e820.c
+  // e820__reserve_... "e820: update [mem 0x00000000-0x00000fff] usable ==> reserved").
+  for (const auto& e : report.facts.iomem) {
+    if (e.depth != 0 || e.name != "Reserved") continue;
+    bool in_ram = false, reserved_by_option = false;
+    for (const auto& fw : report.facts.firmware)
+      in_ram = in_ram || (fw.type == "System RAM" && fw.start <= e.start && e.end <= fw.end);
+    for (const auto& r : report.facts.reservations)
+      reserved_by_option = reserved_by_option || (r.start < e.end && e.start < r.end);
+    if (!in_ram || reserved_by_option) continue;
+    sim::E820Edit edit;
+    edit.start = e.start;
+    edit.end = e.end;
+    edit.from = sim::E820Type::kRam;
+    edit.to = sim::E820Type::kReserved;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "e820: update [mem 0x%08llx-0x%08llx] usable ==> reserved",
+                  static_cast<unsigned long long>(e.start), static_cast<unsigned long long>(e.end - 1));
+    edit.line = buf;
+    m.early_edits.push_back(edit);
+    rec.notes.push_back(std::string("early edit reconstructed from /proc/iomem: ") + buf);
+  }
   rec.machine = m;
   RESMEM_RETURN_IF_ERROR(WriteFile(d / "machine.toml",
                                    "# Recorded by `resmem doctor --record` from platform " + pname +

@@ -428,7 +428,7 @@ std::string Quote(const std::string& s) {
 std::string EditLine(const E820Edit& e) {
   if (!e.line.empty()) return e.line;
   char buf[96];
-  std::snprintf(buf, sizeof buf, "[mem %#010" PRIx64 "-%#010" PRIx64 "]", e.start, e.end - 1);
+  std::snprintf(buf, sizeof buf, "[mem 0x%08" PRIx64 "-0x%08" PRIx64 "]", e.start, e.end - 1);  // the kernel's %#010Lx; glibc drops the 0x of zero
   if (e.to == E820Type::kHole)
     return std::string("e820: remove ") + buf +
            (e.from == E820Type::kHole ? "" : " " + E820TypeWord(e.from));
