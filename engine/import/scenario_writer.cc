@@ -12,23 +12,6 @@
 namespace resmem::import {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
@@ -84,22 +67,22 @@ std::string ScenarioNameFrom(const std::string& path) {
 Result<std::string> WriteScenarioChecked(const ScenarioDraft& d, const std::string& scenario_path) {
   std::string o;
   for (const auto& h : d.header) o += "# " + h + "\n";
-  o += "[scenario]\nname = " + Quote(d.name) + "\n";
-  if (!d.title.empty()) o += "title = " + Quote(d.title) + "\n";
+  o += "[scenario]\nname = " + sim::TomlQuote(d.name) + "\n";
+  if (!d.title.empty()) o += "title = " + sim::TomlQuote(d.title) + "\n";
   o += "kind = \"check\"\nseed = 1\n";
   o += "not_applicable.kmod = \"a machine from data runs on the simulator; the QEMU lane boots "
        "its own machine\"\n";
   o += "not_applicable.cuda = \"a machine from data runs on the simulator\"\n";
   o += "not_applicable.host = \"a machine from data runs on the simulator\"\n\n";
   if (!d.machine_from.empty()) {
-    o += "[machine]\nfrom = " + Quote(d.machine_from) + "\n\n";
+    o += "[machine]\nfrom = " + sim::TomlQuote(d.machine_from) + "\n\n";
   } else {
     o += sim::WriteMachineToml(d.machine) + "\n";
   }
   const auto ranges = ReservationsOf(d.machine);
   if (!ranges.empty()) {
     o += "# The module's ranges: the memmap=nn$ss reservations of the command line.\n[driver]\nranges = [";
-    for (size_t i = 0; i < ranges.size(); ++i) o += (i ? ", " : "") + Quote(ranges[i]);
+    for (size_t i = 0; i < ranges.size(); ++i) o += (i ? ", " : "") + sim::TomlQuote(ranges[i]);
     o += "]\n\n";
   }
   o += "[[step]]\ndo = \"boot\"\n";
@@ -107,14 +90,14 @@ Result<std::string> WriteScenarioChecked(const ScenarioDraft& d, const std::stri
   if (!d.user_map.empty()) {
     o += "# The kernel's own user-defined map, as logged: the simulator must print it line for line.\n";
     o += "expect.user_map = [\n";
-    for (const auto& l : d.user_map) o += "  " + Quote(l) + ",\n";
+    for (const auto& l : d.user_map) o += "  " + sim::TomlQuote(l) + ",\n";
     o += "]\n";
   }
   o += "\n[[step]]\ndo = \"doctor\"\n";
   if (!d.doctor_devices) o += "devices = false  # the machine's findings, as recorded\n";
   if (d.findings) {
     o += "expect.findings = [";
-    for (size_t i = 0; i < d.findings->size(); ++i) o += (i ? ", " : "") + Quote((*d.findings)[i]);
+    for (size_t i = 0; i < d.findings->size(); ++i) o += (i ? ", " : "") + sim::TomlQuote((*d.findings)[i]);
     o += "]\n";
   }
   auto parsed = scenario::ParseScenarioText(o, scenario_path);

@@ -407,24 +407,6 @@ std::string Num(double v) {
   return s;
 }
 
-std::string Quote(const std::string& s) {
-  // TOML basic string: escape backslash, quote and control characters.
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string EditLine(const E820Edit& e) {
   if (!e.line.empty()) return e.line;
   char buf[96];
@@ -529,41 +511,41 @@ Result<MachineSpec> ParseMachineText(const std::string& text, const std::string&
 
 std::string WriteMachineToml(const MachineSpec& s) {
   std::string o = "[machine]\n";
-  o += "name = " + Quote(s.name) + "\n";
-  if (!s.description.empty()) o += "description = " + Quote(s.description) + "\n";
-  if (!s.kernel_version.empty()) o += "kernel = " + Quote(s.kernel_version) + "\n";
-  o += "cmdline = " + Quote(s.cmdline) + "\n";
-  o += "cmdline_source = " + Quote(s.cmdline_source) + "\n";
+  o += "name = " + TomlQuote(s.name) + "\n";
+  if (!s.description.empty()) o += "description = " + TomlQuote(s.description) + "\n";
+  if (!s.kernel_version.empty()) o += "kernel = " + TomlQuote(s.kernel_version) + "\n";
+  o += "cmdline = " + TomlQuote(s.cmdline) + "\n";
+  o += "cmdline_source = " + TomlQuote(s.cmdline_source) + "\n";
   o += "phys_addr_bits = " + std::to_string(s.phys_addr_bits) + "\n";
   o += "kernel_reserved = " + std::to_string(s.kernel_reserved_bytes) + "  # bytes\n";
   o += std::string("pat = ") + (s.pat_enabled ? "true" : "false") + "\n";
   o += "# Firmware map; last = the inclusive last byte, as dmesg prints it.\ne820 = [\n";
   for (const auto& e : s.firmware_e820)
     o += "  { start = " + Hex(e.start) + ", last = " + Hex(e.end - 1) + ", type = " +
-         Quote(E820TypeWord(e.type)) + " },\n";
+         TomlQuote(E820TypeWord(e.type)) + " },\n";
   o += "]\nmmio = [\n";
   for (const auto& m : s.mmio)
     o += "  { start = " + Hex(m.start) + ", last = " + Hex(m.end - 1) + ", name = " +
-         Quote(m.name) + " },\n";
+         TomlQuote(m.name) + " },\n";
   o += "]\n";
   if (!s.early_edits.empty()) {
     o += "early_edits = [\n";
-    for (const auto& e : s.early_edits) o += "  " + Quote(EditLine(e)) + ",\n";
+    for (const auto& e : s.early_edits) o += "  " + TomlQuote(EditLine(e)) + ",\n";
     o += "]\n";
   }
   o += std::string("mtrr_enabled = ") + (s.mtrr.enabled ? "true" : "false") + "\n";
   MtrrRange def;
   def.type = s.mtrr.default_type;
-  o += "mtrr_default = " + Quote(MtrrWord(def)) + "\nmtrr = [\n";
+  o += "mtrr_default = " + TomlQuote(MtrrWord(def)) + "\nmtrr = [\n";
   for (const auto& r : s.mtrr.variable)
     o += "  { base = " + Hex(r.base) + ", size = " + Hex(r.size) + ", type = " +
-         Quote(MtrrWord(r)) + " },\n";
+         TomlQuote(MtrrWord(r)) + " },\n";
   o += "]\n";
   if (!s.mtrr.fixed.empty()) {
     o += "mtrr_fixed = [\n";
     for (const auto& r : s.mtrr.fixed)
       o += "  { start = " + Hex(r.base) + ", last = " + Hex(r.base + r.size - 1) + ", type = " +
-           Quote(MtrrWord(r)) + " },\n";
+           TomlQuote(MtrrWord(r)) + " },\n";
     o += "]\n";
   }
   const HostPerf& p = s.perf;
@@ -578,6 +560,46 @@ std::string WriteMachineToml(const MachineSpec& s) {
     o += (i ? ", " : "") + Num(p.memcpy_threads_gbps[i]);
   o += "]\n";
   return o;
+}
+
+namespace {
+
+// TOML strings are UTF-8 (toml.io, "Strings").
+bool ValidUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = s[i];
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string TomlQuote(const std::string& s) {
+  // Bytes that are not UTF-8 (a paste's stray bytes) are written as \u00XX, so the file loads.
+  const bool utf8 = ValidUtf8(s);
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (!utf8 && c >= 0x80) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
 }
 
 bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) {

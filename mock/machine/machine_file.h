@@ -47,6 +47,9 @@ Result<MachineSpec> ParseMachineText(const std::string& text, const std::string&
 // result gives back an equal spec (E820Edit::line aside, which is the edit itself).
 std::string WriteMachineToml(const MachineSpec& spec);
 
+// `s` as a TOML basic string, quotes included (backslash, quote and control characters escaped).
+std::string TomlQuote(const std::string& s);
+
 // True when every field of a and b is equal (doubles exactly); `diff` names the first that is not.
 bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff);
 

@@ -152,6 +152,17 @@ TEST(MachineFormat, WriteThroughAndWriteProtectAreKeptAndNotWriteBack) {
   EXPECT_NE(RenderMtrr(*r).find("write-through"), std::string::npos);
 }
 
+TEST(MachineFormat, AnyBytesInStringsStillLoad) {
+  MachineSpec spec = *ParseMachineText(std::string("[machine]\n") + kMinimal, "m.toml");
+  spec.cmdline = std::string("quiet \xff\x01 \"x\" a\\b mem=4G");
+  spec.description = "caf\xc3\xa9";  // valid UTF-8 stays as it is
+  auto back = ParseMachineText(WriteMachineToml(spec), "w.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->description, spec.description);
+  EXPECT_EQ(back->cmdline.substr(0, 6), "quiet ");
+  EXPECT_NE(back->cmdline.find("\"x\" a\\b mem=4G"), std::string::npos);
+}
+
 TEST(MachineFormat, AMachineFileHoldsOnlyAMachineTable) {
   auto r = ParseMachineText(std::string("[machine]\n") + kMinimal + "[driver]\nmode = \"pages\"\n", "m.toml");
   ASSERT_FALSE(r.ok());
