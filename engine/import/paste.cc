@@ -307,7 +307,8 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
         note(f, n, Verdict::kUsed, "start of the firmware map");
         continue;
       }
-      if (StartsWith(t, "BIOS-e820:") || StartsWith(t, "Xen:") || StartsWith(t, "user:")) {
+      if (StartsWith(t, "BIOS-e820:") || StartsWith(t, "BIOS-e801:") || StartsWith(t, "BIOS-88:") ||
+          StartsWith(t, "Xen:") || StartsWith(t, "user:")) {
         auto r = sim::ParseE820MapLine(t);
         if (!r.ok()) {
           note(f, n, Verdict::kError, "cannot read this map line: " + r.status().message());
@@ -316,17 +317,33 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
         const std::string what = std::string(r->old_form ? "old form (end exclusive) " : "") +
                                  Range(r->entry.start, r->entry.end) + " " +
                                  sim::E820TypeWord(r->entry.type);
-        if (r->who == "BIOS-e820" || r->who == "Xen") {
+        if (r->who != "user") {
           // A Xen dom0 starts from the map the hypervisor gives it (arch/x86/xen/setup.c,
-          // xen_memory_setup), printed as "Xen: [mem ...]".
+          // xen_memory_setup), printed as "Xen: [mem ...]"; without e820 the 2.x kernels made
+          // one up from int 15h e801/88 and printed it as "BIOS-e801:"/"BIOS-88:"
+          // (arch/i386/kernel/setup.c, setup_memory_region).
           bios.push_back(r->entry);
           bios_notes.push_back(note(f, n, Verdict::kUsed,
-                                    (r->who == "Xen" ? "firmware map entry (Xen's) " : "firmware map entry ") + what));
+                                    (r->who == "BIOS-e820" ? std::string("firmware map entry ")
+                                                           : "firmware map entry (" + r->who + ") ") + what));
         } else {
           user.push_back(r->entry);
           out.user_map.push_back(t);
           user_notes.push_back(note(f, n, Verdict::kUsed, "expected user map line " + what));
         }
+        continue;
+      }
+      if (t.find("extended physical RAM map:") != std::string::npos ||
+          t.find("modified physical RAM map:") != std::string::npos ||
+          StartsWith(t, "reserve setup_data: ") || StartsWith(t, "modified: ")) {
+        // e820__reserve_setup_data / e820__update_table_print print the map again after the
+        // kernel's own edits; the early edits above it say the same, so it is not needed.
+        auto r = sim::ParseE820MapLine(t);
+        note(f, n, Verdict::kNotUsed,
+             StartsWith(t, "reserve") || StartsWith(t, "modified")
+                 ? (r.ok() ? "the map after the kernel's own edits (the early edits give it)"
+                           : "a line of the map after the kernel's own edits, unreadable: " + r.status().message())
+                 : "start of the map after the kernel's own edits (the early edits give it)");
         continue;
       }
       if (StartsWith(t, "e820: update ") || StartsWith(t, "e820: remove ") ||
@@ -503,7 +520,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
   std::vector<std::pair<sim::E820Entry, LineNote*>> ordered;
   if (!bios.empty()) {
     out.machine.firmware_e820 = bios;
-    out.firmware_source = "BIOS-e820 lines";
+    out.firmware_source = "dmesg's firmware map lines";
     for (size_t i = 0; i < bios.size(); ++i) ordered.push_back({bios[i], &out.notes[bios_notes[i]]});
     for (size_t i : memmap_notes) {
       out.notes[i].verdict = Verdict::kNotUsed;

@@ -213,6 +213,17 @@ TEST(Paste, ShapesOfRealPastes) {
   EXPECT_NE(NoteOf(im, 2)->what.find("CONFIG_CMDLINE"), std::string::npos);
 }
 
+TEST(Paste, MapsAKernelMadeUpWithoutE820) {
+  // A 2.4 kernel on a BIOS without e820 (the project's corpus, a Compaq ProLiant 1500).
+  auto im = Read(" BIOS-88: 0000000000000000 - 000000000009f000 (usable)\n"
+                 " BIOS-88: 0000000000100000 - 0000000001000000 (usable)\n"
+                 "Kernel command line: mem=exactmap mem=640K@0 mem=143M@1M\n");
+  EXPECT_TRUE(im.has_firmware_map);
+  ASSERT_EQ(im.machine.firmware_e820.size(), 2u);
+  EXPECT_EQ(im.machine.firmware_e820[1].end, 0x1000000u);
+  EXPECT_NE(NoteOf(im, 1)->what.find("(BIOS-88)"), std::string::npos);
+}
+
 TEST(Paste, RenderedDumpReadsBack) {
   const std::string dump = RenderFirmwareMemmapDump({{0, 0x9fc00, "System RAM"}, {0xf0000, 0x100000, "Reserved"}});
   EXPECT_EQ(dump, "0/end:0x9fbff\n0/start:0x0\n0/type:System RAM\n1/end:0xfffff\n1/start:0xf0000\n1/type:Reserved\n");
