@@ -8,6 +8,7 @@
 #include "engine/cli/options.h"
 #include "engine/doctor/doctor.h"
 #include "engine/doctor/record.h"
+#include "engine/scenario/scenario.h"
 
 namespace resmem::cli {
 namespace {
@@ -19,7 +20,8 @@ const char kUsage[] =
     "  failures this machine would hit, with evidence, the remedy and the seed it comes from.\n"
     "  With --region it also opens the reserved-memory devices (mode, ABI version skew).\n"
     "options:\n"
-    "  --machine PRESET   diagnose a simulated machine instead (seed000-workstation, ...)\n"
+    "  --machine PRESET|FILE  diagnose a simulated machine instead: a preset\n"
+    "                     (seed000-workstation, ...), a machine file, or a paste resmem import reads\n"
     "  --cmdline TEXT     with --machine: the kernel command line to boot it with\n"
     "  --region NAME      also check devices of this region part (kmod, sim, fuse)\n"
     "  --json FILE        write the report as JSON ('-' for stdout)\n"
@@ -39,7 +41,10 @@ int Doctor(const std::vector<std::string>& args) {
   engine::PartContext ctx;
   const bool simulated = opts.Has("--machine");
   if (simulated) {
-    auto spec = sim::MachinePreset(opts.Get("--machine", ""));
+    const std::string machine = opts.Get("--machine", "");
+    std::error_code ec;
+    auto spec = std::filesystem::exists(machine, ec) ? scenario::LoadMachineSource(machine)
+                                                     : sim::MachinePreset(machine);
     if (!spec.ok()) {
       std::cerr << "resmem doctor: " << spec.status().message() << "\n";
       return kExitBadInput;

@@ -71,5 +71,10 @@ done
 expect import_a_recording 0 "wrote" -- bash -c "cd \"$T/rec-seed000-workstation\" && \"$R\" import iomem.txt firmware_memmap.txt mtrr.txt cpuinfo.txt meminfo.txt version.txt -o \"$T/reimport.toml\""
 expect reimport_loads "[01]" "scenario cases" -- "$R" run "$T/reimport.toml"
 
+# 7. doctor --machine takes a machine file or a paste as well as a preset.
+expect doctor_machine_file 0 "platform sim:imported-stdin" -- "$R" doctor --machine "$T/box.toml"
+expect doctor_paste "[01]" "platform sim:07-qemu" -- "$R" doctor --machine "$DATA/07-qemu-q35-512m-5.10-mem512M.log"
+expect doctor_bad_paste 2 "garbage.txt:0: no firmware memory map" -- "$R" doctor --machine "$T/garbage.txt"
+
 echo "import cli: $fails failed"
 exit $((fails > 0))

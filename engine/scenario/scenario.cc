@@ -222,10 +222,10 @@ void ParseScenarioTable(const toml::table& t, Errors& errors, Scenario* s) {
   }
 }
 
-// The machine a `from = "FILE"` names, beside the scenario: a machine file (a [machine] table in
-// the machine format), or anything `resmem import` reads (dmesg, /proc/iomem, ...).
-Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file, const std::string& from) {
-  const fs::path path = fs::path(scenario_file).parent_path() / from;
+}  // namespace
+
+Result<sim::MachineSpec> LoadMachineSource(const std::string& source) {
+  const fs::path path(source);
   std::error_code ec;
   std::vector<import::PasteInput> inputs;
   if (fs::is_directory(path, ec)) {  // a copy of /sys/firmware/memmap
@@ -254,6 +254,13 @@ Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file, const
   }
   imported.machine.name = path.stem().string();
   return imported.machine;
+}
+
+namespace {
+
+// The machine a `from = "FILE"` names, beside the scenario.
+Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file, const std::string& from) {
+  return LoadMachineSource((fs::path(scenario_file).parent_path() / from).string());
 }
 
 // [machine]: preset = "NAME", from = "FILE", or the machine itself in the machine format
