@@ -725,7 +725,13 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
 std::string DescribeExpectation(const Expectation& e) {
   if (e.empty()) return "ok";
   std::string out;
-  for (const auto& [k, v] : e.fields) out += (out.empty() ? "" : ", ") + k + "=" + v.Text();
+  for (const auto& [k, v] : e.fields) {
+    // A long list (a user map) is summarised; its failure note shows the line that differs.
+    const std::string text = v.kind == Value::Kind::kList && v.list.size() > 3
+                                 ? "[" + std::to_string(v.list.size()) + " lines]"
+                                 : v.Text();
+    out += (out.empty() ? "" : ", ") + k + "=" + text;
+  }
   return out;
 }
 
