@@ -16,6 +16,9 @@
  *  - mode=pfnmap: VM_IO|VM_PFNMAP, no struct pages (cudaHostRegisterIoMemory only).
  *    mode=pages: struct pages from memremap_pages(MEMORY_DEVICE_GENERIC), so pin_user_pages
  *    (FOLL_LONGTERM) and plain cudaHostRegister work.
+ *  - read/write/lseek treat the range as a file of fixed size (block-device conventions: short
+ *    at the end, 0 / ENOSPC at or past it); every operation answers as the FUSE device and the
+ *    simulated driver do (mock/parity's probe, docs/parity.md).
  *  - cache=wb|wc|uc per device. The module holds a kernel mapping of the range with that type, which
  *    reserves the PAT memory type; every user mapping inherits it (arch/x86/mm/pat/memtype.c
  *    track_pfn_insert -> lookup_memtype). O_SYNC does not change it (unlike drivers/char/mem.c).
@@ -249,7 +252,12 @@ static int resmem_mmap(struct file *file, struct vm_area_struct *vma)
 	u64 pages = d->size >> PAGE_SHIFT;
 	u64 off;
 
-	if (!(vma->vm_flags & VM_SHARED)) {
+	/*
+	 * VM_MAYSHARE, not VM_SHARED: mm/mmap.c do_mmap clears VM_SHARED (and VM_MAYWRITE) for a
+	 * MAP_SHARED mapping of a file opened read-only, which is still a shared mapping of the device
+	 * (a read-only reader's natural call). The parity probe found the module refusing it.
+	 */
+	if (!(vma->vm_flags & VM_MAYSHARE)) {
 		pr_info_ratelimited("%s: mmap refused: MAP_PRIVATE of physical memory makes no sense; use MAP_SHARED\n",
 				    d->name);
 		return -EINVAL;
@@ -295,6 +303,88 @@ static unsigned long resmem_get_unmapped_area(struct file *file, unsigned long a
 {
 	/* Place the mapping so that 2 MiB of file offset lands on 2 MiB of virtual address. */
 	return thp_get_unmapped_area(file, addr, len, pgoff, flags);
+}
+
+/* ---- read, write, llseek -------------------------------------------------------------------- */
+
+/*
+ * The range read and written as a file of fixed size, with the conventions of the kernel's own
+ * fixed-size devices (block/fops.c blkdev_read_iter/blkdev_write_iter): a read stops at the end
+ * (short, 0 at or past it); a write is cut at the end (short) and fails ENOSPC when it starts at or
+ * past it; with O_APPEND a write starts at the end (mm/filemap.c generic_write_checks_count), so it
+ * is ENOSPC. Zero bytes are 0 anywhere. The bytes move through the kernel's mapping of the range:
+ * pfnmap mode's memremap/ioremap (the device's cache type), pages mode's direct map, which
+ * memremap_pages made (mm/memremap.c pagemap_range -> arch_add_memory), as drivers/char/mem.c
+ * read_mem/write_mem copy through a mapping of physical memory, a page at a time.
+ */
+static void *resmem_kaddr(struct resmem_dev *d, u64 off)
+{
+	if (d->mode == RESMEM_MODE_PAGES)
+		return phys_to_virt(d->phys + off);
+	return (char *)d->kaddr + off;
+}
+
+/* Moves count bytes between the range at pos and user memory, a page at a time: the bytes moved
+ * (updating *ppos), or -EFAULT / -EINTR when none moved. */
+static ssize_t resmem_copy(struct resmem_dev *d, u64 pos, u64 count, char __user *ubuf,
+			   bool to_user, loff_t *ppos)
+{
+	u64 done = 0;
+
+	while (done < count) {
+		u64 n = min_t(u64, count - done, PAGE_SIZE - ((pos + done) & ~PAGE_MASK));
+		void *k = resmem_kaddr(d, pos + done);
+		u64 left = to_user ? copy_to_user(ubuf + done, k, n) : copy_from_user(k, ubuf + done, n);
+
+		done += n - left;
+		if (left || fatal_signal_pending(current))
+			break;
+		cond_resched();
+	}
+	if (!done)
+		return fatal_signal_pending(current) ? -EINTR : -EFAULT;
+	*ppos = pos + done;
+	return done;
+}
+
+static ssize_t resmem_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+
+	if (*ppos < 0)
+		return -EINVAL;
+	if (!count || (u64)*ppos >= d->size)
+		return 0;
+	return resmem_copy(d, *ppos, min_t(u64, count, d->size - *ppos), buf, true, ppos);
+}
+
+static ssize_t resmem_write(struct file *file, const char __user *buf, size_t count, loff_t *ppos)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+	u64 pos;
+
+	if (!count)
+		return 0;
+	if (*ppos < 0)
+		return -EINVAL;
+	pos = (file->f_flags & O_APPEND) ? d->size : (u64)*ppos;
+	if (pos >= d->size)
+		return -ENOSPC;
+	return resmem_copy(d, pos, min_t(u64, count, d->size - pos), (char __user *)buf, false,
+			   ppos);
+}
+
+/*
+ * A file's lseek over the range (fs/read_write.c generic_file_llseek_size): SEEK_END and
+ * SEEK_DATA/SEEK_HOLE are relative to the range's size, positions past the end are allowed (reads
+ * there give 0, writes ENOSPC), negative ones are EINVAL. It replaces noop_llseek, under which
+ * every lseek returned the old position and changed nothing.
+ */
+static loff_t resmem_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
+
+	return generic_file_llseek_size(file, offset, whence, MAX_LFS_FILESIZE, d->size);
 }
 
 /* ---- open, ioctl --------------------------------------------------------------------------- */
@@ -388,11 +478,13 @@ static const struct file_operations resmem_fops = {
 	.owner = THIS_MODULE,
 	.open = resmem_open,
 	.release = resmem_release,
+	.read = resmem_read,
+	.write = resmem_write,
 	.mmap = resmem_mmap,
 	.get_unmapped_area = resmem_get_unmapped_area,
 	.unlocked_ioctl = resmem_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = noop_llseek,
+	.llseek = resmem_llseek,
 };
 
 /* ---- load-time checks ---------------------------------------------------------------------- */

@@ -57,6 +57,10 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	dmesg | grep 'resmem: resmem' | sed 's/^/# console: /'
 	t a_pfnmap_vmflags_pf_io_sim_gpu_refuses_plain  $G facts /dev/resmem0 pfnmap
 	t a_pages_vmflags_mm_sim_gpu_accepts_plain      $G facts /dev/resmem1 pages
+	# The device-parity transcript (mock/parity, docs/parity.md) of both modes; the lane compares
+	# them with mock/parity/golden/kmod.txt on the host.
+	t parity_probe_pfnmap sh -c 'time /resmem_parity_probe /dev/resmem0 >/tmp/p0; rc=$?; sed "s/^/parity-pfnmap| /" /tmp/p0; exit $rc'
+	t parity_probe_pages  sh -c 'time /resmem_parity_probe /dev/resmem1 >/tmp/p1; rc=$?; sed "s/^/parity-pages| /" /tmp/p1; exit $rc'
 	t d_ioctl_garbage_pfnmap                        $G ioctl-garbage /dev/resmem0
 	t d_ioctl_garbage_pages                         $G ioctl-garbage /dev/resmem1
 	t d_mmap_bounds_pfnmap                          $G mmap-bounds /dev/resmem0
@@ -91,6 +95,9 @@ fi
 # ---- cache types and the benchmark: resmem0 1 GiB pages wb, resmem1 pfnmap wc, resmem2 pfnmap uc
 if load /resmem.ko 'ranges=1G$0x100000000,64M$0x40000000,64M$0x44000000' mode=pages,pfnmap cache=wb,wc,uc; then
 	t a_cache_types_in_pat                          $G cache-types /dev/resmem0 /dev/resmem1 /dev/resmem2
+	# read/write through the write-combining and uncached kernel mappings (ioremap_wc/_uc).
+	t parity_probe_wc sh -c 'time /resmem_parity_probe /dev/resmem1 >/tmp/p2; rc=$?; sed "s/^/parity-wc| /" /tmp/p2; exit $rc'
+	t parity_probe_uc sh -c 'time /resmem_parity_probe /dev/resmem2 >/tmp/p3; rc=$?; sed "s/^/parity-uc| /" /tmp/p3; exit $rc'
 	t a_huge_mappings_save_page_tables              $G huge-page-tables /dev/resmem0
 	t bench                                         $G bench /dev/resmem0 /dev/resmem1 /dev/resmem2
 	rmmod resmem

@@ -29,6 +29,10 @@ GUEST_BIN="$SRC/ci/qemu/resmem_guest"
 RESMEM_BIN="$SRC/engine/cli/resmem_static"
 [[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
 [[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
+PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
+[[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
+[[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
+PARITY_GOLDEN="$SRC/mock/parity/golden/kmod.txt"
 INIT="$SRC/ci/qemu/guest_init.sh"
 WORK="${TEST_TMPDIR:-$(mktemp -d)}/kmod-lane"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -89,6 +93,7 @@ cp /bin/busybox "$R/bin/busybox"
 cp "$INIT" "$R/init" && chmod 755 "$R/init"
 cp "$WORK/kmod/resmem.ko" "$WORK/kmod/resmem_test.ko" "$R/"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
+cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
@@ -114,12 +119,20 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 
 # ---- 6. TAP -> JUnit ---------------------------------------------------------------------------
 XML="${XML_OUTPUT_FILE:-$WORK/test.xml}"
-python3 - "$CONSOLE.txt" "$XML" "$QRC" <<'PY'
-import re, sys, html
+python3 - "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" "${TEST_UNDECLARED_OUTPUTS_DIR:-}" <<'PY'
+import difflib, os, re, sys, html
 console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+golden_path, work, only, outdir = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 cases, diag, plan = [], [], None
+# Transcript name -> the mode and cache its device was loaded with (guest_init.sh).
+parity_devices = {"pfnmap": ("pfnmap", "wb"), "pages": ("pages", "wb"), "wc": ("pfnmap", "wc"),
+                  "uc": ("pfnmap", "uc")}
+parity = {k: [] for k in parity_devices}
 for line in open(console, errors="replace"):
     line = line.rstrip("\n")
+    m = re.match(r"^# parity-(pfnmap|pages|wc|uc)\| (.*)$", line)
+    if m:
+        parity[m.group(1)].append(m.group(2))
     m = re.match(r"^(not )?ok (\d+) - (\S+)", line)
     if m:
         cases.append((m.group(3), m.group(1) is None, diag))
@@ -128,10 +141,43 @@ for line in open(console, errors="replace"):
         plan = int(line[3:])
     elif line.startswith("# "):
         diag.append(line[2:])
+# The device-parity transcript (mock/parity, docs/parity.md): the live module's must equal the
+# golden file that //mock/parity:parity_test diffs the FUSE device and the sim driver against.
+# Every mode and cache type answers alike; only ioctl_info names them: it must name the device's
+# own, and is then compared as the golden device's (pfnmap, wb).
+golden = [l.rstrip("\n") for l in open(golden_path) if l.strip() and not l.startswith("#")]
+def as_golden_device(l, mode, cache):
+    if not l.startswith("ioctl_info: "):
+        return l
+    own = "mode=%s cache=%s " % (mode, cache)
+    return l.replace(own, "mode=pfnmap cache=wb ") if own in l else l + "  <- expected " + own.strip()
+for mode in parity_devices:
+    name = "parity_transcript_%s_matches_golden" % mode
+    if only and only != "parity_probe_" + mode:
+        continue
+    live = [as_golden_device(l, *parity_devices[mode]) for l in parity[mode]]
+    with open(os.path.join(work, "kmod_parity_%s.txt" % mode), "w") as f:
+        f.write("".join(l + "\n" for l in parity[mode]))
+    if outdir:
+        with open(os.path.join(outdir, "kmod_parity_%s.txt" % mode), "w") as f:
+            f.write("".join(l + "\n" for l in parity[mode]))
+    diff = list(difflib.unified_diff(golden, live, "mock/parity/golden/kmod.txt",
+                                     "live module /dev/resmem (%s)" % mode, lineterm="", n=0))
+    print("kmod-lane: parity transcript %s: %d lines, diff against the golden file: %d lines"
+          % (mode, len(live), len(diff)))
+    for d in diff:
+        print("kmod-lane:   " + d)
+    d = ["%d lines; diff against mock/parity/golden/kmod.txt:" % len(live)] + diff
+    if not live:
+        d.append("no transcript on the console (the probe did not run)")
+    cases.append((name, bool(live) and not diff, d))
+if parity["pfnmap"]:
+    print("kmod-lane: to accept the live transcript as the new golden file: cp %s mock/parity/golden/kmod.txt"
+          % os.path.join(outdir or work, "kmod_parity_pfnmap.txt"))
 problems = []
 if plan is None:
     problems.append("the guest never printed its TAP plan (crashed, hung or timed out; qemu exit %d)" % qrc)
-elif plan != len(cases):
+elif plan != len([c for c in cases if not c[0].startswith("parity_transcript_")]):
     problems.append("plan says %d cases, console shows %d" % (plan, len(cases)))
 failed = [c for c in cases if not c[1]]
 with open(xml, "w") as f:

@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +33,12 @@ double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string Percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
+  return text;
 }
 
 json FactsToJson(const MappingFacts& f) {
@@ -128,6 +137,12 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
   json profile;
   const std::string era = gpu.profile();
   profile["format"] = 1;
+  {
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    profile["date"] = date;  // UTC, when the run began
+  }
   profile["gpu"] = gpu.name();
   profile["driver_profile"] = era;
   RESMEM_ASSIGN_OR_RETURN(DeviceAttributes a, gpu.Attributes(0));
@@ -318,11 +333,192 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
   return profile;
 }
 
+namespace {
+
+// The codes a case or sequence call returned in each run ("code_runs"), or its one "code".
+std::vector<int> CodesOf(const json& entry) {
+  std::vector<int> codes;
+  if (entry.contains("code_runs"))
+    for (const auto& c : entry["code_runs"]) codes.push_back(c.get<int>());
+  else
+    codes.push_back(entry.value("code", -1));
+  return codes;
+}
+
+std::vector<double> RunGbpsOf(const json& entry) {
+  std::vector<double> v;
+  if (entry.contains("run_gbps"))
+    for (const auto& g : entry["run_gbps"]) v.push_back(g.get<double>());
+  else if (entry.contains("gbps"))
+    v.push_back(entry["gbps"].get<double>());
+  return v;
+}
+
+std::string BandwidthKey(const json& b) {
+  return b.value("class", std::string()) + " " + b.value("direction", std::string()) + " " +
+         FormatSize(b.value("size", uint64_t{0}));
+}
+
+// Entries of one array of several profiles, merged by key in first-seen order.
+class Keyed {
+ public:
+  json* Find(const std::string& key) {
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &items_[it->second];
+  }
+  json& Add(const std::string& key, json item) {
+    index_[key] = items_.size();
+    items_.push_back(std::move(item));
+    return items_.back();
+  }
+  json ToArray() const {
+    json a = json::array();
+    for (const auto& i : items_) a.push_back(i);
+    return a;
+  }
+
+ private:
+  std::map<std::string, size_t> index_;
+  std::vector<json> items_;
+};
+
+void AppendCodes(json& merged, const json& entry) {
+  for (int c : CodesOf(entry)) merged["code_runs"].push_back(c);
+}
+
+}  // namespace
+
+Result<BandwidthRange> BandwidthRangeOf(const json& entry) {
+  BandwidthRange r;
+  r.run_gbps = RunGbpsOf(entry);
+  if (r.run_gbps.empty() || *std::min_element(r.run_gbps.begin(), r.run_gbps.end()) <= 0)
+    return Status::InvalidArgument("bandwidth entry '" + BandwidthKey(entry) +
+                                   "' has no measured rate (\"run_gbps\" or \"gbps\" > 0)");
+  r.min_gbps = *std::min_element(r.run_gbps.begin(), r.run_gbps.end());
+  r.max_gbps = *std::max_element(r.run_gbps.begin(), r.run_gbps.end());
+  r.median_gbps = Median(r.run_gbps);
+  return r;
+}
+
+Result<json> MergeProfiles(const std::vector<json>& profiles,
+                           const std::vector<std::string>& sources) {
+  if (profiles.empty()) return Status::InvalidArgument("no profiles to merge");
+  if (sources.size() != profiles.size())
+    return Status::InvalidArgument("MergeProfiles: one source name per profile");
+  for (size_t i = 0; i < profiles.size(); ++i)
+    if (!profiles[i].is_object() || !profiles[i].contains("registration"))
+      return Status::InvalidArgument(sources[i] + " is not a calibration profile (no "
+                                     "\"registration\"): make one with resmem calibrate --out FILE");
+  const json& first = profiles[0];
+  for (size_t i = 1; i < profiles.size(); ++i) {
+    for (const char* key : {"driver_profile", "device"}) {
+      if (profiles[i].value(key, json()) != first.value(key, json()))
+        return Status::InvalidArgument(
+            sources[i] + " and " + sources[0] + " differ in \"" + key + "\" (" +
+            profiles[i].value(key, json()).dump() + " vs " + first.value(key, json()).dump() +
+            "): merge only runs of one GPU model and driver");
+    }
+  }
+  json out = json::object();
+  out["format"] = 2;
+  for (const char* key : {"backend", "gpu", "driver_profile", "device", "host_mem_total"})
+    if (first.contains(key)) out[key] = first[key];
+  out["runs"] = json::array();
+  Keyed registration, sequences, bandwidth;
+  std::map<std::string, std::vector<double>> memcpy_runs;
+  std::set<std::string> skipped_seen;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const json& p = profiles[i];
+    if (p.contains("runs")) {  // a merge: its runs, named inside this source
+      for (json r : p["runs"]) {
+        r["source"] = sources[i] + ": " + r.value("source", std::string("?"));
+        out["runs"].push_back(r);
+      }
+    } else {
+      json run = {{"source", sources[i]},
+                  {"backend", p.value("backend", std::string())},
+                  {"host_mem_total", p.value("host_mem_total", uint64_t{0})}};
+      if (p.contains("date")) run["date"] = p["date"];
+      out["runs"].push_back(run);
+    }
+    if (p.value("host_mem_total", uint64_t{0}) != first.value("host_mem_total", uint64_t{0}))
+      out["notes"].push_back(sources[i] + ": host_mem_total " +
+                             std::to_string(p.value("host_mem_total", uint64_t{0})) + " (" +
+                             sources[0] + ": " +
+                             std::to_string(first.value("host_mem_total", uint64_t{0})) + ")");
+    for (const auto& c : p["registration"]) {
+      const std::string key = c.value("kind", std::string()) + " " +
+                              std::to_string(c.value("size", uint64_t{0})) + " " +
+                              std::to_string(c.value("flag_bits", 0u));
+      json* m = registration.Find(key);
+      if (!m) {
+        json fresh = c;
+        fresh["code_runs"] = json::array();
+        m = &registration.Add(key, fresh);
+      }
+      AppendCodes(*m, c);
+    }
+    for (const auto& s : p.value("sequences", json::array())) {
+      const std::string key = s.value("name", std::string());
+      json* m = sequences.Find(key);
+      if (!m) {
+        json fresh = s;
+        for (auto& op : fresh["ops"]) op["code_runs"] = json::array();
+        m = &sequences.Add(key, fresh);
+      }
+      if ((*m)["ops"].size() != s["ops"].size())
+        return Status::InvalidArgument(sources[i] + ": sequence '" + key + "' has " +
+                                       std::to_string(s["ops"].size()) + " calls, an earlier run " +
+                                       std::to_string((*m)["ops"].size()));
+      for (size_t k = 0; k < s["ops"].size(); ++k) AppendCodes((*m)["ops"][k], s["ops"][k]);
+    }
+    for (const auto& b : p.value("bandwidth", json::array())) {
+      RESMEM_ASSIGN_OR_RETURN(BandwidthRange r, BandwidthRangeOf(b));
+      const std::string key = BandwidthKey(b);
+      json* m = bandwidth.Find(key);
+      if (!m) {
+        json fresh = b;
+        fresh["run_gbps"] = json::array();
+        fresh["pass_gbps"] = json::array();
+        m = &bandwidth.Add(key, fresh);
+      }
+      for (double g : r.run_gbps) (*m)["run_gbps"].push_back(g);
+      for (const auto& g : b.value("pass_gbps", json::array())) (*m)["pass_gbps"].push_back(g);
+    }
+    if (p.contains("host_memcpy_runs")) {
+      for (const auto& [t, v] : p["host_memcpy_runs"].items())
+        for (const auto& g : v) memcpy_runs[t].push_back(g.get<double>());
+    } else {
+      const json memcpy = p.value("host_memcpy_gbps", json::object());
+      for (const auto& [t, g] : memcpy.items()) memcpy_runs[t].push_back(g.get<double>());
+    }
+    for (const auto& s : p.value("skipped", json::array()))
+      if (skipped_seen.insert(s.get<std::string>()).second) out["skipped"].push_back(s);
+  }
+  out["registration"] = registration.ToArray();
+  out["sequences"] = sequences.ToArray();
+  out["bandwidth"] = bandwidth.ToArray();
+  for (auto& b : out["bandwidth"]) {
+    RESMEM_ASSIGN_OR_RETURN(BandwidthRange r, BandwidthRangeOf(b));
+    b["gbps"] = r.median_gbps;
+    b["range"] = {{"min", r.min_gbps}, {"median", r.median_gbps}, {"max", r.max_gbps},
+                  {"runs", r.runs()}};
+  }
+  for (const auto& [t, v] : memcpy_runs) {
+    out["host_memcpy_gbps"][t] = Median(v);
+    out["host_memcpy_runs"][t] = v;
+  }
+  return out;
+}
+
 Result<FidelityReport> CompareWithSim(const json& profile, const std::string& sim_profile,
-                                      double tolerance) {
+                                      double margin) {
   if (!profile.contains("registration"))
     return Status::InvalidArgument("not a calibration profile (no \"registration\"): make one "
                                    "with resmem calibrate --out FILE");
+  if (!(margin >= 0 && margin < 1))
+    return Status::InvalidArgument("bandwidth margin must be in [0, 1), got " +
+                                   std::to_string(margin));
   RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile cp, sim::CudaProfileByName(sim_profile));
   RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
   auto clock = std::make_shared<VirtualClock>();
@@ -331,13 +527,26 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
   auto gpu = sim::MakeSimGpu(cp, machine.perf, clock, std::make_shared<FaultInjector>(1), so);
   FidelityReport r;
   r.sim_profile = sim_profile;
+  r.margin = margin;
   auto code_of = [&](const Status& st) { return st.ok() ? 0 : st.code(); };
-  auto compare_code = [&](const std::string& what, int measured, int simulated) {
+  auto named = [&](int code) { return std::to_string(code) + " " + CudaErrorName(sim_profile, code); };
+  // Agreement: every run returned what the simulator returns.
+  auto compare_codes = [&](const std::string& what, const std::vector<int>& measured,
+                           int simulated) {
     ++r.code_cases;
-    std::string line = what + ": measured " + std::to_string(measured) + " " +
-                       CudaErrorName(sim_profile, measured) + ", sim " +
-                       std::to_string(simulated) + " " + CudaErrorName(sim_profile, simulated);
-    (measured == simulated ? r.agreements : r.disagreements).push_back(line);
+    std::map<int, int> runs_of;
+    for (int c : measured) ++runs_of[c];
+    std::string m;
+    if (runs_of.size() == 1) {
+      m = named(measured[0]);
+    } else {
+      for (const auto& [code, n] : runs_of)
+        m += (m.empty() ? "" : ", ") + named(code) + " in " + std::to_string(n) + " of " +
+             std::to_string(measured.size()) + " runs";
+    }
+    std::string line = what + ": measured " + m + ", sim " + named(simulated);
+    bool agree = runs_of.size() == 1 && measured[0] == simulated;
+    (agree ? r.agreements : r.disagreements).push_back(line);
   };
   // Device attributes.
   RESMEM_ASSIGN_OR_RETURN(DeviceAttributes a, gpu->Attributes(0));
@@ -355,34 +564,35 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
   attr("async_engine_count", a.async_engine_count);
   // Registration matrix.
   for (const auto& c : profile["registration"]) {
-    int measured = c.value("code", -1);
-    if (measured < 0) continue;  // never reached the driver
+    std::vector<int> measured = CodesOf(c);
+    if (measured.empty() || *std::min_element(measured.begin(), measured.end()) < 0)
+      continue;  // never reached the driver
     uint64_t size = c.value("size", uint64_t{0});
     FactsMemory mem(FactsFromJson(c["facts"], size));
     uint32_t flags = c.value("flag_bits", 0u);
     Status st = gpu->Register(mem, 0, size, flags);
     if (st.ok()) gpu->Unregister(mem, 0);
-    compare_code("register " + c.value("kind", std::string("?")) + " " + FormatSize(size) + " " +
-                     c.value("flags", std::string("?")),
-                 measured, code_of(st));
+    compare_codes("register " + c.value("kind", std::string("?")) + " " + FormatSize(size) + " " +
+                      c.value("flags", std::string("?")),
+                  measured, code_of(st));
   }
   for (const auto& s : profile.value("sequences", json::array())) {
     FactsMemory mem(FactsFromJson(s["facts"], s.value("size", uint64_t{0})));
     int i = 0;
     for (const auto& op : s["ops"]) {
       ++i;
-      int measured = op.value("code", -1);
+      std::vector<int> measured = CodesOf(op);
       Status st = op.value("op", std::string()) == "register"
                       ? gpu->Register(mem, op.value("offset", uint64_t{0}),
                                       op.value("length", uint64_t{0}), op.value("flag_bits", 0u))
                       : gpu->Unregister(mem, op.value("offset", uint64_t{0}));
-      if (measured < 0) continue;
-      compare_code("sequence '" + s.value("name", std::string()) + "' call " + std::to_string(i) +
-                       " (" + op.value("op", std::string()) + ")",
-                   measured, code_of(st));
+      if (measured.empty() || *std::min_element(measured.begin(), measured.end()) < 0) continue;
+      compare_codes("sequence '" + s.value("name", std::string()) + "' call " +
+                        std::to_string(i) + " (" + op.value("op", std::string()) + ")",
+                    measured, code_of(st));
     }
   }
-  // Bandwidth classes.
+  // Bandwidth classes: the simulator's rate against the measured spread, widened by the margin.
   uint64_t max_bw = 0;
   for (const auto& b : profile.value("bandwidth", json::array()))
     max_bw = std::max(max_bw, b.value("size", uint64_t{0}));
@@ -390,24 +600,44 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
     RESMEM_ASSIGN_OR_RETURN(auto dev, gpu->AllocDevice(max_bw));
     RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu->AllocPinned(max_bw, 0));
     for (const auto& b : profile["bandwidth"]) {
-      std::string cls = b.value("class", std::string());
-      uint64_t size = b.value("size", uint64_t{0});
-      CopyDirection dir = b.value("direction", std::string()) == "H2D"
-                              ? CopyDirection::kHostToDevice : CopyDirection::kDeviceToHost;
+      FidelityReport::Bandwidth row;
+      row.cls = b.value("class", std::string());
+      row.direction = b.value("direction", std::string());
+      row.size = b.value("size", uint64_t{0});
+      RESMEM_ASSIGN_OR_RETURN(row.measured, BandwidthRangeOf(b));
+      CopyDirection dir = row.direction == "H2D" ? CopyDirection::kHostToDevice
+                                                 : CopyDirection::kDeviceToHost;
       FactsMemory mem(FactsFromJson(b["facts"], max_bw));
-      HostMemory* host = cls == "pinned" ? pinned.get() : &mem;
-      if (cls == "registered") RESMEM_RETURN_IF_ERROR(gpu->Register(mem, 0, max_bw, 0));
-      auto s = gpu->Copy(dir, *host, 0, *dev, 0, size);
-      if (cls == "registered") gpu->Unregister(mem, 0);
-      if (!s.ok()) return s.status().WithContext("sim copy for " + cls);
-      double measured = b.value("gbps", 0.0), simulated = s->GBps();
+      HostMemory* host = row.cls == "pinned" ? pinned.get() : &mem;
+      if (row.cls == "registered") RESMEM_RETURN_IF_ERROR(gpu->Register(mem, 0, max_bw, 0));
+      auto s = gpu->Copy(dir, *host, 0, *dev, 0, row.size);
+      if (row.cls == "registered") gpu->Unregister(mem, 0);
+      if (!s.ok()) return s.status().WithContext("sim copy for " + row.cls);
+      row.sim_gbps = s->GBps();
+      const BandwidthRange& m = row.measured;
+      const double lo = m.min_gbps * (1 - margin), hi = m.max_gbps * (1 + margin);
+      row.inside = row.sim_gbps >= lo && row.sim_gbps <= hi;
       ++r.bandwidth_cases;
-      char line[256];
-      double dev_frac = measured > 0 ? simulated / measured - 1 : 1;
-      std::snprintf(line, sizeof line, "bandwidth %s %s %s: measured %.2f GB/s, sim %.2f GB/s (%+.1f%%)",
-                    cls.c_str(), b.value("direction", std::string()).c_str(),
-                    FormatSize(size).c_str(), measured, simulated, 100 * dev_frac);
-      (std::abs(dev_frac) <= tolerance ? r.agreements : r.disagreements).push_back(line);
+      r.runs = std::max(r.runs, m.runs());
+      char line[320];
+      const std::string what = "bandwidth " + row.cls + " " + row.direction + " " +
+                               FormatSize(row.size);
+      if (m.runs() == 1) {
+        std::snprintf(line, sizeof line, "%s: measured %.2f GB/s, sim %.2f GB/s (%+.1f%%)",
+                      what.c_str(), m.median_gbps, row.sim_gbps,
+                      100 * (row.sim_gbps / m.median_gbps - 1));
+      } else {
+        std::string where =
+            row.sim_gbps < m.min_gbps ? "below the min by " + Percent(1 - row.sim_gbps / m.min_gbps)
+            : row.sim_gbps > m.max_gbps ? "above the max by " + Percent(row.sim_gbps / m.max_gbps - 1)
+                                        : std::string("inside the spread");
+        std::snprintf(line, sizeof line,
+                      "%s: measured %.2f-%.2f GB/s (median %.2f, %d runs), sim %.2f GB/s (%s)",
+                      what.c_str(), m.min_gbps, m.max_gbps, m.median_gbps, m.runs(),
+                      row.sim_gbps, where.c_str());
+      }
+      (row.inside ? r.agreements : r.disagreements).push_back(line);
+      r.bandwidth.push_back(std::move(row));
     }
   }
   return r;
@@ -415,10 +645,29 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
 
 std::string FidelityReport::ToMarkdown() const {
   std::ostringstream out;
+  char margin_text[64];
+  std::snprintf(margin_text, sizeof margin_text, "%.0f%%", 100 * margin);
   out << "# Fidelity: measured profile vs simulator profile `" << sim_profile << "`\n\n"
-      << "Return-code and attribute cases: " << code_cases << "; bandwidth classes: "
-      << bandwidth_cases << " (tolerance 15%).\n\n"
-      << "## Disagreements (" << disagreements.size() << ")\n\n";
+      << "Return-code and attribute cases: " << code_cases << " (every run must agree); "
+      << "bandwidth classes: " << bandwidth_cases << ", measured in " << runs
+      << (runs == 1 ? " run" : " runs") << ". A class agrees when the simulator's rate lies "
+      << "inside the measured spread widened by a margin of " << margin_text
+      << " (min x (1 - margin) <= sim <= max x (1 + margin)).\n\n";
+  if (!bandwidth.empty()) {
+    out << "| class | dir | size | min GB/s | median | max | spread | runs | sim GB/s | verdict |\n"
+        << "|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& b : bandwidth) {
+      char row[320];
+      const BandwidthRange& m = b.measured;
+      std::snprintf(row, sizeof row, "| %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% | %d | %.2f | %s |\n",
+                    b.cls.c_str(), b.direction.c_str(), FormatSize(b.size).c_str(), m.min_gbps,
+                    m.median_gbps, m.max_gbps, 100 * (m.max_gbps - m.min_gbps) / m.median_gbps,
+                    m.runs(), b.sim_gbps, b.inside ? "agrees" : "DISAGREES");
+      out << row;
+    }
+    out << "\n";
+  }
+  out << "## Disagreements (" << disagreements.size() << ")\n\n";
   if (disagreements.empty()) out << "None.\n";
   for (const auto& d : disagreements) out << "- " << d << "\n";
   out << "\n## Agreements (" << agreements.size() << ")\n\n";
@@ -427,9 +676,15 @@ std::string FidelityReport::ToMarkdown() const {
 }
 
 json FidelityReport::ToJson() const {
-  return {{"sim_profile", sim_profile}, {"code_cases", code_cases},
-          {"bandwidth_cases", bandwidth_cases}, {"disagreements", disagreements},
-          {"agreements", agreements}};
+  json bw = json::array();
+  for (const auto& b : bandwidth)
+    bw.push_back({{"class", b.cls}, {"direction", b.direction}, {"size", b.size},
+                  {"min_gbps", b.measured.min_gbps}, {"median_gbps", b.measured.median_gbps},
+                  {"max_gbps", b.measured.max_gbps}, {"runs", b.measured.runs()},
+                  {"sim_gbps", b.sim_gbps}, {"inside", b.inside}});
+  return {{"sim_profile", sim_profile}, {"margin", margin}, {"runs", runs},
+          {"code_cases", code_cases}, {"bandwidth_cases", bandwidth_cases}, {"bandwidth", bw},
+          {"disagreements", disagreements}, {"agreements", agreements}};
 }
 
 }  // namespace resmem::calibrate

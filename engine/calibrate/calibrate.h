@@ -8,8 +8,16 @@
 //   - the bandwidth table (pinned, registered, pageable; H2D and D2H; medians of passes) and
 //     the host's memcpy rate with 1..16 threads.
 // The result is a profile (JSON). CompareWithSim replays every case on the simulator's profile
-// (mock/gpu) with the recorded facts and lists every disagreement: return codes must match;
-// bandwidth classes must lie within the tolerance (issue 4: 15%).
+// (mock/gpu) with the recorded facts and lists every disagreement: return codes must match in
+// every run; the simulator's copy rate of each bandwidth class must lie inside the measured spread
+// of the runs, widened by a stated margin.
+//
+// Profile formats (both are read):
+//   format 1: one run; each bandwidth class has "gbps" (the median of its passes).
+//   format 2: several runs merged (MergeProfiles, `resmem calibrate --runs N` or --merge); each
+//     bandwidth class keeps "gbps" (the median of the runs' medians, so format-1 readers still
+//     work) and adds "run_gbps" (each run's median) and "range" {min, median, max, runs};
+//     registration cases and sequence calls add "code_runs" (each run's code).
 #ifndef RESMEM_ENGINE_CALIBRATE_CALIBRATE_H_
 #define RESMEM_ENGINE_CALIBRATE_CALIBRATE_H_
 
@@ -39,10 +47,44 @@ struct CalibrateOptions {
 
 Result<nlohmann::json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& options);
 
+// The spread of one bandwidth class over the runs of a profile. A format-1 entry is a range of
+// one run (min = median = max = its "gbps").
+struct BandwidthRange {
+  double min_gbps = 0;
+  double median_gbps = 0;
+  double max_gbps = 0;
+  std::vector<double> run_gbps;  // each run's median, in run order
+  int runs() const { return static_cast<int>(run_gbps.size()); }
+};
+// Errors (InvalidArgument) name the entry when it has neither "run_gbps" nor a "gbps" > 0.
+Result<BandwidthRange> BandwidthRangeOf(const nlohmann::json& bandwidth_entry);
+
+// Merges profiles of one GPU model and driver era (format 1 or 2, e.g. a merge of earlier merges)
+// into one format-2 profile. `sources` names each input (file names) for the "runs" list and for
+// errors. Refused (InvalidArgument, naming both sources): profiles of different devices, driver
+// profiles or device attributes, and input that is not a calibration profile. Cases found in some
+// runs only are kept with the codes of those runs.
+Result<nlohmann::json> MergeProfiles(const std::vector<nlohmann::json>& profiles,
+                                     const std::vector<std::string>& sources);
+
+// The margin by which CompareWithSim widens the measured spread [min, max] of a bandwidth class:
+// the model agrees when min * (1 - margin) <= sim <= max * (1 + margin). For a one-run profile
+// this is the tolerance of issue 4 (15%) around the one figure.
+constexpr double kDefaultBandwidthMargin = 0.15;
 struct FidelityReport {
   std::string sim_profile;
+  double margin = kDefaultBandwidthMargin;
+  int runs = 1;  // runs behind the profile (the most any bandwidth class has)
   int code_cases = 0;
   int bandwidth_cases = 0;
+  struct Bandwidth {
+    std::string cls, direction;
+    uint64_t size = 0;
+    BandwidthRange measured;
+    double sim_gbps = 0;
+    bool inside = false;  // inside the measured spread widened by the margin
+  };
+  std::vector<Bandwidth> bandwidth;
   std::vector<std::string> disagreements;  // one line each
   std::vector<std::string> agreements;
   std::string ToMarkdown() const;
@@ -50,9 +92,10 @@ struct FidelityReport {
 };
 
 // Replays `profile` on the simulator's `sim_profile` with the "h100-host" machine's host model.
+// `margin` widens each measured bandwidth spread (see kDefaultBandwidthMargin).
 Result<FidelityReport> CompareWithSim(const nlohmann::json& profile,
                                       const std::string& sim_profile = "cuda-13.0-r580",
-                                      double tolerance = 0.15);
+                                      double margin = kDefaultBandwidthMargin);
 
 }  // namespace resmem::calibrate
 

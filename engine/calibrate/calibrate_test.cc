@@ -55,5 +55,147 @@ TEST(Calibrate, AnEditedCodeIsListedAsADisagreement) {
   EXPECT_FALSE(CompareWithSim(nlohmann::json::object()).ok());
 }
 
+// One sim calibration shared by the range tests below.
+const nlohmann::json& SimProfile() {
+  static const nlohmann::json* profile = [] {
+    auto b = transfer::MakeGpuBackend("sim");
+    auto p = RunCalibration(*b.value().gpu, *b.value().clock, Small());
+    return new nlohmann::json(p.value());
+  }();
+  return *profile;
+}
+
+// The sim profile with every bandwidth class of `cls` scaled by `factor` (one run's noise, or a
+// real change when every run moves).
+nlohmann::json Scaled(const std::string& cls, double factor) {
+  nlohmann::json p = SimProfile();
+  for (auto& b : p["bandwidth"])
+    if (b["class"] == cls) b["gbps"] = b["gbps"].get<double>() * factor;
+  return p;
+}
+
+Result<FidelityReport> CompareRuns(const std::vector<double>& pageable_factors) {
+  std::vector<nlohmann::json> runs;
+  std::vector<std::string> names;
+  for (double f : pageable_factors) {
+    runs.push_back(Scaled("pageable", f));
+    names.push_back("x" + std::to_string(f));
+  }
+  RESMEM_ASSIGN_OR_RETURN(nlohmann::json merged, MergeProfiles(runs, names));
+  return CompareWithSim(merged);
+}
+
+TEST(CalibrateRange, MergeKeepsEveryRunAndItsSpread) {
+  auto merged = MergeProfiles({Scaled("pageable", 0.8), Scaled("pageable", 1.0),
+                               Scaled("pageable", 1.1)},
+                              {"a.json", "b.json", "c.json"});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ((*merged)["format"], 2);
+  ASSERT_EQ((*merged)["runs"].size(), 3u);
+  EXPECT_EQ((*merged)["runs"][1]["source"], "b.json");
+  EXPECT_EQ((*merged)["registration"].size(), SimProfile()["registration"].size());
+  EXPECT_EQ((*merged)["registration"][0]["code_runs"].size(), 3u);
+  int pageable = 0;
+  for (const auto& b : (*merged)["bandwidth"]) {
+    auto r = BandwidthRangeOf(b);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->runs(), 3);
+    EXPECT_DOUBLE_EQ(b["gbps"].get<double>(), r->median_gbps) << "format-1 readers see the median";
+    if (b["class"] != "pageable") continue;
+    ++pageable;
+    EXPECT_NEAR(r->min_gbps / r->median_gbps, 0.8, 1e-9);
+    EXPECT_NEAR(r->max_gbps / r->median_gbps, 1.1, 1e-9);
+    EXPECT_EQ(b["range"]["runs"], 3);
+  }
+  EXPECT_EQ(pageable, 2);
+  // A merge of a merge and one more run: four runs, the nested ones named inside their file.
+  auto again = MergeProfiles({*merged, SimProfile()}, {"abc.json", "d.json"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ((*again)["runs"].size(), 4u);
+  EXPECT_EQ((*again)["runs"][0]["source"], "abc.json: a.json");
+  EXPECT_EQ((*again)["bandwidth"][0]["run_gbps"].size(), 4u);
+  // A format-1 entry reads as a range of one run.
+  auto one = BandwidthRangeOf(SimProfile()["bandwidth"][0]);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->runs(), 1);
+  EXPECT_EQ(one->min_gbps, one->max_gbps);
+}
+
+// Run-to-run noise: runs that scatter around the model (as pageable copies on the H100 do,
+// 15-36% between runs) agree, even when most of them are far off, as long as the spread holds
+// the model.
+TEST(CalibrateRange, NoiseAroundTheModelAgrees) {
+  auto r = CompareRuns({0.70, 0.75, 1.02});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->runs, 3);
+  for (const auto& d : r->disagreements) ADD_FAILURE() << d;
+  // A single run 30% off, judged alone, is flagged (the reason ranges exist).
+  auto single = CompareRuns({0.70});
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->disagreements.size(), 2u);
+}
+
+// A real change: every run moved, so the range excludes the model (beyond the margin) and every
+// affected class is a disagreement; the margin is exactly the stated one.
+TEST(CalibrateRange, ARangeThatExcludesTheModelFails) {
+  auto slower = CompareRuns({0.50, 0.55, 0.60});
+  ASSERT_TRUE(slower.ok()) << slower.status().ToString();
+  ASSERT_EQ(slower->disagreements.size(), 2u) << "both pageable classes";
+  for (const auto& d : slower->disagreements) {
+    EXPECT_EQ(d.rfind("bandwidth pageable", 0), 0u) << d;
+    EXPECT_NE(d.find("above the max by"), std::string::npos) << d;
+  }
+  EXPECT_NE(slower->ToMarkdown().find("DISAGREES"), std::string::npos);
+  auto faster = CompareRuns({1.3, 1.4});
+  ASSERT_TRUE(faster.ok());
+  EXPECT_EQ(faster->disagreements.size(), 2u);
+  // At the margin: the model 14% above the max agrees, 16% above it does not.
+  auto inside = CompareRuns({1 / 1.14, 1 / 1.20});
+  ASSERT_TRUE(inside.ok());
+  EXPECT_TRUE(inside->disagreements.empty());
+  auto outside = CompareRuns({1 / 1.16, 1 / 1.20});
+  ASSERT_TRUE(outside.ok());
+  EXPECT_EQ(outside->disagreements.size(), 2u);
+  // A wider margin is the caller's to state.
+  std::vector<nlohmann::json> runs = {Scaled("pageable", 1 / 1.16)};
+  auto merged = MergeProfiles(runs, {"a"});
+  ASSERT_TRUE(merged.ok());
+  auto wide = CompareWithSim(*merged, "cuda-13.0-r580", 0.20);
+  ASSERT_TRUE(wide.ok());
+  EXPECT_TRUE(wide->disagreements.empty());
+  EXPECT_FALSE(CompareWithSim(*merged, "cuda-13.0-r580", 1.5).ok());
+}
+
+TEST(CalibrateRange, ACodeThatDiffersBetweenRunsIsADisagreement) {
+  nlohmann::json odd = SimProfile();
+  odd["registration"][0]["code"] = 999;
+  auto merged = MergeProfiles({SimProfile(), odd, SimProfile()}, {"a", "b", "c"});
+  ASSERT_TRUE(merged.ok());
+  auto r = CompareWithSim(*merged);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->disagreements.size(), 1u);
+  EXPECT_NE(r->disagreements[0].find("in 2 of 3 runs"), std::string::npos) << r->disagreements[0];
+  EXPECT_NE(r->disagreements[0].find("999"), std::string::npos) << r->disagreements[0];
+}
+
+TEST(CalibrateRange, MergeRefusesOtherGpusAndNonProfiles) {
+  nlohmann::json other = SimProfile();
+  other["device"]["name"] = "Some Other GPU";
+  auto r = MergeProfiles({SimProfile(), other}, {"a.json", "b.json"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("b.json and a.json differ in \"device\""), std::string::npos)
+      << r.status().ToString();
+  auto not_profile = MergeProfiles({SimProfile(), nlohmann::json::object()}, {"a.json", "x.json"});
+  ASSERT_FALSE(not_profile.ok());
+  EXPECT_NE(not_profile.status().message().find("x.json is not a calibration profile"),
+            std::string::npos);
+  EXPECT_FALSE(MergeProfiles({}, {}).ok());
+  nlohmann::json no_rate = SimProfile()["bandwidth"][0];
+  no_rate.erase("gbps");
+  auto bad = BandwidthRangeOf(no_rate);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("has no measured rate"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace resmem::calibrate

@@ -1,6 +1,7 @@
 #include "mock/fuse/fuse_daemon.h"
 #include "backends/kmod/uapi_info.h"
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -286,18 +287,29 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   fuse_reply_attr(req, &st, kAttrTimeout);
 }
 
-void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   auto* s = StateOf(req);
   struct stat st;
   s->Attr(ino, &st);
-  // A device has the size of its reserved range; O_TRUNC or ftruncate cannot change it. Truncating
-  // the control file (echo > .control opens with O_TRUNC) is accepted and means nothing.
-  if ((to_set & FUSE_SET_ATTR_SIZE) && ino != kControlIno && attr->st_size != st.st_size) {
-    fuse_reply_err(req, EPERM);
+  // A device has the size of its reserved range, as the module's char device does:
+  //  - open(O_TRUNC) arrives here without a file handle (OpInit turns atomic O_TRUNC off): the
+  //    module's open ignores O_TRUNC (fs/namei.c do_open drops it for anything but a regular
+  //    file), so the size stays and the open succeeds; the reply carries the unchanged size, which
+  //    the kernel keeps (fs/fuse/dir.c fuse_do_setattr: i_size from the reply);
+  //  - ftruncate(2) arrives with its handle: EINVAL, what do_sys_ftruncate (fs/open.c) answers for
+  //    a file that is not S_ISREG.
+  // Truncating the control file (echo > .control opens with O_TRUNC) is accepted and means nothing.
+  if ((to_set & FUSE_SET_ATTR_SIZE) && ino != kControlIno && attr->st_size != st.st_size && fi) {
+    fuse_reply_err(req, EINVAL);
     return;
   }
   fuse_reply_attr(req, &st, kAttrTimeout);
 }
+
+// O_TRUNC as a setattr (above) rather than inside open: with atomic O_TRUNC the kernel sets the
+// file's size to 0 itself after the open (fs/fuse/file.c fuse_finish_open) until the next getattr,
+// and a mapping touched in between gets SIGBUS (filemap_fault past i_size).
+void OpInit(void*, fuse_conn_info* conn) { conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC; }
 
 void OpReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   auto* s = StateOf(req);
@@ -344,6 +356,9 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   if (!refuse && !d->unavailable.ok()) refuse = ErrnoOf(d->unavailable);
   if (!refuse) refuse = s->InjectorCheck("region.open", *d, 0, 0);
+  // The module's node is a char device, whose inode has no direct_IO: open(O_DIRECT) is EINVAL
+  // (fs/open.c do_dentry_open). A FUSE file would take it, so the daemon refuses it.
+  if (!refuse && (fi->flags & O_DIRECT)) refuse = EINVAL;
   if (refuse) {
     s->refused_opens++;
     fuse_reply_err(req, refuse);
@@ -447,11 +462,14 @@ void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_
     fuse_reply_err(req, EIO);
     return;
   }
-  if (off >= d->info.size || size > d->info.size - off) {
-    // Past the reserved range: the size is fixed, as the real device's is.
-    fuse_reply_err(req, off >= d->info.size ? ENOSPC : EFBIG);
+  // The size is fixed, as the module's is (kmod/resmem.c resmem_write, the convention of
+  // block/fops.c blkdev_write_iter): a write at or past the end is ENOSPC, one that crosses it is
+  // cut short at the end (the kernel returns the short count: fs/fuse/file.c fuse_perform_write).
+  if (off >= d->info.size) {
+    fuse_reply_err(req, ENOSPC);
     return;
   }
+  size = std::min<uint64_t>(size, d->info.size - off);
   if (int err = s->InjectorCheck("region.write", *d, off, size)) {
     fuse_reply_err(req, err);
     return;
@@ -520,6 +538,7 @@ void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops{};
+  ops.init = OpInit;
   ops.lookup = OpLookup;
   ops.getattr = OpGetattr;
   ops.setattr = OpSetattr;

@@ -156,6 +156,32 @@ TEST_F(FuseDeviceTest, DeviceSideFillIsSeenByAnExistingMapping) {
   close(fd);
 }
 
+// The file keeps the module's fixed size (docs/parity.md): O_TRUNC is ignored and a mapping made
+// right after it works (with the kernel's atomic O_TRUNC it was SIGBUS: the size read 0 until the
+// next getattr), ftruncate is EINVAL, a write across the end is short, O_DIRECT is EINVAL.
+TEST_F(FuseDeviceTest, FixedSizeLikeTheModule) {
+  int fd = Open("resmem1", O_RDWR | O_TRUNC);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  void* m = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  EXPECT_EQ(SignalOfChild([&] { (void)*static_cast<volatile char*>(m); }), 0);
+  munmap(m, 4096);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kSize1);
+  EXPECT_EQ(ftruncate(fd, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  char buf[4096] = {1};
+  EXPECT_EQ(pwrite(fd, buf, sizeof buf, kSize1 - 100), 100);
+  EXPECT_EQ(pwrite(fd, buf, sizeof buf, kSize1), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kSize1);
+  close(fd);
+  EXPECT_EQ(Open("resmem1", O_RDWR | O_DIRECT), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 TEST_F(FuseDeviceTest, EioRangeBecomesSigbusThroughTheMapping) {
   int fd = Open("resmem0");
   ASSERT_GE(fd, 0);

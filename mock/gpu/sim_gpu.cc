@@ -545,7 +545,7 @@ double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyD
                          : host.WriteBytesPerSecond(type);
   if (cpu <= 0 || link <= 0) return 0;
   // Write-back memory where the profile carries a fit to a measurement of the real driver
-  // (r580: h100.json, cuda_profile.cc): rates are multiples of the host's memcpy rate, the
+  // (r580: h100-range.json, cuda_profile.cc): rates are multiples of the host's memcpy rate, the
   // overlapped rate never above the link.
   const PageableStagingFit& fit = h2d ? profile.pageable_wb_h2d : profile.pageable_wb_d2h;
   if (type == MemoryType::kWriteBack && fit.overlapped_ratio > 0) {
@@ -559,6 +559,15 @@ double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyD
   const uint64_t overlapped = std::min(bytes, profile.pageable_overlap_bytes);
   const uint64_t serial = bytes - overlapped;
   return overlapped / (eff * std::min(cpu, link)) + serial * (1 / (eff * cpu) + 1 / link);
+}
+
+double ModelledGbps(const CudaProfile& profile, const HostPerf& host,
+                    const MeasuredCopyRange& c) {
+  const double seconds =
+      c.copy_class == "pageable"
+          ? StagedCopySeconds(profile, host, c.direction, MemoryType::kWriteBack, c.bytes)
+          : PinnedCopySeconds(profile, c.direction, c.bytes);
+  return seconds > 0 ? c.bytes / seconds / 1e9 : 0;
 }
 
 double RegisterSeconds(const CudaProfile& profile, const HostPerf& host, const MappingFacts& facts,

@@ -47,6 +47,18 @@ struct PageableStagingFit {
   double serial_ratio = 1;
 };
 
+// The spread of one copy class over several calibration runs on the real GPU (`resmem calibrate
+// --runs N` / --merge; each run's figure is the median of its passes). The model's own rate for
+// the class must lie inside [min_gbps, max_gbps] (sim_gpu_test), and the committed merged
+// profile must carry the same figures (engine/calibrate fidelity_test).
+struct MeasuredCopyRange {
+  std::string copy_class;  // as calibrate names it: "pinned", "registered", "pageable" (WB)
+  CopyDirection direction = CopyDirection::kHostToDevice;
+  uint64_t bytes = 0;
+  double min_gbps = 0, median_gbps = 0, max_gbps = 0;
+  int runs = 0;
+};
+
 // A driver profile: one era's behaviour. Every field cites its source in cuda_profile.cc.
 struct CudaProfile {
   std::string name;                   // "cuda-4.1-r285", "cuda-13.0-r580"
@@ -98,7 +110,14 @@ struct CudaProfile {
   int error_invalid_device = 101;
   int error_invalid_context = 201;
   int can_map_host_memory = 1;
+  // Copy rates measured on this era's real GPU, as ranges over runs (empty: none measured).
+  std::vector<MeasuredCopyRange> measured_copies;
 };
+
+// The model's rate for a measured copy class: pinned and registered copies take the pinned DMA
+// path, pageable ones the staged path on write-back memory of `host`.
+double ModelledGbps(const CudaProfile& profile, const HostPerf& host,
+                    const MeasuredCopyRange& copy_class);
 
 // "cuda-4.1-r285" or "cuda-13.0-r580"; an unknown name is refused with the list of known ones.
 Result<CudaProfile> CudaProfileByName(const std::string& name);

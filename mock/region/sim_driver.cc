@@ -80,8 +80,10 @@ class SimRegionHandle : public RegionHandle {
                                             "of the command's size");
     if (cmd == RESMEM_IOC_INFO) {
       RESMEM_ASSIGN_OR_RETURN(RegionInfo ri, Info());
-      // The simulated driver always has fault points.
-      const resmem_info info = UapiFromRegionInfo(ri, d.name, RESMEM_INFO_FAULT_INJECTION);
+      // RESMEM_INFO_FAULT_INJECTION means "a test build that answers RESMEM_IOC_TEST_PIN"
+      // (kmod/uapi/resmem_ioctl.h); this driver answers it ENOTTY, as the production module does,
+      // so the flag stays clear (its seeds' bugs are the spec's, not a test build's).
+      const resmem_info info = UapiFromRegionInfo(ri, d.name);
       std::memcpy(arg, &info, sizeof info);
     } else {
       const __u64 v = cmd == RESMEM_IOC_LENGTH ? d.size : d.phys;

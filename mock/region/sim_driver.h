@@ -41,8 +41,9 @@ struct SimDriverSpec {
 //     (address/length: the device's range). O_SYNC is accepted and ignored (the module picks
 //     the cache type from its cache= parameter, not from the open flags).
 //   Info: RegionInfo of the device. Ioctl: RESMEM_IOC_INFO / _LENGTH / _PHYS
-//     (kmod/uapi/resmem_ioctl.h); unknown cmd ENOTTY (before the argument is looked at), null
-//     argument EFAULT; fault point "region.ioctl".
+//     (kmod/uapi/resmem_ioctl.h; INFO's flags 0, as the production module's: RESMEM_IOC_TEST_PIN
+//     is ENOTTY); unknown cmd ENOTTY (before the argument is looked at), null argument EFAULT;
+//     fault point "region.ioctl".
 //   Map: fault point "region.mmap" (physical span); length 0 or unaligned offset EINVAL; shared
 //     writable map of a read-only open EACCES; MAP_PRIVATE EINVAL when range_check (the module's
 //     rule; forum drivers accepted it); offset+length (rounded up to pages) past the
@@ -51,6 +52,9 @@ struct SimDriverSpec {
 //     facts from the mode, memory type from the cache type over the whole reservation, page
 //     table from pfn_source (kKernelVirtual: SIGKILL and the "Corrupted page table" oops on
 //     first access), fault points "region.read"/"region.write" over physical addresses.
+//   A store through a mapping made without PROT_WRITE is SIGSEGV.
+//   read/write/lseek/fstat and the open flags (what a program meets through a descriptor) are
+//     SimDeviceFile's (mock/region/sim_file.h), over a handle of this driver.
 //   lazy_fault does not change what the simulation shows: a lazily faulting driver maps the
 //     same frames with the same flags, only later.
 std::unique_ptr<RegionProvider> MakeSimRegionProvider(std::shared_ptr<SimWorld> world,

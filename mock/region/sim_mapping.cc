@@ -84,6 +84,14 @@ SimAccess SimMapping::BeginAccess(uint64_t offset, uint64_t len, AccessKind kind
   access.valid_bytes = len;
   const bool write = kind == AccessKind::kWrite;
 
+  // A store through a mapping without PROT_WRITE: the CPU's protection fault, which the kernel
+  // turns into SIGSEGV (arch/x86/mm/fault.c access_error -> bad_area_access_error).
+  if (write && !setup_.writable) {
+    access.valid_bytes = 0;
+    access.status = Status::Signal(SIGSEGV, "segmentation fault: store to " + setup_.device +
+                                                " mapped without PROT_WRITE");
+    return access;
+  }
   // Past the remapped part there is no PTE and no fault handler: SIGBUS.
   if (offset + len > setup_.remapped_bytes) {
     const uint64_t fault_at = std::max(offset, setup_.remapped_bytes);

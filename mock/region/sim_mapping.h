@@ -50,7 +50,7 @@ class SimMapping : public SimHostMemory {
   uint64_t address() const override { return address_; }
   std::string Describe() const override;
 
-  // Order of checks: the remapped part (SIGBUS past it), the page table (SIGKILL and an oops in
+  // Order of checks: a store to a mapping without PROT_WRITE (SIGSEGV), the remapped part (SIGBUS past it), the page table (SIGKILL and an oops in
   // dmesg when the PTE has reserved bits; a dmesg warning when the frame lies outside the
   // reservation), then fault point region.read / region.write with the PHYSICAL span.
   SimAccess BeginAccess(uint64_t offset, uint64_t len, AccessKind kind) override;
