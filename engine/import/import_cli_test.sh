@@ -3,7 +3,8 @@
 # bad input gets a named line and exit 2, never a scenario that does not load.
 set -u
 R=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-DATA=$2  # engine/import/testdata
+DATA=$2      # mock/machine/corpus: real boot logs
+CAPTURES=$3  # mock/machine/captures: real QEMU machines, one folder of sources each
 fails=0
 T=${TEST_TMPDIR:-$(mktemp -d)}
 ok()   { echo "ok   $1"; }
@@ -22,15 +23,30 @@ expect real_log_import 0 "wrote $T/q35.toml" -- "$R" import "$DATA/07-qemu-q35-5
 expect real_log_runs   0 "1 checks passed"  -- "$R" run "$T/q35.toml"
 grep -q 'expect.user_map' "$T/q35.toml" && ok real_log_expects_user_map || fail real_log_expects_user_map "$(cat "$T/q35.toml")"
 
-# 2. Old-form and EFI logs: import writes scenarios that load (how they run is the boot model's
-#    business: the corpus tests judge that).
-for log in 01-ibm-nf6000r-2.6.9-mem512M 25-lenovo-t14g1-6.1-efi-setup-data-memmap; do
-  expect "import_$log" 0 "wrote" -- "$R" import "$DATA/$log.log" -o "$T/$log.toml" --report "$T/$log.report"
-  expect "loads_$log" "[01]" "scenario cases" -- "$R" run "$T/$log.toml"
-  grep -qE '^import: [0-9]+ used' "$T/$log.report" && ok "report_$log" || fail "report_$log" "$(cat "$T/$log.report")"
+# 2. Every log of the corpus: import writes a scenario, with no error in its report, that loads
+#    (how it runs is the boot model's business: the corpus tests judge that).
+n=0
+for log in "$DATA"/*.log; do
+  b=$(basename "$log" .log)
+  n=$((n + 1))
+  out=$("$R" import "$log" -o "$T/$b.toml" --report "$T/$b.report" 2>&1); rc=$?
+  if [[ $rc != 0 ]] || grep -q ': error: ' "$T/$b.report"; then fail "import_$b (rc $rc)" "$out" "$(grep error "$T/$b.report")"; continue; fi
+  out=$("$R" run "$T/$b.toml" 2>&1); rc=$?
+  if [[ $rc -gt 1 ]] && ! grep -q "booting machine" <<<"$out"; then fail "loads_$b (rc $rc)" "$out"; fi
 done
+(( n >= 20 )) && ok "corpus: $n logs imported" || fail "corpus: only $n logs found in $DATA"
 grep -q 'early_edits' "$T/25-lenovo-t14g1-6.1-efi-setup-data-memmap.toml" && ok efi_early_edits \
   || fail efi_early_edits "$(cat "$T/25-lenovo-t14g1-6.1-efi-setup-data-memmap.toml")"
+grep -q 'old form (end exclusive)' "$T/01-ibm-nf6000r-2.6.9-mem512M.report" && ok old_form_report \
+  || fail old_form_report "$(cat "$T/01-ibm-nf6000r-2.6.9-mem512M.report")"
+
+# 2b. The QEMU captures (every source of a real 6.1 boot, pasted together): the scenario runs and
+#     the simulator prints the captured user map line for line.
+for m in qemu-q35-2g qemu-q35-5g qemu-pc-2g qemu-pc-5g; do
+  expect "capture_import_$m" 0 "wrote" -- "$R" import "$CAPTURES/$m"/*.txt -o "$T/cap-$m.toml" --report "$T/cap-$m.report"
+  grep -q 'firmware map from dmesg' "$T/cap-$m.report" && ok "capture_map_$m" || fail "capture_map_$m" "$(tail -3 "$T/cap-$m.report")"
+  expect "capture_runs_$m" 0 "1 checks passed" -- "$R" run "$T/cap-$m.toml"
+done
 
 # 3. Standard input, a machine file beside the scenario.
 expect stdin_and_machine_file 0 "wrote $T/s.toml and box.toml" -- \

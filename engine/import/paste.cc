@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "backends/platform/proc_parsers.h"
@@ -227,7 +228,9 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
   std::vector<sim::E820Entry> user;
   bool after_user_header = false;
   std::string kernel_cmdline, grub_cfg_args, default_grub_linux, default_grub_default;
-  std::string setup_cmdline;
+  std::string setup_cmdline, proc_cmdline;
+  bool have_proc_cmdline = false;
+  size_t proc_cmdline_note = 0;
   size_t kernel_cmdline_note = 0, setup_cmdline_note = 0;
   bool have_kernel_cmdline = false, have_setup_cmdline = false, have_grub_cfg = false,
        have_default_grub = false;
@@ -238,6 +241,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
   std::map<int, int> memmap_fields;
   std::vector<size_t> memmap_notes;
   int blank = 0;
+  std::set<std::string> seen_map_lines;
 
   auto note = [&](const std::string& file, int line, Verdict v, const std::string& what) {
     out.notes.push_back({file, line, v, what});
@@ -251,6 +255,22 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
     std::string raw;
     int n = 0;
     if (input.text.empty()) note(input.name, 0, Verdict::kWarning, "empty input: nothing to read");
+    // /proc/cmdline has no marker of its own: a file named *cmdline* of one line is read as it
+    // (what `resmem doctor --record` writes as cmdline.txt).
+    const std::string base = input.name.substr(input.name.find_last_of('/') + 1);
+    const std::string one_line = Trim(input.text);
+    if (base.find("cmdline") != std::string::npos && !one_line.empty() &&
+        one_line.find('\n') == std::string::npos && !StartsWith(one_line, "GRUB_CMDLINE") &&
+        one_line.find("ommand line:") == std::string::npos) {
+      if (have_proc_cmdline) {
+        note(input.name, 1, Verdict::kNotUsed, "another /proc/cmdline: the first one is used");
+      } else {
+        have_proc_cmdline = true;
+        proc_cmdline = one_line;
+        proc_cmdline_note = note(input.name, 1, Verdict::kUsed, "/proc/cmdline (a file named " + base + ")");
+      }
+      continue;
+    }
     while (std::getline(in, raw)) {
       ++n;
       const std::string s = StripPrefixes(raw);
@@ -312,6 +332,12 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
         auto r = sim::ParseE820MapLine(t);
         if (!r.ok()) {
           note(f, n, Verdict::kError, "cannot read this map line: " + r.status().message());
+          continue;
+        }
+        // The same map line twice (a paste of dmesg and of `dmesg | grep e820` together) is
+        // read once; two identical ranges mean nothing more than one.
+        if (!seen_map_lines.insert(t).second) {
+          note(f, n, Verdict::kNotUsed, "the same map line again: read once");
           continue;
         }
         const std::string what = std::string(r->old_form ? "old form (end exclusive) " : "") +
@@ -589,6 +615,21 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
     have_kernel_cmdline = true;
     kernel_cmdline = setup_cmdline;
     kernel_cmdline_note = setup_cmdline_note;
+  }
+  // /proc/cmdline reads as the line the kernel kept (saved_command_line): the same as the
+  // "Kernel command line:" it printed.
+  if (have_proc_cmdline) {
+    if (have_kernel_cmdline && kernel_cmdline != proc_cmdline) {
+      LineNote& pn = out.notes[proc_cmdline_note];
+      pn.verdict = Verdict::kWarning;
+      pn.what += ": differs from the logged command line, which is used (pasted from another boot?)";
+      ++out.warnings;
+    } else if (have_kernel_cmdline) {
+      out.notes[proc_cmdline_note].what += ": the same as the logged command line";
+    } else {
+      have_kernel_cmdline = true;
+      kernel_cmdline = proc_cmdline;
+    }
   }
   if (have_kernel_cmdline) {
     out.machine.cmdline = kernel_cmdline;

@@ -224,6 +224,28 @@ TEST(Paste, MapsAKernelMadeUpWithoutE820) {
   EXPECT_NE(NoteOf(im, 1)->what.find("(BIOS-88)"), std::string::npos);
 }
 
+TEST(Paste, TheSameMapTwiceIsReadOnce) {
+  const std::string map =
+      "[    0.000000] BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n"
+      "[    0.000000] user-defined physical RAM map:\n"
+      "[    0.000000] user: [mem 0x0000000000000000-0x000000000009fbff] usable\n";
+  auto im = ReadPaste({{"dmesg.txt", map}, {"dmesg-e820.txt", map}});
+  EXPECT_EQ(im.machine.firmware_e820.size(), 1u);
+  EXPECT_EQ(im.user_map.size(), 1u);
+  EXPECT_EQ(im.warnings, 1);  // only: no mem=/memmap= behind the user map
+  EXPECT_TRUE(HasNote(im, Verdict::kWarning, "no pasted command line has the mem=/memmap="));
+  EXPECT_TRUE(HasNote(im, Verdict::kNotUsed, "the same map line again"));
+}
+
+TEST(Paste, AFileNamedCmdlineIsProcCmdline) {
+  auto im = ReadPaste({{"rec/cmdline.txt", "console=ttyS0 memmap=64M$0x40000000\n"},
+                       {"memmap", "0/end:0x9fbff\n0/start:0x0\n0/type:System RAM\n"}});
+  EXPECT_EQ(im.machine.cmdline, "console=ttyS0 memmap=64M$0x40000000");
+  EXPECT_EQ(im.machine.cmdline_source, "kernel");
+  auto other = ReadPaste({{"notes.txt", "console=ttyS0 memmap=64M$0x40000000\n"}});
+  EXPECT_TRUE(other.machine.cmdline.empty());  // no name, no marker: not guessed
+}
+
 TEST(Paste, RenderedDumpReadsBack) {
   const std::string dump = RenderFirmwareMemmapDump({{0, 0x9fc00, "System RAM"}, {0xf0000, 0x100000, "Reserved"}});
   EXPECT_EQ(dump, "0/end:0x9fbff\n0/start:0x0\n0/type:System RAM\n1/end:0xfffff\n1/start:0xf0000\n1/type:Reserved\n");
