@@ -43,7 +43,7 @@ int Doctor(const std::vector<std::string>& args) {
   if (simulated) {
     const std::string machine = opts.Get("--machine", "");
     std::error_code ec;
-    auto spec = std::filesystem::exists(machine, ec) ? scenario::LoadMachineSource(machine)
+    auto spec = std::filesystem::exists(machine, ec) ? scenario::LoadMachineSource({machine})
                                                      : sim::MachinePreset(machine);
     if (!spec.ok()) {
       std::cerr << "resmem doctor: " << spec.status().message() << "\n";

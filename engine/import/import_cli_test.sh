@@ -48,6 +48,23 @@ for m in qemu-q35-2g qemu-q35-5g qemu-pc-2g qemu-pc-5g; do
   expect "capture_runs_$m" 0 "1 checks passed" -- "$R" run "$T/cap-$m.toml"
 done
 
+# A folder of sources is read file by file, the same as naming each file; a scenario can name it.
+expect capture_folder 0 "wrote" -- "$R" import "$CAPTURES/qemu-q35-2g" -o "$T/cap-folder.toml"
+expect capture_folder_runs 0 "1 checks passed" -- "$R" run "$T/cap-folder.toml"
+mkdir -p "$T/from"
+cp "$CAPTURES/qemu-q35-5g"/*.txt "$T/from/"
+mkdir -p "$T/from-scn"
+cat >"$T/from-scn/s.toml" <<TOML
+[scenario]
+name = "from-a-folder"
+[machine]
+from = "../from"
+[[step]]
+do = "boot"
+expect = { reservations = 2 }
+TOML
+expect from_folder_runs 0 "1 checks passed" -- "$R" run "$T/from-scn/s.toml"
+
 # 3. Standard input, a machine file beside the scenario.
 expect stdin_and_machine_file 0 "wrote $T/s.toml and box.toml" -- \
   bash -c "\"$R\" import - -o \"$T/s.toml\" --machine-file box.toml < \"$DATA/07-qemu-q35-512m-5.10-mem512M.log\""

@@ -26,7 +26,8 @@ const char kUsage[] =
     "  'Command line:' / 'Kernel command line:', /proc/iomem (as root), /sys/firmware/memmap (a\n"
     "  folder, or the output of `cd /sys/firmware/memmap && grep . */*`), /proc/mtrr,\n"
     "  /proc/cpuinfo's address sizes, /proc/meminfo's MemTotal, /etc/default/grub's\n"
-    "  GRUB_CMDLINE_LINUX[_DEFAULT] and grub.cfg 'linux' lines. '-' reads standard input.\n"
+    "  GRUB_CMDLINE_LINUX[_DEFAULT] and grub.cfg 'linux' lines, a file named *cmdline* as\n"
+    "  /proc/cmdline. '-' reads standard input; a folder is read file by file.\n"
     "  Writes a scenario: the machine, the memmap= reservations, a boot step expecting the\n"
     "  logged user map and usable RAM, a doctor step. Says for every input line what it used and\n"
     "  what it could not read.\n"
@@ -82,30 +83,22 @@ int Import(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   std::vector<import::PasteInput> inputs;
+  std::vector<std::string> files;
   for (const auto& p : opts.positional) {
-    std::error_code ec;
-    if (p == "-") {
-      std::stringstream ss;
-      ss << std::cin.rdbuf();
-      inputs.push_back({"-", ss.str()});
-    } else if (fs::is_directory(p, ec)) {
-      auto dump = import::DumpFirmwareMemmapDir(p);
-      if (!dump.ok()) {
-        std::cerr << "resmem import: " << dump.status().message() << "\n";
-        return kExitBadInput;
-      }
-      inputs.push_back({p, *dump});
-    } else {
-      std::ifstream in(p, std::ios::binary);
-      if (!in) {
-        std::cerr << "resmem import: cannot read '" << p << "'; check the path\n";
-        return kExitBadInput;
-      }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      inputs.push_back({p, ss.str()});
+    if (p != "-") {
+      files.push_back(p);
+      continue;
     }
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    inputs.push_back({"-", ss.str()});
   }
+  auto read = import::ReadPasteFiles(files);
+  if (!read.ok()) {
+    std::cerr << "resmem import: " << read.status().message() << "\n";
+    return kExitBadInput;
+  }
+  inputs.insert(inputs.end(), read->begin(), read->end());
   import::Imported imported = import::ReadPaste(inputs);
   std::ofstream report_file;
   if (opts.Has("--report")) {

@@ -216,6 +216,50 @@ Result<std::string> DumpFirmwareMemmapDir(const std::string& dir) {
   return out;
 }
 
+Result<std::vector<PasteInput>> ReadPasteFiles(const std::vector<std::string>& paths) {
+  std::vector<PasteInput> out;
+  auto read_file = [&](const std::string& path) -> Status {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::Errno(ENOENT, "cannot read '" + path + "'; check the path");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out.push_back({path, ss.str()});
+    return Status::Ok();
+  };
+  for (const auto& path : paths) {
+    DIR* d = opendir(path.c_str());
+    if (!d) {
+      RESMEM_RETURN_IF_ERROR(read_file(path));
+      continue;
+    }
+    std::vector<std::string> names;
+    bool numbered = false;
+    while (dirent* ent = readdir(d)) {
+      const std::string name = ent->d_name;
+      if (name == "." || name == "..") continue;
+      numbered = numbered || std::all_of(name.begin(), name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      names.push_back(name);
+    }
+    closedir(d);
+    if (numbered) {
+      RESMEM_ASSIGN_OR_RETURN(std::string dump, DumpFirmwareMemmapDir(path));
+      out.push_back({path, dump});
+      continue;
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+      const std::string full = path + "/" + name;
+      DIR* sub = opendir(full.c_str());
+      if (sub) {  // only the files of the folder itself
+        closedir(sub);
+        continue;
+      }
+      RESMEM_RETURN_IF_ERROR(read_file(full));
+    }
+  }
+  return out;
+}
+
 Imported ReadPaste(const std::vector<PasteInput>& inputs) {
   Imported out;
   out.machine = sim::BlankMachine();

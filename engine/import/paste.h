@@ -51,6 +51,11 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs);
 // dump `grep . */*` prints ("0/end:0x9fbff"), which ReadPaste reads.
 Result<std::string> DumpFirmwareMemmapDir(const std::string& dir);
 
+// The inputs behind paths: a file is read whole; a folder is a copy of /sys/firmware/memmap when
+// it has numbered entry folders (DumpFirmwareMemmapDir), else every file in it, in name order
+// (a folder of captured sources). Fails naming the path it cannot read.
+Result<std::vector<PasteInput>> ReadPasteFiles(const std::vector<std::string>& paths);
+
 // "0/end:0x9fbff" lines of the entries [start, end) with their /sys/firmware/memmap type names,
 // in the order given.
 struct MemmapDumpEntry {

@@ -72,6 +72,27 @@ TEST(MachineTable, FromAPastedDmesg) {
   EXPECT_EQ(s->machine.firmware_e820[1].end, 0x80000000u);
 }
 
+TEST(MachineTable, FromSeveralFilesOrAFolderOfThem) {
+  const std::string dir = Dir() + "/sources";
+  fs::create_directories(dir);
+  Write(dir + "/dmesg.txt", "BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n"
+                            "BIOS-e820: [mem 0x0000000000100000-0x000000007fffffff] usable\n");
+  Write(dir + "/mtrr.txt", "reg00: base=0x080000000 ( 2048MB), size= 2048MB, count=1: uncachable\n");
+  Write(dir + "/cmdline.txt", "quiet memmap=64M$0x40000000\n");
+  auto list = Load("from = [\"sources/dmesg.txt\", \"sources/mtrr.txt\"]\n", "list.toml");
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  EXPECT_EQ(list->machine.mtrr.variable.size(), 1u);
+  EXPECT_TRUE(list->machine.cmdline.empty());
+  auto folder = Load("from = \"sources\"\n", "folder.toml");
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  EXPECT_EQ(folder->machine.firmware_e820.size(), 2u);
+  EXPECT_EQ(folder->machine.cmdline, "quiet memmap=64M$0x40000000");
+  auto bad = Load("from = [\"sources/dmesg.txt\", 3]\n", "badlist.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("key 'machine.from': expected a file name, or a list"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(MachineTable, ErrorsNameTheScenarioFileLineAndKey) {
   auto missing = Load("from = \"nothing-here.txt\"\n", "missing.toml");
   ASSERT_FALSE(missing.ok());

@@ -224,50 +224,66 @@ void ParseScenarioTable(const toml::table& t, Errors& errors, Scenario* s) {
 
 }  // namespace
 
-Result<sim::MachineSpec> LoadMachineSource(const std::string& source) {
-  const fs::path path(source);
+Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths) {
+  if (paths.empty()) return Status::InvalidArgument("no file named");
+  const fs::path first(paths[0]);
   std::error_code ec;
-  std::vector<import::PasteInput> inputs;
-  if (fs::is_directory(path, ec)) {  // a copy of /sys/firmware/memmap
-    auto dump = import::DumpFirmwareMemmapDir(path.string());
-    if (!dump.ok()) return dump.status();
-    inputs.push_back({path.string(), *dump});
-  } else {
-    std::ifstream in(path);
-    if (!in)
-      return Status::Errno(ENOENT, "cannot read '" + path.string() +
-                                       "' (a path relative to the scenario's folder)");
+  if (paths.size() == 1 && fs::is_regular_file(first, ec)) {
+    std::ifstream in(first);
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string text = ss.str();
-    if (path.extension() == ".toml" || text.find("[machine]") != std::string::npos)
-      return sim::ParseMachineText(text, path.string());
-    inputs.push_back({path.string(), text});
+    if (first.extension() == ".toml" || text.find("[machine]") != std::string::npos)
+      return sim::ParseMachineText(text, first.string());
   }
-  import::Imported imported = import::ReadPaste(inputs);
+  auto inputs = import::ReadPasteFiles(paths);
+  if (!inputs.ok()) return inputs.status();
+  for (const auto& in : *inputs)
+    if (fs::path(in.name).extension() == ".toml")
+      return Status::InvalidArgument("'" + in.name + "' is a machine file: name it alone, not "
+                                     "with other sources");
+  import::Imported imported = import::ReadPaste(*inputs);
+  std::string all;
+  for (const auto& p : paths) all += " " + p;
   if (!imported.has_firmware_map || imported.errors) {
     for (const auto& n : imported.notes)
       if (n.verdict == import::Verdict::kError)
         return Status::InvalidArgument(n.file + ":" + std::to_string(n.line) + ": " + n.what +
-                                       " (run `resmem import " + path.string() +
-                                       "` for every line's verdict)");
+                                       " (run `resmem import" + all + "` for every line's verdict)");
   }
-  imported.machine.name = path.stem().string();
+  imported.machine.name = first.filename().string() == "" ? "imported" : first.stem().string();
   return imported.machine;
 }
 
 namespace {
 
-// The machine a `from = "FILE"` names, beside the scenario.
-Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file, const std::string& from) {
-  return LoadMachineSource((fs::path(scenario_file).parent_path() / from).string());
+// The machine `from` names: files (or folders) beside the scenario.
+Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file,
+                                         const std::vector<std::string>& from) {
+  std::vector<std::string> paths;
+  for (const auto& f : from) paths.push_back((fs::path(scenario_file).parent_path() / f).string());
+  return LoadMachineSource(paths);
 }
 
 // [machine]: preset = "NAME", from = "FILE", or the machine itself in the machine format
 // (mock/machine/machine_file.h); keys given here override what the preset or file gave.
 void ParseMachine(const toml::table& t, Errors& errors, Scenario* s) {
   auto preset = GetString(t, "preset", "machine", errors);
-  auto from = GetString(t, "from", "machine", errors);
+  // from = "FILE" or ["FILE", ...]
+  std::optional<std::vector<std::string>> from;
+  if (const toml::node* f = t.get("from")) {
+    std::vector<std::string> list;
+    if (f->is_string()) list.push_back(*f->value<std::string>());
+    if (const auto* arr = f->as_array()) {
+      for (const auto& e : *arr) {
+        if (e.is_string()) list.push_back(*e.value<std::string>());
+      }
+    }
+    if (list.empty() || (f->as_array() && list.size() != f->as_array()->size()))
+      errors.Add(LineOf(*f), "machine.from",
+                 "expected a file name, or a list of them: \"box.toml\", [\"dmesg.txt\", \"iomem.txt\"]");
+    from = list;
+  }
   if (errors.any()) return;
   if (preset && from) {
     errors.Add(LineOf(*t.get("from")), "machine.from",
