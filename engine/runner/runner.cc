@@ -16,6 +16,7 @@
 #include "backends/api/backend.h"
 #include "backends/fault/rng.h"
 #include "engine/backend/backend_factory.h"
+#include "backends/platform/proc_parsers.h"
 #include "engine/doctor/doctor.h"
 #include "engine/runner/patterns.h"
 #include "kmod/uapi/resmem_ioctl.h"
@@ -556,13 +557,6 @@ bool ErrorMatches(const Value& want, const Status& st, const std::string& profil
 bool Near(double got, double want, double tol) {
   if (want == 0) return std::fabs(got) <= tol;
   return std::fabs(got - want) <= tol * std::fabs(want);
-}
-
-std::string TrimBlanks(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
 }
 
 // A kernel log's lines, blanks around each removed (2.6-era kernels printed " user: ...").

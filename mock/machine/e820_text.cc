@@ -9,15 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "backends/platform/proc_parsers.h"
+
 namespace resmem::sim {
 namespace {
 
-std::string Trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
+std::string Trim(const std::string& s) { return TrimBlanks(s); }
 
 // A whole hex number (optional 0x); false on anything else or on overflow of 64 bits.
 bool ParseHex(std::string s, uint64_t* out, bool* overflow) {
