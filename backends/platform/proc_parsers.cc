@@ -21,12 +21,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-std::string Trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
+std::string Trim(const std::string& s) { return TrimBlanks(s); }
 
 // Strict unsigned parse of all of `s` in `base` (hex accepts an optional 0x).
 bool ParseU64(std::string s, int base, uint64_t* out) {
@@ -47,6 +42,13 @@ Status BadLine(const char* file, size_t n, const std::string& line, const char* 
 }
 
 }  // namespace
+
+std::string TrimBlanks(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
 
 Result<std::vector<IomemEntry>> ParseIomem(const std::string& text) {
   std::vector<IomemEntry> out;

@@ -13,6 +13,9 @@
 
 namespace resmem {
 
+// `s` without the blanks (spaces, tabs, CR/LF) at either end.
+std::string TrimBlanks(const std::string& s);
+
 // One line of /proc/iomem: "  fec00000-fec003ff : IOAPIC 0" -> depth 1 (two spaces a level,
 // kernel/resource.c r_show), start 0xfec00000, end 0xfec00400 (exclusive: the file's inclusive
 // end + 1), name "IOAPIC 0".

@@ -1,4 +1,5 @@
 // `resmem doctor`: which known failures this machine (or a simulated one) would hit.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -6,6 +7,8 @@
 #include "engine/cli/command.h"
 #include "engine/cli/options.h"
 #include "engine/doctor/doctor.h"
+#include "engine/doctor/record.h"
+#include "engine/scenario/scenario.h"
 
 namespace resmem::cli {
 namespace {
@@ -17,15 +20,19 @@ const char kUsage[] =
     "  failures this machine would hit, with evidence, the remedy and the seed it comes from.\n"
     "  With --region it also opens the reserved-memory devices (mode, ABI version skew).\n"
     "options:\n"
-    "  --machine PRESET   diagnose a simulated machine instead (seed000-workstation, ...)\n"
+    "  --machine PRESET|FILE  diagnose a simulated machine instead: a preset\n"
+    "                     (seed000-workstation, ...), a machine file, or a paste resmem import reads\n"
     "  --cmdline TEXT     with --machine: the kernel command line to boot it with\n"
     "  --region NAME      also check devices of this region part (kmod, sim, fuse)\n"
     "  --json FILE        write the report as JSON ('-' for stdout)\n"
+    "  --record DIR       also write this machine's facts into DIR: raw copies of the sources\n"
+    "                     above, machine.toml (the machine format) and scenario.toml, which\n"
+    "                     replays the machine on the simulator and expects the same findings\n"
     "exit: 0 nothing that will fail, 1 an error-level finding, 2 bad input, 3 unreadable platform\n";
 
 int Doctor(const std::vector<std::string>& args) {
   Options opts;
-  Status st = opts.Parse(args, {"--machine", "--cmdline", "--region", "--json"}, {});
+  Status st = opts.Parse(args, {"--machine", "--cmdline", "--region", "--json", "--record"}, {});
   if (!st.ok() || !opts.positional.empty()) {
     std::cerr << "resmem doctor: " << (st.ok() ? "unexpected argument '" + opts.positional[0] + "'" : st.message())
               << "\n" << kUsage;
@@ -34,7 +41,10 @@ int Doctor(const std::vector<std::string>& args) {
   engine::PartContext ctx;
   const bool simulated = opts.Has("--machine");
   if (simulated) {
-    auto spec = sim::MachinePreset(opts.Get("--machine", ""));
+    const std::string machine = opts.Get("--machine", "");
+    std::error_code ec;
+    auto spec = std::filesystem::exists(machine, ec) ? scenario::LoadMachineSource({machine})
+                                                     : sim::MachinePreset(machine);
     if (!spec.ok()) {
       std::cerr << "resmem doctor: " << spec.status().message() << "\n";
       return kExitBadInput;
@@ -77,6 +87,25 @@ int Doctor(const std::vector<std::string>& args) {
   } else {
     engine::RenderDoctor(*report, std::cout);
     if (!json.empty()) std::ofstream(json) << engine::DoctorJson(*report);
+  }
+  if (opts.Has("--record")) {
+    const std::string dir = opts.Get("--record", "");
+    // The machine's own findings: a device's depend on its driver, which a recording lacks.
+    auto machine_report = engine::Diagnose(*backend->platform, nullptr);
+    if (!machine_report.ok()) {
+      std::cerr << "resmem doctor: " << machine_report.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    auto rec = engine::RecordMachine(*backend->platform, *machine_report, dir);
+    if (!rec.ok()) {
+      std::cerr << "resmem doctor: --record " << dir << ": " << rec.status().message() << "\n";
+      return rec.status().code() == kFailedPrecondition ? kExitUnavailable : kExitBadInput;
+    }
+    std::cerr << "recorded into " << dir << ":";
+    for (const auto& f : rec->files) std::cerr << " " << std::filesystem::path(f).filename().string();
+    std::cerr << "\n";
+    for (const auto& n : rec->notes) std::cerr << "record note: " << n << "\n";
+    std::cerr << "replay it: resmem run " << dir << "/scenario.toml\n";
   }
   return report->has_errors() ? kExitCheckFailed : kExitOk;
 }

@@ -66,7 +66,7 @@ void RenderTable(const std::vector<ScenarioResult>& results, bool verbose, std::
       out << st.observed;
       for (const auto& [k, v] : st.numbers) out << "  " << k << "=" << Num(v);
       for (const auto& [k, v] : st.texts)
-        if (k != "facts") out << "  " << k << "=" << v;
+        if (k != "facts" && k != "kernel_log") out << "  " << k << "=" << v;
       if (st.verdict == StepVerdict::kFail) out << "\n      expected " << st.expected << ": " << st.note;
       out << "\n";
     }

@@ -7,12 +7,16 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <cctype>
+#include <initializer_list>
+#include <sstream>
 #include <memory>
 #include <vector>
 
 #include "backends/api/backend.h"
 #include "backends/fault/rng.h"
 #include "engine/backend/backend_factory.h"
+#include "backends/platform/proc_parsers.h"
 #include "engine/doctor/doctor.h"
 #include "engine/runner/patterns.h"
 #include "kmod/uapi/resmem_ioctl.h"
@@ -243,7 +247,24 @@ Status Run::Execute(const Step& step, StepResult* r) {
   return Status::InvalidArgument("step '" + op + "' has no implementation");
 }
 
-Status Run::Boot(const Step&, StepResult* r) {
+// Does any expectation of `step` (its own or a backend's) ask for one of `keys`?
+bool ExpectsAny(const Step& step, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    if (step.expect.Get(k)) return true;
+    for (const auto& [backend, o] : step.on)
+      if (o.expect && o.expect->Get(k)) return true;
+  }
+  return false;
+}
+
+Status Run::Boot(const Step& step, StepResult* r) {
+  if (ExpectsAny(step, {"user_map", "dmesg"})) {
+    auto log = b_.platform->ReadSource("dmesg");
+    if (!log.ok())
+      return log.status().WithContext("the boot step's user_map/dmesg expectation needs the "
+                                      "kernel log, which this backend does not give");
+    r->texts["kernel_log"] = *log;
+  }
   // The platform's own view of the booted machine, through the same texts the doctor reads.
   auto cmdline = b_.platform->ReadSource("/proc/cmdline");
   if (cmdline.ok()) {
@@ -543,8 +564,8 @@ Status Run::Stream(const Step& step, StepResult* r) {
   return Status::Ok();
 }
 
-Status Run::Doctor(const Step&, StepResult* r) {
-  auto report = Diagnose(*b_.platform, b_.regions.get());
+Status Run::Doctor(const Step& step, StepResult* r) {
+  auto report = Diagnose(*b_.platform, Bool(step, "devices", true) ? b_.regions.get() : nullptr);
   if (!report.ok()) return report.status();
   std::string ids;
   for (const auto& f : report->findings) ids += (ids.empty() ? "" : ",") + f.id;
@@ -599,6 +620,51 @@ bool ErrorMatches(const Value& want, const Status& st, const std::string& profil
 bool Near(double got, double want, double tol) {
   if (want == 0) return std::fabs(got) <= tol;
   return std::fabs(got - want) <= tol * std::fabs(want);
+}
+
+// A kernel log's lines, blanks around each removed (2.6-era kernels printed " user: ...").
+std::vector<std::string> LogLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (!TrimBlanks(line).empty()) out.push_back(TrimBlanks(line));
+  return out;
+}
+
+std::vector<std::string> ListOf(const Value& v) {
+  std::vector<std::string> out;
+  for (const auto& s : v.kind == Value::Kind::kList ? v.list : std::vector<std::string>{v.str})
+    out.push_back(TrimBlanks(s));
+  return out;
+}
+
+// The expected "user:" lines against the printed ones, line for line: "" when equal, else where
+// they first differ, both lines, and the counts.
+std::string MapDiff(const std::vector<std::string>& want, const std::vector<std::string>& got) {
+  if (want == got) return "";
+  size_t i = 0;
+  while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
+  std::string out = "the user map differs from line " + std::to_string(i + 1) + " (expected " +
+                    std::to_string(want.size()) + " user: lines, the kernel printed " +
+                    std::to_string(got.size()) + ")";
+  out += "\n        expected: " + (i < want.size() ? want[i] : std::string("(no more lines)"));
+  out += "\n        printed:  " + (i < got.size() ? got[i] : std::string("(no more lines)"));
+  return out;
+}
+
+// Each wanted line must appear in `lines`, in the given order: "" when they do, else the first
+// that does not.
+std::string MissingInOrder(const std::vector<std::string>& want, const std::vector<std::string>& lines) {
+  size_t at = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    while (at < lines.size() && lines[at] != want[k]) ++at;
+    if (at == lines.size())
+      return "dmesg line " + std::to_string(k + 1) + " of the expectation was not printed" +
+             (k ? " after line " + std::to_string(k) : "") + ": '" + want[k] + "'";
+    ++at;
+  }
+  return "";
 }
 
 // Judges one step; returns the failures (empty = pass).
@@ -672,6 +738,19 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
     if (it == r.numbers.end() || it->second > *v->Number())
       fails.push_back("took longer than " + v->Text() + " s");
   }
+  if (e.Get("user_map") || e.Get("dmesg")) {
+    auto log = r.texts.find("kernel_log");
+    const std::vector<std::string> lines = LogLines(log == r.texts.end() ? "" : log->second);
+    if (const Value* v = e.Get("user_map")) {
+      std::vector<std::string> got;
+      for (const auto& l : lines)
+        if (l.rfind("user:", 0) == 0) got.push_back(l);
+      if (std::string diff = MapDiff(ListOf(*v), got); !diff.empty()) fails.push_back(diff);
+    }
+    if (const Value* v = e.Get("dmesg")) {
+      if (std::string miss = MissingInOrder(ListOf(*v), lines); !miss.empty()) fails.push_back(miss);
+    }
+  }
   auto findings = r.texts.find("findings");
   const std::string list = findings == r.texts.end() ? "" : "," + findings->second + ",";
   if (const Value* v = e.Get("finding")) {
@@ -679,6 +758,17 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
     for (const auto& w : want)
       if (list.find("," + w + ",") == std::string::npos)
         fails.push_back("the doctor did not report '" + w + "' (reported: " + (findings == r.texts.end() ? "" : findings->second) + ")");
+  }
+  if (const Value* v = e.Get("findings")) {
+    // The exact list, in the doctor's order: a replay shows the same findings, no more.
+    const std::string want = ListOf(*v).empty() ? "" : [&] {
+      std::string w;
+      for (const auto& id : ListOf(*v)) w += (w.empty() ? "" : ",") + id;
+      return w;
+    }();
+    const std::string got = findings == r.texts.end() ? "" : findings->second;
+    if (got != want)
+      fails.push_back("the doctor reported [" + got + "], expected exactly [" + want + "]");
   }
   if (const Value* v = e.Get("no_finding")) {
     std::vector<std::string> want = v->kind == Value::Kind::kList ? v->list : std::vector<std::string>{v->str};
@@ -692,7 +782,13 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
 std::string DescribeExpectation(const Expectation& e) {
   if (e.empty()) return "ok";
   std::string out;
-  for (const auto& [k, v] : e.fields) out += (out.empty() ? "" : ", ") + k + "=" + v.Text();
+  for (const auto& [k, v] : e.fields) {
+    // A long list (a user map) is summarised; its failure note shows the line that differs.
+    const std::string text = v.kind == Value::Kind::kList && v.list.size() > 3
+                                 ? "[" + std::to_string(v.list.size()) + " lines]"
+                                 : v.Text();
+    out += (out.empty() ? "" : ", ") + k + "=" + text;
+  }
   return out;
 }
 

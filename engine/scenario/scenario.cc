@@ -12,8 +12,10 @@
 #include <sstream>
 
 #include "backends/api/memory.h"
+#include "engine/import/paste.h"
 #include "engine/scenario/schema.h"
 #include "mock/gpu/sim_gpu.h"
+#include "mock/machine/machine_file.h"
 #include "toml++/toml.h"
 
 namespace resmem::scenario {
@@ -28,6 +30,10 @@ class Errors {
   void Add(int line, const std::string& key, const std::string& problem) {
     if (!first_.empty()) return;
     first_ = file_ + ":" + std::to_string(line) + ": key '" + key + "': " + problem;
+  }
+  // An error already written as "FILE:LINE: key '...': problem".
+  void AddRaw(const std::string& message) {
+    if (first_.empty()) first_ = message;
   }
   bool any() const { return !first_.empty(); }
   Status status() const { return Status::InvalidArgument(first_); }
@@ -233,90 +239,97 @@ void ParseScenarioTable(const toml::table& t, const std::string& sweep_value, Er
   }
 }
 
+}  // namespace
+
+Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths) {
+  if (paths.empty()) return Status::InvalidArgument("no file named");
+  const fs::path first(paths[0]);
+  std::error_code ec;
+  if (paths.size() == 1 && fs::is_regular_file(first, ec)) {
+    std::ifstream in(first);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    if (first.extension() == ".toml" || text.find("[machine]") != std::string::npos)
+      return sim::ParseMachineText(text, first.string());
+  }
+  auto inputs = import::ReadPasteFiles(paths);
+  if (!inputs.ok()) return inputs.status();
+  for (const auto& in : *inputs)
+    if (fs::path(in.name).extension() == ".toml")
+      return Status::InvalidArgument("'" + in.name + "' is a machine file: name it alone, not "
+                                     "with other sources");
+  import::Imported imported = import::ReadPaste(*inputs);
+  std::string all;
+  for (const auto& p : paths) all += " " + p;
+  if (!imported.has_firmware_map || imported.errors) {
+    for (const auto& n : imported.notes)
+      if (n.verdict == import::Verdict::kError)
+        return Status::InvalidArgument(n.file + ":" + std::to_string(n.line) + ": " + n.what +
+                                       " (run `resmem import" + all + "` for every line's verdict)");
+  }
+  imported.machine.name = first.filename().string() == "" ? "imported" : first.stem().string();
+  return imported.machine;
+}
+
+namespace {
+
+// The machine `from` names: files (or folders) beside the scenario.
+Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file,
+                                         const std::vector<std::string>& from) {
+  std::vector<std::string> paths;
+  for (const auto& f : from) paths.push_back((fs::path(scenario_file).parent_path() / f).string());
+  return LoadMachineSource(paths);
+}
+
+// [machine]: preset = "NAME", from = "FILE", or the machine itself in the machine format
+// (mock/machine/machine_file.h); keys given here override what the preset or file gave.
 void ParseMachine(const toml::table& t, Errors& errors, Scenario* s) {
-  CheckKeys(t, "machine",
-            {"preset", "cmdline", "cmdline_source", "phys_addr_bits", "mtrr_default", "mtrr",
-             "description", "uc_load_latency_ns", "wb_copy_gbps", "page_fault_us"},
-            errors);
   auto preset = GetString(t, "preset", "machine", errors);
-  if (!preset) {
-    if (!errors.any())
-      errors.Add(LineOf(t), "machine.preset",
-                 "missing; choose one of: " + JoinNames(sim::MachinePresetNames()));
+  // from = "FILE" or ["FILE", ...]
+  std::optional<std::vector<std::string>> from;
+  if (const toml::node* f = t.get("from")) {
+    std::vector<std::string> list;
+    if (f->is_string()) list.push_back(*f->value<std::string>());
+    if (const auto* arr = f->as_array()) {
+      for (const auto& e : *arr) {
+        if (e.is_string()) list.push_back(*e.value<std::string>());
+      }
+    }
+    if (list.empty() || (f->as_array() && list.size() != f->as_array()->size()))
+      errors.Add(LineOf(*f), "machine.from",
+                 "expected a file name, or a list of them: \"box.toml\", [\"dmesg.txt\", \"iomem.txt\"]");
+    from = list;
+  }
+  if (errors.any()) return;
+  if (preset && from) {
+    errors.Add(LineOf(*t.get("from")), "machine.from",
+               "give preset or from, not both (keys written here override either)");
     return;
   }
-  auto spec = sim::MachinePreset(*preset);
-  if (!spec.ok()) {
-    errors.Add(LineOf(*t.get("preset")), "machine.preset",
-               spec.status().message() + " (known: " + JoinNames(sim::MachinePresetNames()) + ")");
-    return;
-  }
-  s->machine = *spec;
-  if (auto v = GetString(t, "cmdline", "machine", errors)) s->machine.cmdline = *v;
-  if (auto v = GetString(t, "cmdline_source", "machine", errors)) {
-    if (*v != "kernel" && *v != "grub" && *v != "grub-cfg" && *v != "etc-default-grub")
-      errors.Add(LineOf(*t.get("cmdline_source")), "machine.cmdline_source",
-                 "'" + *v + "' is not one of kernel, grub-cfg (or grub), etc-default-grub");
-    s->machine.cmdline_source = *v;
-  }
-  if (auto v = GetString(t, "description", "machine", errors)) s->machine.description = *v;
-  if (auto v = GetInt(t, "phys_addr_bits", "machine", errors)) {
-    if (*v < 32 || *v > 52)
-      errors.Add(LineOf(*t.get("phys_addr_bits")), "machine.phys_addr_bits",
-                 "x86-64 has 32 to 52 physical address bits");
-    s->machine.phys_addr_bits = static_cast<int>(*v);
-  }
-  // Host performance overrides (a scenario fitted to one measurement says which and why).
-  if (auto v = GetNumber(t, "uc_load_latency_ns", "machine", errors)) {
-    if (*v <= 0) errors.Add(LineOf(*t.get("uc_load_latency_ns")), "machine.uc_load_latency_ns", "must be > 0");
-    s->machine.perf.uc_load_latency_ns = *v;
-  }
-  if (auto v = GetNumber(t, "wb_copy_gbps", "machine", errors)) {
-    if (*v <= 0) errors.Add(LineOf(*t.get("wb_copy_gbps")), "machine.wb_copy_gbps", "must be > 0");
-    s->machine.perf.wb_copy_gbps = *v;
-  }
-  if (auto v = GetNumber(t, "page_fault_us", "machine", errors)) {
-    if (*v < 0) errors.Add(LineOf(*t.get("page_fault_us")), "machine.page_fault_us", "must be >= 0");
-    s->machine.perf.page_fault_us = *v;
-  }
-  if (auto v = GetString(t, "mtrr_default", "machine", errors)) {
-    auto mt = ParseMemoryType(*v);
-    if (!mt) errors.Add(LineOf(*t.get("mtrr_default")), "machine.mtrr_default", "use wb, wc or uc");
-    else s->machine.mtrr.default_type = *mt;
-  }
-  if (const toml::node* m = t.get("mtrr")) {
-    const auto* arr = m->as_array();
-    if (!arr) {
-      errors.Add(LineOf(*m), "machine.mtrr", "expected [[machine.mtrr]] tables with base, size, type");
+  s->machine = sim::BlankMachine();
+  if (preset) {
+    auto spec = sim::MachinePreset(*preset);
+    if (!spec.ok()) {
+      errors.Add(LineOf(*t.get("preset")), "machine.preset", spec.status().message());
       return;
     }
-    s->machine.mtrr.variable.clear();
-    for (const auto& e : *arr) {
-      const auto* et = e.as_table();
-      if (!et) {
-        errors.Add(LineOf(e), "machine.mtrr", "expected a table with base, size, type");
-        continue;
-      }
-      CheckKeys(*et, "machine.mtrr", {"base", "size", "type"}, errors);
-      sim::MtrrRange r;
-      auto base = GetSize(*et, "base", "machine.mtrr", errors);
-      auto size = GetSize(*et, "size", "machine.mtrr", errors);
-      auto type = GetString(*et, "type", "machine.mtrr", errors);
-      if (!base || !size || !type) {
-        errors.Add(LineOf(e), "machine.mtrr", "each range needs base, size and type");
-        continue;
-      }
-      if (*size == 0 || (*size & (*size - 1)) || (*base & (*size - 1)))
-        errors.Add(LineOf(e), "machine.mtrr",
-                   "an MTRR's size must be a power of two and its base aligned to it");
-      auto mt = ParseMemoryType(*type);
-      if (!mt) errors.Add(LineOf(e), "machine.mtrr.type", "use wb, wc or uc");
-      r.base = *base;
-      r.size = *size;
-      r.type = mt.value_or(MemoryType::kUncached);
-      s->machine.mtrr.variable.push_back(r);
+    s->machine = *spec;
+  } else if (from) {
+    auto spec = LoadMachineFrom(s->file, *from);
+    if (!spec.ok()) {
+      errors.Add(LineOf(*t.get("from")), "machine.from", spec.status().message());
+      return;
     }
+    s->machine = *spec;
+  } else if (!t.get("e820")) {
+    errors.Add(LineOf(t), "machine.preset",
+               "missing; choose one of: " + JoinNames(sim::MachinePresetNames()) +
+                   ", or from = \"FILE\", or describe the machine (e820 = [...])");
+    return;
   }
+  Status st = sim::ApplyMachineTable(t, s->file, {"preset", "from"}, &s->machine);
+  if (!st.ok()) errors.AddRaw(st.message());
 }
 
 void ParseDriver(const toml::table& t, Errors& errors, Scenario* s) {

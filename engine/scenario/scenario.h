@@ -93,6 +93,12 @@ struct Scenario {
 Result<std::vector<Scenario>> LoadScenarioFile(const std::string& path);
 Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path);
 
+// A machine from files: one machine file (a .toml file or any file with a [machine] table in the
+// machine format, mock/machine/machine_file.h), or sources `resmem import` reads (a dmesg,
+// /proc/iomem, ..., a /sys/firmware/memmap folder, a folder of captured sources), read together.
+// A paste with an unreadable line or no firmware map fails naming the line.
+Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths);
+
 // Files under a directory (recursively, *.toml, sorted) or the file itself.
 Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path);
 

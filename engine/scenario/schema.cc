@@ -16,7 +16,7 @@ const std::vector<OpSchema>& Table() {
       {"boot", "boot the machine with its command line; observes the kernel's view",
        {},
        {COMMON_EXPECT, "usable_ram", "mem_total", "tolerance", "reservations", "cmdline",
-        "reservation_over_hole"}},
+        "reservation_over_hole", "user_map", "dmesg"}},
       {"open", "open the reserved-memory device",
        {{"device", ArgType::kString, false, "device path, default the first", {}},
         {"sync", ArgType::kBool, false, "O_SYNC", {}}},
@@ -115,8 +115,10 @@ const std::vector<OpSchema>& Table() {
         {"register", ArgType::kBool, false, "register the ring first (default false)", {}}},
        {COMMON_EXPECT, "drops", "corrupt", "mbps", "tolerance"}},
       {"doctor", "diagnose the machine's facts as `resmem doctor` does",
-       {},
-       {COMMON_EXPECT, "finding", "no_finding"}},
+       {{"devices", ArgType::kBool, false,
+         "also check the reserved-memory devices (default true); false: the machine alone, as a "
+         "recording of it has it", {}}},
+       {COMMON_EXPECT, "finding", "no_finding", "findings"}},
   };
   return kOps;
 }

@@ -57,15 +57,22 @@ struct E820Edit {
 
 struct MtrrRange {
   uint64_t base = 0;
-  uint64_t size = 0;  // power of two, base aligned to it (as the hardware requires)
+  uint64_t size = 0;  // variable: power of two, base aligned to it (as the hardware requires);
+                      // fixed: 4 KiB multiples below 1 MiB
   MemoryType type = MemoryType::kWriteBack;
+  std::string type_name;  // for kUnknown: the /proc/mtrr word ("write-through",
+                          // "write-protect"), types MemoryType does not name. A WB request
+                          // over them is not WB (pat_x_mtrr_type: UC-), which is all the model
+                          // needs of them.
 };
 
 struct MtrrConfig {
   bool enabled = true;
   MemoryType default_type = MemoryType::kUncached;  // MTRRdefType
   std::vector<MtrrRange> variable;                  // variable-range MTRRs
-  // Below 1 MiB the fixed MTRRs are modelled as WB for RAM, UC for the legacy holes.
+  // Fixed-range MTRRs below 1 MiB. Empty: modelled as WB below 640 KiB (RAM) and UC for the
+  // legacy window [0xA0000, 1 MiB), as BIOSes program them.
+  std::vector<MtrrRange> fixed;
 };
 
 // Host-side memory performance of this machine.

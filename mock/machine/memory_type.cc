@@ -18,8 +18,13 @@ MemoryType Combine(MemoryType a, MemoryType b) {
 
 // Fixed-range MTRRs below 1 MiB, as BIOSes program them: WB for the 640 KiB of conventional
 // RAM, UC for the legacy VGA window and the option/BIOS ROM area [0xA0000, 0x100000).
-MemoryType FixedRangeType(uint64_t addr) {
-  return addr < 0xA0000 ? MemoryType::kWriteBack : MemoryType::kUncached;
+// A machine file may give the fixed ranges itself (MtrrConfig::fixed); an address below 1 MiB
+// that none of them covers takes the default type, as the hardware does (SDM 11.11.2.2).
+MemoryType FixedRangeType(const MtrrConfig& mtrr, uint64_t addr) {
+  if (mtrr.fixed.empty()) return addr < 0xA0000 ? MemoryType::kWriteBack : MemoryType::kUncached;
+  for (const auto& r : mtrr.fixed)
+    if (addr >= r.base && addr - r.base < r.size) return r.type;
+  return mtrr.default_type;
 }
 
 // The next address above `addr` where MtrrTypeAt may change (range edges), or UINT64_MAX.
@@ -30,6 +35,10 @@ uint64_t NextEdge(const MtrrConfig& mtrr, uint64_t addr) {
   };
   consider(0xA0000);
   consider(0x100000);
+  for (const auto& r : mtrr.fixed) {
+    consider(r.base);
+    consider(r.base + r.size);
+  }
   for (const auto& r : mtrr.variable) {
     consider(r.base);
     if (r.base + r.size > r.base) consider(r.base + r.size);
@@ -42,7 +51,7 @@ uint64_t NextEdge(const MtrrConfig& mtrr, uint64_t addr) {
 MemoryType MtrrTypeAt(const MtrrConfig& mtrr, uint64_t addr) {
   // MTRRs disabled (MTRRdefType.E = 0): all of physical memory is UC (SDM 11.11.2.1).
   if (!mtrr.enabled) return MemoryType::kUncached;
-  if (addr < 0x100000) return FixedRangeType(addr);
+  if (addr < 0x100000) return FixedRangeType(mtrr, addr);
   bool matched = false;
   MemoryType type = mtrr.default_type;
   for (const auto& r : mtrr.variable) {

@@ -129,6 +129,9 @@ std::string RenderMtrr(const MachineSpec& spec) {
       default: return "?";
     }
   };
+  auto word = [&](const MtrrRange& r) -> std::string {
+    return r.type == MemoryType::kUnknown && !r.type_name.empty() ? r.type_name : type_name(r.type);
+  };
   if (!spec.mtrr.enabled) return "";
   std::string out;
   int i = 0;
@@ -146,7 +149,7 @@ std::string RenderMtrr(const MachineSpec& spec) {
     std::snprintf(buf, sizeof buf,
                   "reg%02d: base=0x%06" PRIx64 "000 (%5" PRIu64 "MB), size=%5" PRIu64
                   "%cB, count=1: %s\n",
-                  i++, base_pages, r.base >> 20, size, factor, type_name(r.type));
+                  i++, base_pages, r.base >> 20, size, factor, word(r).c_str());
     out += buf;
   }
   return out;

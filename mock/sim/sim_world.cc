@@ -59,6 +59,17 @@ class SimPlatform : public Platform {
     // uname -r, where the machine names its kernel (the doctor reads the option rules from it).
     if (path == "/proc/sys/kernel/osrelease" && !spec.kernel_version.empty())
       return spec.kernel_version + "\n";
+    // The kernel log so far, one line each, without timestamps: the boot's map lines
+    // (BootedKernel::dmesg) first, then what the drivers printed.
+    if (path == "dmesg") {
+      std::string out;
+      for (const auto& line : world_->DmesgSnapshot()) out += line + "\n";
+      return out;
+    }
+    // /proc/version (fs/proc/version.c: the linux_banner): the version the machine names.
+    if (path == "/proc/version")
+      return "Linux version " + (spec.kernel_version.empty() ? std::string("6.1.0") : spec.kernel_version) +
+             " (resmem simulator) #1 SMP\n";
     if (path == "/sys/kernel/debug/x86/pat_memtype_list") {
       // The debugfs file exists only when PAT is on (memtype.c, pat_memtype_list_init).
       if (!spec.pat_enabled)
@@ -68,7 +79,7 @@ class SimPlatform : public Platform {
     }
     return Status::Errno(ENOENT, path + ": not a source the simulated machine has; it serves "
                                         "/proc/iomem, /proc/mtrr, /proc/cmdline, /proc/meminfo, "
-                                        "/sys/firmware/memmap, /proc/cpuinfo, "
+                                        "/sys/firmware/memmap, /proc/cpuinfo, /proc/version, dmesg, "
                                         "/sys/kernel/debug/x86/pat_memtype_list");
   }
 

@@ -71,7 +71,8 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
 // The simulated Platform over a world: renders its texts, allocates simulated pageable memory
 // (first touch charged per page), and costs memcpy by the memory types at both ends.
 //   ReadSource serves /proc/iomem, /proc/mtrr, /proc/cmdline, /proc/meminfo,
-//   /sys/firmware/memmap, /proc/cpuinfo and, when PAT is enabled,
+//   /sys/firmware/memmap, /proc/cpuinfo, /proc/version, "dmesg" (the kernel log: the boot's
+//   map lines, then the drivers' messages, one per line) and, when PAT is enabled,
 //   /sys/kernel/debug/x86/pat_memtype_list (the live device mappings); any other path is
 //   errno ENOENT naming the sources it has.
 //   AllocPageable returns a SimHostMemory (mock/sim/sim_memory.h): anonymous, WB, private.

@@ -1,0 +1,145 @@
+#include "engine/doctor/record.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/import/paste.h"
+#include "engine/import/scenario_writer.h"
+#include "mock/machine/machine_file.h"
+
+namespace resmem::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status WriteFile(const fs::path& path, const std::string& text, Recording* rec) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) return Status::Errno(errno ? errno : EIO, "cannot write " + path.string());
+  rec->files.push_back(path.string());
+  return Status::Ok();
+}
+
+std::string FirstLineStartingWith(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) return line + "\n";
+  return "";
+}
+
+}  // namespace
+
+Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, const std::string& dir) {
+  Recording rec;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::Errno(ec.value(), "cannot create " + dir + ": " + ec.message());
+  const fs::path d(dir);
+  auto read = [&](const std::string& source) -> std::string {
+    auto r = platform.ReadSource(source);
+    if (!r.ok()) {
+      rec.notes.push_back(source + " not recorded: " + r.status().message());
+      return "";
+    }
+    return *r;
+  };
+  std::vector<import::PasteInput> inputs;
+  auto keep = [&](const std::string& name, const std::string& text) -> Status {
+    if (text.empty()) {
+      rec.notes.push_back(name + " not written: the source is empty or missing on this machine");
+      return Status::Ok();
+    }
+    RESMEM_RETURN_IF_ERROR(WriteFile(d / name, text, &rec));
+    inputs.push_back({(d / name).string(), text});
+    return Status::Ok();
+  };
+  RESMEM_RETURN_IF_ERROR(keep("iomem.txt", read("/proc/iomem")));
+  // The platform gives /sys/firmware/memmap as "start end type" lines; the record keeps the
+  // dump users paste (`grep . */*` in that folder), which `resmem import` reads.
+  if (std::string memmap = read("/sys/firmware/memmap"); !memmap.empty()) {
+    auto entries = ParseFirmwareMemmap(memmap);
+    if (!entries.ok()) {
+      rec.notes.push_back("/sys/firmware/memmap not recorded: " + entries.status().message());
+    } else {
+      std::vector<import::MemmapDumpEntry> dump;
+      for (const auto& e : *entries) dump.push_back({e.start, e.end, e.type});
+      RESMEM_RETURN_IF_ERROR(keep("firmware_memmap.txt", import::RenderFirmwareMemmapDump(dump)));
+    }
+  }
+  RESMEM_RETURN_IF_ERROR(keep("mtrr.txt", read("/proc/mtrr")));
+  RESMEM_RETURN_IF_ERROR(keep("cpuinfo.txt", FirstLineStartingWith(read("/proc/cpuinfo"), "address sizes")));
+  RESMEM_RETURN_IF_ERROR(keep("meminfo.txt", read("/proc/meminfo")));
+  RESMEM_RETURN_IF_ERROR(keep("version.txt", read("/proc/version")));
+  const std::string cmdline = read("/proc/cmdline");
+  if (!cmdline.empty()) RESMEM_RETURN_IF_ERROR(WriteFile(d / "cmdline.txt", cmdline, &rec));
+
+  import::Imported imported = import::ReadPaste(inputs);
+  for (const auto& n : imported.notes)
+    if (n.verdict == import::Verdict::kError || n.verdict == import::Verdict::kWarning)
+      rec.notes.push_back(n.file + (n.line ? ":" + std::to_string(n.line) : "") + ": " + n.what);
+  if (!imported.has_firmware_map)
+    return Status::Error(kFailedPrecondition,
+                         "no firmware map could be recorded (neither /sys/firmware/memmap nor a "
+                         "readable /proc/iomem); run as root on a machine that has them");
+  sim::MachineSpec m = imported.machine;
+  // The platform's own name ("sim:NAME" or "host") names the machine, so the replay's evidence
+  // reads the same.
+  const std::string pname = platform.name();
+  m.name = pname.rfind("sim:", 0) == 0 ? pname.substr(4) : pname;
+  m.description = "recorded by `resmem doctor --record` from platform " + pname;
+  m.cmdline = report.facts.cmdline;
+  m.cmdline_source = "kernel";
+  // The kernel's share: the System RAM it manages (/proc/iomem) less MemTotal.
+  if (report.facts.usable_ram > report.facts.mem_total && report.facts.mem_total)
+    m.kernel_reserved_bytes = report.facts.usable_ram - report.facts.mem_total;
+  // The kernel's own edits of the firmware map show in /proc/iomem as top-level Reserved ranges
+  // inside firmware RAM that no memmap= made (e.g. the first page, e820.c
+  // e820__reserve_... "e820: update [mem 0x00000000-0x00000fff] usable ==> reserved").
+  for (const auto& e : report.facts.iomem) {
+    if (e.depth != 0 || e.name != "Reserved") continue;
+    bool in_ram = false, reserved_by_option = false;
+    for (const auto& fw : report.facts.firmware)
+      in_ram = in_ram || (fw.type == "System RAM" && fw.start <= e.start && e.end <= fw.end);
+    for (const auto& r : report.facts.reservations)
+      reserved_by_option = reserved_by_option || (r.start < e.end && e.start < r.end);
+    if (!in_ram || reserved_by_option) continue;
+    sim::E820Edit edit;
+    edit.start = e.start;
+    edit.end = e.end;
+    edit.from = sim::E820Type::kRam;
+    edit.to = sim::E820Type::kReserved;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "e820: update [mem 0x%08llx-0x%08llx] usable ==> reserved",
+                  static_cast<unsigned long long>(e.start), static_cast<unsigned long long>(e.end - 1));
+    edit.line = buf;
+    m.early_edits.push_back(edit);
+    rec.notes.push_back(std::string("early edit reconstructed from /proc/iomem: ") + buf);
+  }
+  rec.machine = m;
+  RESMEM_RETURN_IF_ERROR(WriteFile(d / "machine.toml",
+                                   "# Recorded by `resmem doctor --record` from platform " + pname +
+                                       "; the raw sources are beside it.\n" + sim::WriteMachineToml(m),
+                                   &rec));
+  import::ScenarioDraft draft;
+  draft.name = "recorded-" + import::ScenarioNameFrom(m.name);
+  draft.title = "the machine recorded from " + pname + ", replayed on the simulator";
+  draft.header = {"Written by `resmem doctor --record`: boots the recorded machine on the "
+                  "simulator and expects the doctor's findings of the recording."};
+  draft.machine = m;
+  draft.machine_from = "machine.toml";
+  draft.usable_ram = report.facts.usable_ram;
+  std::vector<std::string> ids;
+  for (const auto& f : report.findings) ids.push_back(f.id);
+  draft.findings = ids;
+  draft.doctor_devices = false;
+  const std::string scenario_path = (d / "scenario.toml").string();
+  RESMEM_ASSIGN_OR_RETURN(std::string text, import::WriteScenarioChecked(draft, scenario_path));
+  RESMEM_RETURN_IF_ERROR(WriteFile(scenario_path, text, &rec));
+  return rec;
+}
+
+}  // namespace resmem::engine

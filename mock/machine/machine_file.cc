@@ -1,0 +1,658 @@
+// The machine format (machine_file.h): TOML [machine] table <-> MachineSpec.
+#include "mock/machine/machine_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "backends/api/memory.h"
+#include "mock/machine/e820_table.h"
+#include "mock/machine/e820_text.h"
+
+namespace resmem::sim {
+namespace {
+
+int LineOf(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+
+// Reads keys of one table and keeps the first error with its position.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+  void Fail(const toml::node& at, const std::string& key, const std::string& problem) {
+    if (error_.empty())
+      error_ = file_ + ":" + std::to_string(LineOf(at)) + ": key 'machine." + key + "': " + problem;
+  }
+  bool ok() const { return error_.empty(); }
+  Status status() const { return ok() ? Status::Ok() : Status::InvalidArgument(error_); }
+
+  std::optional<std::string> String(const toml::table& t, const std::string& key,
+                                    const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) {
+      Fail(*n, where + key, "expected a string");
+      return std::nullopt;
+    }
+    return *n->value<std::string>();
+  }
+  std::optional<bool> Bool(const toml::table& t, const std::string& key) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) {
+      Fail(*n, key, "expected true or false");
+      return std::nullopt;
+    }
+    return *n->value<bool>();
+  }
+  std::optional<double> Number(const toml::table& t, const std::string& key, double min_excl) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    double v = 0;
+    if (n->is_integer()) v = static_cast<double>(*n->value<int64_t>());
+    else if (n->is_floating_point()) v = *n->value<double>();
+    else {
+      Fail(*n, key, "expected a number");
+      return std::nullopt;
+    }
+    if (!(v > min_excl)) {
+      Fail(*n, key, "must be greater than " + std::to_string(static_cast<int>(min_excl)));
+      return std::nullopt;
+    }
+    return v;
+  }
+  // An address or size: a non-negative integer, or a string "0x1f", "4G", "4096".
+  std::optional<uint64_t> Address(const toml::node& n, const std::string& key) {
+    if (n.is_integer()) {
+      const int64_t v = *n.value<int64_t>();
+      if (v < 0) {
+        Fail(n, key, "cannot be negative");
+        return std::nullopt;
+      }
+      return static_cast<uint64_t>(v);
+    }
+    if (n.is_string()) {
+      const std::string s = *n.value<std::string>();
+      if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        const std::string digits = s.substr(2);
+        const size_t first = digits.find_first_not_of('0');
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long v = std::strtoull(digits.c_str(), &end, 16);
+        if (digits.empty() || *end || errno ||
+            (first != std::string::npos && digits.size() - first > 16)) {
+          Fail(n, key, "'" + s + "' is not a hex number below 2^64");
+          return std::nullopt;
+        }
+        return v;
+      }
+      auto r = ParseSize(s);
+      if (!r.ok()) {
+        Fail(n, key, r.status().message());
+        return std::nullopt;
+      }
+      return *r;
+    }
+    Fail(n, key, "expected an integer (0x9fbff) or a string (\"0x9fbff\", \"4G\")");
+    return std::nullopt;
+  }
+  std::optional<uint64_t> Address(const toml::table& t, const std::string& key,
+                                  const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    return Address(*n, where + key);
+  }
+
+  // { start, last } (inclusive) or { start, size } -> [start, end). `where` is "e820[3]."
+  bool Range(const toml::table& t, const std::string& where, uint64_t* start, uint64_t* end) {
+    if (const toml::node* e = t.get("end")) {
+      Fail(*e, where + "end",
+           "'end' is ambiguous (the old dmesg form prints exclusive ends, the rest inclusive); "
+           "write last = the inclusive last byte (0x9fbff), or size = bytes");
+      return false;
+    }
+    auto s = Address(t, "start", where);
+    auto last = Address(t, "last", where);
+    auto size = Address(t, "size", where);
+    if (!ok()) return false;
+    if (!s) {
+      Fail(t, where + "start", "missing; each range is { start = A, last = B } (B inclusive)");
+      return false;
+    }
+    if (last.has_value() == size.has_value()) {
+      Fail(t, where + "last", "give exactly one of last (inclusive) and size");
+      return false;
+    }
+    if (last) {
+      if (*last < *s) {
+        Fail(t, where + "last", "is below start");
+        return false;
+      }
+      if (*last == UINT64_MAX) {
+        Fail(t, where + "last", "a range ending at 2^64 cannot be held; no x86 machine has memory there");
+        return false;
+      }
+      *start = *s;
+      *end = *last + 1;
+      return true;
+    }
+    if (*size == 0 || *s + *size < *s) {
+      Fail(t, where + "size", *size == 0 ? "is 0" : "start + size passes 2^64");
+      return false;
+    }
+    *start = *s;
+    *end = *s + *size;
+    return true;
+  }
+
+ private:
+  std::string file_;
+  std::string error_;
+};
+
+// "wb", "wc", "uc", "wt", "wp" or /proc/mtrr's words.
+bool ParseMtrrType(const std::string& word, MtrrRange* r) {
+  if (auto t = ParseMemoryType(word); t && *t != MemoryType::kUncachedMinus) {
+    r->type = *t;
+    r->type_name.clear();
+    return true;
+  }
+  if (word == "wt" || word == "write-through") {
+    r->type = MemoryType::kUnknown;
+    r->type_name = "write-through";
+    return true;
+  }
+  if (word == "wp" || word == "write-protect") {
+    r->type = MemoryType::kUnknown;
+    r->type_name = "write-protect";
+    return true;
+  }
+  return false;
+}
+
+const char* kMtrrTypes = "use wb, wc, uc, wt or wp";
+
+std::string MtrrWord(const MtrrRange& r) {
+  switch (r.type) {
+    case MemoryType::kWriteBack: return "wb";
+    case MemoryType::kWriteCombining: return "wc";
+    case MemoryType::kUncached: return "uc";
+    default: return r.type_name == "write-through" ? "wt" : "wp";
+  }
+}
+
+const toml::array* ArrayOfTables(Reader& rd, const toml::table& t, const std::string& key,
+                                 const char* shape) {
+  const toml::node* n = t.get(key);
+  if (!n) return nullptr;
+  const auto* arr = n->as_array();
+  bool tables = arr != nullptr;
+  if (arr)
+    for (const auto& e : *arr) tables = tables && e.is_table();
+  if (!tables) {
+    rd.Fail(*n, key, std::string("expected a list of tables like ") + shape);
+    return nullptr;
+  }
+  return arr;
+}
+
+void CheckKeys(Reader& rd, const toml::table& t, const std::string& where,
+               const std::vector<std::string>& allowed) {
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    rd.Fail(v, where + key, "unknown key; allowed here: " + list);
+  }
+}
+
+void ReadMtrr(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  if (auto v = rd.Bool(t, "mtrr_enabled")) spec->mtrr.enabled = *v;
+  if (auto v = rd.String(t, "mtrr_default", "")) {
+    MtrrRange r;
+    if (!ParseMtrrType(*v, &r) || r.type == MemoryType::kUnknown)
+      rd.Fail(*t.get("mtrr_default"), "mtrr_default", "use wb, wc or uc");
+    else spec->mtrr.default_type = r.type;
+  }
+  if (const auto* arr = ArrayOfTables(rd, t, "mtrr", "{ base = \"0\", size = \"128G\", type = \"wb\" }")) {
+    spec->mtrr.variable.clear();
+    int i = 0;
+    for (const auto& e : *arr) {
+      const auto& et = *e.as_table();
+      const std::string where = "mtrr[" + std::to_string(i++) + "].";
+      CheckKeys(rd, et, where, {"base", "size", "type"});
+      auto base = rd.Address(et, "base", where);
+      auto size = rd.Address(et, "size", where);
+      auto type = rd.String(et, "type", where);
+      if (!rd.ok()) return;
+      if (!base || !size || !type) {
+        rd.Fail(et, where + "base", "each variable MTRR needs base, size and type");
+        return;
+      }
+      MtrrRange r;
+      if (*size == 0 || (*size & (*size - 1)) || (*base & (*size - 1))) {
+        rd.Fail(et, where + "size", "an MTRR's size must be a power of two and its base aligned to it");
+        return;
+      }
+      if (!ParseMtrrType(*type, &r)) {
+        rd.Fail(*et.get("type"), where + "type", kMtrrTypes);
+        return;
+      }
+      r.base = *base;
+      r.size = *size;
+      spec->mtrr.variable.push_back(r);
+    }
+  }
+  if (const auto* arr = ArrayOfTables(rd, t, "mtrr_fixed", "{ start = 0x0, last = 0x9ffff, type = \"wb\" }")) {
+    spec->mtrr.fixed.clear();
+    int i = 0;
+    for (const auto& e : *arr) {
+      const auto& et = *e.as_table();
+      const std::string where = "mtrr_fixed[" + std::to_string(i++) + "].";
+      CheckKeys(rd, et, where, {"start", "last", "size", "end", "type"});
+      uint64_t s = 0, end = 0;
+      if (!rd.Range(et, where, &s, &end)) return;
+      auto type = rd.String(et, "type", where);
+      MtrrRange r;
+      if (!type || !ParseMtrrType(*type, &r)) {
+        rd.Fail(et, where + "type", kMtrrTypes);
+        return;
+      }
+      // Fixed-range MTRRs cover [0, 1 MiB) in 64/16/4 KiB units (SDM 11.11.2.2).
+      if (end > 0x100000 || s % 4096 || end % 4096) {
+        rd.Fail(et, where + "start", "fixed MTRRs cover 4 KiB-aligned ranges below 1 MiB");
+        return;
+      }
+      r.base = s;
+      r.size = end - s;
+      spec->mtrr.fixed.push_back(r);
+    }
+  }
+}
+
+void ReadPerf(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  HostPerf& p = spec->perf;
+  if (auto v = rd.Number(t, "wb_copy_gbps", 0)) p.wb_copy_gbps = *v;
+  if (auto v = rd.Number(t, "wc_write_gbps", 0)) p.wc_write_gbps = *v;
+  if (auto v = rd.Number(t, "uc_load_latency_ns", 0)) p.uc_load_latency_ns = *v;
+  if (auto v = rd.Number(t, "memcpy_load_bytes", 0)) p.memcpy_load_bytes = static_cast<int>(*v);
+  if (auto v = rd.Number(t, "page_fault_us", -1)) p.page_fault_us = *v;
+  if (auto v = rd.Number(t, "pin_gbps", 0)) p.pin_gbps = *v;
+  if (const toml::node* n = t.get("memcpy_threads_gbps")) {
+    const auto* arr = n->as_array();
+    std::vector<double> out;
+    bool good = arr != nullptr;
+    if (arr)
+      for (const auto& e : *arr) {
+        if (e.is_integer()) out.push_back(static_cast<double>(*e.value<int64_t>()));
+        else if (e.is_floating_point()) out.push_back(*e.value<double>());
+        else good = false;
+      }
+    if (!good || out.size() > 5)
+      rd.Fail(*n, "memcpy_threads_gbps", "expected up to 5 numbers: GB/s with 1, 2, 4, 8, 16 threads");
+    else p.memcpy_threads_gbps = out;
+  }
+}
+
+void ReadFirmware(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  if (const auto* arr = ArrayOfTables(rd, t, "e820", "{ start = 0x0, last = 0x9fbff, type = \"usable\" }")) {
+    spec->firmware_e820.clear();
+    int i = 0;
+    for (const auto& e : *arr) {
+      const auto& et = *e.as_table();
+      const std::string where = "e820[" + std::to_string(i++) + "].";
+      CheckKeys(rd, et, where, {"start", "last", "size", "end", "type"});
+      E820Entry entry;
+      if (!rd.Range(et, where, &entry.start, &entry.end)) return;
+      const toml::node* tn = et.get("type");
+      if (!tn) {
+        rd.Fail(et, where + "type", "missing: usable, reserved, ACPI data, ACPI NVS, unusable, "
+                                    "persistent (type 7), persistent (type 12), soft reserved or a number");
+        return;
+      }
+      if (tn->is_integer()) {
+        const int64_t n = *tn->value<int64_t>();
+        if (n < 1 || n > 0xffffffffll) {
+          rd.Fail(*tn, where + "type", "an e820 type number is 1 to 2^32-1");
+          return;
+        }
+        entry.type = static_cast<E820Type>(static_cast<int>(static_cast<uint32_t>(n)));
+      } else if (tn->is_string()) {
+        auto type = ParseE820TypeWord(*tn->value<std::string>());
+        if (!type.ok()) {
+          rd.Fail(*tn, where + "type", type.status().message());
+          return;
+        }
+        entry.type = *type;
+      } else {
+        rd.Fail(*tn, where + "type", "expected a type word or number");
+        return;
+      }
+      spec->firmware_e820.push_back(entry);
+    }
+  }
+  if (const auto* arr = ArrayOfTables(rd, t, "mmio", "{ start = 0xfec00000, last = 0xfec003ff, name = \"IOAPIC 0\" }")) {
+    spec->mmio.clear();
+    int i = 0;
+    for (const auto& e : *arr) {
+      const auto& et = *e.as_table();
+      const std::string where = "mmio[" + std::to_string(i++) + "].";
+      CheckKeys(rd, et, where, {"start", "last", "size", "end", "name"});
+      MmioRange m;
+      if (!rd.Range(et, where, &m.start, &m.end)) return;
+      auto name = rd.String(et, "name", where);
+      if (!name || name->empty()) {
+        rd.Fail(et, where + "name", "each window has the name /proc/iomem shows (\"PCI Bus 0000:00\")");
+        return;
+      }
+      m.name = *name;
+      spec->mmio.push_back(m);
+    }
+  }
+  if (const toml::node* n = t.get("early_edits")) {
+    const auto* arr = n->as_array();
+    if (!arr) {
+      rd.Fail(*n, "early_edits", "expected a list of the kernel's lines, e.g. "
+                                 "[\"e820: remove [mem 0x000a0000-0x000fffff] usable\"]");
+      return;
+    }
+    spec->early_edits.clear();
+    for (const auto& e : *arr) {
+      if (!e.is_string()) {
+        rd.Fail(e, "early_edits", "each edit is the kernel's line as a string");
+        return;
+      }
+      auto edit = ParseE820EditLine(*e.value<std::string>());
+      if (!edit.ok()) {
+        rd.Fail(e, "early_edits", edit.status().message());
+        return;
+      }
+      spec->early_edits.push_back(*edit);
+    }
+  }
+}
+
+uint64_t UsableBytes(const std::vector<E820Entry>& table) {
+  uint64_t total = 0;
+  for (const auto& e : SanitizeE820(table))
+    if (e.type == E820Type::kRam || e.type == E820Type::kReservedKern) total += e.end - e.start;
+  return total;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  // TOML integers are signed 64-bit: larger values are written as strings.
+  if (v > static_cast<uint64_t>(INT64_MAX)) std::snprintf(buf, sizeof buf, "\"0x%" PRIx64 "\"", v);
+  else std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+// The shortest decimal that reads back as exactly `v`.
+std::string Num(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+  }
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string EditLine(const E820Edit& e) {
+  if (!e.line.empty()) return e.line;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "[mem 0x%08" PRIx64 "-0x%08" PRIx64 "]", e.start, e.end - 1);  // the kernel's %#010Lx; glibc drops the 0x of zero
+  if (e.to == E820Type::kHole)
+    return std::string("e820: remove ") + buf +
+           (e.from == E820Type::kHole ? "" : " " + E820TypeWord(e.from));
+  const E820Type to = e.to == E820Type::kReservedKern ? E820Type::kRam : e.to;
+  return std::string("e820: update ") + buf + " " + E820TypeWord(e.from) + " ==> " +
+         E820TypeWord(to);
+}
+
+}  // namespace
+
+const std::vector<std::string>& MachineFormatKeys() {
+  static const std::vector<std::string> kKeys = {
+      "name", "description", "kernel", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
+      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "mtrr_enabled", "mtrr_default",
+      "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "uc_load_latency_ns",
+      "memcpy_load_bytes", "page_fault_us", "pin_gbps", "memcpy_threads_gbps"};
+  return kKeys;
+}
+
+MachineSpec BlankMachine() {
+  MachineSpec m;
+  m.name = "custom";
+  m.mtrr.enabled = true;
+  m.mtrr.default_type = MemoryType::kWriteBack;
+  return m;
+}
+
+Status ApplyMachineTable(const toml::table& t, const std::string& file,
+                         const std::vector<std::string>& also_allowed, MachineSpec* spec) {
+  Reader rd(file);
+  std::vector<std::string> allowed = MachineFormatKeys();
+  allowed.insert(allowed.end(), also_allowed.begin(), also_allowed.end());
+  CheckKeys(rd, t, "", allowed);
+  if (auto v = rd.String(t, "name", "")) spec->name = *v;
+  if (auto v = rd.String(t, "description", "")) spec->description = *v;
+  if (auto v = rd.String(t, "kernel", "")) {
+    // "2.6.32-40-server", "6.1.0-13-amd64": MAJOR.MINOR[.PATCH] then anything.
+    int major = 0, minor = 0;
+    if (std::sscanf(v->c_str(), "%d.%d", &major, &minor) != 2 || major < 2 || major > 99)
+      rd.Fail(*t.get("kernel"), "kernel", "'" + *v + "' is not a Linux version like \"6.1.0\" or \"2.6.32\"");
+    spec->kernel_version = *v;
+  }
+  if (auto v = rd.String(t, "cmdline", "")) spec->cmdline = *v;
+  if (auto v = rd.String(t, "cmdline_source", "")) {
+    if (*v != "kernel" && *v != "grub-cfg" && *v != "grub" && *v != "etc-default-grub")
+      rd.Fail(*t.get("cmdline_source"), "cmdline_source",
+              "'" + *v + "' is not one of kernel (as /proc/cmdline reads), grub-cfg (a grub.cfg "
+              "linux line; \"grub\" is its old name), etc-default-grub (GRUB_CMDLINE_LINUX's value)");
+    spec->cmdline_source = *v;
+  }
+  if (const toml::node* n = t.get("phys_addr_bits")) {
+    if (!n->is_integer() || *n->value<int64_t>() < 32 || *n->value<int64_t>() > 52)
+      rd.Fail(*n, "phys_addr_bits", "x86-64 has 32 to 52 physical address bits (an integer)");
+    else spec->phys_addr_bits = static_cast<int>(*n->value<int64_t>());
+  }
+  if (auto v = rd.Address(t, "kernel_reserved", "")) spec->kernel_reserved_bytes = *v;
+  if (auto v = rd.Bool(t, "pat")) spec->pat_enabled = *v;
+  ReadFirmware(rd, t, spec);
+  ReadMtrr(rd, t, spec);
+  ReadPerf(rd, t, spec);
+  if (!rd.ok()) return rd.status();
+  if (spec->firmware_e820.empty())
+    rd.Fail(t, "e820", "the machine has no firmware map: give preset = \"NAME\", from = \"FILE\" "
+                       "or e820 = [{ start = 0x0, last = 0x9fbff, type = \"usable\" }, ...]");
+  if (const toml::node* n = t.get("ram"); n && rd.ok()) {
+    // A cross-check, not a generator: the firmware keeps some of the DIMMs' bytes (below 1 MiB,
+    // ACPI, SMM), so its usable RAM lies within 1/32 of what is installed.
+    if (auto ram = rd.Address(*n, "ram")) {
+      const uint64_t usable = UsableBytes(spec->firmware_e820);
+      const uint64_t diff = usable > *ram ? usable - *ram : *ram - usable;
+      if (diff > *ram / 32)
+        rd.Fail(*n, "ram", "the e820 map has " + FormatSize(usable) + " usable, not about " +
+                               FormatSize(*ram) + "; correct the map or leave ram out");
+    }
+  }
+  return rd.status();
+}
+
+Result<MachineSpec> ParseMachineText(const std::string& text, const std::string& file) {
+  toml::parse_result parsed = toml::parse(text, file);
+  if (!parsed) {
+    const auto& err = parsed.error();
+    return Status::InvalidArgument(file + ":" + std::to_string(err.source().begin.line) +
+                                   ": TOML syntax: " + std::string(err.description()));
+  }
+  const toml::table& root = parsed.table();
+  for (const auto& [k, v] : root)
+    if (k.str() != "machine")
+      return Status::InvalidArgument(file + ":" + std::to_string(LineOf(v)) + ": key '" +
+                                     std::string(k.str()) +
+                                     "': a machine file holds only a [machine] table");
+  const auto* m = root.get_as<toml::table>("machine");
+  if (!m) return Status::InvalidArgument(file + ":1: key 'machine': missing [machine] table");
+  MachineSpec spec = BlankMachine();
+  RESMEM_RETURN_IF_ERROR(ApplyMachineTable(*m, file, {}, &spec));
+  return spec;
+}
+
+std::string WriteMachineToml(const MachineSpec& s) {
+  std::string o = "[machine]\n";
+  o += "name = " + TomlQuote(s.name) + "\n";
+  if (!s.description.empty()) o += "description = " + TomlQuote(s.description) + "\n";
+  if (!s.kernel_version.empty()) o += "kernel = " + TomlQuote(s.kernel_version) + "\n";
+  o += "cmdline = " + TomlQuote(s.cmdline) + "\n";
+  o += "cmdline_source = " + TomlQuote(s.cmdline_source) + "\n";
+  o += "phys_addr_bits = " + std::to_string(s.phys_addr_bits) + "\n";
+  o += "kernel_reserved = " + std::to_string(s.kernel_reserved_bytes) + "  # bytes\n";
+  o += std::string("pat = ") + (s.pat_enabled ? "true" : "false") + "\n";
+  o += "# Firmware map; last = the inclusive last byte, as dmesg prints it.\ne820 = [\n";
+  for (const auto& e : s.firmware_e820)
+    o += "  { start = " + Hex(e.start) + ", last = " + Hex(e.end - 1) + ", type = " +
+         TomlQuote(E820TypeWord(e.type)) + " },\n";
+  o += "]\nmmio = [\n";
+  for (const auto& m : s.mmio)
+    o += "  { start = " + Hex(m.start) + ", last = " + Hex(m.end - 1) + ", name = " +
+         TomlQuote(m.name) + " },\n";
+  o += "]\n";
+  if (!s.early_edits.empty()) {
+    o += "early_edits = [\n";
+    for (const auto& e : s.early_edits) o += "  " + TomlQuote(EditLine(e)) + ",\n";
+    o += "]\n";
+  }
+  o += std::string("mtrr_enabled = ") + (s.mtrr.enabled ? "true" : "false") + "\n";
+  MtrrRange def;
+  def.type = s.mtrr.default_type;
+  o += "mtrr_default = " + TomlQuote(MtrrWord(def)) + "\nmtrr = [\n";
+  for (const auto& r : s.mtrr.variable)
+    o += "  { base = " + Hex(r.base) + ", size = " + Hex(r.size) + ", type = " +
+         TomlQuote(MtrrWord(r)) + " },\n";
+  o += "]\n";
+  if (!s.mtrr.fixed.empty()) {
+    o += "mtrr_fixed = [\n";
+    for (const auto& r : s.mtrr.fixed)
+      o += "  { start = " + Hex(r.base) + ", last = " + Hex(r.base + r.size - 1) + ", type = " +
+           TomlQuote(MtrrWord(r)) + " },\n";
+    o += "]\n";
+  }
+  const HostPerf& p = s.perf;
+  o += "wb_copy_gbps = " + Num(p.wb_copy_gbps) + "\n";
+  o += "wc_write_gbps = " + Num(p.wc_write_gbps) + "\n";
+  o += "uc_load_latency_ns = " + Num(p.uc_load_latency_ns) + "\n";
+  o += "memcpy_load_bytes = " + std::to_string(p.memcpy_load_bytes) + "\n";
+  o += "page_fault_us = " + Num(p.page_fault_us) + "\n";
+  o += "pin_gbps = " + Num(p.pin_gbps) + "\n";
+  o += "memcpy_threads_gbps = [";
+  for (size_t i = 0; i < p.memcpy_threads_gbps.size(); ++i)
+    o += (i ? ", " : "") + Num(p.memcpy_threads_gbps[i]);
+  o += "]\n";
+  return o;
+}
+
+namespace {
+
+// TOML strings are UTF-8 (toml.io, "Strings").
+bool ValidUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = s[i];
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string TomlQuote(const std::string& s) {
+  // Bytes that are not UTF-8 (a paste's stray bytes) are written as \u00XX, so the file loads.
+  const bool utf8 = ValidUtf8(s);
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (!utf8 && c >= 0x80) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) {
+  auto fail = [&](const std::string& what) {
+    if (diff) *diff = what;
+    return false;
+  };
+  if (a.name != b.name) return fail("name '" + a.name + "' vs '" + b.name + "'");
+  if (a.description != b.description) return fail("description");
+  if (a.cmdline != b.cmdline) return fail("cmdline '" + a.cmdline + "' vs '" + b.cmdline + "'");
+  if (a.cmdline_source != b.cmdline_source) return fail("cmdline_source");
+  if (a.kernel_version != b.kernel_version) return fail("kernel_version");
+  if (a.firmware_e820.size() != b.firmware_e820.size()) return fail("e820 entry count");
+  for (size_t i = 0; i < a.firmware_e820.size(); ++i) {
+    const auto &x = a.firmware_e820[i], &y = b.firmware_e820[i];
+    if (x.start != y.start || x.end != y.end || x.type != y.type)
+      return fail("e820 entry " + std::to_string(i));
+  }
+  if (a.mmio.size() != b.mmio.size()) return fail("mmio count");
+  for (size_t i = 0; i < a.mmio.size(); ++i)
+    if (a.mmio[i].start != b.mmio[i].start || a.mmio[i].end != b.mmio[i].end ||
+        a.mmio[i].name != b.mmio[i].name)
+      return fail("mmio " + std::to_string(i) + " (" + a.mmio[i].name + ")");
+  if (a.early_edits.size() != b.early_edits.size()) return fail("early_edits count");
+  for (size_t i = 0; i < a.early_edits.size(); ++i) {
+    const auto &x = a.early_edits[i], &y = b.early_edits[i];
+    if (x.start != y.start || x.end != y.end || x.from != y.from || x.to != y.to)
+      return fail("early edit " + std::to_string(i));
+  }
+  auto same_ranges = [](const std::vector<MtrrRange>& x, const std::vector<MtrrRange>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].base != y[i].base || x[i].size != y[i].size || x[i].type != y[i].type ||
+          x[i].type_name != y[i].type_name)
+        return false;
+    return true;
+  };
+  if (a.mtrr.enabled != b.mtrr.enabled || a.mtrr.default_type != b.mtrr.default_type)
+    return fail("mtrr enabled/default");
+  if (!same_ranges(a.mtrr.variable, b.mtrr.variable)) return fail("variable MTRRs");
+  if (!same_ranges(a.mtrr.fixed, b.mtrr.fixed)) return fail("fixed MTRRs");
+  if (a.phys_addr_bits != b.phys_addr_bits) return fail("phys_addr_bits");
+  if (a.pat_enabled != b.pat_enabled) return fail("pat");
+  if (a.kernel_reserved_bytes != b.kernel_reserved_bytes)
+    return fail("kernel_reserved " + std::to_string(a.kernel_reserved_bytes) + " vs " +
+                std::to_string(b.kernel_reserved_bytes));
+  const HostPerf &p = a.perf, &q = b.perf;
+  if (p.wb_copy_gbps != q.wb_copy_gbps || p.wc_write_gbps != q.wc_write_gbps ||
+      p.uc_load_latency_ns != q.uc_load_latency_ns || p.memcpy_load_bytes != q.memcpy_load_bytes ||
+      p.page_fault_us != q.page_fault_us || p.pin_gbps != q.pin_gbps ||
+      p.memcpy_threads_gbps != q.memcpy_threads_gbps)
+    return fail("perf");
+  return true;
+}
+
+}  // namespace resmem::sim

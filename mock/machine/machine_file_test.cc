@@ -1,0 +1,173 @@
+#include "mock/machine/machine_file.h"
+
+#include <gtest/gtest.h>
+
+#include "mock/machine/testdata/legacy_presets.h"
+
+namespace resmem::sim {
+namespace {
+
+// Each preset file, compiled in, loads into exactly the spec the C++ built before the presets
+// became data (testdata/legacy_presets.cc is that C++, unchanged).
+TEST(PresetFiles, EachLoadsIntoTheSpecTheCxxBuilt) {
+  ASSERT_EQ(MachinePresetNames(), legacy::LegacyPresetNames());
+  for (const auto& name : MachinePresetNames()) {
+    auto file = MachinePreset(name);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    auto want = legacy::LegacyPreset(name);
+    ASSERT_TRUE(want.ok());
+    std::string diff;
+    EXPECT_TRUE(SameMachine(*file, *want, &diff)) << name << ": " << diff;
+  }
+}
+
+TEST(PresetFiles, UnknownNameListsTheKnownOnes) {
+  auto r = MachinePreset("no-such");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("seed000-workstation"), std::string::npos);
+}
+
+TEST(MachineFormat, WriteThenParseGivesTheSameSpec) {
+  for (const auto& name : MachinePresetNames()) {
+    MachineSpec spec = *MachinePreset(name);
+    spec.kernel_version = "2.6.32-40-server";
+    spec.mtrr.fixed = {{0, 0xa0000, MemoryType::kWriteBack, ""},
+                       {0xa0000, 0x20000, MemoryType::kUncached, ""},
+                       {0xc0000, 0x8000, MemoryType::kUnknown, "write-protect"}};
+    spec.mtrr.variable.push_back({0x1000000000ull, 0x1000000000ull, MemoryType::kUnknown, "write-through"});
+    spec.early_edits = {{0x7a1bd018, 0x7a1cd058, E820Type::kRam, E820Type::kReservedKern, ""},
+                        {0xa0000, 0x100000, E820Type::kRam, E820Type::kHole, ""}};
+    spec.firmware_e820.push_back({0xfd00000000ull, 0x10000000000ull, static_cast<E820Type>(12)});
+    spec.firmware_e820.push_back({0x80000000000ull, 0x80000001000ull, E820Type::kReservedKern});
+    spec.firmware_e820.push_back({0xfffffffffffff000ull, 0xffffffffffffffffull, E820Type::kReserved});
+    const std::string text = WriteMachineToml(spec);
+    auto back = ParseMachineText(text, "round.toml");
+    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << text;
+    std::string diff;
+    EXPECT_TRUE(SameMachine(spec, *back, &diff)) << name << ": " << diff << "\n" << text;
+    EXPECT_EQ(back->early_edits[0].line,
+              "e820: update [mem 0x7a1bd018-0x7a1cd057] usable ==> usable");
+  }
+}
+
+Result<MachineSpec> Parse(const std::string& body) {
+  return ParseMachineText("[machine]\n" + body, "m.toml");
+}
+
+std::string ErrorOf(const std::string& body) {
+  auto r = Parse(body);
+  return r.ok() ? "(loaded)" : r.status().message();
+}
+
+const char kMinimal[] =
+    "e820 = [{ start = 0, last = 0x9fbff, type = \"usable\" },\n"
+    "        { start = 0x100000, size = \"1G\", type = 1 }]\n";
+
+TEST(MachineFormat, AMinimalMachineLoadsWithWriteBackMtrrs) {
+  auto r = Parse(kMinimal);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->name, "custom");
+  ASSERT_EQ(r->firmware_e820.size(), 2u);
+  EXPECT_EQ(r->firmware_e820[0].end, 0x9fc00u);
+  EXPECT_EQ(r->firmware_e820[1].end, 0x100000u + (1ull << 30));
+  EXPECT_EQ(r->mtrr.default_type, MemoryType::kWriteBack);
+  EXPECT_TRUE(r->mtrr.variable.empty());
+}
+
+TEST(MachineFormat, EveryTypeWordAndNumberLoads) {
+  auto r = Parse(
+      "e820 = [{ start = 0x0, last = 0xfff, type = \"usable\" },\n"
+      "  { start = 0x1000, last = 0x1fff, type = \"reserved\" },\n"
+      "  { start = 0x2000, last = 0x2fff, type = \"ACPI data\" },\n"
+      "  { start = 0x3000, last = 0x3fff, type = \"ACPI NVS\" },\n"
+      "  { start = 0x4000, last = 0x4fff, type = \"unusable\" },\n"
+      "  { start = 0x5000, last = 0x5fff, type = \"persistent (type 7)\" },\n"
+      "  { start = 0x6000, last = 0x6fff, type = \"type 12\" },\n"
+      "  { start = 0x7000, last = 0x7fff, type = \"soft reserved\" },\n"
+      "  { start = 0x8000, last = 0x8fff, type = 20 }]\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const E820Type want[] = {E820Type::kRam, E820Type::kReserved, E820Type::kAcpi,
+                           E820Type::kNvs, E820Type::kUnusable, E820Type::kPmem,
+                           E820Type::kPram, E820Type::kSoftReserved, static_cast<E820Type>(20)};
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(r->firmware_e820[i].type, want[i]) << i;
+}
+
+TEST(MachineFormat, ErrorsNameFileLineAndKey) {
+  EXPECT_EQ(ErrorOf("e820 = [{ start = 0, end = 0x9fc00, type = \"usable\" }]\n"),
+            "m.toml:2: key 'machine.e820[0].end': 'end' is ambiguous (the old dmesg form prints "
+            "exclusive ends, the rest inclusive); write last = the inclusive last byte (0x9fbff), "
+            "or size = bytes");
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "colour = \"red\"\n").find("m.toml:4: key 'machine.colour': unknown key"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("e820 = [{ start = 0, last = 0xfff, type = \"magic\" }]\n")
+                .find("m.toml:2: key 'machine.e820[0].type': 'magic' is not an e820 type"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("e820 = [{ start = 0, last = \"0xffffffffffffffff\", type = \"usable\" }]\n")
+                .find("2^64"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("e820 = [{ start = 0, last = \"0x10000000000000000\", type = \"usable\" }]\n")
+                .find("below 2^64"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("e820 = [{ start = 0x2000, last = 0xfff, type = \"usable\" }]\n").find("below start"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("cmdline = \"x\"\n").find("key 'machine.e820': the machine has no firmware map"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "mtrr = [{ base = 0x1000, size = 0x3000, type = \"wb\" }]\n")
+                .find("power of two"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "mtrr = [{ base = 0, size = \"1G\", type = \"fast\" }]\n")
+                .find("use wb, wc, uc, wt or wp"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "cmdline_source = \"lilo\"\n").find("machine.cmdline_source"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "kernel = \"latest\"\n").find("not a Linux version"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "ram = \"64G\"\n").find("usable, not about 64 GiB"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "early_edits = [\"e820: frobnicate\"]\n").find("machine.early_edits"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "mtrr_fixed = [{ start = 0, last = 0x1fffff, type = \"wb\" }]\n")
+                .find("below 1 MiB"),
+            std::string::npos);
+}
+
+TEST(MachineFormat, RamAgreeingWithTheMapLoads) {
+  auto r = Parse(std::string(kMinimal) + "ram = \"1G\"\n");
+  EXPECT_TRUE(r.ok()) << r.status().message();
+}
+
+TEST(MachineFormat, WriteThroughAndWriteProtectAreKeptAndNotWriteBack) {
+  auto r = Parse(std::string(kMinimal) +
+                 "mtrr_default = \"uc\"\n"
+                 "mtrr = [{ base = 0, size = \"2G\", type = \"wt\" }]\n"
+                 "mtrr_fixed = [{ start = 0, last = 0x9ffff, type = \"wb\" },"
+                 " { start = 0xc0000, last = 0xfffff, type = \"wp\" }]\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->mtrr.variable[0].type_name, "write-through");
+  EXPECT_EQ(EffectiveMemoryType(*r, 0x100000, 0x200000, MemoryType::kWriteBack),
+            MemoryType::kUncachedMinus);
+  EXPECT_EQ(MtrrTypeAt(r->mtrr, 0x1000), MemoryType::kWriteBack);
+  EXPECT_EQ(MtrrTypeAt(r->mtrr, 0xb0000), MemoryType::kUncached);  // no fixed range: default
+  EXPECT_EQ(MtrrTypeAt(r->mtrr, 0xc0000), MemoryType::kUnknown);
+  EXPECT_NE(RenderMtrr(*r).find("write-through"), std::string::npos);
+}
+
+TEST(MachineFormat, AnyBytesInStringsStillLoad) {
+  MachineSpec spec = *ParseMachineText(std::string("[machine]\n") + kMinimal, "m.toml");
+  spec.cmdline = std::string("quiet \xff\x01 \"x\" a\\b mem=4G");
+  spec.description = "caf\xc3\xa9";  // valid UTF-8 stays as it is
+  auto back = ParseMachineText(WriteMachineToml(spec), "w.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->description, spec.description);
+  EXPECT_EQ(back->cmdline.substr(0, 6), "quiet ");
+  EXPECT_NE(back->cmdline.find("\"x\" a\\b mem=4G"), std::string::npos);
+}
+
+TEST(MachineFormat, AMachineFileHoldsOnlyAMachineTable) {
+  auto r = ParseMachineText(std::string("[machine]\n") + kMinimal + "[driver]\nmode = \"pages\"\n", "m.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("m.toml:4: key 'driver'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace resmem::sim
