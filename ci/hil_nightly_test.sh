@@ -26,7 +26,7 @@ expect "run_min counts only cases run"    "$D/report.md" "FAIL  scenarios run on
 expect "sim and cuda side by side"        "$D/report.md" "\| seed000-register-pfnmap-r580 \| - \| bug \| REPRODUCED \| UNAVAILABLE \|"
 expect "N/A keeps its reason"             "$D/report.md" "\| seed002-corrupted-page-table \| - \| bug \| REPRODUCED \| N/A \| no module can load"
 expect "cases per verdict"                "$D/report.md" "^- UNAVAILABLE \([0-9]+\): "
-expect "scenarios.log counts cases run"   "$D/scenarios.log" "cases run on the GPU machine \(neither N/A nor UNAVAILABLE\): 0 of 43"
+expect "scenarios.log counts cases run"   "$D/scenarios.log" "cases run on the GPU machine \(neither N/A nor UNAVAILABLE\): 0 of [0-9]+"
 expect "no other step ran"                "$D/summary.json" "\"scenarios-sim=0\""
 if ls "$D" | grep -qE "bench|stream|profile"; then echo "FAIL --steps scenarios ran other steps"; fails=$((fails + 1)); fi
 echo "hil_nightly_test: $fails failed"

@@ -193,7 +193,7 @@ namespace {
 void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
   using P = sim::OptionProblem;
   const std::string version =
-      f.kernel_version.empty() ? std::string("the newest Linux rules") : "Linux " + f.kernel_version;
+      f.kernel_version.empty() ? std::string("the newest Linux") : "Linux " + f.kernel_version;
   const std::string evidence = "/proc/cmdline: " + f.cmdline + "; read with " + version +
                                "'s rules (arch/x86/kernel/e820.c parse_memopt, parse_memmap_one)";
   // What each kind of misread option means for its author, and the way out.

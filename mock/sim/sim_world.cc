@@ -66,10 +66,11 @@ class SimPlatform : public Platform {
       for (const auto& line : world_->DmesgSnapshot()) out += line + "\n";
       return out;
     }
-    // /proc/version (fs/proc/version.c: the linux_banner): the version the machine names.
-    if (path == "/proc/version")
-      return "Linux version " + (spec.kernel_version.empty() ? std::string("6.1.0") : spec.kernel_version) +
-             " (resmem simulator) #1 SMP\n";
+    // /proc/version (fs/proc/version.c: the linux_banner): the version the machine names. A
+    // machine that names none runs the newest rules the model knows, which have no version
+    // string: the file is absent rather than invented, so a recording replays the same rules.
+    if (path == "/proc/version" && !spec.kernel_version.empty())
+      return "Linux version " + spec.kernel_version + " (resmem simulator) #1 SMP\n";
     if (path == "/sys/kernel/debug/x86/pat_memtype_list") {
       // The debugfs file exists only when PAT is on (memtype.c, pat_memtype_list_init).
       if (!spec.pat_enabled)
