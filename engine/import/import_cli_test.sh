@@ -101,7 +101,7 @@ for preset in seed000-workstation seed002-workstation qemu-q35-5g h100-host; do
   expect "replay_$preset" 0 "1 checks passed" -- "$R" run "$T/rec-$preset/scenario.toml"
 done
 # ... and the recorded raw files are themselves an import input.
-expect import_a_recording 0 "wrote" -- bash -c "cd \"$T/rec-seed000-workstation\" && \"$R\" import iomem.txt firmware_memmap.txt mtrr.txt cpuinfo.txt meminfo.txt version.txt -o \"$T/reimport.toml\""
+expect import_a_recording 0 "wrote" -- bash -c "cd \"$T/rec-seed000-workstation\" && \"$R\" import *.txt -o \"$T/reimport.toml\""
 expect reimport_loads "[01]" "scenario cases" -- "$R" run "$T/reimport.toml"
 
 # 7. doctor --machine takes a machine file or a paste as well as a preset.
