@@ -10,8 +10,14 @@ namespace {
 // Each preset file, compiled in, loads into exactly the spec the C++ built before the presets
 // became data (testdata/legacy_presets.cc is that C++, unchanged).
 TEST(PresetFiles, EachLoadsIntoTheSpecTheCxxBuilt) {
-  ASSERT_EQ(MachinePresetNames(), legacy::LegacyPresetNames());
-  for (const auto& name : MachinePresetNames()) {
+  // The five presets that were C++ before, each against the C++ it replaced; the presets
+  // recorded from real boots since (qemu-q35-*-recorded) have no C++ twin: their check is the
+  // boot they were recorded from (scenarios/checks/q35_recorded_boot.toml).
+  std::vector<std::string> converted;
+  for (const auto& name : MachinePresetNames())
+    if (name.find("-recorded") == std::string::npos) converted.push_back(name);
+  ASSERT_EQ(converted, legacy::LegacyPresetNames());
+  for (const auto& name : converted) {
     auto file = MachinePreset(name);
     ASSERT_TRUE(file.ok()) << file.status().message();
     auto want = legacy::LegacyPreset(name);
