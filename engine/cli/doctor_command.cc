@@ -42,9 +42,7 @@ int Doctor(const std::vector<std::string>& args) {
   const bool simulated = opts.Has("--machine");
   if (simulated) {
     const std::string machine = opts.Get("--machine", "");
-    std::error_code ec;
-    auto spec = std::filesystem::exists(machine, ec) ? scenario::LoadMachineSource({machine})
-                                                     : sim::MachinePreset(machine);
+    auto spec = scenario::LoadMachineArgument(machine);
     if (!spec.ok()) {
       std::cerr << "resmem doctor: " << spec.status().message() << "\n";
       return kExitBadInput;

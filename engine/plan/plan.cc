@@ -228,6 +228,12 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
 
   const uint64_t usable = booted.usable_ram;
   const uint64_t keep = req.keep ? *req.keep : std::min<uint64_t>(4 * kGiB, usable / 2);
+  if (usable <= keep || usable - keep < 2 * kMiB)
+    return Status::Error(kFailedPrecondition,
+                         "the kernel has only " + FormatSize(usable) + " of usable RAM with this "
+                         "command line, less than 2 MiB above the " + FormatSize(keep) + " kept for the "
+                         "system: nothing can be reserved (check the command line's mem= and "
+                         "memmap=exactmap options, or lower --keep)");
   if (req.size > usable || usable - req.size < keep)
     return Status::Error(kFailedPrecondition, 
         "reserving " + FormatSize(req.size) + " leaves " +
@@ -274,10 +280,18 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
     if (starts.empty()) {
       uint64_t largest = 0;
       for (const auto& i : free) largest = std::max(largest, i.end - i.start);
-      return Status::Error(kFailedPrecondition, "no contiguous usable RAM of " + FormatSize(req.size) +
-                                        " left after the rules above; the largest piece is " +
-                                        FormatSize(largest) + ": reserve at most " +
-                                        MemparseSpelling(largest / (2 * kMiB) * (2 * kMiB)));
+      const uint64_t most = largest / (2 * kMiB) * (2 * kMiB);
+      std::string why;
+      for (const auto& r : plan.reasons) why += "; " + r;
+      if (most == 0)
+        return Status::Error(kFailedPrecondition,
+                             "no usable RAM is left for a reservation on this machine once the "
+                             "rules are kept" + why +
+                             " (a machine this small has no room beside its kernel and initrd)");
+      return Status::Error(kFailedPrecondition,
+                           "no contiguous usable RAM of " + FormatSize(req.size) +
+                               " left after the rules" + why + "; the largest piece is " +
+                               FormatSize(largest) + ": reserve at most " + MemparseSpelling(most));
     }
   }
 
@@ -330,7 +344,13 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
       sim::EffectiveMemoryType(machine, plan.start, plan.start + req.size, MemoryType::kWriteBack);
 
   plan.option = "memmap=" + MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
-  plan.kernel_cmdline = kept + (kept.empty() ? "" : " ") + plan.option;
+  // Early parameters end at a bare "--" (kernel/params.c parse_args: what follows goes to init),
+  // so the option goes before it.
+  const size_t dashdash = (" " + kept + " ").find(" -- ");
+  plan.kernel_cmdline =
+      dashdash == std::string::npos
+          ? kept + (kept.empty() ? "" : " ") + plan.option
+          : kept.substr(0, dashdash) + plan.option + " " + kept.substr(dashdash);
   // The escaping each file needs (mock/machine/grub.h: dash sourcing /etc/default/grub, then
   // GRUB's lexer reading grub.cfg), checked by TraceKernelCmdline in the tests.
   RESMEM_ASSIGN_OR_RETURN(sim::GrubSpelling added, sim::SpellKernelOptionsForGrub(plan.option));

@@ -1,10 +1,17 @@
 // `resmem plan SIZE`: where to reserve SIZE on a machine, and the exact lines that do it.
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
 #include "engine/cli/options.h"
+#include "engine/doctor/doctor.h"
+#include "engine/doctor/record.h"
 #include "engine/plan/plan.h"
+#include "engine/scenario/scenario.h"
 
 namespace resmem::cli {
 namespace {
@@ -18,8 +25,11 @@ const char kUsage[] =
     "  the resulting kernel command line, and the module's modprobe.d line, then boots the\n"
     "  result on the simulator and shows the kernel's map.\n"
     "options:\n"
-    "  --machine PRESET   plan for a simulated machine (seed000-workstation, ...)\n"
-    "  --cmdline TEXT     with --machine: its current kernel command line\n"
+    "  --machine PRESET|FILE  plan for another machine: a preset (seed000-workstation, ...),\n"
+    "                     a machine file, or what resmem import reads (a dmesg paste, ...);\n"
+    "                     without it: this machine, read as `resmem doctor --record` reads it\n"
+    "                     (run as root: /proc/iomem hides addresses from others)\n"
+    "  --cmdline TEXT     the current kernel command line (default: the machine's)\n"
     "  --at ADDR          this start address exactly (e.g. 4G, 0x100000000), or say why not\n"
     "  --keep SIZE        usable RAM to leave to the system (default: min(4G, half the RAM))\n"
     "  --dma-bits N       the producing device's DMA mask (32: the range stays below 4 GiB)\n"
@@ -27,6 +37,27 @@ const char kUsage[] =
     "  --mode MODE        the module's mode= in the modprobe.d line: pages (default) or pfnmap\n"
     "  --json FILE        also write the plan as JSON ('-' for stdout only)\n"
     "exit: 0 a plan, 1 nothing fits (the message says the largest that would), 2 bad input\n";
+
+// This machine, through the real Platform: what `resmem doctor --record` would write, read back
+// from a scratch folder that is removed afterwards.
+Result<sim::MachineSpec> ThisMachine() {
+  engine::BackendSpec spec;
+  spec.name = "plan";
+  spec.platform = "host";
+  spec.region = "sim";
+  spec.gpu = "sim";
+  engine::PartContext ctx;
+  RESMEM_ASSIGN_OR_RETURN(auto backend, engine::MakeBackend(spec, ctx));
+  RESMEM_ASSIGN_OR_RETURN(engine::DoctorReport report,
+                          engine::Diagnose(*backend.platform, nullptr));
+  char dir[] = "/tmp/resmem-plan-XXXXXX";
+  if (!mkdtemp(dir)) return Status::Errno(errno, "cannot make a scratch folder in /tmp");
+  auto recording = engine::RecordMachine(*backend.platform, report, dir);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (!recording.ok()) return recording.status();
+  return recording->machine;
+}
 
 int Plan(const std::vector<std::string>& args) {
   Options opts;
@@ -62,18 +93,15 @@ int Plan(const std::vector<std::string>& args) {
   req.mode = opts.Get("--mode", "pages");
   if (st.ok() && req.mode != "pages" && req.mode != "pfnmap")
     st = Status::InvalidArgument("--mode " + req.mode + ": use pages or pfnmap");
-  if (st.ok() && !opts.Has("--machine"))
-    st = Status::InvalidArgument(
-        "--machine is needed: give a preset (seed000-workstation, seed002-workstation, "
-        "qemu-q35-2g, qemu-q35-5g, h100-host)");
   if (!st.ok()) {
     std::cerr << "resmem plan: " << st.message() << "\n" << kUsage;
     return kExitBadInput;
   }
-  auto machine = sim::MachinePreset(opts.Get("--machine", ""));
+  auto machine = opts.Has("--machine") ? scenario::LoadMachineArgument(opts.Get("--machine", ""))
+                                       : ThisMachine();
   if (!machine.ok()) {
     std::cerr << "resmem plan: " << machine.status().message() << "\n";
-    return kExitBadInput;
+    return opts.Has("--machine") ? kExitBadInput : kExitUnavailable;
   }
   if (opts.Has("--cmdline")) machine->cmdline = opts.Get("--cmdline", "");
   auto plan = engine::PlanReservation(*machine, req);

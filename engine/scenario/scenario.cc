@@ -272,6 +272,12 @@ Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths
   return imported.machine;
 }
 
+Result<sim::MachineSpec> LoadMachineArgument(const std::string& preset_or_path) {
+  std::error_code ec;
+  if (fs::exists(preset_or_path, ec)) return LoadMachineSource({preset_or_path});
+  return sim::MachinePreset(preset_or_path);
+}
+
 namespace {
 
 // The machine `from` names: files (or folders) beside the scenario.

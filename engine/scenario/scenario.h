@@ -99,6 +99,10 @@ Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const s
 // A paste with an unreadable line or no firmware map fails naming the line.
 Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths);
 
+// What a command's --machine names: an existing file or folder (LoadMachineSource), else a
+// preset name (sim::MachinePreset, whose error lists the known ones).
+Result<sim::MachineSpec> LoadMachineArgument(const std::string& preset_or_path);
+
 // Files under a directory (recursively, *.toml, sorted) or the file itself.
 Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path);
 

@@ -490,16 +490,19 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
                            "such a table)"
                          : ""));
 
-  // Later edits of the log (trim_bios_range, EFI): printed after the user map; they do not
-  // change it.
-  if (st.panic.empty())
+  // Later edits of the log (trim_bios_range, EFI): after the user map, so they do not change it,
+  // but they do change the table the kernel goes on with (trim_bios_range ends in
+  // e820__update_table, arch/x86/kernel/setup.c): /proc/iomem and usable RAM show them.
+  if (st.panic.empty() && !late.empty()) {
     for (const auto& e : late) {
       const uint32_t from = static_cast<uint32_t>(e.from);
-      k.dmesg.push_back(e.to == E820Type::kHole
-                            ? st.table.RemoveLine(e.start, e.end, from, true)
-                            : st.table.UpdateLine(e.start, e.end, from,
-                                                  static_cast<uint32_t>(e.to)));
+      if (e.to == E820Type::kHole)
+        st.table.Remove(e.start, e.end - e.start, from, e.from != E820Type::kHole);
+      else
+        st.table.Update(e.start, e.end - e.start, from, static_cast<uint32_t>(e.to));
     }
+    if (st.table.UpdateTable()) k.e820 = st.table.ToEntries();
+  }
 
   // Judge the reservations against the firmware map and each other.
   std::vector<Requested> reserved;
