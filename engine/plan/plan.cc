@@ -67,21 +67,30 @@ std::vector<Interval> Subtract(const std::vector<Interval>& in, uint64_t cut_sta
   return out;
 }
 
-bool IsReservationOption(const sim::KernelOption& o) {
-  if (o.key == "mem") return true;
-  if (o.key != "memmap") return false;
-  // memmap=nn$ss reserves; a bare memmap=nn acts as mem=nn (e820.c, parse_memmap_one): both
-  // are what a reservation plan replaces. memmap=nn!ss, @ss, #ss, %ss, exactmap stay.
+// What a memory option does, for the plan: a limit (mem=nn, or a bare memmap=nn, which acts as
+// mem=nn: e820.c, parse_memmap_one) is always replaced, since memmap=nn$ss alone reserves and the
+// kernel keeps every other byte (seed 002's remedy); a reservation (memmap=nn$ss) is kept and
+// planned around unless the user asks to replace it. memmap=nn!ss, @ss, #ss, %ss and exactmap
+// are neither and stay.
+struct OptionRole {
+  bool limit = false;
+  bool reservation = false;
+};
+OptionRole RoleOf(const sim::KernelOption& o) {
+  OptionRole role;
+  if (o.key == "mem") role.limit = true;
+  if (o.key != "memmap") return role;
   for (size_t pos = 0; pos <= o.value.size();) {
     const size_t comma = o.value.find(',', pos);
     const std::string item = o.value.substr(pos, comma == std::string::npos ? comma : comma - pos);
     const auto size = sim::MemParse(item);
-    if (size.consumed > 0 && (size.consumed == item.size() || item[size.consumed] == '$'))
-      return true;
+    if (size.consumed > 0 && size.consumed == item.size()) role.limit = true;
+    if (size.consumed > 0 && size.consumed < item.size() && item[size.consumed] == '$')
+      role.reservation = true;
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  return false;
+  return role;
 }
 
 // crashkernel=SIZE@OFFSET pins a range (kernel/crash_core.c, parse_crashkernel_simple);
@@ -182,10 +191,14 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
   const auto options = sim::SplitKernelCmdline(machine.cmdline);
   std::string kept;
   for (const auto& o : options) {
-    if (IsReservationOption(o)) {
+    const OptionRole role = RoleOf(o);
+    if ((role.limit && !role.reservation) || (role.reservation && req.replace_reservations)) {
       plan.replaced.push_back(o.raw);
       continue;
     }
+    if (role.reservation)
+      plan.reasons.push_back("keeps the reservation of " + o.raw +
+                             " (--replace drops it and plans anew)");
     kept += (kept.empty() ? "" : " ") + o.raw;
   }
   sim::MachineSpec base = machine;

@@ -36,6 +36,8 @@ struct PlanRequest {
   int dma_bits = 64;               // the producing device's DMA mask: 32 keeps the range < 4 GiB
   uint64_t align = 0;              // 0: 1 GiB where the machine allows, else 2 MiB
   std::string mode = "pages";      // the module's mode= for the parameter line
+  bool replace_reservations = false;  // drop the command line's memmap=nn$ss options (re-plan)
+                                      // instead of keeping them and planning around them
 };
 
 struct ReservationPlan {
@@ -43,8 +45,8 @@ struct ReservationPlan {
   uint64_t size = 0;
   MemoryType memory_type = MemoryType::kUnknown;  // what a WB mapping of it gets (MTRR x PAT)
   std::string option;             // "memmap=188G$4G"
-  std::string kernel_cmdline;     // the machine's command line with the old memory options
-                                  // replaced by `option`
+  std::string kernel_cmdline;     // the machine's command line without mem= (and, with
+                                  // replace_reservations, its memmap=nn$ss), plus `option`
   std::string etc_default_grub;   // GRUB_CMDLINE_LINUX="..." as written in /etc/default/grub
   std::string grub_cfg;           // the grub.cfg `linux` line's arguments
   std::string modprobe;           // options resmem ranges=... (modprobe.d)

@@ -35,6 +35,9 @@ const char kUsage[] =
     "  --dma-bits N       the producing device's DMA mask (32: the range stays below 4 GiB)\n"
     "  --align SIZE       alignment of the start (default 1G for 1 GiB and more, else 2M)\n"
     "  --mode MODE        the module's mode= in the modprobe.d line: pages (default) or pfnmap\n"
+    "  --replace          drop the command line's memmap=SIZE$START reservations and plan anew\n"
+    "                     (default: keep them and plan around them; mem= is always dropped:\n"
+    "                     memmap= alone reserves, and the kernel keeps every other byte)\n"
     "  --json FILE        also write the plan as JSON ('-' for stdout only)\n"
     "exit: 0 a plan, 1 nothing fits (the message says the largest that would), 2 bad input\n";
 
@@ -64,7 +67,7 @@ int Plan(const std::vector<std::string>& args) {
   Status st = opts.Parse(args,
                          {"--machine", "--cmdline", "--at", "--keep", "--dma-bits", "--align",
                           "--mode", "--json"},
-                         {});
+                         {"--replace"});
   if (st.ok() && opts.positional.size() != 1)
     st = Status::InvalidArgument(opts.positional.empty() ? "give the SIZE to reserve, e.g. 16G"
                                                          : "one SIZE only");
@@ -91,6 +94,7 @@ int Plan(const std::vector<std::string>& args) {
     else st = bits.status();
   }
   req.mode = opts.Get("--mode", "pages");
+  req.replace_reservations = opts.Has("--replace");
   if (st.ok() && req.mode != "pages" && req.mode != "pfnmap")
     st = Status::InvalidArgument("--mode " + req.mode + ": use pages or pfnmap");
   if (!st.ok()) {

@@ -54,6 +54,7 @@ TEST(Plan, EveryPresetGetsAReservationThatBootsWriteBack) {
     const uint64_t ram = sim::Boot(plain)->usable_ram;
     PlanRequest req;
     req.size = ram / 4 / (2 * kMiB) * (2 * kMiB);
+    req.replace_reservations = true;  // the seed machines' own reservations are re-planned
     auto plan = PlanReservation(*machine, req);
     ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().message();
     SCOPED_TRACE(name + ": " + plan->option);
@@ -67,6 +68,11 @@ TEST(Plan, Seed000ReplacesMemAndMemmapAndStopsAtTheMtrrCliff) {
   ASSERT_TRUE(m.ok());
   PlanRequest req;
   req.size = 64 * kGiB;
+  // By default the seed's own memmap=188G$4G is kept and planned around: nothing is left.
+  auto around = PlanReservation(*m, req);
+  ASSERT_FALSE(around.ok());
+  EXPECT_EQ(around.status().code(), kFailedPrecondition) << around.status().message();
+  req.replace_reservations = true;
   auto plan = PlanReservation(*m, req);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->option, "memmap=64G$4G");
@@ -98,6 +104,7 @@ TEST(Plan, TheLinesForGrubCarryTheEscapingEachNeeds) {
   ASSERT_TRUE(m.ok());
   PlanRequest req;
   req.size = 4 * kGiB;
+  req.replace_reservations = true;
   auto plan = PlanReservation(*m, req);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->option, "memmap=4G$4G");
@@ -172,6 +179,21 @@ TEST(Plan, APinnedCrashKernelIsAvoided) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_GE(plan->start, 4 * kGiB + 512 * kMiB);
   EXPECT_NE(plan->kernel_cmdline.find("crashkernel=512M@4G"), std::string::npos);
+  ExpectBootsAsPlanned(*m, *plan);
+}
+
+TEST(Plan, AnotherReservationIsKeptAndAvoided) {
+  // A ramoops buffer reserved at 4G (corpus log 25 has the like) stays; mem= goes.
+  auto m = sim::MachinePreset("h100-host");
+  ASSERT_TRUE(m.ok());
+  m->cmdline = "mem=64G memmap=32M$4G ramoops.mem_address=0x100000000 ramoops.mem_size=0x2000000";
+  PlanRequest req;
+  req.size = 8 * kGiB;
+  auto plan = PlanReservation(*m, req);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->replaced, (std::vector<std::string>{"mem=64G"}));
+  EXPECT_NE(plan->kernel_cmdline.find("memmap=32M$4G"), std::string::npos);
+  EXPECT_GE(plan->start, 4 * kGiB + 32 * 1024 * 1024);
   ExpectBootsAsPlanned(*m, *plan);
 }
 
