@@ -743,6 +743,10 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
                   : ""));
   } else if (!arch_seen.empty()) {
     if (arch_seen == "i386") out.machine.arch = "i386";
+    if (arch_seen == "i386" && out.machine.kernel_version.empty())
+      note("", 0, Verdict::kWarning,
+           "a 32-bit kernel without a \"Linux version\" line: the scenario gets the newest "
+           "rules, which a 32-bit kernel follows only from 2.6.27; give --kernel VERSION");
   } else {
     int major = 0, minor = 0, patch = 0;
     const int got = std::sscanf(out.machine.kernel_version.c_str(), "%d.%d.%d", &major,
