@@ -150,7 +150,10 @@ int Import(const std::vector<std::string>& args) {
   draft.header = {"Written by `" + cmd + "`.",
                   "Firmware map from " + imported.firmware_source + "; " +
                       std::to_string(imported.warnings) + " warnings, " +
-                      std::to_string(imported.errors) + " errors in the import report."};
+                      std::to_string(imported.errors) + " errors in the import report.",
+                  "Architecture " + (draft.machine.arch.empty() ? std::string("x86_64")
+                                                                : draft.machine.arch) +
+                      ": " + imported.arch_source + "."};
   draft.user_map = imported.user_map;
   if (!imported.user_map.empty()) {
     draft.usable_ram = imported.user_map_usable;

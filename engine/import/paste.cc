@@ -734,6 +734,10 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
     out.machine.kernel_version = given.kernel_version;
   }
   // The architecture: given, else shown by the paste, else x86_64 (the model's default).
+  out.arch_source = !given.arch.empty()     ? "given with --arch"
+                    : !arch_seen.empty()      ? "the log's line '" + arch_evidence + "'"
+                                              : "not shown by the paste: x86_64 assumed "
+                                                "(give --arch i386 for a 32-bit kernel)";
   if (!given.arch.empty()) {
     out.machine.arch = given.arch;
     note("", 0, Verdict::kUsed,

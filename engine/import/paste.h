@@ -38,6 +38,8 @@ struct Imported {
                                       // as the kernel printed them ("user: [mem ...] usable")
   uint64_t user_map_usable = 0;   // bytes of usable RAM in the logged user map
   uint64_t mem_total = 0;         // /proc/meminfo MemTotal, 0 when not given
+  std::string arch_source;        // where machine.arch comes from, in words ("--arch", the
+                                  // line that shows it, or "not shown: x86_64 assumed")
   std::vector<LineNote> notes;    // one per non-blank input line, in input order, plus notes
                                   // about the whole paste (line 0)
   int errors = 0, warnings = 0;
