@@ -74,6 +74,11 @@ void PrintMalformed(BootState& st, MemoryOptionOutcome& o) {
   st.dmesg->push_back("Malformed early option '" + o.key + "'");
 }
 
+// i386 before 2.6.27 (linux_rules.h): parse_cmdline_early, then from 2.6.18 parse_mem /
+// parse_memmap as early_param (Rusty Russell's conversion, id 14114744514), both returning 0:
+// no option of theirs ever prints "Malformed early option".
+bool I386Setup(const LinuxRules& rules) { return rules.mem_limit != MemLimitRule::kRemoveRamAbove; }
+
 // i386 limit_regions(nn) (rules and sources in linux_rules.h, MemLimitRule): walk the table in
 // its order, find the first RAM entry that reaches nn (by end address, or by the running sum of
 // RAM sizes in 2.5), shorten it to nn and drop every entry after it. Nothing is printed. A table
@@ -230,7 +235,9 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
     return o;
   }
   const MemParsed size = MemParse(item, 0, st.rules);
-  if (size.consumed == 0) {
+  // i386 parse_memmap has no "no digits" check: memparse's 0 goes on to limit_regions(0).
+  const bool i386 = I386Setup(st.rules);
+  if (size.consumed == 0 && !i386) {
     o.rejected = true;
     o.ignored = item;
     Issue(o, OptionProblem::kNoEffect,
@@ -238,7 +245,10 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
           "before changing anything");
     return o;
   }
-  st.userdef = true;
+  // x86: every item with a size sets userdef. i386 sets user_defined_memmap only for exactmap
+  // and the limit_regions branch, not for nn@ss / nn#ss / nn$ss (parse_memmap, id 14114744514;
+  // parse_cmdline_early, id 24181767570).
+  if (!i386) st.userdef = true;
   size_t p = size.consumed;
   const char op = p < item.size() ? item[p] : '\0';
   auto read_start = [&]() {
@@ -336,6 +346,7 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
     // anything but a known operator after the size makes the item act as mem=nn (on i386
     // before 2.6.27: "} else { limit_regions(mem_size); userdef = 1; }", id 24181767570).
     ApplyLimit(size.value, st);
+    st.userdef = true;
     o.action = Action::kLimit;
     o.start = size.value;
     o.end = UINT64_MAX;
@@ -387,7 +398,7 @@ void ApplyMemmap(const KernelOption& opt, BootState& st) {
               "Linux " + st.rules.version + " reads one item per memmap= (comma lists came in "
               "3.15): everything from the first ',' on is ignored; give each range its own "
               "memmap=");
-      PrintMalformed(st, o);
+      if (!I386Setup(st.rules)) PrintMalformed(st, o);
     }
     st.outcomes.push_back(std::move(o));
     return;
@@ -547,7 +558,18 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
       st.outcomes.push_back(std::move(o));
       continue;
     }
-    if (opt.key == "mem" && rules.mem_limit != MemLimitRule::kRemoveRamAbove && opt.has_value)
+    if (opt.key == "memmap" && rules.mem_takes_map_items) {
+      // 2.4 and early 2.5 have no memmap= (Pavel Machek's patch, id 34134566908, added it):
+      // the argument goes to init untouched.
+      MemoryOptionOutcome o = Outcome(opt, opt.value);
+      o.applied = false;
+      Issue(o, OptionProblem::kUnknownForm,
+            "Linux " + rules.version + " has no memmap= option (it came in 2.5.6x): its "
+            "spellings are mem=exactmap and mem=nn@ss / nn#ss / nn$ss");
+      st.outcomes.push_back(std::move(o));
+      continue;
+    }
+    if (opt.key == "mem" && I386Setup(rules) && opt.has_value)
       ApplyI386Mem(opt, st);
     else if (opt.key == "mem") ApplyMem(opt, st);
     else ApplyMemmap(opt, st);

@@ -156,6 +156,25 @@ TEST(LinuxI386, The24MemSpellingsBuildAnExactMapInTheOrderGiven) {
   EXPECT_EQ(later.e820.size(), 0u);
 }
 
+TEST(LinuxI386, MemmapAddsWithoutSanitizeAndPrintsNoUserMapByItself) {
+  // i386 parse_memmap (2.6.18 early_param; parse_cmdline_early before): nn$ss appends the
+  // range, unsanitized, and does not set user_defined_memmap; a bare nn is limit_regions and
+  // does; nothing prints "Malformed early option".
+  auto alone = MustBoot(I386Machine("2.6.20", "memmap=64M$0x10000000"));
+  EXPECT_TRUE(UserLines(alone).empty());
+  EXPECT_EQ(alone.e820.size(), 6u);  // appended as the sixth entry, overlapping the RAM one
+  auto with_limit = MustBoot(I386Machine("2.6.20", "memmap=64M$0x10000000 memmap=1G"));
+  const auto user = UserLines(with_limit);
+  ASSERT_EQ(user.size(), 3u);  // the table was cut at the RAM entry reaching 1G
+  EXPECT_EQ(user[2], " user: 0000000000100000 - 0000000040000000 (usable)");
+  auto bad = MustBoot(I386Machine("2.6.9", "memmap=4G!4G"));
+  EXPECT_EQ(Count(bad.dmesg, "Malformed"), 0);
+  // 2.4 has no memmap= at all.
+  auto old = MustBoot(I386Machine("2.4.20", "memmap=exactmap"));
+  EXPECT_TRUE(UserLines(old).empty());
+  EXPECT_FALSE(old.memory_options.at(0).applied);
+}
+
 // ---- lib/cmdline.c, lib/vsprintf.c, kernel/params.c ----
 
 TEST(LinuxCmdline, MemparseSuffixesByVersion) {
