@@ -4,7 +4,7 @@
 # user-defined map to equal the logged one line for line.
 #
 # usage: corpus_log_test.sh RESMEM LOG [NOT_MODELLED_REASON]
-# With a reason (mock/machine/BUILD, CORPUS_NOT_MODELLED) the simulator is known not to
+# With a reason (mock/machine/corpus/NOT_MODELLED.tsv) the simulator is known not to
 # reproduce this log: the test passes only while the printed map still differs, and prints the
 # reason and the difference.
 # The log's machine-readable header lines give what the log itself lacks:
@@ -52,7 +52,7 @@ sed -n 's/^   dmesg: *\(user: .*\)$/\1/p' "$work/run.txt" >"$work/printed.txt"
 if [ -n "$not_modelled" ]; then
   if [ $rc -eq 0 ]; then
     echo "FAIL $name: listed as not modelled, but the simulator now prints the logged map:"
-    echo "  remove it from CORPUS_NOT_MODELLED in mock/machine/BUILD"
+    echo "  remove it from mock/machine/corpus/NOT_MODELLED.tsv"
     exit 1
   fi
   echo "NOT MODELLED $name: $not_modelled"
