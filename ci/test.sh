@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set-up and the whole test suite: `bazel test //...` (unit tests, every scenario file, the FUSE
 # tests, the QEMU kernel-module lane, the GPU tests that report "skipped: no GPU" where there is
-# none), then a summary of test cases from the JUnit XML, skipped ones by name with the reason,
-# and a check that no FUSE mount was left behind.
+# none), once plain and once under AddressSanitizer + UBSan; after each, a summary of test cases
+# from that lane's JUnit XML, skipped ones by name with the reason; then a combined summary and a
+# check that no FUSE mount was left behind.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ci/setup.sh || exit $?
@@ -12,20 +13,48 @@ grep -E "fuse\.resmem" /proc/mounts | while read -r _ dir _; do
   echo "ci/test.sh: removing a resmem FUSE mount an earlier run left at $dir" >&2
   umount -l "$dir" || true
 done
-start=$(date +%s)
-bazel test //... "$@"
-rc=$?
-echo "bazel test //... finished in $(( $(date +%s) - start )) s with exit code $rc"
-python3 - <<'PY' || true
-import glob, re, xml.etree.ElementTree as ET
+# Each lane: `bazel test` under a configuration, then its summary from the JUnit XML of the tests
+# that lane runs (all lanes share bazel-testlogs: a test left out of a lane keeps the log of an
+# earlier lane there, which must not count). The plain lane, then the asan lane
+# (AddressSanitizer + UndefinedBehaviorSanitizer: .bazelrc, docs/reliability.md; the static QEMU
+# guest parts, tagged no_sanitizer, are left out of it by name), then a combined line.
+# RESMEM_CI_LANES="plain" runs the plain lane alone. Arguments go to every lane's `bazel test`.
+lanes=${RESMEM_CI_LANES:-plain asan}
+totals=$(mktemp)
+trap 'rm -f "$totals"' EXIT
+rc=0
+for lane in $lanes; do
+  config=(); [[ $lane != plain ]] && config=(--config="$lane")
+  echo "=== ci/test.sh: lane $lane: bazel test ${config[*]} //..."
+  lane_tests="tests(//...)"
+  if [[ $lane != plain ]]; then
+    echo "left out of this lane (tag no_sanitizer, .bazelrc):" \
+      $(bazel query 'attr(tags, "\bno_sanitizer\b", //...)' 2>/dev/null)
+    lane_tests="$lane_tests except attr(tags, '\bno_sanitizer\b', //...)"
+  fi
+  tests_file=$(mktemp)
+  bazel query "$lane_tests" 2>/dev/null > "$tests_file"
+  start=$(date +%s)
+  bazel test "${config[@]}" //... "$@"
+  lane_rc=$?
+  echo "lane $lane: bazel test ${config[*]} //... finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
+  (( lane_rc != 0 )) && rc=$lane_rc
+  testlogs=$(bazel info "${config[@]}" bazel-testlogs 2>/dev/null)
+  python3 - "$lane" "$testlogs" "$totals" "$tests_file" <<'PY' || true
+import glob, re, sys, xml.etree.ElementTree as ET
+lane, testlogs, totals, tests_file = sys.argv[1:5]
 passed = failed = skipped = 0
 skips = []
-for path in sorted(glob.glob("bazel-testlogs/**/test.xml", recursive=True)):
+# "//a/b:c" -> "a/b/c", the test's folder under bazel-testlogs.
+lane_targets = {l.strip().lstrip("/").replace(":", "/") for l in open(tests_file) if l.strip()}
+for path in sorted(glob.glob(f"{testlogs}/**/test.xml", recursive=True)):
+    if path[len(testlogs) + 1:-len("/test.xml")] not in lane_targets:
+        continue
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError:
         continue
-    target = path[len("bazel-testlogs/"):-len("/test.xml")]
+    target = path[len(testlogs) + 1:-len("/test.xml")]
     for tc in root.iter("testcase"):
         name = f"//{target}: {tc.get('classname', '')}.{tc.get('name', '')}".replace(": .", ": ")
         if tc.find("failure") is not None or tc.find("error") is not None:
@@ -40,10 +69,15 @@ for path in sorted(glob.glob("bazel-testlogs/**/test.xml", recursive=True)):
         else:
             passed += 1
 if skips:
-    print("test cases skipped here, with the reason:")
+    print(f"lane {lane}: test cases skipped here, with the reason:")
     print("\n".join(skips))
-print(f"{passed} passed, {failed} failed, {skipped} skipped")
+print(f"lane {lane}: {passed} passed, {failed} failed, {skipped} skipped")
+with open(totals, "a") as f:
+    f.write(f"{passed} {failed} {skipped}\n")
 PY
+  rm -f "$tests_file"
+done
+awk '{p += $1; f += $2; s += $3} END {printf "all lanes (%d): %d passed, %d failed, %d skipped\n", NR, p, f, s}' "$totals"
 if grep -qE "fuse|resmem" /proc/mounts; then
   echo "ci/test.sh: a resmem FUSE mount was left behind:" >&2
   grep -E "fuse|resmem" /proc/mounts >&2
