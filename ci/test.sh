@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set-up and the whole test suite: `bazel test //...` (unit tests, every scenario file, the FUSE
+# Set-up, the layer check (ci/layers.sh: upward dependencies fail the build), and the whole test
+# suite: `bazel test //...` (unit tests, every scenario file, the FUSE
 # tests, the QEMU kernel-module lane, the GPU tests that report "skipped: no GPU" where there is
 # none), then a summary of test cases from the JUnit XML, skipped ones by name with the reason,
 # and a check that no FUSE mount was left behind.
@@ -12,9 +13,12 @@ grep -E "fuse\.resmem" /proc/mounts | while read -r _ dir _; do
   echo "ci/test.sh: removing a resmem FUSE mount an earlier run left at $dir" >&2
   umount -l "$dir" || true
 done
+ci/layers.sh
+layers_rc=$?
 start=$(date +%s)
 bazel test //... "$@"
 rc=$?
+[ "$layers_rc" -eq 0 ] || { echo "ci/test.sh: the layer check failed (ci/layers.sh above)" >&2; rc=1; }
 echo "bazel test //... finished in $(( $(date +%s) - start )) s with exit code $rc"
 python3 - <<'PY' || true
 import glob, re, xml.etree.ElementTree as ET
