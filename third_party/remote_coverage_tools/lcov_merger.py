@@ -67,7 +67,7 @@ def main(argv):
                 per_line[n] = per_line.get(n, 0) + line["count"]
             per_fn = functions.setdefault(source, {})
             for fn in entry.get("functions", []):
-                name = fn.get("demangled_name") or fn["name"]
+                name = fn["name"]  # mangled, as geninfo writes it: no commas for lcov to split on
                 record = per_fn.setdefault(name, [fn["start_line"], 0])
                 record[1] += fn["execution_count"]
 
