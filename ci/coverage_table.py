@@ -96,6 +96,12 @@ or in the QEMU guest (the guest's programs write no coverage back) shows as not 
 """
 
 DOC_TAIL = """
+Reading the figures: gcov writes a process's counts when it exits normally. A process that ends
+with `_exit` or a signal writes none, so the forked FUSE daemon (mock/fuse/fuse_daemon.cc, which
+ends with `_exit`) shows 0% although every FUSE test runs it through a mount. Commands that only
+run in the QEMU guest (`resmem plan` in ci/qemu/kmod_lane.sh) or on a GPU host (`bench`,
+`stream`, `backends/cuda`) show what the tests here run of them.
+
 Regenerate: `ci/coverage.sh --write-doc` (about 15 minutes on two cores: everything is rebuilt
 with instrumentation, then every test runs).
 """
