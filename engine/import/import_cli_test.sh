@@ -40,6 +40,17 @@ grep -q 'early_edits' "$T/25-lenovo-t14g1-6.1-efi-setup-data-memmap.toml" && ok 
 grep -q 'old form (end exclusive)' "$T/01-ibm-nf6000r-2.6.9-mem512M.report" && ok old_form_report \
   || fail old_form_report "$(cat "$T/01-ibm-nf6000r-2.6.9-mem512M.report")"
 
+# 2a. What the paste lacks, given on the command line: a log without a command line (06) boots
+#     with --cmdline; a bad --arch or --kernel is refused with exit 2, naming the option.
+expect given_cmdline 0 "wrote" -- "$R" import "$DATA/06-qemu-2g-3.x-mem1G.log" --cmdline "mem=1G" -o "$T/given.toml"
+grep -q '^cmdline = "mem=1G"' "$T/given.toml" && ok given_cmdline_written || fail given_cmdline_written "$(cat "$T/given.toml")"
+expect given_cmdline_runs 0 "1 checks passed" -- "$R" run "$T/given.toml"
+expect without_cmdline_fails 1 "user map differs" -- "$R" run "$T/06-qemu-2g-3.x-mem1G.toml"
+expect given_arch 0 "wrote" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --arch i386 --kernel 2.5.64 -o "$T/given-arch.toml"
+grep -q '^arch = "i386"' "$T/given-arch.toml" && ok given_arch_written || fail given_arch_written "$(cat "$T/given-arch.toml")"
+expect bad_arch 2 "--arch 'sparc' is not x86_64 or i386" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --arch sparc
+expect bad_kernel 2 "--kernel: .*'latest' is not a Linux version" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --kernel latest
+
 # 2b. The QEMU captures (every source of a real 6.1 boot, pasted together): the scenario runs and
 #     the simulator prints the captured user map line for line.
 for m in qemu-q35-2g qemu-q35-5g qemu-pc-2g qemu-pc-5g; do

@@ -10,6 +10,7 @@
 #include "engine/import/scenario_writer.h"
 #include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"
+#include "mock/machine/linux_rules.h"
 #include "mock/machine/machine_file.h"
 
 namespace resmem::cli {
@@ -37,6 +38,12 @@ const char kUsage[] =
     "                       (needs -o; the machine file goes beside the scenario)\n"
     "  --report FILE        the per-line report goes here (default: standard error)\n"
     "  --name NAME          the scenario's name (default: imported-FIRST-FILE)\n"
+    "  --cmdline TEXT       the kernel's command line, when the paste has none (or to replace\n"
+    "                       the logged one): as the kernel received it\n"
+    "  --kernel VERSION     the Linux version whose rules apply (\"2.6.9\"), when the paste has no\n"
+    "                       'Linux version' line\n"
+    "  --arch ARCH          x86_64 or i386 (a 32-bit kernel), when the paste does not show it\n"
+    "                       (before 2.6.27 the two follow different mem= rules)\n"
     "exit: 0 scenario written, 2 bad input (no firmware map, unreadable file), 4 internal error\n";
 
 // Does the command line or an early edit change the firmware map (mem=, memmap=, e820 edits)?
@@ -69,7 +76,7 @@ int Import(const std::vector<std::string>& args) {
   std::vector<std::string> spelled = args;  // -o is --output (the parser knows only --words)
   for (auto& a : spelled)
     if (a == "-o") a = "--output";
-  Status st = opts.Parse(spelled, {"--output", "--machine-file", "--report", "--name"}, {});
+  Status st = opts.Parse(spelled, {"--output", "--machine-file", "--report", "--name", "--cmdline", "--arch", "--kernel"}, {});
   if (!st.ok() || opts.positional.empty()) {
     std::cerr << "resmem import: " << (st.ok() ? "give the files to read, or - for standard input" : st.message())
               << "\n" << kUsage;
@@ -99,7 +106,23 @@ int Import(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   inputs.insert(inputs.end(), read->begin(), read->end());
-  import::Imported imported = import::ReadPaste(inputs);
+  import::GivenFacts given;
+  given.has_cmdline = opts.Has("--cmdline");
+  given.cmdline = opts.Get("--cmdline", "");
+  given.arch = opts.Get("--arch", "");
+  given.kernel_version = opts.Get("--kernel", "");
+  if (opts.Has("--kernel")) {
+    if (auto rules = sim::LinuxRulesFor(given.kernel_version); !rules.ok()) {
+      std::cerr << "resmem import: --kernel: " << rules.status().message() << "\n";
+      return kExitBadInput;
+    }
+  }
+  if (!given.arch.empty() && given.arch != "x86_64" && given.arch != "i386") {
+    std::cerr << "resmem import: --arch '" << given.arch
+              << "' is not x86_64 or i386 (a 32-bit kernel)\n";
+    return kExitBadInput;
+  }
+  import::Imported imported = import::ReadPaste(inputs, given);
   std::ofstream report_file;
   if (opts.Has("--report")) {
     report_file.open(opts.Get("--report", ""));
@@ -127,7 +150,10 @@ int Import(const std::vector<std::string>& args) {
   draft.header = {"Written by `" + cmd + "`.",
                   "Firmware map from " + imported.firmware_source + "; " +
                       std::to_string(imported.warnings) + " warnings, " +
-                      std::to_string(imported.errors) + " errors in the import report."};
+                      std::to_string(imported.errors) + " errors in the import report.",
+                  "Architecture " + (draft.machine.arch.empty() ? std::string("x86_64")
+                                                                : draft.machine.arch) +
+                      ": " + imported.arch_source + "."};
   draft.user_map = imported.user_map;
   if (!imported.user_map.empty()) {
     draft.usable_ram = imported.user_map_usable;

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "backends/platform/proc_parsers.h"
@@ -255,7 +256,7 @@ Result<std::vector<PasteInput>> ReadPasteFiles(const std::vector<std::string>& p
   return out;
 }
 
-Imported ReadPaste(const std::vector<PasteInput>& inputs) {
+Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& given) {
   Imported out;
   out.machine = sim::BlankMachine();
   out.machine.name = "imported";
@@ -281,6 +282,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
   std::vector<size_t> memmap_notes;
   int blank = 0;
   std::set<std::string> seen_map_lines;
+  std::string arch_seen, arch_evidence;  // the architecture the paste shows, and the line
 
   auto note = [&](const std::string& file, int line, Verdict v, const std::string& what) {
     out.notes.push_back({file, line, v, what});
@@ -426,10 +428,24 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
         }
         continue;
       }
+      if (t.find("MB LOWMEM available.") != std::string::npos ||
+          t.find("MB HIGHMEM available.") != std::string::npos) {
+        // printk(KERN_NOTICE "%ldMB LOWMEM available.\n") exists only in 32-bit x86's
+        // setup_memory (arch/i386/kernel/setup.c, 2.4 .. 2.6; arch/x86 *_32.c later).
+        arch_seen = "i386";
+        arch_evidence = t;
+        note(f, n, Verdict::kUsed, "a 32-bit (i386) kernel: only it prints LOWMEM/HIGHMEM");
+        continue;
+      }
       if (StartsWith(t, "Linux version ")) {
         std::istringstream words(t.substr(14));
         std::string version;
         words >> version;
+        for (const char* a : {"x86_64", "i386", "i486", "i586", "i686"})
+          if (arch_seen.empty() && t.find(a) != std::string::npos) {
+            arch_seen = std::string(a) == "x86_64" ? "x86_64" : "i386";
+            arch_evidence = t;
+          }
         int major = 0, minor = 0;
         if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && major >= 2) {
           out.machine.kernel_version = version;
@@ -670,6 +686,14 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
       kernel_cmdline = proc_cmdline;
     }
   }
+  if (given.has_cmdline) {
+    note("", 0, Verdict::kUsed,
+         "the command line given with --cmdline: '" + given.cmdline + "'" +
+             (have_kernel_cmdline ? " (it replaces the logged one: '" + kernel_cmdline + "')"
+                                  : ""));
+    have_kernel_cmdline = true;
+    kernel_cmdline = given.cmdline;
+  }
   if (have_kernel_cmdline) {
     out.machine.cmdline = kernel_cmdline;
     out.machine.cmdline_source = "kernel";
@@ -698,6 +722,46 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs) {
            "a user-defined map was logged, but no pasted command line has the mem=/memmap= "
            "options that made it: add them to the scenario's cmdline (or paste the \"Kernel "
            "command line:\" line)");
+  }
+
+  if (!given.kernel_version.empty()) {
+    note("", 0, Verdict::kUsed,
+         "kernel version " + given.kernel_version + " given with --kernel" +
+             (!out.machine.kernel_version.empty() &&
+                      out.machine.kernel_version != given.kernel_version
+                  ? " (it replaces the logged " + out.machine.kernel_version + ")"
+                  : ""));
+    out.machine.kernel_version = given.kernel_version;
+  }
+  // The architecture: given, else shown by the paste, else x86_64 (the model's default).
+  out.arch_source = !given.arch.empty()     ? "given with --arch"
+                    : !arch_seen.empty()      ? "the log's line '" + arch_evidence + "'"
+                                              : "not shown by the paste: x86_64 assumed "
+                                                "(give --arch i386 for a 32-bit kernel)";
+  if (!given.arch.empty()) {
+    out.machine.arch = given.arch;
+    note("", 0, Verdict::kUsed,
+         "architecture " + given.arch + " given with --arch" +
+             (!arch_seen.empty() && arch_seen != given.arch
+                  ? " (the paste suggests " + arch_seen + ": '" + arch_evidence + "')"
+                  : ""));
+  } else if (!arch_seen.empty()) {
+    if (arch_seen == "i386") out.machine.arch = "i386";
+    if (arch_seen == "i386" && out.machine.kernel_version.empty())
+      note("", 0, Verdict::kWarning,
+           "a 32-bit kernel without a \"Linux version\" line: the scenario gets the newest "
+           "rules, which a 32-bit kernel follows only from 2.6.27; give --kernel VERSION");
+  } else {
+    int major = 0, minor = 0, patch = 0;
+    const int got = std::sscanf(out.machine.kernel_version.c_str(), "%d.%d.%d", &major,
+                                &minor, &patch);
+    if (got >= 2 && std::make_tuple(major, minor, got == 3 ? patch : 0) <
+                        std::make_tuple(2, 6, 27))
+      note("", 0, Verdict::kWarning,
+           "nothing in the paste says whether Linux " + out.machine.kernel_version +
+               " ran as i386 or x86_64 (no LOWMEM/HIGHMEM line, no arch in the version "
+               "line); before 2.6.27 their mem= rules differ. The scenario assumes x86_64: "
+               "give --arch i386 for a 32-bit kernel");
   }
 
   // The logged user map: the expected result. Its usable RAM is the boot step's expectation.

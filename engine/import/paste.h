@@ -38,14 +38,29 @@ struct Imported {
                                       // as the kernel printed them ("user: [mem ...] usable")
   uint64_t user_map_usable = 0;   // bytes of usable RAM in the logged user map
   uint64_t mem_total = 0;         // /proc/meminfo MemTotal, 0 when not given
+  std::string arch_source;        // where machine.arch comes from, in words ("--arch", the
+                                  // line that shows it, or "not shown: x86_64 assumed")
   std::vector<LineNote> notes;    // one per non-blank input line, in input order, plus notes
                                   // about the whole paste (line 0)
   int errors = 0, warnings = 0;
 };
 
+// What the user states beside the paste (`resmem import --cmdline/--arch`): it wins over what
+// the paste says, with a note.
+struct GivenFacts {
+  bool has_cmdline = false;
+  std::string cmdline;  // as the kernel received it (cmdline_source "kernel")
+  std::string arch;     // "x86_64" or "i386"; empty: from the paste
+  std::string kernel_version;  // "2.6.9"; empty: from the paste's "Linux version" line
+};
+
 // Reads every input. Fails only when nothing describes a firmware map (the scenario could not
-// boot): kInvalidArgument naming what to paste. The notes say the rest.
-Imported ReadPaste(const std::vector<PasteInput>& inputs);
+// boot): kInvalidArgument naming what to paste. The notes say the rest. The kernel's
+// architecture comes from the paste where it shows one: "LOWMEM available" / "HIGHMEM
+// available" (printed only by 32-bit kernels, arch/i386 setup_memory) or i386..i686 / x86_64 in
+// the "Linux version" line; otherwise it is left empty (x86_64) with a warning for kernels
+// before 2.6.27, where i386 and x86_64 differ.
+Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& given = {});
 
 // /sys/firmware/memmap as a directory (0/, 1/, ... each with start, end, type) rendered as the
 // dump `grep . */*` prints ("0/end:0x9fbff"), which ReadPaste reads.

@@ -254,5 +254,34 @@ TEST(Paste, RenderedDumpReadsBack) {
   EXPECT_EQ(im.machine.firmware_e820[1].start, 0xf0000u);
 }
 
+TEST(Paste, ArchitectureFromTheLogGivenFactsWin) {
+  const std::string old_log =
+      "Linux version 2.6.9 (root@box) (gcc version 3.3.1) #1 SMP\n"
+      "BIOS-provided physical RAM map:\n"
+      " BIOS-e820: 0000000000000000 - 000000000009fc00 (usable)\n"
+      " BIOS-e820: 0000000000100000 - 0000000040000000 (usable)\n";
+  // Nothing shows the architecture of a 2.6.9 kernel: x86_64 assumed, with a warning.
+  auto plain = Read(old_log);
+  EXPECT_EQ(plain.machine.arch, "");
+  EXPECT_TRUE(HasNote(plain, Verdict::kWarning, "give --arch i386"));
+  // Only 32-bit kernels print LOWMEM/HIGHMEM.
+  auto i386 = Read(old_log + "896MB LOWMEM available.\n");
+  EXPECT_EQ(i386.machine.arch, "i386");
+  EXPECT_FALSE(HasNote(i386, Verdict::kWarning, "give --arch"));
+  // Given facts replace the paste's, and say so.
+  GivenFacts given;
+  given.has_cmdline = true;
+  given.cmdline = "mem=512M";
+  given.arch = "x86_64";
+  given.kernel_version = "2.6.8";
+  auto im = ReadPaste({{"p.txt", old_log + "896MB LOWMEM available.\n"}}, given);
+  EXPECT_EQ(im.machine.cmdline, "mem=512M");
+  EXPECT_EQ(im.machine.arch, "x86_64");
+  EXPECT_EQ(im.machine.kernel_version, "2.6.8");
+  EXPECT_TRUE(HasNote(im, Verdict::kUsed, "given with --cmdline"));
+  EXPECT_TRUE(HasNote(im, Verdict::kUsed, "the paste suggests i386"));
+  EXPECT_TRUE(HasNote(im, Verdict::kUsed, "it replaces the logged 2.6.9"));
+}
+
 }  // namespace
 }  // namespace resmem::import

@@ -78,8 +78,7 @@ struct OptionRole {
 };
 OptionRole RoleOf(const sim::KernelOption& o) {
   OptionRole role;
-  if (o.key == "mem") role.limit = true;
-  if (o.key != "memmap") return role;
+  if (o.key != "memmap" && o.key != "mem") return role;
   for (size_t pos = 0; pos <= o.value.size();) {
     const size_t comma = o.value.find(',', pos);
     const std::string item = o.value.substr(pos, comma == std::string::npos ? comma : comma - pos);
@@ -356,14 +355,41 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
   plan.memory_type =
       sim::EffectiveMemoryType(machine, plan.start, plan.start + req.size, MemoryType::kWriteBack);
 
-  plan.option = "memmap=" + MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
-  // Early parameters end at a bare "--" (kernel/params.c parse_args: what follows goes to init),
-  // so the option goes before it.
+  // The spelling that reserves on this machine's kernel: memmap=nn$ss everywhere since 2.5.66;
+  // before that (2.4, early 2.5) the same forms were written mem=nn$ss (mock/machine/
+  // linux_rules.h). Each is booted on the simulator: what is printed must be what the kernel
+  // does with it. Early parameters end at a bare "--" (kernel/params.c parse_args: what follows
+  // goes to init), so the option goes before it.
+  const std::string range = MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
   const size_t dashdash = (" " + kept + " ").find(" -- ");
-  plan.kernel_cmdline =
-      dashdash == std::string::npos
-          ? kept + (kept.empty() ? "" : " ") + plan.option
-          : kept.substr(0, dashdash) + plan.option + " " + kept.substr(dashdash);
+  sim::BootedKernel k;
+  bool found = false;
+  std::string tried;
+  for (const char* key : {"memmap=", "mem="}) {
+    plan.option = key + range;
+    plan.kernel_cmdline =
+        dashdash == std::string::npos
+            ? kept + (kept.empty() ? "" : " ") + plan.option
+            : kept.substr(0, dashdash) + plan.option + " " + kept.substr(dashdash);
+    sim::MachineSpec after = base;
+    after.cmdline = plan.kernel_cmdline;
+    RESMEM_ASSIGN_OR_RETURN(k, sim::Boot(after));
+    for (const auto& r : k.reservations)
+      if (r.start == plan.start && r.end == plan.start + req.size && r.over_ram && !r.over_hole)
+        found = true;
+    if (found) break;
+    tried += (tried.empty() ? "" : " nor ") + plan.option;
+  }
+  if (!found)
+    return Status::Error(kFailedPrecondition,
+                         "this machine's kernel (" +
+                             (machine.kernel_version.empty() ? std::string("newest rules")
+                                                             : "Linux " + machine.kernel_version) +
+                             ") reserves with neither " + tried +
+                             ": booted on the simulator, no reservation appears");
+  if (plan.option.rfind("mem=", 0) == 0)
+    plan.warnings.push_back("this kernel predates memmap=: the reservation is written " +
+                            plan.option + " (Linux 2.4 and 2.5 before 2.5.66)");
   // The escaping each file needs (mock/machine/grub.h: dash sourcing /etc/default/grub, then
   // GRUB's lexer reading grub.cfg), checked by TraceKernelCmdline in the tests.
   RESMEM_ASSIGN_OR_RETURN(sim::GrubSpelling added, sim::SpellKernelOptionsForGrub(plan.option));
@@ -382,20 +408,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
                             whole.status().message() + "); add " + added.grub_cfg +
                             " to the linux line by hand");
   }
-  plan.modprobe = "options resmem ranges=" + MemparseSpelling(req.size) + "$" +
-                  MemparseSpelling(plan.start) + " mode=" + req.mode + " cache=wb";
-
-  // Boot the result on the simulator: what is printed must be what the kernel does with it.
-  sim::MachineSpec after = base;
-  after.cmdline = plan.kernel_cmdline;
-  RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel k, sim::Boot(after));
-  bool found = false;
-  for (const auto& r : k.reservations)
-    if (r.start == plan.start && r.end == plan.start + req.size && r.over_ram && !r.over_hole)
-      found = true;
-  if (!found)
-    return Status::Internal("the planned " + plan.option +
-                            " did not boot as a reservation over RAM on the simulator");
+  plan.modprobe = "options resmem ranges=" + range + " mode=" + req.mode + " cache=wb";
   plan.boot_lines = k.dmesg;
   if (plan.start < k4G)
     plan.warnings.push_back("the range lies below 4 GiB, where firmware holes and the initrd "

@@ -74,6 +74,101 @@ void PrintMalformed(BootState& st, MemoryOptionOutcome& o) {
   st.dmesg->push_back("Malformed early option '" + o.key + "'");
 }
 
+// i386 before 2.6.27 (linux_rules.h): parse_cmdline_early, then from 2.6.18 parse_mem /
+// parse_memmap as early_param (Rusty Russell's conversion, id 14114744514), both returning 0:
+// no option of theirs ever prints "Malformed early option".
+bool I386Setup(const LinuxRules& rules) { return rules.mem_limit != MemLimitRule::kRemoveRamAbove; }
+
+// i386 limit_regions(nn) (rules and sources in linux_rules.h, MemLimitRule): walk the table in
+// its order, find the first RAM entry that reaches nn (by end address, or by the running sum of
+// RAM sizes in 2.5), shorten it to nn and drop every entry after it. Nothing is printed. A table
+// in which no RAM entry reaches nn is left as it is.
+void LimitRegions(uint64_t limit, BootState& st) {
+  auto& entries = st.table.entries;
+  uint64_t ram_sum = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto& e = entries[i];
+    if (e.type != kRamType) continue;
+    const uint64_t end = e.addr + e.size;
+    if (st.rules.mem_limit == MemLimitRule::kI386CutAtRamSum) {
+      ram_sum += e.size;  // "current_size += e820.map[i].size; if (current_size >= size)"
+      if (ram_sum < limit) continue;
+      e.size -= ram_sum - limit;
+    } else {
+      if (end < limit) continue;  // "current_addr = addr + size; if (current_addr >= size)"
+      if (st.rules.mem_limit == MemLimitRule::kI386CutAtEndSkipPast && e.addr >= limit) {
+        entries.resize(i);  // "This region starts past the end ...": e820.nr_map = i
+        return;
+      }
+      e.size -= end - limit;  // unsigned, as the kernel's: 2.4/2.6.0 never check e.addr < nn
+    }
+    entries.resize(i + 1);  // e820.nr_map = i + 1
+    return;
+  }
+}
+
+// mem=/memmap= with a size limit: x86's e820_remove_range of the RAM above nn, or i386's
+// limit_regions.
+void ApplyLimit(uint64_t limit, BootState& st) {
+  if (st.rules.mem_limit == MemLimitRule::kRemoveRamAbove)
+    st.table.Remove(limit, UINT64_MAX - limit, kRamType, true);
+  else
+    LimitRegions(limit, st);
+}
+
+// i386 mem= (rules.mem_limit is an i386 rule): 2.4's parse_mem_cmdline / parse_cmdline_early
+// and 2.6's parse_cmdline_early / parse_mem (sources in linux_rules.h): "nopentium" only
+// disables 4 MB pages; with rules.mem_takes_map_items (2.4, early 2.5) "exactmap" (memcmp of 8
+// characters) empties the table and nn@ss / nn#ss / nn$ss add RAM / ACPI data / reserved
+// without setting userdef; anything else is limit_regions(nn) and sets userdef. The value is
+// never checked: no "Malformed early option", and mem=0 or mem=abc is limit_regions(0).
+void ApplyI386Mem(const KernelOption& opt, BootState& st) {
+  using Action = MemoryOptionOutcome::Action;
+  MemoryOptionOutcome o = Outcome(opt, opt.value);
+  const std::string& v = opt.value;
+  if (v.compare(0, 9, "nopentium") == 0) {
+    o.read = v.substr(0, 9);
+    o.ignored = v.substr(9);
+  } else if (st.rules.mem_takes_map_items && v.compare(0, 8, "exactmap") == 0) {
+    st.table.entries.clear();
+    st.userdef = true;
+    o.action = Action::kExactmap;
+    o.read = v.substr(0, 8);
+    o.ignored = v.substr(8);
+  } else {
+    const MemParsed size = MemParse(v, 0, st.rules);
+    size_t p = size.consumed;
+    const char op = p < v.size() ? v[p] : '\0';
+    const uint32_t add_type = op == '@' ? kRamType : op == '#' ? kAcpiType
+                            : op == '$' ? kReservedType : 0;
+    if (st.rules.mem_takes_map_items && add_type) {
+      const MemParsed start = MemParse(v, p + 1, st.rules);
+      p += 1 + start.consumed;
+      st.table.Add(start.value, size.value, add_type);
+      o.action = Action::kAdd;
+      o.type = AsType(add_type);
+      o.start = start.value;
+      o.end = size.value > UINT64_MAX - start.value ? UINT64_MAX : start.value + size.value;
+    } else {
+      LimitRegions(size.value, st);
+      st.userdef = true;
+      o.action = Action::kLimit;
+      o.start = size.value;
+      o.end = UINT64_MAX;
+      if (size.consumed == 0)
+        Issue(o, OptionProblem::kNoEffect,
+              "no number after 'mem=': this kernel reads 0 and cuts the map at 0 "
+              "(limit_regions(0))");
+    }
+    o.read = v.substr(0, p);
+    o.ignored = v.substr(p);
+  }
+  if (!o.ignored.empty())
+    Issue(o, OptionProblem::kTrailingIgnored,
+          "the kernel reads '" + o.read + "' and never looks at the trailing '" + o.ignored + "'");
+  st.outcomes.push_back(std::move(o));
+}
+
 // parse_memopt (e820.c; 2.6.32.69, 4.19, 6.12 read, the same logic): NULL -> -EINVAL;
 // "nopentium" -> warning and -EINVAL on x86_64; userdef = 1; memparse; 0 -> -EINVAL
 // ("Don't remove all memory when getting mem={invalid}"); else remove RAM from nn up. What
@@ -108,7 +203,7 @@ void ApplyMem(const KernelOption& opt, BootState& st) {
                 "option");
       PrintMalformed(st, o);
     } else {
-      st.table.Remove(mp.value, UINT64_MAX - mp.value, kRamType, true);
+      ApplyLimit(mp.value, st);
       o.action = MemoryOptionOutcome::Action::kLimit;
       o.start = mp.value;
       o.end = UINT64_MAX;
@@ -140,7 +235,9 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
     return o;
   }
   const MemParsed size = MemParse(item, 0, st.rules);
-  if (size.consumed == 0) {
+  // i386 parse_memmap has no "no digits" check: memparse's 0 goes on to limit_regions(0).
+  const bool i386 = I386Setup(st.rules);
+  if (size.consumed == 0 && !i386) {
     o.rejected = true;
     o.ignored = item;
     Issue(o, OptionProblem::kNoEffect,
@@ -148,7 +245,10 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
           "before changing anything");
     return o;
   }
-  st.userdef = true;
+  // x86: every item with a size sets userdef. i386 sets user_defined_memmap only for exactmap
+  // and the limit_regions branch, not for nn@ss / nn#ss / nn$ss (parse_memmap, id 14114744514;
+  // parse_cmdline_early, id 24181767570).
+  if (!i386) st.userdef = true;
   size_t p = size.consumed;
   const char op = p < item.size() ? item[p] : '\0';
   auto read_start = [&]() {
@@ -243,8 +343,10 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
     return o;
   } else {
     // "} else { e820__range_remove(mem_size, ULLONG_MAX - mem_size, E820_TYPE_RAM, 1); }":
-    // anything but a known operator after the size makes the item act as mem=nn.
-    st.table.Remove(size.value, UINT64_MAX - size.value, kRamType, true);
+    // anything but a known operator after the size makes the item act as mem=nn (on i386
+    // before 2.6.27: "} else { limit_regions(mem_size); userdef = 1; }", id 24181767570).
+    ApplyLimit(size.value, st);
+    st.userdef = true;
     o.action = Action::kLimit;
     o.start = size.value;
     o.end = UINT64_MAX;
@@ -296,7 +398,7 @@ void ApplyMemmap(const KernelOption& opt, BootState& st) {
               "Linux " + st.rules.version + " reads one item per memmap= (comma lists came in "
               "3.15): everything from the first ',' on is ignored; give each range its own "
               "memmap=");
-      PrintMalformed(st, o);
+      if (!I386Setup(st.rules)) PrintMalformed(st, o);
     }
     st.outcomes.push_back(std::move(o));
     return;
@@ -380,7 +482,8 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     for (const auto& line : trace.StageLines()) k.messages.push_back("resmem: " + line);
     for (const auto& n : trace.notes) k.messages.push_back("resmem: " + n);
   }
-  RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules, LinuxRulesFor(spec.kernel_version));
+  RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules,
+                          LinuxRulesFor(spec.kernel_version, spec.arch));
   BootState st(rules, &k.dmesg);
   st.dmesg = &k.dmesg;
   std::vector<std::string> notes;
@@ -455,7 +558,20 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
       st.outcomes.push_back(std::move(o));
       continue;
     }
-    if (opt.key == "mem") ApplyMem(opt, st);
+    if (opt.key == "memmap" && rules.mem_takes_map_items) {
+      // 2.4 and early 2.5 have no memmap= (Pavel Machek's patch, id 34134566908, added it):
+      // the argument goes to init untouched.
+      MemoryOptionOutcome o = Outcome(opt, opt.value);
+      o.applied = false;
+      Issue(o, OptionProblem::kUnknownForm,
+            "Linux " + rules.version + " has no memmap= option (it came in 2.5.6x): its "
+            "spellings are mem=exactmap and mem=nn@ss / nn#ss / nn$ss");
+      st.outcomes.push_back(std::move(o));
+      continue;
+    }
+    if (opt.key == "mem" && I386Setup(rules) && opt.has_value)
+      ApplyI386Mem(opt, st);
+    else if (opt.key == "mem") ApplyMem(opt, st);
     else ApplyMemmap(opt, st);
   }
   for (const auto& opt : lost) {
@@ -471,7 +587,8 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
 
   // e820__finish_early_params / finish_e820_parsing.
   if (st.panic.empty() && st.userdef) {
-    if (!st.table.UpdateTable()) {
+    // i386 before 2.6.27 prints the user's table as it stands (linux_rules.h).
+    if (rules.sanitizes_user_map && !st.table.UpdateTable()) {
       st.panic = "Invalid user supplied memory map";
       k.dmesg.push_back("Kernel panic - not syncing: Invalid user supplied memory map");
     } else {

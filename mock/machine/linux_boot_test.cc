@@ -78,6 +78,103 @@ uint64_t Bytes(const BootedKernel& k, E820Type t) {
   return b;
 }
 
+// ---- i386 before 2.6.27: limit_regions, no sanitize, the 2.4 mem= spellings ----
+
+// The firmware table of corpus log 01 (IBM NF 6000R, 2.6.9 i386) without its low entries:
+// RAM [1M, 0xe7ff9380), ACPI data above it, reserved islands up to 4G.
+MachineSpec I386Machine(const std::string& version, const std::string& cmdline) {
+  MachineSpec spec = SmallMachine(version, cmdline);
+  spec.arch = "i386";
+  spec.firmware_e820 = {{0, 0x9dc00, E820Type::kRam},
+                        {0x100000, 0xe7ff9380, E820Type::kRam},
+                        {0xe7ff9380, 0xe8000000, E820Type::kAcpi},
+                        {0xfec00000, 0xfec01000, E820Type::kReserved},
+                        {0xfff80000, 4 * kGiB, E820Type::kReserved}};
+  return spec;
+}
+
+TEST(LinuxI386, RulesAreKeyedOnVersionAndArch) {
+  EXPECT_EQ(LinuxRulesFor("2.6.9", "i386")->mem_limit, MemLimitRule::kI386CutAtEnd);
+  EXPECT_EQ(LinuxRulesFor("2.4.20", "i386")->mem_limit, MemLimitRule::kI386CutAtEnd);
+  EXPECT_EQ(LinuxRulesFor("2.5.66", "i386")->mem_limit, MemLimitRule::kI386CutAtRamSum);
+  EXPECT_EQ(LinuxRulesFor("2.6.20", "i386")->mem_limit, MemLimitRule::kI386CutAtEndSkipPast);
+  EXPECT_EQ(LinuxRulesFor("2.6.27", "i386")->mem_limit, MemLimitRule::kRemoveRamAbove);
+  EXPECT_EQ(LinuxRulesFor("2.6.9", "x86_64")->mem_limit, MemLimitRule::kRemoveRamAbove);
+  EXPECT_EQ(LinuxRulesFor("2.6.9")->mem_limit, MemLimitRule::kRemoveRamAbove);
+  EXPECT_TRUE(LinuxRulesFor("2.4.20", "i386")->mem_takes_map_items);
+  EXPECT_FALSE(LinuxRulesFor("2.6.9", "i386")->mem_takes_map_items);
+  EXPECT_FALSE(LinuxRulesFor("2.6.9", "i386")->sanitizes_user_map);
+  EXPECT_TRUE(LinuxRulesFor("2.6.9", "x86_64")->sanitizes_user_map);
+  EXPECT_NE(LinuxRulesFor("2.6.9", "arm64").status().message().find("arch 'arm64'"),
+            std::string::npos);
+}
+
+TEST(LinuxI386, MemCutsTheTableAfterTheFirstRamEntryReachingTheLimit) {
+  // limit_regions (2.6.0-test8 .. 2.6.18): RAM cut at 512M, everything after it dropped
+  // (corpus log 01); x86_64 keeps the entries above the limit.
+  auto k = MustBoot(I386Machine("2.6.9", "mem=512M"));
+  ASSERT_EQ(k.e820.size(), 2u);
+  EXPECT_EQ(k.e820[1].start, 0x100000u);
+  EXPECT_EQ(k.e820[1].end, 512 * kMiB);
+  auto x = I386Machine("2.6.9", "mem=512M");
+  x.arch = "x86_64";
+  EXPECT_EQ(MustBoot(x).e820.size(), 5u);
+}
+
+TEST(LinuxI386, A25KernelComparesTheRunningSumOfRam) {
+  // 2.5.x limit_regions: the sum of RAM sizes (0x9dc00 + ...) reaches the limit later than the
+  // end address, so mem= at the end of RAM cuts nothing and keeps the entries above.
+  auto sum = MustBoot(I386Machine("2.5.66", "mem=0xe7ff9380"));
+  EXPECT_EQ(sum.e820.size(), 5u);
+  auto end = MustBoot(I386Machine("2.6.9", "mem=0xe7ff9380"));
+  EXPECT_EQ(end.e820.size(), 2u);
+  // With a smaller limit the sum rule cuts where the sum reaches it: 0x9dc00 + (end - 1M).
+  auto cut = MustBoot(I386Machine("2.5.66", "mem=256M"));
+  ASSERT_EQ(cut.e820.size(), 2u);
+  EXPECT_EQ(cut.e820[1].end, 0x100000u + 256 * kMiB - 0x9dc00u);
+}
+
+TEST(LinuxI386, From2619ARamEntryStartingPastTheLimitIsDroppedToo) {
+  // 2.6.19-era arch/i386/kernel/e820.c limit_regions: "if (e820.map[i].addr >= size)
+  // e820.nr_map = i". mem=0x9e000 lies in the hole after the first RAM entry.
+  auto k = MustBoot(I386Machine("2.6.20", "mem=0x9e000"));
+  ASSERT_EQ(k.e820.size(), 1u);
+  EXPECT_EQ(k.e820[0].end, 0x9dc00u);
+}
+
+TEST(LinuxI386, The24MemSpellingsBuildAnExactMapInTheOrderGiven) {
+  // 2.4 parse_cmdline_early: mem=exactmap, mem=nn@ss, printed without sanitize (corpus log 14).
+  auto k = MustBoot(I386Machine("2.4.20", "mem=exactmap mem=510M@1M mem=640k@0"));
+  const auto user = UserLines(k);
+  ASSERT_EQ(user.size(), 3u);
+  EXPECT_EQ(user[1], " user: 0000000000100000 - 000000001ff00000 (usable)");
+  EXPECT_EQ(user[2], " user: 0000000000000000 - 00000000000a0000 (usable)");
+  EXPECT_EQ(k.usable_ram, 510 * kMiB + 640 * 1024);
+  // A 2.6 i386 kernel reads "exactmap" as a size: no number, limit_regions(0), no Malformed.
+  auto later = MustBoot(I386Machine("2.6.9", "mem=exactmap"));
+  EXPECT_EQ(Count(later.dmesg, "Malformed"), 0);
+  EXPECT_EQ(later.e820.size(), 0u);
+}
+
+TEST(LinuxI386, MemmapAddsWithoutSanitizeAndPrintsNoUserMapByItself) {
+  // i386 parse_memmap (2.6.18 early_param; parse_cmdline_early before): nn$ss appends the
+  // range, unsanitized, and does not set user_defined_memmap; a bare nn is limit_regions and
+  // does; nothing prints "Malformed early option".
+  auto alone = MustBoot(I386Machine("2.6.20", "memmap=64M$0x10000000"));
+  EXPECT_TRUE(UserLines(alone).empty());
+  EXPECT_EQ(alone.e820.size(), 6u);  // appended as the sixth entry, overlapping the RAM one
+  auto with_limit = MustBoot(I386Machine("2.6.20", "memmap=64M$0x10000000 memmap=1G"));
+  const auto user = UserLines(with_limit);
+  ASSERT_EQ(user.size(), 3u);  // the table was cut at the RAM entry reaching 1G
+  EXPECT_EQ(user[2], " user: 0000000000100000 - 0000000040000000 (usable)");
+  auto bad = MustBoot(I386Machine("2.6.9", "memmap=4G!4G"));
+  EXPECT_EQ(Count(bad.dmesg, "Malformed"), 0);
+  // 2.4 has no memmap= at all.
+  auto old = MustBoot(I386Machine("2.4.20", "memmap=exactmap"));
+  EXPECT_TRUE(UserLines(old).empty());
+  EXPECT_FALSE(old.memory_options.at(0).applied);
+}
+
 // ---- lib/cmdline.c, lib/vsprintf.c, kernel/params.c ----
 
 TEST(LinuxCmdline, MemparseSuffixesByVersion) {

@@ -10,8 +10,13 @@ bool LinuxRules::AtLeast(int ma, int mi, int pa) const {
   return std::tie(major, minor, patch) >= std::tie(ma, mi, pa);
 }
 
-Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version) {
+Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version, const std::string& arch) {
   LinuxRules r;
+  if (!arch.empty() && arch != "x86_64" && arch != "i386")
+    return Status::InvalidArgument("machine arch '" + arch +
+                                   "' is not one the model knows: write \"x86_64\" (the "
+                                   "default) or \"i386\" (a 32-bit kernel)");
+  if (!arch.empty()) r.arch = arch;
   if (kernel_version.empty()) {
     r.version = "newest";
   } else {
@@ -49,6 +54,16 @@ Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version) {
   r.memmap_pram = r.AtLeast(4, 1);
   r.memmap_retype = r.AtLeast(4, 16);
   r.soft_reserved = r.AtLeast(5, 5);
+  // i386 before the unified arch/x86 e820.c (2.6.27): limit_regions, no sanitize of the user
+  // map, the 2.4 mem= spellings (sources and boundaries in linux_rules.h).
+  if (r.arch == "i386" && !r.AtLeast(2, 6, 27)) {
+    r.sanitizes_user_map = false;
+    if (!r.AtLeast(2, 5)) r.mem_limit = MemLimitRule::kI386CutAtEnd;
+    else if (!r.AtLeast(2, 6)) r.mem_limit = MemLimitRule::kI386CutAtRamSum;
+    else if (!r.AtLeast(2, 6, 19)) r.mem_limit = MemLimitRule::kI386CutAtEnd;
+    else r.mem_limit = MemLimitRule::kI386CutAtEndSkipPast;
+    r.mem_takes_map_items = !r.AtLeast(2, 5, 66);
+  }
   r.range_update_bug_line = r.AtLeast(6, 1) && !r.AtLeast(6, 13) ? 469 : 0;
   return r;
 }

@@ -4,6 +4,12 @@
 // Sources read for this model (file, function, version):
 //   2.6.32.69  arch/x86/kernel/e820.c, setup.c, kernel/params.c, init/main.c, lib/cmdline.c
 //   3.6, 3.13.10, 3.19.8, 4.4.155, 4.19, 6.12   the same files
+//   i386 (arch/i386/kernel/setup.c, before the unified arch/x86 of 2.6.27), read as quoted in
+//   LKML mails through the search index (file ids): 2.4.20 limit_regions (7771631171), 2.4/2.5
+//   parse_cmdline_early with mem=exactmap and mem=nn@ss/#ss/$ss (12218838591, 24181767570),
+//   Pavel Machek's 2003-03 patch moving them to memmap= (34134566908), Hugh Dickins'
+//   2.6.0-test8 limit_regions fix from the running sum to the end address (35817737992), the
+//   2.6.19-era arch/i386/kernel/e820.c limit_regions (8213581872, 1421792966).
 //   tip x86/boot efe659ac0146 "x86/e820: Drop obsolete E820_TYPE_RESERVED_KERN and related
 //   code" (Feb 2025, first in 6.15).
 // Where a switch falls between two versions read, the comment says which two; the version the
@@ -19,9 +25,45 @@
 
 namespace resmem::sim {
 
+// How mem=nn cuts the e820 table.
+enum class MemLimitRule {
+  // x86 parse_memopt (2.6.27+ unified e820.c, and x86_64): e820_remove_range(nn, ULLONG_MAX -
+  // nn, RAM): only RAM above nn goes, every other entry stays.
+  kRemoveRamAbove,
+  // i386 limit_regions, 2.4.20 (id 7771631171) and 2.6.0-test8 .. 2.6.18 (id 35817737992): the
+  // first RAM entry (table order) whose end address is >= nn is shortened to end at nn and
+  // becomes the last entry ("e820.nr_map = i + 1"): everything after it, reserved or ACPI, is
+  // dropped. No check that the entry starts below nn.
+  kI386CutAtEnd,
+  // i386 limit_regions of the 2.6.19-era arch/i386/kernel/e820.c (id 8213581872): the same,
+  // but a RAM entry that starts at or above nn is dropped too ("e820.nr_map = i").
+  kI386CutAtEndSkipPast,
+  // i386 limit_regions of 2.5.x .. 2.6.0-test7 (the lines Hugh Dickins' patch removed, id
+  // 35817737992): the same cut, but at the first RAM entry where the running sum of RAM sizes
+  // reaches nn; that entry loses (sum - nn) bytes.
+  kI386CutAtRamSum,
+};
+
 struct LinuxRules {
   std::string version;  // as given ("6.1.0-13-amd64"), or "newest"
+  std::string arch = "x86_64";  // "x86_64" or "i386" (MachineSpec::arch)
   int major = 99, minor = 0, patch = 0;
+
+  // mem=nn: see MemLimitRule. i386 before 2.6.27 follows limit_regions: 2.4 (from 2.4.19-pre7:
+  // the thread of corpus log 14 says -pre6 still replaced the map) cuts at the end address,
+  // 2.5.x at the running sum, 2.6.0 .. 2.6.18 at the end address again (the -test kernels count
+  // as 2.6.0, which the model cannot tell apart), 2.6.19 .. 2.6.26 also drop a RAM entry past nn
+  // (the model switches at 2.6.19: between 2.6.0-test8 and the 2.6.19-era file read).
+  MemLimitRule mem_limit = MemLimitRule::kRemoveRamAbove;
+  // i386 before 2.6.27 prints the user map right after the options edited the table, without
+  // sanitizing it (2.4 parse_mem_cmdline and 2.6 setup_arch: print_memory_map("user") with no
+  // sanitize_e820_map before it; corpus logs 14, 36, 37): entries print in insertion order.
+  bool sanitizes_user_map = true;
+  // i386 2.4 and 2.5 up to Pavel Machek's patch (2003-03, id 34134566908): mem=exactmap,
+  // mem=nn@ss (RAM), mem=nn#ss (ACPI), mem=nn$ss (reserved) are mem= forms (memmap= did not
+  // exist); mem=nn with anything else after it is limit_regions(nn). Model: before 2.5.66
+  // (between 2.5.65 and 2.5.66; corpus logs 10 and 29 use plain mem= only).
+  bool mem_takes_map_items = false;
 
   // dmesg format of a map line. Old (2.6.32.69 e820_print_map):
   //   " BIOS-e820: 0000000000000000 - 000000000009fc00 (usable)"   (leading space, end exclusive)
@@ -78,8 +120,10 @@ struct LinuxRules {
 };
 
 // The rules of a kernel version string: "2.6.32", "4.19.0-21-amd64", "6.1.0"; empty means the
-// newest rules. A string that does not start with "N.N" is an error naming it.
-Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version);
+// newest rules. `arch` is "x86_64" (or empty) or "i386". A string that does not start with
+// "N.N", or another arch, is an error naming it.
+Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version,
+                                 const std::string& arch = "");
 
 }  // namespace resmem::sim
 

@@ -110,6 +110,9 @@ struct MachineSpec {
   std::string kernel_version;           // Linux version whose rules and dmesg format Boot()
                                         // applies ("2.6.32", "4.19.0", "6.1.0"); empty: the
                                         // newest rules the model knows
+  std::string arch;                     // the kernel's architecture: "x86_64" (empty means
+                                        // it) or "i386" (a 32-bit kernel: before 2.6.27 its
+                                        // own mem=/memmap= rules, linux_rules.h)
   std::vector<E820Edit> early_edits;    // the kernel's own e820 edits seen in a boot log
                                         // (setup_data, EFI); empty for presets
   MtrrConfig mtrr;

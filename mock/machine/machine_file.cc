@@ -423,7 +423,7 @@ std::string EditLine(const E820Edit& e) {
 
 const std::vector<std::string>& MachineFormatKeys() {
   static const std::vector<std::string> kKeys = {
-      "name", "description", "kernel", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
+      "name", "description", "kernel", "arch", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
       "kernel_reserved", "pat", "e820", "mmio", "early_edits", "mtrr_enabled", "mtrr_default",
       "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "uc_load_latency_ns",
       "memcpy_load_bytes", "page_fault_us", "pin_gbps", "memcpy_threads_gbps"};
@@ -452,6 +452,13 @@ Status ApplyMachineTable(const toml::table& t, const std::string& file,
     if (std::sscanf(v->c_str(), "%d.%d", &major, &minor) != 2 || major < 2 || major > 99)
       rd.Fail(*t.get("kernel"), "kernel", "'" + *v + "' is not a Linux version like \"6.1.0\" or \"2.6.32\"");
     spec->kernel_version = *v;
+  }
+  if (auto v = rd.String(t, "arch", "")) {
+    if (*v != "x86_64" && *v != "i386")
+      rd.Fail(*t.get("arch"), "arch",
+              "'" + *v + "' is not x86_64 (the default) or i386 (a 32-bit kernel, whose mem= "
+              "rules before 2.6.27 differ)");
+    spec->arch = *v;
   }
   if (auto v = rd.String(t, "cmdline", "")) spec->cmdline = *v;
   if (auto v = rd.String(t, "cmdline_source", "")) {
@@ -514,6 +521,7 @@ std::string WriteMachineToml(const MachineSpec& s) {
   o += "name = " + TomlQuote(s.name) + "\n";
   if (!s.description.empty()) o += "description = " + TomlQuote(s.description) + "\n";
   if (!s.kernel_version.empty()) o += "kernel = " + TomlQuote(s.kernel_version) + "\n";
+  if (!s.arch.empty()) o += "arch = " + TomlQuote(s.arch) + "\n";
   o += "cmdline = " + TomlQuote(s.cmdline) + "\n";
   o += "cmdline_source = " + TomlQuote(s.cmdline_source) + "\n";
   o += "phys_addr_bits = " + std::to_string(s.phys_addr_bits) + "\n";
@@ -612,6 +620,7 @@ bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) 
   if (a.cmdline != b.cmdline) return fail("cmdline '" + a.cmdline + "' vs '" + b.cmdline + "'");
   if (a.cmdline_source != b.cmdline_source) return fail("cmdline_source");
   if (a.kernel_version != b.kernel_version) return fail("kernel_version");
+  if (a.arch != b.arch) return fail("arch '" + a.arch + "' vs '" + b.arch + "'");
   if (a.firmware_e820.size() != b.firmware_e820.size()) return fail("e820 entry count");
   for (size_t i = 0; i < a.firmware_e820.size(); ++i) {
     const auto &x = a.firmware_e820[i], &y = b.firmware_e820[i];

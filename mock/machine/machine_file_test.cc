@@ -37,6 +37,7 @@ TEST(MachineFormat, WriteThenParseGivesTheSameSpec) {
   for (const auto& name : MachinePresetNames()) {
     MachineSpec spec = *MachinePreset(name);
     spec.kernel_version = "2.6.32-40-server";
+    spec.arch = "i386";
     spec.mtrr.fixed = {{0, 0xa0000, MemoryType::kWriteBack, ""},
                        {0xa0000, 0x20000, MemoryType::kUncached, ""},
                        {0xc0000, 0x8000, MemoryType::kUnknown, "write-protect"}};
@@ -127,6 +128,8 @@ TEST(MachineFormat, ErrorsNameFileLineAndKey) {
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "cmdline_source = \"lilo\"\n").find("machine.cmdline_source"),
             std::string::npos);
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "kernel = \"latest\"\n").find("not a Linux version"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "arch = \"arm64\"\n").find("machine.arch"),
             std::string::npos);
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "ram = \"64G\"\n").find("usable, not about 64 GiB"),
             std::string::npos);
