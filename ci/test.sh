@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set-up and the whole test suite: `bazel test //...` (unit tests, every scenario file, the FUSE
+# Set-up, the layer check (ci/layers.sh: upward dependencies fail the build), and the whole test
+# suite: `bazel test //...` (unit tests, every scenario file, the FUSE
 # tests, the QEMU kernel-module lane, the GPU tests that report "skipped: no GPU" where there is
 # none), once plain and once under AddressSanitizer + UBSan; after each, a summary of test cases
 # from that lane's JUnit XML, skipped ones by name with the reason; then a combined summary and a
@@ -22,7 +23,12 @@ done
 lanes=${RESMEM_CI_LANES:-plain asan}
 totals=$(mktemp)
 trap 'rm -f "$totals"' EXIT
+# The layer check first: upward dependencies between engine/, mock/, backends/ and kmod/ fail the
+# build (ci/layers.sh, docs/architecture.md "Layers").
+ci/layers.sh
+layers_rc=$?
 rc=0
+[ "$layers_rc" -eq 0 ] || { echo "ci/test.sh: the layer check failed (ci/layers.sh above)" >&2; rc=1; }
 for lane in $lanes; do
   config=(); [[ $lane != plain ]] && config=(--config="$lane")
   echo "=== ci/test.sh: lane $lane: bazel test ${config[*]} //..."
@@ -77,7 +83,8 @@ with open(totals, "a") as f:
 PY
   rm -f "$tests_file"
 done
-awk '{p += $1; f += $2; s += $3} END {printf "all lanes (%d): %d passed, %d failed, %d skipped\n", NR, p, f, s}' "$totals"
+echo "lanes run: $lanes"
+awk '{p += $1; f += $2; s += $3} END {printf "total: %d passed, %d failed, %d skipped\n", p, f, s}' "$totals"
 if grep -qE "fuse|resmem" /proc/mounts; then
   echo "ci/test.sh: a resmem FUSE mount was left behind:" >&2
   grep -E "fuse|resmem" /proc/mounts >&2

@@ -1,5 +1,5 @@
 #include "backends/fuse/fuse_region.h"
-#include "backends/kmod/uapi_info.h"
+#include "backends/api/uapi_info.h"
 
 #include <dirent.h>
 #include <fcntl.h>

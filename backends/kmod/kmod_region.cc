@@ -1,5 +1,5 @@
 #include "backends/kmod/kmod_region.h"
-#include "backends/kmod/uapi_info.h"
+#include "backends/api/uapi_info.h"
 
 #include <fcntl.h>
 #include <glob.h>

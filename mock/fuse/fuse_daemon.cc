@@ -1,5 +1,5 @@
 #include "mock/fuse/fuse_daemon.h"
-#include "backends/kmod/uapi_info.h"
+#include "backends/api/uapi_info.h"
 
 #include <fcntl.h>
 #include <fuse_lowlevel.h>

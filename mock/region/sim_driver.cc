@@ -1,5 +1,5 @@
 #include "mock/region/sim_driver.h"
-#include "backends/kmod/uapi_info.h"
+#include "backends/api/uapi_info.h"
 
 #include <cerrno>
 #include <cinttypes>

@@ -1,4 +1,4 @@
-#include "backends/kmod/uapi_info.h"
+#include "backends/api/uapi_info.h"
 
 #include <cstdio>
 #include <cstring>

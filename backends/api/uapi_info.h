@@ -1,8 +1,8 @@
 // Conversion between the ioctl ABI's struct resmem_info (kmod/uapi/resmem_ioctl.h) and RegionInfo,
 // shared by every side that speaks the ABI: the kmod and fuse Region backends read it, the
 // simulated driver and the FUSE daemon answer with it.
-#ifndef RESMEM_BACKENDS_KMOD_UAPI_INFO_H_
-#define RESMEM_BACKENDS_KMOD_UAPI_INFO_H_
+#ifndef RESMEM_BACKENDS_API_UAPI_INFO_H_
+#define RESMEM_BACKENDS_API_UAPI_INFO_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ resmem_info UapiFromRegionInfo(const RegionInfo& info, const std::string& name, 
 
 }  // namespace resmem
 
-#endif  // RESMEM_BACKENDS_KMOD_UAPI_INFO_H_
+#endif  // RESMEM_BACKENDS_API_UAPI_INFO_H_
