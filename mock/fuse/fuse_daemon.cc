@@ -110,6 +110,7 @@ struct FuseDaemon::State {
   uint32_t init_minor = 0;
   uint64_t init_flags = 0;  // flags | flags2 << 32
   bool passthrough_requested = false;
+  std::atomic<bool> passthrough_granted{false};
   std::string PassthroughLine() const {
     std::ostringstream o;
     o << "passthrough: ";
@@ -121,8 +122,16 @@ struct FuseDaemon::State {
       o << "unavailable: the kernel's INIT (7." << init_minor << ", flags 0x" << std::hex
         << init_flags << std::dec
         << ") does not offer FUSE_PASSTHROUGH (Linux 6.9+ with CONFIG_FUSE_PASSTHROUGH)";
+    } else if (!passthrough_requested) {
+      o << "not requested: the INIT reply could not carry it (FUSE_INIT_EXT missing, or "
+           "writeback cache on)";
     } else {
       o << "requested in the INIT reply (kernel 7." << init_minor << " offered FUSE_PASSTHROUGH)";
+      if (passthrough_granted) {
+        // The kernel registers a backing file only on a connection whose INIT reply it accepted
+        // with FUSE_PASSTHROUGH (fs/fuse/passthrough.c fuse_backing_open: EOPNOTSUPP otherwise).
+        o << "; granted: FUSE_DEV_IOC_BACKING_OPEN accepted";
+      }
     }
     return o.str();
   }
@@ -164,6 +173,7 @@ struct FuseDaemon::State {
       return 0;
     }
     d.backing_id = id;
+    passthrough_granted = true;
     d.passthrough_note = "backing id " + std::to_string(id);
     return id;
   }

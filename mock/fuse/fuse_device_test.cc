@@ -330,6 +330,8 @@ TEST_F(FusePassthroughTest, MapsTheDevicesMemoryAndEveryPathSeesTheSameBytes) {
   ASSERT_GE(fd, 0) << strerror(errno);
   EXPECT_NE(StatusLine("io resmem0 ").find("passthrough_files=1 daemon_files=0"), std::string::npos)
       << StatusLine("io resmem0 ");
+  EXPECT_NE(StatusLine("passthrough:").find("granted"), std::string::npos)
+      << StatusLine("passthrough:");
   auto* words = static_cast<uint64_t*>(
       mmap(nullptr, kSize0, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ASSERT_NE(static_cast<void*>(words), MAP_FAILED) << strerror(errno);
