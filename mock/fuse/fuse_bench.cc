@@ -86,6 +86,18 @@ Figures Measure(uint8_t* mem, uint64_t size, int passes, bool is_file, uint8_t* 
   return f;
 }
 
+// One row: the figures, and for a row other than plain memory each as a percentage of it.
+void PrintRow(const char* label, const Figures& f, const Figures* plain, const std::string& note) {
+  std::printf("%-30s cold read %6.2f  warm read %6.2f  write %6.2f  write+msync %6.2f", label,
+              f.cold_read, f.warm_read, f.dirty, f.write);
+  if (plain) {
+    std::printf("  = %3.0f%% %3.0f%% %3.0f%% %3.0f%% of plain", 100 * f.cold_read / plain->cold_read,
+                100 * f.warm_read / plain->warm_read, 100 * f.dirty / plain->dirty,
+                100 * f.write / plain->write);
+  }
+  std::printf("%s\n", note.empty() ? "" : ("  (" + note + ")").c_str());
+}
+
 int Main(int argc, char** argv) {
   uint64_t size_mib = 256;
   int passes = 5, ioctls = 20000;
@@ -111,8 +123,7 @@ int Main(int argc, char** argv) {
   // Plain memory: the same copies between two anonymous buffers.
   Buffer plain(size);
   Figures base = Measure(plain.data, size, passes, false, scratch.data);
-  std::printf("%-30s cold read %6.2f  warm read %6.2f  write %6.2f  write+msync %6.2f\n",
-              "plain memory", base.cold_read, base.warm_read, base.dirty, base.write);
+  PrintRow("plain memory", base, nullptr, "");
 
   struct Config {
     bool passthrough, raise;
@@ -153,8 +164,7 @@ int Main(int argc, char** argv) {
         void* direct = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, span->fd, 0);
         if (direct != MAP_FAILED) {
           Figures f = Measure(static_cast<uint8_t*>(direct), size, passes, true, scratch.data);
-          std::printf("%-30s cold read %6.2f  warm read %6.2f  write %6.2f  write+msync %6.2f\n",
-                      "same memfd mapped, no FUSE", f.cold_read, f.warm_read, f.dirty, f.write);
+          PrintRow("same memfd mapped, no FUSE", f, &base, "");
           munmap(direct, size);
         }
       }
@@ -174,9 +184,7 @@ int Main(int argc, char** argv) {
       return 4;
     }
     Figures f = Measure(static_cast<uint8_t*>(p), size, passes, true, scratch.data);
-    std::printf("%-30s cold read %6.2f  warm read %6.2f  write %6.2f  write+msync %6.2f  (%s)\n",
-                config.label, f.cold_read, f.warm_read, f.dirty, f.write,
-                dev.value()->writeback_note().c_str());
+    PrintRow(config.label, f, &base, dev.value()->writeback_note());
     // What the daemon says about the path taken: the passthrough line and the device's open files.
     if (auto status = dev.value()->ControlStatus(); status.ok()) {
       std::istringstream lines(*status);
