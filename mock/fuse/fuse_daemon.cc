@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -39,6 +40,10 @@ constexpr uint32_t kOpenPassthrough = 1u << 7;      // FOPEN_PASSTHROUGH
 constexpr size_t kInitOutFlags2At = 32;             // fuse_init_out.flags2
 constexpr size_t kInitOutMaxStackDepthAt = 36;      // fuse_init_out.max_stack_depth
 constexpr size_t kOpenOutBackingIdAt = 12;          // fuse_open_out.backing_id (was padding)
+// The 7.38 header's layouts agree where the fields were padding then.
+static_assert(offsetof(fuse_init_out, flags2) == kInitOutFlags2At, "fuse_init_out layout");
+static_assert(sizeof(fuse_init_out) >= kInitOutMaxStackDepthAt + 4, "fuse_init_out size");
+static_assert(sizeof(fuse_open_out) == kOpenOutBackingIdAt + 4, "fuse_open_out layout");
 struct BackingMap {                                  // struct fuse_backing_map
   int32_t fd;
   uint32_t flags;
@@ -269,9 +274,9 @@ struct FuseDaemon::State {
   // file itself, and no request comes to the daemon. So a fault is armed only while no passthrough
   // file of the device is open; opens made while it is armed take the daemon path. Releases come
   // to the daemon after close(2) returns (fs/fuse/file.c fuse_file_put sends them in the
-  // background): a close just made is waited for, briefly.
+  // background): a close just made is waited for, up to 1 s.
   Status RefuseWhilePassthrough(const ControlCommand& c, const ServedDevice& d) {
-    for (int i = 0; i < 50; ++i) {
+    for (int i = 0; i < 500; ++i) {
       {
         std::lock_guard<std::mutex> lock(mu);
         if (d.passthrough_files == 0) return Status::Ok();

@@ -309,7 +309,7 @@ class FusePassthroughTest : public FuseDeviceTest {
   // Waits until the daemon has seen the releases of closed files (they come after close(2)
   // returns) and `io resmem0 ...` reads `want`.
   bool WaitForIo(const std::string& want) {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 400; ++i) {
       if (StatusLine("io resmem0 ").find(want) != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
