@@ -111,7 +111,7 @@ for ((i = 0; i < ${#FILES[@]}; i++)); do echo "${FILES[$i]}" >> "$RUN/shards/$((
 
 common=(--parsable --chdir "$RUN" "${EXTRA[@]}")
 [ -n "$PARTITION" ] && common+=(--partition "$PARTITION")
-JOBS=()
+JOBS=()  # what this run has queued so far: cancelled when a later sbatch is refused
 cancel_all() { ((${#JOBS[@]})) && scancel "${JOBS[@]}" 2> /dev/null; }
 submit() {  # submit NAME SBATCH-ARGS...: prints the job id, or exits 4 with sbatch's message
   local name=$1 id; shift
@@ -119,14 +119,10 @@ submit() {  # submit NAME SBATCH-ARGS...: prints the job id, or exits 4 with sba
     echo "submit: sbatch refused $name: $(cat "$RUN/logs/sbatch-$name.err")" >&2
     cancel_all; exit 4
   fi
-  id=${id%%;*}
-  JOBS+=("$id")
-  echo "$id"
+  echo "${id%%;*}"
 }
-SHARD_JOB=$(submit resmem-shards --array "0-$((SHARDS - 1))" --ntasks 1 --time "$TIME" \
-  --output "$RUN/logs/shard-%a.out" ci/slurm/task.sh "$RUN" shard) || exit $?
-JOBS+=("$SHARD_JOB")
-deps="afterany:$SHARD_JOB"
+# The HIL array first: the one a cluster most likely refuses (no node with the constraint), and
+# then nothing is queued.
 HIL_JOB=""
 if ((NIGHTLY)); then
   IFS=, read -r -a steps <<< "$STEPS"
@@ -136,8 +132,11 @@ if ((NIGHTLY)); then
   HIL_JOB=$(submit resmem-hil --array "0-$((${#steps[@]} - 1))" --ntasks 1 --time "$TIME" "${gpu[@]}" \
     --output "$RUN/logs/hil-%a.out" ci/slurm/task.sh "$RUN" hil) || exit $?
   JOBS+=("$HIL_JOB")
-  deps="$deps:$HIL_JOB"
 fi
+SHARD_JOB=$(submit resmem-shards --array "0-$((SHARDS - 1))" --ntasks 1 --time "$TIME" \
+  --output "$RUN/logs/shard-%a.out" ci/slurm/task.sh "$RUN" shard) || exit $?
+JOBS+=("$SHARD_JOB")
+deps="afterany:$SHARD_JOB${HIL_JOB:+:$HIL_JOB}"
 printf 'SHARD_JOB=%s\nHIL_JOB=%s\n' "$SHARD_JOB" "$HIL_JOB" > "$RUN/jobs.env"
 GATHER_JOB=$(submit resmem-gather --dependency "$deps" --kill-on-invalid-dep=no --ntasks 1 \
   --time $((TIME < 10 ? TIME : 10)) \
