@@ -6,7 +6,7 @@
 # must lie inside the runs' bandwidth spread widened by fidelity.margin_pct, so one noisy run does
 # not fail the night and a change that moves every run still does.
 #
-#   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--steps LIST] [--quick]
+#   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--steps LIST] [--quick] [--slurm]
 #     --bin DIR         holds resmem-gpu (//engine/calibrate:resmem-gpu) and, optionally, resmem
 #                       (//engine/cli:resmem) for the scenarios; default .carry
 #     --out DIR         report root; the report goes to DIR/YYYY-MM-DD; default out/hil
@@ -14,6 +14,10 @@
 #     --steps LIST      comma-separated subset of scenarios,calibrate,bench,stream (default all);
 #                       thresholds are judged for the steps that ran
 #     --quick           fewer passes and blocks (a smoke run, not for the record)
+#     --slurm           run it as Slurm work instead, here on the submit host: each step a task of
+#                       a job array on nodes with Feature=gpu, the scenario matrix in shards beside
+#                       it, one dated report (ci/slurm/submit.sh --nightly; docs/scale-out.md);
+#                       options after --slurm go to submit.sh, and its exit codes apply
 # Exit: 0 all thresholds held, 1 a regression (listed in report.md), 2 bad usage,
 #       3 no GPU here, 4 a step failed to run.
 set -u
@@ -29,7 +33,13 @@ while [ $# -gt 0 ]; do
     --thresholds) THRESHOLDS=$2; shift 2 ;;
     --steps) STEP_SET=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --slurm) shift
+      # The same run as Slurm work; the default report root becomes out/slurm (a run per day).
+      args=(--nightly --bin "$BIN" --thresholds "$THRESHOLDS" --steps "$STEP_SET")
+      [ "$OUT_ROOT" != out/hil ] && args+=(--out "$OUT_ROOT")
+      [ $QUICK = 1 ] && args+=(--quick)
+      exec "$(dirname "$0")/slurm/submit.sh" "${args[@]}" "$@" ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -20,18 +20,29 @@ CMD=$1
 DIR=$(realpath -m "$2")
 
 # The processes that belong to this cluster: the recorded daemons, and anything (slurmstepd, a
-# job's process) whose command line, working folder or open files are under DIR.
+# job's process) whose command line or open files are under DIR (a shell that merely sits in DIR
+# is not one of them).
 procs() {
-  local p pid
-  for p in /proc/[0-9]*; do
-    pid=${p#/proc/}
-    [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
-    if tr '\0' ' ' 2>/dev/null < "$p/cmdline" | grep -qF -- "$DIR/" ||
-       [[ $(readlink "$p/cwd" 2>/dev/null) == "$DIR"/* ]] ||
-       ls -l "$p/fd" 2>/dev/null | grep -qF -- "-> $DIR/"; then
-      echo "$pid $(tr '\0' ' ' 2>/dev/null < "$p/cmdline" | cut -c1-100)"
-    fi
-  done
+  python3 - "$DIR" $$ <<'PY'
+import os, sys
+root, me = sys.argv[1] + "/", {sys.argv[2], str(os.getpid()), str(os.getppid())}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if pid in me:
+        continue
+    try:
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        paths = []
+        fd_dir = f"/proc/{pid}/fd"
+        for fd in os.listdir(fd_dir):
+            try:
+                paths.append(os.readlink(f"{fd_dir}/{fd}"))
+            except OSError:
+                pass
+    except OSError:
+        continue
+    if root in cmd or any(p.startswith(root) for p in paths):
+        print(pid, cmd[:100])
+PY
 }
 
 down() {

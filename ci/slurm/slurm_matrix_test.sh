@@ -75,9 +75,10 @@ cd "$W"
 # The direct run the matrix must equal.
 "$W/bin/resmem.real" run --json "$T/direct.json" scenarios > /dev/null 2>&1
 
-echo "== 1. the matrix and the nightly's HIL steps (--nightly --quick, 4 shards)"
+echo "== 1. the nightly as Slurm work: the matrix in 4 shards and the HIL steps (ci/hil-nightly.sh --quick --slurm)"
 t0=$(date +%s)
-ci/slurm/submit.sh --bin bin --out out1 --shards 4 --nightly --quick --time 10 --wait > "$T/run1.log" 2>&1
+# The nightly's own entry: ci/hil-nightly.sh --slurm hands its options to ci/slurm/submit.sh --nightly.
+ci/hil-nightly.sh --bin bin --quick --slurm --out out1 --shards 4 --time 10 --wait > "$T/run1.log" 2>&1
 rc=$?
 cat "$T/run1.log"
 echo "run 1: exit $rc in $(( $(date +%s) - t0 )) s"

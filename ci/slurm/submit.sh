@@ -19,16 +19,16 @@
 #                      [--time MIN] [--sbatch-arg ARG]... [--wait]
 #     --bin DIR            holds resmem (//engine/cli:resmem) and, for --nightly, resmem-gpu
 #                          (//engine/calibrate:resmem-gpu); a release dir with usr/bin works too;
-#                          default .carry
-#     --out DIR            report root (default out/slurm)
+#                          default .carry of this checkout
+#     --out DIR            report root (default out/slurm of this checkout)
 #     --shards N           scenario shards, 1-64 (default 4)
-#     --scenarios PATH     scenario folder or file (default scenarios)
+#     --scenarios PATH     scenario folder or file (default scenarios/ of this checkout)
 #     --backend NAME       the shards' `resmem run --backend` (default sim)
 #     --nightly            add the HIL steps, run on GPU nodes
 #     --steps LIST         HIL steps, a comma list of scenarios,calibrate,bench,stream (implies
 #                          --nightly; default all four)
 #     --quick              the nightly's smoke mode (fewer passes)
-#     --thresholds FILE    the nightly's thresholds (default ci/hil-thresholds.json)
+#     --thresholds FILE    the nightly's thresholds (default ci/hil-thresholds.json of this checkout)
 #     --gpu-constraint E   sbatch --constraint for HIL steps (default gpu; e.g. 'gpu&h100')
 #     --gres SPEC          also sbatch --gres for HIL steps (e.g. gpu:1 where nodes declare Gres)
 #     --gpu-node NAME      run every HIL step on this one node (sbatch --nodelist)
@@ -42,10 +42,10 @@
 #       lost, 2 bad usage, 3 (--wait) nothing failed but HIL steps were skipped (no GPU),
 #       4 sbatch refused a job (its message is printed; nothing is left queued).
 set -u
-cd "$(dirname "$0")/../.." || exit 2
-REPO=$(pwd -P)
-BIN=.carry; OUT=out/slurm; SHARDS=4; SCEN=scenarios; BACKEND=sim; NIGHTLY=0; STEPS=""
-QUICK=0; THRESHOLDS=ci/hil-thresholds.json; CONSTRAINT=gpu; GRES=""; GPU_NODE=""; PARTITION=""
+# Paths given as options are taken from the current folder; the defaults lie in the checkout.
+REPO=$(cd "$(dirname "$0")/../.." && pwd -P) || exit 2
+BIN=$REPO/.carry; OUT=$REPO/out/slurm; SHARDS=4; SCEN=$REPO/scenarios; BACKEND=sim; NIGHTLY=0
+STEPS=""; QUICK=0; THRESHOLDS=$REPO/ci/hil-thresholds.json; CONSTRAINT=gpu; GRES=""; GPU_NODE=""; PARTITION=""
 TIME=60; WAIT=0; EXTRA=()
 die() { echo "submit: $*" >&2; exit 2; }
 arg() { [ $# -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -130,17 +130,17 @@ if ((NIGHTLY)); then
   [ -n "$GRES" ] && gpu+=(--gres "$GRES")
   [ -n "$GPU_NODE" ] && gpu+=(--nodelist "$GPU_NODE")
   HIL_JOB=$(submit resmem-hil --array "0-$((${#steps[@]} - 1))" --ntasks 1 --time "$TIME" "${gpu[@]}" \
-    --output "$RUN/logs/hil-%a.out" ci/slurm/task.sh "$RUN" hil) || exit $?
+    --output "$RUN/logs/hil-%a.out" "$REPO/ci/slurm/task.sh" "$RUN" hil) || exit $?
   JOBS+=("$HIL_JOB")
 fi
 SHARD_JOB=$(submit resmem-shards --array "0-$((SHARDS - 1))" --ntasks 1 --time "$TIME" \
-  --output "$RUN/logs/shard-%a.out" ci/slurm/task.sh "$RUN" shard) || exit $?
+  --output "$RUN/logs/shard-%a.out" "$REPO/ci/slurm/task.sh" "$RUN" shard) || exit $?
 JOBS+=("$SHARD_JOB")
 deps="afterany:$SHARD_JOB${HIL_JOB:+:$HIL_JOB}"
 printf 'SHARD_JOB=%s\nHIL_JOB=%s\n' "$SHARD_JOB" "$HIL_JOB" > "$RUN/jobs.env"
 GATHER_JOB=$(submit resmem-gather --dependency "$deps" --kill-on-invalid-dep=no --ntasks 1 \
   --time $((TIME < 10 ? TIME : 10)) \
-  --output "$RUN/logs/gather.out" ci/slurm/gather.py "$RUN") || exit $?
+  --output "$RUN/logs/gather.out" "$REPO/ci/slurm/gather.py" "$RUN") || exit $?
 echo "GATHER_JOB=$GATHER_JOB" >> "$RUN/jobs.env"
 echo "submit: run folder $RUN"
 echo "submit: ${#FILES[@]} scenario files in $SHARDS shards: job array $SHARD_JOB (any node)"
