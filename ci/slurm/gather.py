@@ -80,14 +80,16 @@ def slurm_records(job_ids):
 
 
 def slurm_nodes():
-    """{node: features list} from `scontrol show node`."""
+    """{node: {"features": [...], "gres": "gpu:h100:1" or ""}} from `scontrol show node`."""
     nodes = {}
     _, out, _ = run(["scontrol", "show", "node", "-o"])
     for line in out.splitlines():
         kv = dict(re.findall(r"(\w+)=(\S*)", line))
         if "NodeName" in kv:
             feats = kv.get("AvailableFeatures", kv.get("Features", ""))
-            nodes[kv["NodeName"]] = [f for f in feats.split(",") if f and f != "(null)"]
+            gres = kv.get("Gres", "")
+            nodes[kv["NodeName"]] = {"features": [f for f in feats.split(",") if f and f != "(null)"],
+                                     "gres": "" if gres == "(null)" else gres}
     return nodes
 
 
@@ -137,6 +139,9 @@ def main():
     shards = int(env.get("SHARDS", "0"))
     hil_steps = [s for s in env.get("HIL_STEPS", "").split(",") if s]
     constraint = env.get("GPU_CONSTRAINT", "gpu")
+    gres = env.get("GPU_GRES", "")
+    asked = " and ".join(x for x in (f"advertising `{constraint}`" if constraint else "",
+                                     f"with GRES `{gres}`" if gres else "") if x)
     recs, source = slurm_records([jobs.get("SHARD_JOB"), jobs.get("HIL_JOB")])
     nodes = slurm_nodes()
 
@@ -154,7 +159,7 @@ def main():
         rc = int(done["rc"]) if done.get("rc", "").lstrip("-").isdigit() else None
         status, detail = classify(kind, rc, slurm, started, node)
         t = {"name": name, "kind": kind, "array_task": f"{array_job}_{i}", "node": node,
-             "node_features": nodes.get(node, []), "slurm_state": slurm.get("state", "no record"),
+             "node_features": nodes.get(node, {}).get("features", []), "gpus": start.get("gpus", ""), "slurm_state": slurm.get("state", "no record"),
              "slurm_exit": slurm.get("exit", ""), "exit": rc, "status": status, "detail": detail,
              "start": start.get("start", ""), "end": done.get("end", "")}
         if kind == "shard":
@@ -182,7 +187,11 @@ def main():
                 not_run += files
         else:
             t["gpu_constraint"] = constraint
-            t["on_gpu_node"] = satisfies(t["node_features"], constraint) if node != "-" else None
+            # Placement: the node meets the constraint, and holds GPU GRES where --gres was asked.
+            t["on_gpu_node"] = (satisfies(t["node_features"], constraint) and
+                                (not gres or "gpu" in nodes.get(node, {}).get("gres", ""))) if node != "-" else None
+            if t["gpus"]:
+                t["detail"] += f" (CUDA_VISIBLE_DEVICES={t['gpus']})"
             step_dir = os.path.join(run_dir, "hil", name[4:])
             for root, _, fs in os.walk(step_dir):
                 if "summary.json" in fs:
@@ -201,7 +210,7 @@ def main():
     if misplaced:
         verdict = "FAIL"
     report = {"date": env.get("DAY", ""), "run": run_dir, "verdict": verdict, "slurm_source": source,
-              "jobs": jobs, "nodes": nodes, "gpu_constraint": constraint,
+              "jobs": jobs, "nodes": nodes, "gpu_constraint": constraint, "gpu_gres": gres,
               "counts": {s: len(by(s)) for s in ("passed", "failed", "skipped", "killed", "lost")},
               "matrix_cases": matrix, "scenario_files_not_run": not_run,
               "hil_on_gpu_nodes": f"{sum(1 for t in hil if t['on_gpu_node'])} of {len(hil)}",
@@ -220,10 +229,10 @@ def main():
     if not_run:
         md += [f"Scenario files not run (their shard was killed or lost): {', '.join(not_run)}", ""]
     if hil:
-        md += [f"HIL steps on nodes advertising `{constraint}`: {report['hil_on_gpu_nodes']}"
+        md += [f"HIL steps on nodes {asked}: {report['hil_on_gpu_nodes']}"
                + (": NOT " + ", ".join(f"{t['name']} on {t['node']}" for t in misplaced) if misplaced else ""), ""]
-    md += ["## Nodes", "", "| node | features |", "|---|---|"]
-    md += [f"| {n} | {','.join(f) or '-'} |" for n, f in sorted(nodes.items())]
+    md += ["## Nodes", "", "| node | features | GRES |", "|---|---|---|"]
+    md += [f"| {n} | {','.join(v['features']) or '-'} | {v['gres'] or '-'} |" for n, v in sorted(nodes.items())]
     md += ["", "## Tasks", "", "| task | array task | node | Slurm state | exit | status | detail |", "|---|---|---|---|---|---|---|"]
     for t in tasks:
         md.append(f"| {t['name']} | {t['array_task']} | {t['node']} | {t['slurm_state']} | "

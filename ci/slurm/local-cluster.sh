@@ -158,16 +158,22 @@ MpiDefault=none
 ReturnToService=2
 KillWait=2
 MinJobAge=600
+GresTypes=gpu
 SlurmdTimeout=60
 InactiveLimit=0
 # A job asking for more than the partition allows is refused at sbatch, not left pending.
 EnforcePartLimits=ALL
 NodeName=cpu1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$cpu_port CPUs=2 Feature=cpu State=UNKNOWN
-NodeName=gpu1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$gpu_port CPUs=2 Feature=gpu,h100 State=UNKNOWN
+NodeName=gpu1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$gpu_port CPUs=2 Feature=gpu,h100 Gres=gpu:h100:1 State=UNKNOWN
 PartitionName=ci Nodes=cpu1,gpu1 Default=YES MaxTime=120 State=UP
 CONF
   # Slurm's cgroup plugins read cgroup.conf even when unused; an empty one beside slurm.conf.
   : > "$DIR/cgroup.conf"
+  # gpu1's one GPU as a GRES (gres.conf(5)), so that `--gres gpu:1` works too. This host has no
+  # /dev/nvidia0: /dev/null stands in for the device file (slurmd 22.05 drains a gpu GRES with
+  # Count and no File: "gres/gpu count reported lower than configured (0 < 1)"). Slurm then sets
+  # CUDA_VISIBLE_DEVICES=0 in a job that asks for it, as it would on a lab's GPU host.
+  echo "NodeName=gpu1 Name=gpu Type=h100 File=/dev/null" > "$DIR/gres.conf"
   export SLURM_CONF="$DIR/slurm.conf"
   slurmctld -c -f "$SLURM_CONF" < /dev/null > "$DIR/log/slurmctld.out" 2>&1 ||
     { show_log "$DIR/log/slurmctld.out"; show_log "$DIR/log/slurmctld.log"; return 1; }
@@ -193,7 +199,7 @@ CONF
     echo "local-cluster: nodes not idle after 30 s: ${state:-no answer from slurmctld}" >&2
     show_log "$DIR/log/slurmctld.log"; return 1
   fi
-  echo "local-cluster: up in $DIR: slurmctld port $ctld_port, cpu1 port $cpu_port (cpu), gpu1 port $gpu_port (gpu,h100)"
+  echo "local-cluster: up in $DIR: slurmctld port $ctld_port, cpu1 port $cpu_port (cpu), gpu1 port $gpu_port (gpu,h100; gres gpu:h100:1)"
   sed 's/^/local-cluster:   pid /' "$DIR/pids"
   echo "export SLURM_CONF=$SLURM_CONF"
 }

@@ -9,6 +9,8 @@
 #   2. a run with two shards killed mid-run, one by scancel, one by SIGKILL of its process: the
 #      report names both as killed (Slurm CANCELLED; signal 9), the other shards pass, and the
 #      scenario files the killed shards held are listed as not run;
+#   1b. a HIL step asking for a GPU by GRES alone (gpu1 declares Gres=gpu:h100:1) lands on gpu1
+#      and gets CUDA_VISIBLE_DEVICES from Slurm;
 #   3. an unknown --gpu-constraint is refused at submit (exit 4) with nothing left queued;
 #   4. the cluster is taken down and none of the processes it started is left.
 # Prints the node each shard and step ran on. Needs root and slurm-wlm + munge (ci/setup.sh).
@@ -119,6 +121,22 @@ if not gpu_here:
     check(all(t["status"] == "skipped" and "no GPU" in t["detail"] for t in hil), "HIL steps without a GPU: skipped: no GPU (not passed)")
     check(rep["verdict"] == "INCOMPLETE" and rc == 3, f"verdict {rep['verdict']}, submit --wait exit {rc} (want INCOMPLETE, 3)")
 sys.exit(1 if fails else 0)
+PY
+
+echo "== 1b. a HIL step placed by GRES alone (--gres gpu:1, no --constraint)"
+ci/slurm/submit.sh --bin bin --out out1b --shards 1 --steps bench --quick --gpu-constraint '' \
+  --gres gpu:1 --time 10 --wait > "$T/run1b.log" 2>&1
+rc=$?
+grep -E "^\| (hil|shard)" "$T/run1b.log"
+python3 - "$(ls -d "$W"/out1b/*/ | head -1)report.json" "$rc" <<'PY' || fails=$((fails + 1))
+import json, sys
+rep, rc = json.load(open(sys.argv[1])), int(sys.argv[2])
+h = [t for t in rep["tasks"] if t["kind"] == "hil"]
+for t in rep["tasks"]:
+    print(f"     {t['name']} ran on {t['node']} (array task {t['array_task']}, Slurm {t['slurm_state']}): {t['status']}, {t['detail']}")
+ok = len(h) == 1 and h[0]["node"] == "gpu1" and h[0]["gpus"] == "0" and h[0]["on_gpu_node"] and rc in (0, 3)
+print(("ok   " if ok else "FAIL ") + f"--gres gpu:1 placed hil-bench on {h[0]['node'] if h else '-'} with CUDA_VISIBLE_DEVICES={h[0]['gpus'] if h else '-'} (exit {rc})")
+sys.exit(0 if ok else 1)
 PY
 
 echo "== 2. two shards killed mid-run: shard 1 by scancel, shard 2 by SIGKILL of its resmem process"

@@ -29,8 +29,10 @@
 #                          --nightly; default all four)
 #     --quick              the nightly's smoke mode (fewer passes)
 #     --thresholds FILE    the nightly's thresholds (default ci/hil-thresholds.json of this checkout)
-#     --gpu-constraint E   sbatch --constraint for HIL steps (default gpu; e.g. 'gpu&h100')
-#     --gres SPEC          also sbatch --gres for HIL steps (e.g. gpu:1 where nodes declare Gres)
+#     --gpu-constraint E   sbatch --constraint for HIL steps (default gpu; e.g. 'gpu&h100'; ''
+#                          for none, with --gres)
+#     --gres SPEC          also sbatch --gres for HIL steps (e.g. gpu:1 where nodes declare Gres;
+#                          Slurm then sets CUDA_VISIBLE_DEVICES, recorded in the report)
 #     --gpu-node NAME      run every HIL step on this one node (sbatch --nodelist)
 #     --partition P        sbatch --partition for every job (default: the cluster's default)
 #     --time MIN           time limit of each task in minutes (default 60): a task past it is
@@ -90,6 +92,8 @@ if ((NIGHTLY)); then
   THRESHOLDS=$(realpath "$THRESHOLDS")
 fi
 [ -e "$SCEN" ] || die "scenarios $SCEN not found"
+((NIGHTLY)) && [ -z "$CONSTRAINT" ] && [ -z "$GRES" ] &&
+  die "--gpu-constraint '' needs --gres: HIL steps must ask for a GPU node one way or the other"
 for b in sbatch scontrol; do
   command -v $b > /dev/null || die "$b not found: this needs a Slurm client (Debian: slurm-client) configured for the cluster"
 done
@@ -106,7 +110,7 @@ n=2; while [ -e "$RUN" ]; do RUN=$(realpath "$OUT")/$DAY.$n; n=$((n + 1)); done
 mkdir -p "$RUN"/{shards,state,results,hil,logs}
 for ((i = 0; i < ${#FILES[@]}; i++)); do echo "${FILES[$i]}" >> "$RUN/shards/$((i % SHARDS)).list"; done
 { printf 'REPO=%q\nBIN=%q\nRESMEM=%q\nSHARDS=%q\nSHARD_BACKEND=%q\n' "$REPO" "$BIN" "$RESMEM" "$SHARDS" "$BACKEND"
-  printf 'HIL_STEPS=%q\nQUICK=%q\nTHRESHOLDS=%q\nGPU_CONSTRAINT=%q\nDAY=%q\n' "$STEPS" "$QUICK" "$THRESHOLDS" "$CONSTRAINT" "$DAY"
+  printf 'HIL_STEPS=%q\nQUICK=%q\nTHRESHOLDS=%q\nGPU_CONSTRAINT=%q\nGPU_GRES=%q\nDAY=%q\n' "$STEPS" "$QUICK" "$THRESHOLDS" "$CONSTRAINT" "$GRES" "$DAY"
 } > "$RUN/run.env"
 
 common=(--parsable --chdir "$RUN" "${EXTRA[@]}")
@@ -126,7 +130,8 @@ submit() {  # submit NAME SBATCH-ARGS...: prints the job id, or exits 4 with sba
 HIL_JOB=""
 if ((NIGHTLY)); then
   IFS=, read -r -a steps <<< "$STEPS"
-  gpu=(--constraint "$CONSTRAINT" --exclusive)
+  gpu=(--exclusive)
+  [ -n "$CONSTRAINT" ] && gpu+=(--constraint "$CONSTRAINT")
   [ -n "$GRES" ] && gpu+=(--gres "$GRES")
   [ -n "$GPU_NODE" ] && gpu+=(--nodelist "$GPU_NODE")
   HIL_JOB=$(submit resmem-hil --array "0-$((${#steps[@]} - 1))" --ntasks 1 --time "$TIME" "${gpu[@]}" \
@@ -144,7 +149,7 @@ GATHER_JOB=$(submit resmem-gather --dependency "$deps" --kill-on-invalid-dep=no 
 echo "GATHER_JOB=$GATHER_JOB" >> "$RUN/jobs.env"
 echo "submit: run folder $RUN"
 echo "submit: ${#FILES[@]} scenario files in $SHARDS shards: job array $SHARD_JOB (any node)"
-[ -n "$HIL_JOB" ] && echo "submit: HIL steps $STEPS: job array $HIL_JOB (--constraint $CONSTRAINT, exclusive${GRES:+, --gres $GRES}${GPU_NODE:+, node $GPU_NODE})"
+[ -n "$HIL_JOB" ] && echo "submit: HIL steps $STEPS: job array $HIL_JOB (${CONSTRAINT:+--constraint $CONSTRAINT, }exclusive${GRES:+, --gres $GRES}${GPU_NODE:+, node $GPU_NODE})"
 echo "submit: gather job $GATHER_JOB (after every task ends): $RUN/report.md"
 ((WAIT)) || exit 0
 # --wait: poll until the gather job has left the queue, then its verdict.

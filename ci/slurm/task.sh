@@ -24,8 +24,10 @@ case "$KIND" in
          NAME="hil-$STEP" ;;
   *) echo "task.sh: unknown kind '$KIND' (shard or hil)" >&2; exit 2 ;;
 esac
-printf 'node=%s\nhost=%s\njob=%s\narray_task=%s_%s\nstart=%s\n' "$NODE" "$(hostname -s)" \
-  "${SLURM_JOB_ID:-}" "${SLURM_ARRAY_JOB_ID:-}" "$I" "$(date -u +%FT%TZ)" > "$RUN/state/$NAME.start"
+# gpus: the devices Slurm gave the job (set when it asked for --gres gpu).
+printf 'node=%s\nhost=%s\njob=%s\narray_task=%s_%s\ngpus=%s\nstart=%s\n' "$NODE" "$(hostname -s)" \
+  "${SLURM_JOB_ID:-}" "${SLURM_ARRAY_JOB_ID:-}" "$I" "${CUDA_VISIBLE_DEVICES:-}" "$(date -u +%FT%TZ)" \
+  > "$RUN/state/$NAME.start"
 echo "task $NAME on node $NODE (job ${SLURM_ARRAY_JOB_ID:-}_$I)"
 cd "$REPO" || exit 2
 case "$KIND" in
