@@ -192,6 +192,9 @@ def main():
                                 (not gres or "gpu" in nodes.get(node, {}).get("gres", ""))) if node != "-" else None
             if t["gpus"]:
                 t["detail"] += f" (CUDA_VISIBLE_DEVICES={t['gpus']})"
+            if t["on_gpu_node"] is False:
+                t["detail"] = (t["detail"] + "; " if t["detail"] else "") + \
+                    f"ran on {node}, which does not meet the GPU request ({constraint or gres})"
             step_dir = os.path.join(run_dir, "hil", name[4:])
             for root, _, fs in os.walk(step_dir):
                 if "summary.json" in fs:

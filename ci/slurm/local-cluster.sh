@@ -50,7 +50,9 @@ down() {
   export SLURM_CONF="$DIR/slurm.conf"
   # Cancel the jobs first so slurmd can end their steps cleanly (KillWait is 2 s here).
   if [ -f "$DIR/pids" ] && grep -q '^slurmctld ' "$DIR/pids"; then
-    timeout 10 scancel --quiet --full $(timeout 10 squeue -h -o %A 2>/dev/null) 2>/dev/null
+    local ids
+    mapfile -t ids < <(timeout 10 squeue -h -o %A 2>/dev/null)
+    ((${#ids[@]})) && timeout 10 scancel --quiet --full "${ids[@]}" 2>/dev/null
     for _ in $(seq 20); do
       [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ] && break
       sleep 0.5
@@ -121,7 +123,7 @@ up() {
   for _ in $(seq 50); do [ -s "$DIR/munge/munged.pid" ] && break; sleep 0.1; done
   echo "munged $(cat "$DIR/munge/munged.pid")" >> "$DIR/pids"
 
-  local host ports ctld_port cpu_port gpu_port
+  local host ctld_port cpu_port gpu_port
   host=$(hostname -s)
   read -r ctld_port cpu_port gpu_port < <(free_ports 3)
   # slurm.conf(5). Two NodeName lines on one host, told apart by their own Port (slurmd -N NAME).
@@ -205,7 +207,7 @@ CONF
 }
 
 case "$CMD" in
-  up) up || { rc=$?; echo "local-cluster: up failed; stopping what it started" >&2; down >&2; exit 1; } ;;
+  up) up || { echo "local-cluster: up failed; stopping what it started" >&2; down >&2; exit 1; } ;;
   down) down ;;
   procs) procs ;;
   *) usage ;;

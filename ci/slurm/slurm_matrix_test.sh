@@ -72,7 +72,7 @@ up=$("$W/ci/slurm/local-cluster.sh" up "$C") || { echo "$up"; bad "the local clu
 echo "$up"
 export SLURM_CONF="$C/slurm.conf"
 sinfo -N -o '%N %f %t'
-cd "$W"
+cd "$W" || exit 1
 
 # The direct run the matrix must equal.
 "$W/bin/resmem.real" run --json "$T/direct.json" scenarios > /dev/null 2>&1
