@@ -8,7 +8,8 @@ be run again by hand. Every task the run planned (RUN/run.env: SHARDS shards and
 a row, whether or not it left a result: its node, Slurm's state and exit code, and a status:
   passed      the task's command ran to its end and passed
   failed      it ran to its end and failed (cases failed, a regression, bad input)
-  skipped     a HIL step on a host where resmem-gpu finds no GPU (the nightly's exit 3)
+  skipped     a HIL step on a host where resmem-gpu finds no GPU (the nightly's exit 3), or the
+              kmod+cuda run where that backend is unavailable (no module loaded, no GPU: exit 3)
   killed      it started and was ended from outside: scancel, the time limit, a node failure, a
               signal (Slurm's state and reason, or the signal, are named)
   lost        no result and nothing says why: never started, or started and no record remains
@@ -114,7 +115,10 @@ def classify(kind, rc, slurm, started, node):
             return "passed", ""
         if kind == "hil" and rc == 3:
             return "skipped", f"skipped: no GPU on {node} (resmem-gpu exit 3)"
+        if kind == "kmod" and rc == 3:
+            return "skipped", f"skipped: backend kmod+cuda unavailable on {node} (resmem run exit 3)"
         what = {"shard": {1: "a case failed", 2: "bad input", 3: "backend unavailable"},
+                "kmod": {1: "a case failed", 2: "bad input"},
                 "hil": {1: "a regression past the thresholds", 2: "bad usage", 4: "a step did not run to its end"}}
         return "failed", f"exit {rc}: {what[kind].get(rc, 'failed')}"
     if sstate in KILLED_STATES or (sstate == "FAILED" and started):
@@ -142,11 +146,16 @@ def main():
     gres = env.get("GPU_GRES", "")
     asked = " and ".join(x for x in (f"advertising `{constraint}`" if constraint else "",
                                      f"with GRES `{gres}`" if gres else "") if x)
-    recs, source = slurm_records([jobs.get("SHARD_JOB"), jobs.get("HIL_JOB")])
+    if jobs.get("KMOD_JOB"):
+        asked += f" (the kmod+cuda run: `{env.get('KMOD_CONSTRAINT', '')}`)"
+    kmod_constraint = env.get("KMOD_CONSTRAINT", "")
+    recs, source = slurm_records([jobs.get("SHARD_JOB"), jobs.get("HIL_JOB"), jobs.get("KMOD_JOB")])
     nodes = slurm_nodes()
 
     planned = [("shard", i, f"shard-{i:02d}", jobs.get("SHARD_JOB", "")) for i in range(shards)]
     planned += [("hil", i, f"hil-{s}", jobs.get("HIL_JOB", "")) for i, s in enumerate(hil_steps)]
+    if jobs.get("KMOD_JOB"):
+        planned.append(("kmod", 0, "hil-kmod", jobs["KMOD_JOB"]))
     tasks = []
     matrix = {}
     not_run = []
@@ -162,10 +171,12 @@ def main():
              "node_features": nodes.get(node, {}).get("features", []), "gpus": start.get("gpus", ""), "slurm_state": slurm.get("state", "no record"),
              "slurm_exit": slurm.get("exit", ""), "exit": rc, "status": status, "detail": detail,
              "start": start.get("start", ""), "end": done.get("end", "")}
-        if kind == "shard":
+        if kind in ("shard", "kmod"):
             lst = os.path.join(run_dir, "shards", f"{i}.list")
-            files = [os.path.relpath(f.strip(), repo) if repo else f.strip() for f in open(lst) if f.strip()] if os.path.exists(lst) else []
-            t["files"] = files
+            files = [os.path.relpath(f.strip(), repo) if repo else f.strip() for f in open(lst) if f.strip()] \
+                if kind == "shard" and os.path.exists(lst) else []
+            if kind == "shard":
+                t["files"] = files
             res = os.path.join(run_dir, "results", name + ".json")
             if os.path.exists(res) and rc is not None and rc <= 128:
                 try:
@@ -176,25 +187,31 @@ def main():
                 counts = {}
                 for c in cases:
                     counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
-                    matrix[c["verdict"]] = matrix.get(c["verdict"], 0) + 1
+                    if kind == "shard":
+                        matrix[c["verdict"]] = matrix.get(c["verdict"], 0) + 1
                 t["cases"] = counts
                 bad = [c["name"] + (f" [{c['case']}]" if c.get("case") else "") + f" {c['verdict']}"
                        for c in cases if c["verdict"] not in ("REPRODUCED", "FIXED", "PASSED")]
                 summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-                t["detail"] = f"{len(cases)} cases: {summary}" + (f"; not passing: {', '.join(bad)}" if bad else "") + \
-                    (f"; {t['detail']}" if t["detail"] else "")
+                if kind == "kmod" and t["status"] == "skipped":
+                    why = next((c["reason"] for c in cases if c["verdict"] == "UNAVAILABLE" and c.get("reason")), "")
+                    t["detail"] = f"{t['detail']}: {why}" if why else t["detail"]
+                else:
+                    t["detail"] = f"{len(cases)} cases: {summary}" + (f"; not passing: {', '.join(bad)}" if bad else "") + \
+                        (f"; {t['detail']}" if t["detail"] else "")
             elif t["status"] in ("killed", "lost"):
                 not_run += files
-        else:
-            t["gpu_constraint"] = constraint
+        if kind in ("hil", "kmod"):
+            want, want_gres = (constraint, gres) if kind == "hil" else (kmod_constraint, "")
+            t["gpu_constraint"] = want
             # Placement: the node meets the constraint, and holds GPU GRES where --gres was asked.
-            t["on_gpu_node"] = (satisfies(t["node_features"], constraint) and
-                                (not gres or "gpu" in nodes.get(node, {}).get("gres", ""))) if node != "-" else None
+            t["on_gpu_node"] = (satisfies(t["node_features"], want) and
+                                (not want_gres or "gpu" in nodes.get(node, {}).get("gres", ""))) if node != "-" else None
             if t["gpus"]:
                 t["detail"] += f" (CUDA_VISIBLE_DEVICES={t['gpus']})"
             if t["on_gpu_node"] is False:
                 t["detail"] = (t["detail"] + "; " if t["detail"] else "") + \
-                    f"ran on {node}, which does not meet the GPU request ({constraint or gres})"
+                    f"ran on {node}, which does not meet the GPU request ({want or want_gres})"
             step_dir = os.path.join(run_dir, "hil", name[4:])
             for root, _, fs in os.walk(step_dir):
                 if "summary.json" in fs:
@@ -208,7 +225,7 @@ def main():
     by = lambda s: [t for t in tasks if t["status"] == s]
     bad = by("failed") + by("killed") + by("lost")
     verdict = "FAIL" if bad else ("INCOMPLETE" if by("skipped") else "PASS")
-    hil = [t for t in tasks if t["kind"] == "hil"]
+    hil = [t for t in tasks if t["kind"] in ("hil", "kmod")]
     misplaced = [t for t in hil if t["on_gpu_node"] is False]
     if misplaced:
         verdict = "FAIL"
@@ -222,7 +239,8 @@ def main():
 
     md = [f"# resmem on Slurm: {env.get('DAY', '')}", "",
           f"Run folder `{run_dir}`; jobs: shards {jobs.get('SHARD_JOB', '-')}"
-          + (f", HIL {jobs['HIL_JOB']}" if jobs.get("HIL_JOB") else "") + f", gather {jobs.get('GATHER_JOB', '-')}"
+          + (f", HIL {jobs['HIL_JOB']}" if jobs.get("HIL_JOB") else "")
+          + (f", kmod+cuda {jobs['KMOD_JOB']}" if jobs.get("KMOD_JOB") else "") + f", gather {jobs.get('GATHER_JOB', '-')}"
           + f"; Slurm's record from {source}.", "",
           f"## Verdict: **{verdict}**", "",
           "Tasks: " + ", ".join(f"{n} {s}" for s, n in report["counts"].items() if n), ""]

@@ -80,7 +80,10 @@ cd "$W" || exit 1
 echo "== 1. the nightly as Slurm work: the matrix in 4 shards and the HIL steps (ci/hil-nightly.sh --quick --slurm)"
 t0=$(date +%s)
 # The nightly's own entry: ci/hil-nightly.sh --slurm hands its options to ci/slurm/submit.sh --nightly.
-ci/hil-nightly.sh --bin bin --quick --slurm --out out1 --shards 4 --time 10 --wait > "$T/run1.log" 2>&1
+# --kmod adds the kmod+cuda run; no node here advertises `resmem` (no module loads on this host),
+# so it asks for `gpu` alone and is skipped where it lands.
+ci/hil-nightly.sh --bin bin --quick --slurm --out out1 --shards 4 --kmod-constraint gpu --time 10 \
+  --wait > "$T/run1.log" 2>&1
 rc=$?
 cat "$T/run1.log"
 echo "run 1: exit $rc in $(( $(date +%s) - t0 )) s"
@@ -97,7 +100,7 @@ shards = [t for t in rep["tasks"] if t["kind"] == "shard"]
 hil = [t for t in rep["tasks"] if t["kind"] == "hil"]
 for t in shards:
     print(f"     {t['name']} ran on {t['node']} (array task {t['array_task']}, Slurm {t['slurm_state']}): {t['status']}, {t['detail']}")
-for t in hil:
+for t in hil + [t for t in rep["tasks"] if t["kind"] == "kmod"]:
     print(f"     {t['name']} ran on {t['node']} (array task {t['array_task']}, Slurm {t['slurm_state']}): {t['status']}, {t['detail']}")
 check(len(shards) == 4 and all(t["status"] == "passed" for t in shards), "every shard passed: " + ", ".join(f"{t['name']} {t['status']}" for t in shards))
 want = {}
@@ -110,11 +113,16 @@ through = sorted((c["name"], c["case"], c["verdict"]) for f in glob.glob(os.path
 check(through == sorted((c["name"], c["case"], c["verdict"]) for c in direct["scenarios"]),
       f"the shards ran the same {len(through)} cases, each with the direct run's verdict")
 check(set(t["node"] for t in shards) <= {"cpu1", "gpu1"}, "shards ran on the cluster's nodes: " + ", ".join(sorted(set(t["node"] for t in shards))))
+kmod = [t for t in rep["tasks"] if t["kind"] == "kmod"]
 check(len(hil) == 4 and all(t["node"] == "gpu1" for t in hil), "every HIL step ran on gpu1 (the node with Feature=gpu): " + ", ".join(f"{t['name']}@{t['node']}" for t in hil))
-check(all(t["on_gpu_node"] for t in hil) and rep["hil_on_gpu_nodes"] == "4 of 4", f"report: HIL steps on nodes advertising gpu: {rep['hil_on_gpu_nodes']}")
+check(len(kmod) == 1 and kmod[0]["node"] == "gpu1" and kmod[0]["status"] == "skipped" and "kmod+cuda unavailable" in kmod[0]["detail"],
+      "the kmod+cuda run: " + (f"{kmod[0]['node']}, {kmod[0]['status']}, {kmod[0]['detail']}" if kmod else "missing"))
+check(all(t["on_gpu_node"] for t in hil + kmod) and rep["hil_on_gpu_nodes"] == "5 of 5", f"report: HIL steps on GPU nodes: {rep['hil_on_gpu_nodes']}")
 hil_job = rep["jobs"]["HIL_JOB"]
 nodes = re.findall(rf"NodeList=(\S+) [^\n]*ArrayJobId={hil_job} ArrayTaskId=", jobcomp)
-check(len(nodes) == 4 and set(nodes) == {"gpu1"}, f"Slurm's job completion log: HIL array {hil_job} ran on {nodes}")
+kmod_job = rep["jobs"]["KMOD_JOB"]
+nodes += re.findall(rf"NodeList=(\S+) [^\n]*ArrayJobId={kmod_job} ArrayTaskId=", jobcomp)
+check(len(nodes) == 5 and set(nodes) == {"gpu1"}, f"Slurm's job completion log: HIL array {hil_job} and kmod job {kmod_job} ran on {nodes}")
 # No GPU here: the steps are skipped, counted as such, and the verdict is INCOMPLETE (exit 3).
 gpu_here = any(t["status"] == "passed" for t in hil)
 if not gpu_here:

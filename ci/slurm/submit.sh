@@ -7,7 +7,10 @@
 #      stream), each task `ci/hil-nightly.sh --steps STEP`, constrained to nodes that advertise a
 #      GPU (--constraint, default `gpu`; optionally --gres) and exclusive on its node, so that no
 #      other job shares the GPU host while it measures;
-#   3. a gather job (afterany: it runs however the arrays end) writing one dated report,
+#   3. with --kmod, one more task: `resmem run --backend kmod+cuda scenarios/kmod` (the real module
+#      with the real GPU) on a node that advertises both a GPU and the loaded module (--kmod-
+#      constraint, default 'gpu&resmem'; docs/hil/README.md, "A GPU host that loads the module");
+#   4. a gather job (afterany: it runs however the arrays end) writing one dated report,
 #      OUT/YYYY-MM-DD/report.md + report.json: each task's node, Slurm state, exit code and status,
 #      a killed or lost task named with Slurm's reason (ci/slurm/gather.py).
 # The run folder (OUT/YYYY-MM-DD, or .2, .3 when that day already has one) and the binaries must be
@@ -15,6 +18,7 @@
 #
 #   ci/slurm/submit.sh [--bin DIR] [--out DIR] [--shards N] [--scenarios PATH] [--backend NAME]
 #                      [--nightly] [--steps LIST] [--quick] [--thresholds FILE]
+#                      [--kmod] [--kmod-constraint EXPR]
 #                      [--gpu-constraint EXPR] [--gres SPEC] [--gpu-node NAME] [--partition P]
 #                      [--time MIN] [--sbatch-arg ARG]... [--wait]
 #     --bin DIR            holds resmem (//engine/cli:resmem) and, for --nightly, resmem-gpu
@@ -29,6 +33,10 @@
 #                          --nightly; default all four)
 #     --quick              the nightly's smoke mode (fewer passes)
 #     --thresholds FILE    the nightly's thresholds (default ci/hil-thresholds.json of this checkout)
+#     --kmod               add the kmod+cuda scenario run (scenarios/kmod) on a GPU host with the
+#                          module loaded
+#     --kmod-constraint E  sbatch --constraint for it (default 'gpu&resmem': a lab gives the hosts
+#                          that boot with memmap= and load resmem.ko the feature `resmem`)
 #     --gpu-constraint E   sbatch --constraint for HIL steps (default gpu; e.g. 'gpu&h100'; ''
 #                          for none, with --gres)
 #     --gres SPEC          also sbatch --gres for HIL steps (e.g. gpu:1 where nodes declare Gres;
@@ -47,7 +55,7 @@ set -u
 # Paths given as options are taken from the current folder; the defaults lie in the checkout.
 REPO=$(cd "$(dirname "$0")/../.." && pwd -P) || exit 2
 BIN=$REPO/.carry; OUT=$REPO/out/slurm; SHARDS=4; SCEN=$REPO/scenarios; BACKEND=sim; NIGHTLY=0
-STEPS=""; QUICK=0; THRESHOLDS=$REPO/ci/hil-thresholds.json; CONSTRAINT=gpu; GRES=""; GPU_NODE=""; PARTITION=""
+STEPS=""; KMOD=0; KMOD_CONSTRAINT='gpu&resmem'; QUICK=0; THRESHOLDS=$REPO/ci/hil-thresholds.json; CONSTRAINT=gpu; GRES=""; GPU_NODE=""; PARTITION=""
 TIME=60; WAIT=0; EXTRA=()
 die() { echo "submit: $*" >&2; exit 2; }
 arg() { [ $# -ge 2 ] || die "$1 needs a value (see --help)"; }
@@ -61,6 +69,8 @@ while [ $# -gt 0 ]; do
     --nightly) NIGHTLY=1; shift ;;
     --steps) arg "$@"; STEPS=$2; NIGHTLY=1; shift 2 ;;
     --quick) QUICK=1; shift ;;
+    --kmod) KMOD=1; shift ;;
+    --kmod-constraint) arg "$@"; KMOD_CONSTRAINT=$2; KMOD=1; shift 2 ;;
     --thresholds) arg "$@"; THRESHOLDS=$2; shift 2 ;;
     --gpu-constraint) arg "$@"; CONSTRAINT=$2; shift 2 ;;
     --gres) arg "$@"; GRES=$2; shift 2 ;;
@@ -70,7 +80,7 @@ while [ $# -gt 0 ]; do
     --sbatch-arg=*) EXTRA+=("${1#--sbatch-arg=}"); shift ;;
     --sbatch-arg) arg "$@"; EXTRA+=("$2"); shift 2 ;;
     --wait) WAIT=1; shift ;;
-    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -92,6 +102,8 @@ if ((NIGHTLY)); then
   THRESHOLDS=$(realpath "$THRESHOLDS")
 fi
 [ -e "$SCEN" ] || die "scenarios $SCEN not found"
+((KMOD)) && [ -z "$KMOD_CONSTRAINT" ] && die "--kmod-constraint needs a feature expression (e.g. 'gpu&resmem')"
+((KMOD)) && [ ! -d "$REPO/scenarios/kmod" ] && die "$REPO/scenarios/kmod not found (the --kmod scenarios)"
 ((NIGHTLY)) && [ -z "$CONSTRAINT" ] && [ -z "$GRES" ] &&
   die "--gpu-constraint '' needs --gres: HIL steps must ask for a GPU node one way or the other"
 for b in sbatch scontrol; do
@@ -111,6 +123,7 @@ mkdir -p "$RUN"/{shards,state,results,hil,logs}
 for ((i = 0; i < ${#FILES[@]}; i++)); do echo "${FILES[$i]}" >> "$RUN/shards/$((i % SHARDS)).list"; done
 { printf 'REPO=%q\nBIN=%q\nRESMEM=%q\nSHARDS=%q\nSHARD_BACKEND=%q\n' "$REPO" "$BIN" "$RESMEM" "$SHARDS" "$BACKEND"
   printf 'HIL_STEPS=%q\nQUICK=%q\nTHRESHOLDS=%q\nGPU_CONSTRAINT=%q\nGPU_GRES=%q\nDAY=%q\n' "$STEPS" "$QUICK" "$THRESHOLDS" "$CONSTRAINT" "$GRES" "$DAY"
+  printf 'KMOD_CONSTRAINT=%q\n' "$([ "$KMOD" = 1 ] && echo "$KMOD_CONSTRAINT")"
 } > "$RUN/run.env"
 
 common=(--parsable --chdir "$RUN" "${EXTRA[@]}")
@@ -138,11 +151,18 @@ if ((NIGHTLY)); then
     --output "$RUN/logs/hil-%a.out" "$REPO/ci/slurm/task.sh" "$RUN" hil) || exit $?
   JOBS+=("$HIL_JOB")
 fi
+KMOD_JOB=""
+if ((KMOD)); then
+  KMOD_JOB=$(submit resmem-kmod --array 0 --ntasks 1 --time "$TIME" --exclusive \
+    --constraint "$KMOD_CONSTRAINT" ${GPU_NODE:+--nodelist "$GPU_NODE"} \
+    --output "$RUN/logs/kmod-%a.out" "$REPO/ci/slurm/task.sh" "$RUN" kmod) || exit $?
+  JOBS+=("$KMOD_JOB")
+fi
 SHARD_JOB=$(submit resmem-shards --array "0-$((SHARDS - 1))" --ntasks 1 --time "$TIME" \
   --output "$RUN/logs/shard-%a.out" "$REPO/ci/slurm/task.sh" "$RUN" shard) || exit $?
 JOBS+=("$SHARD_JOB")
-deps="afterany:$SHARD_JOB${HIL_JOB:+:$HIL_JOB}"
-printf 'SHARD_JOB=%s\nHIL_JOB=%s\n' "$SHARD_JOB" "$HIL_JOB" > "$RUN/jobs.env"
+deps="afterany:$SHARD_JOB${HIL_JOB:+:$HIL_JOB}${KMOD_JOB:+:$KMOD_JOB}"
+printf 'SHARD_JOB=%s\nHIL_JOB=%s\nKMOD_JOB=%s\n' "$SHARD_JOB" "$HIL_JOB" "$KMOD_JOB" > "$RUN/jobs.env"
 GATHER_JOB=$(submit resmem-gather --dependency "$deps" --kill-on-invalid-dep=no --ntasks 1 \
   --time $((TIME < 10 ? TIME : 10)) \
   --output "$RUN/logs/gather.out" "$REPO/ci/slurm/gather.py" "$RUN") || exit $?
@@ -150,6 +170,7 @@ echo "GATHER_JOB=$GATHER_JOB" >> "$RUN/jobs.env"
 echo "submit: run folder $RUN"
 echo "submit: ${#FILES[@]} scenario files in $SHARDS shards: job array $SHARD_JOB (any node)"
 [ -n "$HIL_JOB" ] && echo "submit: HIL steps $STEPS: job array $HIL_JOB (${CONSTRAINT:+--constraint $CONSTRAINT, }exclusive${GRES:+, --gres $GRES}${GPU_NODE:+, node $GPU_NODE})"
+[ -n "$KMOD_JOB" ] && echo "submit: kmod+cuda scenarios: job $KMOD_JOB (--constraint $KMOD_CONSTRAINT, exclusive)"
 echo "submit: gather job $GATHER_JOB (after every task ends): $RUN/report.md"
 ((WAIT)) || exit 0
 # --wait: poll until the gather job has left the queue, then its verdict.

@@ -5,6 +5,8 @@
 #                       RUN/shards/N.list, JSON to RUN/results/shard-N.json
 #   task.sh RUN hil     run HIL step number $SLURM_ARRAY_TASK_ID of RUN/run.env's HIL_STEPS
 #                       through ci/hil-nightly.sh --steps STEP (report in RUN/hil/STEP/DAY/)
+#   task.sh RUN kmod    `resmem run --backend kmod+cuda scenarios/kmod`, JSON to
+#                       RUN/results/hil-kmod.json
 # Before it works it writes RUN/state/NAME.start (node, job, time); when its command ends, whatever
 # the exit code, RUN/state/NAME.done (exit code, time). A task killed by Slurm (scancel, time
 # limit, node failure) or by a signal leaves a .start with no .done: ci/slurm/gather.py reports it
@@ -22,7 +24,8 @@ case "$KIND" in
   hil)   IFS=, read -r -a steps <<< "$HIL_STEPS"
          STEP=${steps[$I]:?no HIL step number $I in HIL_STEPS=$HIL_STEPS}
          NAME="hil-$STEP" ;;
-  *) echo "task.sh: unknown kind '$KIND' (shard or hil)" >&2; exit 2 ;;
+  kmod)  NAME=hil-kmod ;;
+  *) echo "task.sh: unknown kind '$KIND' (shard, hil or kmod)" >&2; exit 2 ;;
 esac
 # gpus: the devices Slurm gave the job (set when it asked for --gres gpu).
 printf 'node=%s\nhost=%s\njob=%s\narray_task=%s_%s\ngpus=%s\nstart=%s\n' "$NODE" "$(hostname -s)" \
@@ -43,6 +46,11 @@ case "$KIND" in
       --steps "$STEP" "${quick[@]}" > "$RUN/hil/$STEP.log" 2>&1
     rc=$?
     tail -n 3 "$RUN/hil/$STEP.log" ;;
+  kmod)
+    "$RESMEM" run --backend kmod+cuda --json "$RUN/results/$NAME.json" scenarios/kmod \
+      > "$RUN/results/$NAME.log" 2>&1
+    rc=$?
+    tail -n 1 "$RUN/results/$NAME.log" ;;
 esac
 printf 'rc=%s\nend=%s\n' "$rc" "$(date -u +%FT%TZ)" > "$RUN/state/$NAME.done"
 echo "task $NAME: exit $rc"
