@@ -40,7 +40,7 @@ PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 PARITY_GOLDEN="$SRC/mock/parity/golden/kmod.txt"
 DRIVER_BUILD="${RESMEM_KMOD_DRIVER:-dkms}"
 [[ $DRIVER_BUILD == dkms || $DRIVER_BUILD == kbuild ]] || die "RESMEM_KMOD_DRIVER='$DRIVER_BUILD': use dkms or kbuild"
-DKMS_DEB=$(ls "$SRC"/packaging/resmem-dkms_*_all.deb "$SRC"/bazel-bin/packaging/resmem-dkms_*_all.deb 2>/dev/null | head -1)
+DKMS_DEB=$(ls "$SRC"/packaging/resmem-dkms_*_all.deb "$SRC"/bazel-bin/packaging/resmem-dkms_*_all.deb 2>/dev/null | head -1 || true)
 [[ $DRIVER_BUILD == kbuild || -r $DKMS_DEB ]] || die "resmem-dkms_*_all.deb not found; run: bazel build //packaging:resmem_dkms_deb"
 INIT="$SRC/ci/qemu/guest_init.sh"
 WORK="${TEST_TMPDIR:-$(mktemp -d)}/kmod-lane"
