@@ -50,7 +50,8 @@ man_pages() {
 	help2man --no-info --no-discard-stderr --section=1 --version-string="$VERSION" \
 		--name="test reserved physical RAM to NVIDIA GPU paths, simulated and real" \
 		--output="$man/resmem.1" "$bin" || die "help2man failed on resmem --help"
-	# The commands: the lines of the "commands:" list of `resmem --help` ("  NAME  SUMMARY").
+	# The commands: the lines of the "commands:" list of `resmem --help` ("  NAME  SUMMARY"; CLI11
+	# names that list "Subcommands:").
 	local commands=0
 	while read -r cmd summary; do
 		wrapper="$STAGE/bin/resmem-$cmd"
@@ -63,7 +64,7 @@ man_pages() {
 		# help2man names the page after the wrapper's path: name the command instead.
 		sed -i "s|$STAGE/bin/resmem-$cmd|resmem $cmd|g" "$man/resmem-$cmd.1"
 		commands=$((commands + 1))
-	done < <(awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print} on && /^$/ {exit}' <<<"$help")
+	done < <(awk '/^([Ss]ub)?[Cc]ommands:/ {on = 1; next} on && /^  [a-z]/ {print} on && /^$/ {exit}' <<<"$help")
 	((commands > 0)) || die "found no commands in \`resmem --help\` (no 'commands:' list): cannot write their man pages"
 	gzip -9n "$man"/*.1
 }

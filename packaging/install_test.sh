@@ -228,7 +228,7 @@ else
 fi
 
 pages=() missing_pages=()
-for page in resmem $(/usr/bin/resmem --help | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print "resmem-" $1} on && /^$/ {exit}'); do
+for page in resmem $(/usr/bin/resmem --help | awk '/^([Ss]ub)?[Cc]ommands:/ {on = 1; next} on && /^  [a-z]/ {print "resmem-" $1} on && /^$/ {exit}'); do
 	if path=$(man -w "$page" 2>/dev/null) && MANWIDTH=80 man -l "$path" 2>/dev/null | grep -q 'NAME'; then
 		pages+=("$path")
 	else
