@@ -11,10 +11,11 @@
 #                                        (DIR/pids) and any job step process holding files in DIR;
 #                                        exit 1 if one survives
 #   ci/slurm/local-cluster.sh procs DIR  list the processes that still belong to it (pid, command)
+#   ci/slurm/local-cluster.sh alive PID  exit 0 when PID runs (a zombie does not)
 # Needs root and Debian's slurm-wlm and munge (ci/setup.sh installs them).
 # Exit: 0 done, 1 a daemon did not start or did not stop (its log is printed), 2 bad usage.
 set -u
-usage() { sed -n '9,15p' "$0" >&2; exit 2; }
+usage() { sed -n '9,16p' "$0" >&2; exit 2; }
 [ $# = 2 ] || usage
 CMD=$1
 DIR=$(realpath -m "$2")
@@ -45,6 +46,10 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 PY
 }
 
+# alive PID: the process exists and is not a zombie (a daemon that exited but whose parent,
+# init here, has not reaped it yet has nothing left to stop).
+alive() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+
 down() {
   [ -f "$DIR/slurm.conf" ] || { echo "local-cluster: no cluster in $DIR (no slurm.conf)" >&2; return 1; }
   export SLURM_CONF="$DIR/slurm.conf"
@@ -62,11 +67,11 @@ down() {
   # Daemons in reverse order of start: slurmd, slurmctld, munged last (the others need it).
   if [ -f "$DIR/pids" ]; then
     while read -r name pid; do
-      if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" && echo "local-cluster: stopping $name (pid $pid)"; fi
+      if alive "$pid"; then kill -TERM "$pid" && echo "local-cluster: stopping $name (pid $pid)"; fi
     done < <(tac "$DIR/pids")
     for _ in $(seq 50); do
       left=()
-      while read -r name pid; do kill -0 "$pid" 2>/dev/null && left+=("$name:$pid"); done < "$DIR/pids"
+      while read -r name pid; do alive "$pid" && left+=("$name:$pid"); done < "$DIR/pids"
       ((${#left[@]} == 0)) && break
       sleep 0.2
     done
@@ -210,5 +215,6 @@ case "$CMD" in
   up) up || { echo "local-cluster: up failed; stopping what it started" >&2; down >&2; exit 1; } ;;
   down) down ;;
   procs) procs ;;
+  alive) alive "$2" ;;
   *) usage ;;
 esac

@@ -56,7 +56,7 @@ cleanup() {
   local left
   left=$("$W/ci/slurm/local-cluster.sh" procs "$C")
   while read -r name pid; do
-    if kill -0 "$pid" 2>/dev/null; then bad "$name (pid $pid) still runs after down"
+    if "$W/ci/slurm/local-cluster.sh" alive "$pid"; then bad "$name (pid $pid) still runs after down"
     else ok "$name (pid $pid) stopped"; fi
   done < "$C/pids"
   if [ -n "$left" ]; then bad "processes of the cluster left after down: $left"; else ok "no process of the cluster is left"; fi
