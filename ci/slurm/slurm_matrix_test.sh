@@ -11,7 +11,8 @@
 #      scenario files the killed shards held are listed as not run;
 #   1b. a HIL step asking for a GPU by GRES alone (gpu1 declares Gres=gpu:h100:1) lands on gpu1
 #      and gets CUDA_VISIBLE_DEVICES from Slurm;
-#   3. an unknown --gpu-constraint is refused at submit (exit 4) with nothing left queued;
+#   3. bad options are named (exit 2, no run folder); a --gpu-constraint no node advertises is
+#      refused by sbatch (exit 4) with nothing left queued;
 #   4. the cluster is taken down and none of the processes it started is left.
 # Prints the node each shard and step ran on. Needs root and slurm-wlm + munge (ci/setup.sh).
 set -u
@@ -188,7 +189,19 @@ check("| shard-01 |" in md and "| killed |" in md and "Scenario files not run" i
 sys.exit(1 if fails else 0)
 PY
 
-echo "== 3. a constraint no node advertises is refused at submit"
+echo "== 3. bad input: named, exit 2, nothing submitted; a constraint no node advertises is refused"
+for bad_args in "--shards 0|--shards takes 1-64" "--nightly --steps bench,tea|unknown HIL step 'tea'" \
+                "--bin nowhere|nowhere/resmem not found" "--time 0|--time takes minutes"; do
+  IFS='|' read -r a want <<< "$bad_args"
+  # shellcheck disable=SC2086
+  out=$(ci/slurm/submit.sh --bin bin --out out3 $a 2>&1); rc=$?
+  if [ $rc = 2 ] && grep -qF -- "$want" <<< "$out"; then ok "submit $a: exit 2: $out"
+  else bad "submit $a: exit $rc, want 2 and '$want': $out"; fi
+done
+out=$(ci/slurm/submit.sh --bin bin --out out3 --nightly --gpu-constraint '' 2>&1); rc=$?
+if [ $rc = 2 ] && grep -qF -- "needs --gres" <<< "$out"; then ok "submit --gpu-constraint '' without --gres: exit 2: $out"
+else bad "submit --gpu-constraint '' without --gres: exit $rc, want 2: $out"; fi
+[ -d out3 ] && bad "bad input left a run folder: $(ls out3)"
 rm -f "$W/bin/hold"
 before=$(squeue -h -o %i | wc -l)
 ci/slurm/submit.sh --bin bin --out out3 --nightly --gpu-constraint tpu --time 10 > "$T/run3.log" 2>&1

@@ -54,8 +54,9 @@
 set -u
 # Paths given as options are taken from the current folder; the defaults lie in the checkout.
 REPO=$(cd "$(dirname "$0")/../.." && pwd -P) || exit 2
-BIN=$REPO/.carry; OUT=$REPO/out/slurm; SHARDS=4; SCEN=$REPO/scenarios; BACKEND=sim; NIGHTLY=0
-STEPS=""; KMOD=0; KMOD_CONSTRAINT='gpu&resmem'; QUICK=0; THRESHOLDS=$REPO/ci/hil-thresholds.json; CONSTRAINT=gpu; GRES=""; GPU_NODE=""; PARTITION=""
+BIN=$REPO/.carry; OUT=$REPO/out/slurm; SHARDS=4; SCEN=$REPO/scenarios; BACKEND=sim
+NIGHTLY=0; STEPS=""; QUICK=0; THRESHOLDS=$REPO/ci/hil-thresholds.json
+KMOD=0; KMOD_CONSTRAINT='gpu&resmem'; CONSTRAINT=gpu; GRES=""; GPU_NODE=""; PARTITION=""
 TIME=60; WAIT=0; EXTRA=()
 die() { echo "submit: $*" >&2; exit 2; }
 arg() { [ $# -ge 2 ] || die "$1 needs a value (see --help)"; }
