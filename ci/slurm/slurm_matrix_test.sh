@@ -2,15 +2,15 @@
 # The scenario matrix and the HIL nightly's steps through a real one-machine Slurm cluster
 # (ci/slurm/local-cluster.sh: munged, slurmctld, slurmd cpu1 with Feature=cpu, slurmd gpu1 with
 # Feature=gpu,h100), submitted by ci/slurm/submit.sh and gathered by ci/slurm/gather.py:
-#   1. a clean run (--nightly --quick): every shard passes, the shards together give the same
+#   1. a clean run (ci/hil-nightly.sh --quick --slurm, with the kmod+cuda run): every shard passes, the shards together give the same
 #      cases and verdicts as one direct `resmem run scenarios`, and every HIL step ran on gpu1
 #      (on the report and on Slurm's own job completion log); here, with no GPU, the HIL steps
 #      report "skipped: no GPU", which the report counts as skipped, never as passed;
+#   1b. a HIL step asking for a GPU by GRES alone (gpu1 declares Gres=gpu:h100:1) lands on gpu1
+#      and gets CUDA_VISIBLE_DEVICES from Slurm;
 #   2. a run with two shards killed mid-run, one by scancel, one by SIGKILL of its process: the
 #      report names both as killed (Slurm CANCELLED; signal 9), the other shards pass, and the
 #      scenario files the killed shards held are listed as not run;
-#   1b. a HIL step asking for a GPU by GRES alone (gpu1 declares Gres=gpu:h100:1) lands on gpu1
-#      and gets CUDA_VISIBLE_DEVICES from Slurm;
 #   3. bad options are named (exit 2, no run folder); a --gpu-constraint no node advertises is
 #      refused by sbatch (exit 4) with nothing left queued;
 #   4. the cluster is taken down and none of the processes it started is left.
