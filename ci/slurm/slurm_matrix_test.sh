@@ -2,8 +2,9 @@
 # The scenario matrix and the HIL nightly's steps through a real one-machine Slurm cluster
 # (ci/slurm/local-cluster.sh: munged, slurmctld, slurmd cpu1 with Feature=cpu, slurmd gpu1 with
 # Feature=gpu,h100), submitted by ci/slurm/submit.sh and gathered by ci/slurm/gather.py:
-#   1. a clean run (ci/hil-nightly.sh --quick --slurm, with the kmod+cuda run): every shard passes, the shards together give the same
-#      cases and verdicts as one direct `resmem run scenarios`, and every HIL step ran on gpu1
+#   1. a clean run (ci/hil-nightly.sh --quick --slurm, with the kmod+cuda run): every shard
+#      passes, the shards together give the same cases and verdicts as one direct
+#      `resmem run scenarios`, and every HIL step (the kmod+cuda run too) ran on gpu1
 #      (on the report and on Slurm's own job completion log); here, with no GPU, the HIL steps
 #      report "skipped: no GPU", which the report counts as skipped, never as passed;
 #   1b. a HIL step asking for a GPU by GRES alone (gpu1 declares Gres=gpu:h100:1) lands on gpu1
