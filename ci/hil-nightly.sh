@@ -229,6 +229,7 @@ for k, s in streams.items():
         check(False, f"stream-{k}.json missing"); continue
     if "dropped_max" in t: check(s["dropped"] <= t["dropped_max"], f"stream {k}: dropped {s['dropped']}")
     check(s["corrupt"] <= t["corrupt_max"], f"stream {k}: corrupt {s['corrupt']}")
+    check(s.get("failed", 0) == 0, f"stream {k}: failed {s.get('failed', 0)} (blocks whose copy failed every try)")
     if "ratio_min" in t:
         check(s["ratio_to_pinned"] >= t["ratio_min"], f"stream {k}: {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned (min {100*t['ratio_min']:.0f}%)")
 if "calibrate" not in step_set:

@@ -40,6 +40,7 @@
 #include "backends/api/gpu.h"
 #include "backends/api/memory.h"
 #include "backends/fault/fault_injector.h"
+#include "engine/stream/stream.h"
 
 namespace resmem::stream {
 
@@ -55,12 +56,6 @@ struct SoakOptions {
   // Called before block `seq` is produced (a test kills the FUSE daemon here, say).
   std::function<void(uint64_t seq)> before_block;
   uint64_t progress_every = 0;  // print a progress line on stderr every N blocks (0: never)
-};
-
-// Consecutive blocks reported lost for one reason.
-struct LostRange {
-  uint64_t first = 0, last = 0;
-  std::string reason;
 };
 
 // The checker's judgement of one run.
