@@ -32,6 +32,15 @@ const cli::Command* FuseCommand() {
   return nullptr;
 }
 
+// Waits up to 5 s for the served file to appear (the command mounts in the background).
+bool WaitForFile(const std::string& file, struct stat* st) {
+  for (int i = 0; i < 500; ++i) {
+    if (stat(file.c_str(), st) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 TEST(FuseCommand, IsRegistered) {
   const cli::Command* c = FuseCommand();
   ASSERT_NE(c, nullptr);
@@ -60,12 +69,7 @@ TEST(FuseCommand, ServesTheSeed000ReservationUntilSigterm) {
   }
   std::string file = dir + "/resmem0";
   struct stat st;
-  bool up = false;
-  for (int i = 0; i < 500 && !up; ++i) {
-    up = stat(file.c_str(), &st) == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(up) << file << " never appeared";
+  ASSERT_TRUE(WaitForFile(file, &st)) << file << " never appeared";
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), 188ull << 30);  // memmap=188G$4G
   int fd = open(file.c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
@@ -155,12 +159,7 @@ TEST(FuseCommand, TheMountIsNotReachableByOtherUsers) {
   if (pid == 0) _exit(c->run({"--machine", "seed000-workstation", "--mount", dir}));
   const std::string file = dir + "/resmem0", control = dir + "/.control";
   struct stat st;
-  bool up = false;
-  for (int i = 0; i < 500 && !up; ++i) {
-    up = stat(file.c_str(), &st) == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(up) << file << " never appeared";
+  ASSERT_TRUE(WaitForFile(file, &st)) << file << " never appeared";
   // The mount's options: no allow_other, the owner's uid/gid, modes checked by the kernel.
   std::string line, mount_line;
   std::ifstream mounts("/proc/mounts");

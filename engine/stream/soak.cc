@@ -1,5 +1,8 @@
 #include "engine/stream/soak.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -8,15 +11,11 @@
 #include <map>
 #include <thread>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "backends/cuda/block_pattern.h"
 #include "backends/host/host_region.h"
+#include "engine/transfer/gpu_backend.h"
 #include "mock/fuse/fuse_device.h"
 #include "mock/fuse/memory_region_provider.h"
-#include "mock/gpu/sim_gpu.h"
-#include "mock/machine/machine.h"
 
 namespace resmem::stream {
 namespace {
@@ -101,7 +100,7 @@ class FileRing : public HostMemory {
 
 struct SimGpuSide {
   std::shared_ptr<FaultInjector> faults;
-  std::unique_ptr<Gpu> gpu;
+  transfer::GpuBackend backend;  // the CUDA model, consulting `faults`
 };
 
 Result<SimGpuSide> MakeSimSide(const SoakSetup& setup) {
@@ -109,9 +108,8 @@ Result<SimGpuSide> MakeSimSide(const SoakSetup& setup) {
   side.faults = std::make_shared<FaultInjector>(setup.stream.seed);
   for (const FaultRule& r : SoakFaultMix(setup.fault_probability, setup.fault_delay_seconds))
     RESMEM_RETURN_IF_ERROR(side.faults->AddRule(r));
-  RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile profile, sim::CudaProfileByName("cuda-13.0-r580"));
-  RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
-  side.gpu = sim::MakeSimGpu(profile, machine.perf, std::make_shared<VirtualClock>(), side.faults);
+  RESMEM_ASSIGN_OR_RETURN(side.backend,
+                          transfer::MakeGpuBackend("sim", setup.stream.seed, side.faults));
   return side;
 }
 
@@ -121,7 +119,7 @@ Result<SoakResult> RunSimSoak(const SoakSetup& setup) {
   RESMEM_ASSIGN_OR_RETURN(SimGpuSide side, MakeSimSide(setup));
   RESMEM_ASSIGN_OR_RETURN(auto ring, host::MapHostMemory(host::HostKind::kMemfd,
                                                          setup.ring_slots * setup.stream.block_bytes));
-  return RunSoak(*side.gpu, *side.faults, *ring, setup.stream);
+  return RunSoak(*side.backend.gpu, *side.faults, *ring, setup.stream);
 }
 
 Result<SoakResult> RunFuseSoak(const FuseSoakSetup& f) {
@@ -154,7 +152,7 @@ Result<SoakResult> RunFuseSoak(const FuseSoakSetup& f) {
     if (f.eio_blocks && seq == f.eio_from + f.eio_blocks) control = mount->Control("clear resmem0");
     if (f.die_at && seq == f.die_at) control = mount->Control("die");
   };
-  auto r = RunSoak(*side.gpu, *side.faults, ring, o);
+  auto r = RunSoak(*side.backend.gpu, *side.faults, ring, o);
   if (!control.ok()) return control.WithContext("soak: the control file");
   return r;
 }
