@@ -151,7 +151,12 @@ fi
 
 # 5. Verdict and report.
 python3 - "$DIR" "$THRESHOLDS" "$STEP_SET" "${STEPS[@]}" <<'PY'
-import json, os, sys
+import json, os, sys, traceback
+def writer_failed(*exc):  # exit 5, apart from the verdicts 0/1/4: the shell then writes the report
+    traceback.print_exception(*exc)
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(5)
+sys.excepthook = writer_failed
 d, thr_path, step_set, steps = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4:]
 thr = json.load(open(thr_path))
 unreadable = []
@@ -302,7 +307,7 @@ rc=$?
 if [ $rc != 0 ] && [ $rc != 1 ] && [ $rc != 4 ]; then
   # The report writer itself failed: still leave a report, marked incomplete.
   { echo "# resmem hardware-in-the-loop report $(basename "$DIR")"; echo
-    echo "## INCOMPLETE"; echo; echo "The report writer failed (exit $rc); steps as run:"; echo
+    echo "## INCOMPLETE"; echo; echo "The report writer failed (exit $rc; its traceback is in the nightly's output); steps as run:"; echo
     for s in "${STEPS[@]}"; do echo "- $s"; done; } > "$DIR/report.md"
   printf '{"report": "%s", "complete": false, "incomplete": ["report writer failed (exit %s)"]}\n' "$DIR" "$rc" > "$DIR/summary.json"
   rc=4

@@ -75,5 +75,12 @@ rc=$(nightly_faulty 2)
 if [[ -d "$F-2" && -f "$F-2/report.md" ]]; then echo "ok   second run the same day wrote $(basename "$F-2")"; else echo "FAIL second run: no $F-2/report.md (exit $rc)"; ls "$T/faulty/out"; fails=$((fails + 1)); fi
 if [[ "$(cat "$F"/report.md "$F"/summary.json | md5sum)" == "$first" ]]; then echo "ok   first report left untouched"; else echo "FAIL the second run changed the first report"; fails=$((fails + 1)); fi
 expect "second report names its folder"    "$F-2/report.md" "^# resmem hardware-in-the-loop report $DAY-2$"
+# The verdict script itself failing (a thresholds file without the stream keys) still leaves a
+# report, marked incomplete, in its own folder (the third run of the day).
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); del t["stream_rate"]; json.dump(t, open(sys.argv[1], "w"))' "$T/faulty/ci/hil-thresholds.json"
+rc=$(nightly_faulty 3)
+if [[ $rc != 4 ]]; then echo "FAIL report-writer failure: exit $rc, want 4"; fails=$((fails + 1)); else echo "ok   report-writer failure exits 4"; fi
+expect "report written when the writer fails" "$F-3/report.md" "The report writer failed \(exit 5\)"
+expect "its summary says incomplete"          "$F-3/summary.json" "\"complete\": false"
 echo "hil_nightly_test: $fails failed"
 exit $((fails > 0))
