@@ -55,6 +55,10 @@ udev_up() {
 
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
 
+# Which driver every case below loads: the lane's build of it (dkms from the resmem-dkms package
+# by default; /resmem.ko.origin says), checked against the sha256 the lane passed on the command line.
+t driver_module_origin sh -c 'echo "/resmem.ko: built by $(cat /resmem.ko.origin)"; s=$(sha256sum /resmem.ko | cut -d" " -f1); echo "sha256 $s, the lane built $resmem_ko_sha256"; [ -n "$resmem_ko_sha256" ] && [ "$s" = "$resmem_ko_sha256" ]'
+
 # ---- c, load checks: ranges the module must refuse, with the reason on the console ----------
 t c_refuses_system_ram         $G expect-refused /resmem.ko 'ranges=64M$0x50000000' EPERM "System RAM"
 t c_refuses_pci_hole           $G expect-refused /resmem.ko 'ranges=64M$0xc0000000' ENXIO "PCI Bus"
