@@ -43,14 +43,19 @@ int main(int argc, char** argv) {
     else if (a == "--block") ok = ParseU64(v, &block);
     else if (a == "--slots") ok = ParseU64(v, &slots);
     else if (a == "--seed") ok = ParseU64(v, &seed);
-    else if (a == "--p") p = std::strtod(v, nullptr);
+    else if (a == "--p") {
+      char* end = nullptr;
+      p = std::strtod(v, &end);
+      ok = end && !*end && *v && p >= 0 && p <= 1;
+    }
     else {
       std::fprintf(stderr, "stream_soak: unknown option %s: use --sim-blocks, --fuse-blocks, "
                            "--block, --slots, --p, --seed\n", a.c_str());
       return 2;
     }
     if (!ok) {
-      std::fprintf(stderr, "stream_soak: %s '%s' is not a number\n", a.c_str(), v);
+      std::fprintf(stderr, "stream_soak: %s '%s' is not a number%s\n", a.c_str(), v,
+                   a == "--p" ? " between 0 and 1" : "");
       return 2;
     }
   }
