@@ -82,6 +82,23 @@ if [[ ! -r "$VMLINUZ" ]]; then
 fi
 log "kernel $KVER ($VMLINUZ)"
 
+# ---- 2b. udev for the guest: Debian's own systemd-udevd/udevadm (the udev and libsystemd-shared
+# packages of this release, downloaded and extracted like the kernel: installing udev here would
+# pull systemd upgrades into the build machine), so kmod/99-resmem.rules is applied by the real
+# rule engine, not by a re-implementation of it. Their shared libraries are copied from this
+# machine (ldd) into the initramfs.
+UDEV="$CACHE/udev"
+if [[ ! -x "$UDEV/bin/udevadm" ]]; then
+	log "downloading udev and libsystemd-shared into $CACHE/udev"
+	mkdir -p "$UDEV" "$CACHE/udev-debs"
+	if (cd "$CACHE/udev-debs" && apt-get download udev libsystemd-shared >"$WORK/udev-download.log" 2>&1); then
+		for deb in "$CACHE"/udev-debs/*.deb; do dpkg-deb -x "$deb" "$UDEV"; done
+	else
+		log "apt-get download udev libsystemd-shared failed: the access cases will fail (see below)"
+		cat "$WORK/udev-download.log" >&2
+	fi
+fi
+
 # ---- 3. build the modules ------------------------------------------------------------------------
 mkdir -p "$WORK/kmod/uapi"
 cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c} "$WORK/kmod/"
@@ -130,6 +147,24 @@ cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
+# udev: udevadm (systemd-udevd is a link to it), its libraries and loader, the rule, and the users
+# and groups of the access cases: acq (uid 1000) in group resmem, nobody in none of them.
+if [[ -x "$UDEV/bin/udevadm" ]]; then
+	mkdir -p "$R/lib/systemd" "$R/etc/udev/rules.d" "$R/run" "$R/usr/lib/x86_64-linux-gnu/systemd"
+	cp "$UDEV/bin/udevadm" "$R/bin/udevadm"
+	ln -sf /bin/udevadm "$R/lib/systemd/systemd-udevd"
+	cp "$UDEV"/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-*.so "$R/usr/lib/x86_64-linux-gnu/systemd/"
+	LD_LIBRARY_PATH="$UDEV/usr/lib/x86_64-linux-gnu/systemd" ldd "$UDEV/bin/udevadm" |
+		awk '/=> \// {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
+			mkdir -p "$R$(dirname "$lib")" && cp -L "$lib" "$R$lib"
+		done
+	[[ -e "$R/lib64/ld-linux-x86-64.so.2" ]] || { mkdir -p "$R/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"; }
+fi
+mkdir -p "$R/etc/udev/rules.d"
+cp "$SRC/kmod/99-resmem.rules" "$R/etc/udev/rules.d/99-resmem.rules"
+printf 'root:x:0:0:root:/:/bin/sh\nacq:x:1000:1000:acquisition:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"$R/etc/passwd"
+printf 'root:x:0:\nresmem:x:990:acq\nacq:x:1000:\nnogroup:x:65534:\n' >"$R/etc/group"
+printf 'passwd: files\ngroup: files\n' >"$R/etc/nsswitch.conf"
 (cd "$R" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initramfs.cpio.gz")
 
 # ---- 5. boot ------------------------------------------------------------------------------------
