@@ -450,7 +450,7 @@ std::string Cell(const std::string& s) {
 
 std::string DescribeArg(const ArgDef& a) {
   std::string type = ArgTypeName(a.type);
-  if (a.type == ArgType::kChoice) type = Join(a.choices, " \\| ");
+  if (a.type == ArgType::kChoice) type = Join(a.choices, " | ");
   if (!a.unit.empty()) type += ", " + a.unit;
   type += a.required ? ", required" : ", default " + a.default_text;
   return Code(a.name) + " (" + type + "): " + a.help;
@@ -567,11 +567,6 @@ std::string Expectation::Describe() const {
     if (auto text = d.describe(*this)) out += (out.empty() ? "" : ", ") + d.name + "=" + *text;
   return out.empty() ? "ok" : out;
 }
-
-const char kStepTableBegin[] =
-    "<!-- generated from engine/scenario/step_defs.cc; do not edit: "
-    "bazel run //engine/scenario:step_table -- --update -->\n";
-const char kStepTableEnd[] = "<!-- end of the generated step tables -->\n";
 
 std::string StepTableMarkdown() {
   std::string out =

@@ -91,8 +91,10 @@ const std::vector<std::string>& CommonExpectations();
 
 // The markdown block of docs/scenarios.md between kStepTableBegin and kStepTableEnd (both
 // excluded): the step table and the expectation table.
-extern const char kStepTableBegin[];
-extern const char kStepTableEnd[];
+inline constexpr char kStepTableBegin[] =
+    "<!-- generated from engine/scenario/step_defs.cc; do not edit: "
+    "bazel run //engine/scenario:step_table -- --update -->\n";
+inline constexpr char kStepTableEnd[] = "<!-- end of the generated step tables -->\n";
 std::string StepTableMarkdown();
 // `doc` with the block between the markers replaced by StepTableMarkdown(); an error when the
 // markers are missing or out of order.
