@@ -654,9 +654,14 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
   if (e.drops) near("drops", static_cast<double>(e.drops->value), 0);
   if (e.corrupt) near("corrupt", static_cast<double>(e.corrupt->value), 0);
   // Sizes observed: RAM within the tolerance, the device's size and address exactly.
-  const std::pair<const char*, const std::optional<Expected<uint64_t>>*> sizes[] = {
-      {"usable_ram", &e.usable_ram}, {"mem_total", &e.mem_total}, {"size", &e.size}, {"phys", &e.phys}};
-  for (const auto& [key, v] : sizes) {
+  struct SizeCheck {
+    const char* key;
+    const std::optional<Expected<uint64_t>>* want;
+    double tolerance;
+  };
+  const SizeCheck sizes[] = {{"usable_ram", &e.usable_ram, tol}, {"mem_total", &e.mem_total, tol},
+                             {"size", &e.size, 0}, {"phys", &e.phys, 0}};
+  for (const auto& [key, v, t] : sizes) {
     if (!*v) continue;
     auto it = r.numbers.find(key);
     if (it == r.numbers.end()) {
@@ -664,7 +669,6 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
       continue;
     }
     const double want = static_cast<double>((*v)->value);
-    const double t = std::string(key) == "usable_ram" || std::string(key) == "mem_total" ? tol : 0;
     if (!Near(it->second, want, t))
       fails.push_back(std::string(key) + " " + FormatSize(static_cast<uint64_t>(it->second)) +
                       " is not " + (t > 0 ? "within " + Fmt("%.0f%%", t * 100) + " of " : "") + (*v)->written);
