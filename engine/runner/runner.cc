@@ -92,8 +92,7 @@ class Run {
     uint64_t offset = 0, length = 0;
     Pattern pattern;
   };
-  template <typename K>  // WriteStep, VerifyStep
-  Result<SpanPatternArgs> SpanPattern(const K& step, const char* what) {
+  Result<SpanPatternArgs> SpanPattern(const scenario::PatternSpan& step, const char* what) {
     SpanPatternArgs a;
     RESMEM_ASSIGN_OR_RETURN(a.mem, Span(step.span));
     a.offset = step.offset;

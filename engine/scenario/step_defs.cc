@@ -220,12 +220,15 @@ ArgDef Passes() {
              "measure N times and judge the median (FACTS.md: one pass on the GPU machine can "
              "drop 10-50%)");
 }
-template <typename K>
-ArgDef Pattern() {
-  return Choice("pattern", &K::pattern, kOptional,
-                {{"counter", DataPattern::kCounter}, {"seeded", DataPattern::kSeeded},
-                 {"zero", DataPattern::kZero}},
-                "bytes as a function of their offset (seeded: and of the run's seed)");
+template <typename K>  // WriteStep, VerifyStep
+std::vector<ArgDef> PatternSpanArgs() {
+  return {Name<K>("span", &K::span, "host memory"),
+          Size<K>("offset", &K::offset, kOptional, "into the span"),
+          Size<K>("length", &K::length, kRequired, "bytes"),
+          Choice<K, DataPattern>("pattern", &K::pattern, kOptional,
+                                 {{"counter", DataPattern::kCounter}, {"seeded", DataPattern::kSeeded},
+                                  {"zero", DataPattern::kZero}},
+                                 "bytes as a function of their offset (seeded: and of the run's seed)")};
 }
 constexpr const char* kRegisterFlagsHelp = "default, portable, mapped, iomemory, readonly";
 
@@ -288,15 +291,8 @@ std::vector<StepDef> MakeStepDefs() {
                            {Name("span", &UnregisterStep::span, "host memory"),
                             Size("offset", &UnregisterStep::offset, kOptional, "into the span")},
                            {}),
-      Kind<WriteStep>("CPU writes a pattern through a mapping",
-                      {Name("span", &WriteStep::span, "host memory"),
-                       Size("offset", &WriteStep::offset, kOptional, "into the span"),
-                       Size("length", &WriteStep::length, kRequired, "bytes"), Pattern<WriteStep>()},
-                      {}),
-      Kind<VerifyStep>("CPU reads back and compares with the pattern",
-                       {Name("span", &VerifyStep::span, "host memory"),
-                        Size("offset", &VerifyStep::offset, kOptional, "into the span"),
-                        Size("length", &VerifyStep::length, kRequired, "bytes"), Pattern<VerifyStep>()},
+      Kind<WriteStep>("CPU writes a pattern through a mapping", PatternSpanArgs<WriteStep>(), {}),
+      Kind<VerifyStep>("CPU reads back and compares with the pattern", PatternSpanArgs<VerifyStep>(),
                        {"data"}),
       Kind<MemcpyStep>("CPU memcpy between host spans; measures bandwidth",
                        {Name("dst", &MemcpyStep::dst, "destination"),
@@ -436,6 +432,14 @@ std::vector<ExpectDef> MakeExpectDefs() {
   return d;
 }
 
+// The definition named `name` in `defs`, or null.
+template <typename Def>
+const Def* FindByName(const std::vector<Def>& defs, const std::string& name) {
+  for (const auto& d : defs)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
 std::string Code(const std::string& s) { return "`" + s + "`"; }
 
 // A table cell: '|' would end it.
@@ -497,11 +501,7 @@ const char* ArgTypeName(ArgType type) {
   return "?";
 }
 
-const ArgDef* StepDef::FindArg(const std::string& arg) const {
-  for (const auto& a : args)
-    if (a.name == arg) return &a;
-  return nullptr;
-}
+const ArgDef* StepDef::FindArg(const std::string& arg) const { return FindByName(args, arg); }
 
 bool StepDef::AllowsExpectation(const std::string& expectation) const {
   const auto& common = CommonExpectations();
@@ -520,11 +520,7 @@ const std::vector<StepDef>& StepDefs() {
   return defs;
 }
 
-const StepDef* FindStepDef(const std::string& name) {
-  for (const auto& d : StepDefs())
-    if (d.name == name) return &d;
-  return nullptr;
-}
+const StepDef* FindStepDef(const std::string& name) { return FindByName(StepDefs(), name); }
 
 const std::vector<std::string>& StepNames() {
   static const std::vector<std::string> names = [] {
@@ -544,11 +540,7 @@ const std::vector<ExpectDef>& ExpectDefs() {
   return defs;
 }
 
-const ExpectDef* FindExpectDef(const std::string& name) {
-  for (const auto& d : ExpectDefs())
-    if (d.name == name) return &d;
-  return nullptr;
-}
+const ExpectDef* FindExpectDef(const std::string& name) { return FindByName(ExpectDefs(), name); }
 
 const std::vector<std::string>& CommonExpectations() {
   static const std::vector<std::string> common = {"error", "message_contains", "ok"};

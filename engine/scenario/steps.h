@@ -83,19 +83,18 @@ struct UnregisterStep {
   std::string span;
   uint64_t offset = 0;
 };
-struct WriteStep {
-  static constexpr const char* kName = "write";
+// What write and verify take: bytes [offset, offset + length) of a span, and their pattern.
+struct PatternSpan {
   std::string span;
   uint64_t offset = 0;
   uint64_t length = 0;
   DataPattern pattern = DataPattern::kCounter;
 };
-struct VerifyStep {
+struct WriteStep : PatternSpan {
+  static constexpr const char* kName = "write";
+};
+struct VerifyStep : PatternSpan {
   static constexpr const char* kName = "verify";
-  std::string span;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-  DataPattern pattern = DataPattern::kCounter;
 };
 struct MemcpyStep {
   static constexpr const char* kName = "memcpy";
