@@ -214,7 +214,7 @@ passes = 5
   zero.replace(zero.find("passes = 5"), 10, "passes = 0");
   auto refused = scenario::ParseScenarioText(zero, "passes.toml");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("passes.toml:20: key 'step.passes': 0 is out of range: 1 to 1000"),
+  EXPECT_NE(refused.status().message().find("passes.toml:20: key 'step.passes': 0 is out of range: give 1 to 1000"),
             std::string::npos) << refused.status().message();
 }
 

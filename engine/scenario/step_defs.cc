@@ -39,11 +39,17 @@ Result<std::string> ToString(const RawValue& v, const std::string& help) {
   return v.str;
 }
 
+// The range an integer argument allows, as the docs print it ("" for any).
+std::string RangeText(int64_t min, int64_t max) {
+  if (max != INT64_MAX) return std::to_string(min) + " to " + std::to_string(max);
+  if (min != INT64_MIN) return "at least " + std::to_string(min);
+  return "";
+}
+
 Result<int64_t> ToInt(const RawValue& v, int64_t min, int64_t max) {
   if (v.kind != RawValue::Kind::kInt) return WrongType("an integer", v);
   if (v.i < min || v.i > max)
-    return Status::InvalidArgument(std::to_string(v.i) + " is out of range: " + std::to_string(min) +
-                                   " to " + std::to_string(max));
+    return Status::InvalidArgument(std::to_string(v.i) + " is out of range: give " + RangeText(min, max));
   return v.i;
 }
 
@@ -171,7 +177,7 @@ ArgDef Text(const char* name, std::string K::*m, std::string absent, std::string
 
 template <typename K>
 ArgDef Int(const char* name, int64_t K::*m, Need need, int64_t min, int64_t max, std::string help) {
-  return {name, ArgType::kInt, need == kRequired, "",
+  return {name, ArgType::kInt, need == kRequired, RangeText(min, max),
           need == kRequired ? "" : std::to_string(K{}.*m), std::move(help), {},
           Setter(m, [min, max](const RawValue& v) { return ToInt(v, min, max); })};
 }
@@ -276,7 +282,7 @@ std::vector<StepDef> MakeStepDefs() {
                                 {{"create", ContextAction::kCreate}, {"use", ContextAction::kUse}},
                                 "create or use"),
                          Name("name", &ContextStep::name, "context name; 'primary' is the first"),
-                         Int("device", &ContextStep::device, kOptional, INT32_MIN, INT32_MAX,
+                         Int("device", &ContextStep::device, kOptional, INT64_MIN, INT64_MAX,
                              "GPU index for create")},
                         {}),
       Kind<RegisterStep>("cudaHostRegister",

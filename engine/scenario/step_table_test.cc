@@ -69,7 +69,8 @@ TEST(StepTable, RowsComeFromTheDefinitions) {
   for (const auto& d : StepDefs()) EXPECT_NE(table.find("| `" + d.name + "` |"), std::string::npos) << d.name;
   EXPECT_NE(table.find("`as` (name, required)"), std::string::npos);
   EXPECT_NE(table.find("`writable` (bool, default true)"), std::string::npos);
-  EXPECT_NE(table.find("`passes` (integer, default 1)"), std::string::npos);
+  EXPECT_NE(table.find("`passes` (integer, 1 to 1000, default 1)"), std::string::npos);
+  EXPECT_NE(table.find("`blocks` (integer, at least 1, required)"), std::string::npos);
   EXPECT_NE(table.find("`rate_hz` (number, Hz, default flat out)"), std::string::npos);
   EXPECT_NE(table.find("`direction` (h2d \\| d2h, required)"), std::string::npos);
   for (const auto& e : ExpectDefs()) EXPECT_NE(table.find("| `" + e.name + "` |"), std::string::npos) << e.name;
