@@ -95,6 +95,13 @@ int RunProgram(const Program& program, const std::vector<std::string>& args, std
     }
     const std::string who =
         chosen.empty() ? program.name : program.name + " " + chosen.front()->get_name();
+    // CLI11 checks what is required before it complains of what it did not expect; a mistyped
+    // option is the likelier cause of both, so it is named first.
+    const std::vector<std::string> unexpected =
+        chosen.empty() ? p.app->remaining(false) : chosen.front()->remaining(false);
+    if (!unexpected.empty() && !dynamic_cast<const CLI::ExtrasError*>(&e) &&
+        e.get_exit_code() != static_cast<int>(CLI::ExitCodes::Success))
+      return Report(CLI::ExtrasError(unexpected), *p.app, who, out, err);
     return Report(e, *p.app, who, out, err);
   }
   const auto chosen = p.app->get_subcommands();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <iostream>
 #include <thread>
 
 #include "engine/cli/command.h"
@@ -20,38 +21,37 @@
 namespace resmem::fuse_emu {
 namespace {
 
-const cli::Command* FuseCommand() {
-  for (const auto& c : cli::Commands()) {
-    if (c.name == "fuse") return &c;
-  }
-  return nullptr;
+const cli::Program kProgram{"resmem", "resmem under test", "resmem test"};
+
+// `resmem fuse ARGS...` as the command line runs it.
+int Fuse(std::vector<std::string> args) {
+  args.insert(args.begin(), "fuse");
+  return cli::RunProgram(kProgram, args, std::cout, std::cerr);
 }
 
 TEST(FuseCommand, IsRegistered) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
-  EXPECT_NE(c->usage.find("--machine PRESET --mount DIR"), std::string::npos);
+  auto help = cli::CommandHelp(kProgram, "fuse");
+  ASSERT_TRUE(help.has_value());
+  EXPECT_NE(help->find("--machine PRESET"), std::string::npos) << *help;
+  EXPECT_NE(help->find("--mount DIR"), std::string::npos) << *help;
+  EXPECT_NE(help->find("DIR/.control"), std::string::npos) << *help;  // the fault commands
 }
 
 TEST(FuseCommand, BadInputIsExitTwo) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->run({}), cli::kExitBadInput);
-  EXPECT_EQ(c->run({"--machine", "no-such-machine", "--mount", "/tmp"}), cli::kExitBadInput);
-  EXPECT_EQ(c->run({"--machine", "seed000-workstation", "--mount", "/tmp", "--mode", "x"}),
+  EXPECT_EQ(Fuse({}), cli::kExitBadInput);
+  EXPECT_EQ(Fuse({"--machine", "no-such-machine", "--mount", "/tmp"}), cli::kExitBadInput);
+  EXPECT_EQ(Fuse({"--machine", "seed000-workstation", "--mount", "/tmp", "--mode", "x"}),
             cli::kExitBadInput);
-  EXPECT_EQ(c->run({"--bogus"}), cli::kExitBadInput);
+  EXPECT_EQ(Fuse({"--bogus"}), cli::kExitBadInput);
 }
 
 TEST(FuseCommand, ServesTheSeed000ReservationUntilSigterm) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
   const char* tmp = getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp ? tmp : "/tmp") + "/fuse_command_mnt";
   mkdir(dir.c_str(), 0755);
   pid_t pid = fork();
   if (pid == 0) {
-    _exit(c->run({"--machine", "seed000-workstation", "--mount", dir, "--seed", "7"}));
+    _exit(Fuse({"--machine", "seed000-workstation", "--mount", dir, "--seed", "7"}));
   }
   std::string file = dir + "/resmem0";
   struct stat st;
