@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
@@ -16,11 +17,8 @@ namespace {
 // What `resmem doctor` is given, as its definition below binds it.
 struct DoctorArgs {
   std::string machine;  // empty: this machine
-  std::string cmdline;
-  std::string region;
+  std::optional<std::string> cmdline, region, record;  // absent unless given
   std::string json;
-  std::string record;
-  bool has_cmdline = false, has_region = false, has_record = false;
 };
 
 int Doctor(const DoctorArgs& a);
@@ -39,18 +37,15 @@ Action Define(CLI::App& app) {
       "file, or a paste resmem import reads")->type_name("PRESET|FILE");
   app.add_option("--cmdline", a->cmdline, "the kernel command line to boot --machine with")
       ->type_name("TEXT")
-      ->needs(machine)
-      ->each([a](const std::string&) { a->has_cmdline = true; });
+      ->needs(machine);
   app.add_option("--region", a->region, "also check devices of this region part (kmod, sim, fuse)")
-      ->type_name("NAME")
-      ->each([a](const std::string&) { a->has_region = true; });
+      ->type_name("NAME");
   app.add_option("--json", a->json, "write the report as JSON ('-' for stdout)")->type_name("FILE");
   app.add_option("--record", a->record,
                  "also write this machine's facts into DIR: raw copies of the sources above, "
                  "machine.toml (the machine format) and scenario.toml, which replays the machine "
                  "on the simulator and expects the same findings")
-      ->type_name("DIR")
-      ->each([a](const std::string&) { a->has_record = true; });
+      ->type_name("DIR");
   return [a] { return Doctor(*a); };
 }
 
@@ -64,15 +59,15 @@ int Doctor(const DoctorArgs& a) {
       return kExitBadInput;
     }
     ctx.machine = *spec;
-    if (a.has_cmdline) ctx.machine.cmdline = a.cmdline;
+    if (a.cmdline) ctx.machine.cmdline = *a.cmdline;
   }
   engine::BackendSpec spec;
   spec.name = "doctor";
   spec.platform = simulated ? "sim" : "host";
-  spec.region = a.has_region ? a.region : simulated ? "sim" : "kmod";
+  spec.region = a.region.value_or(simulated ? "sim" : "kmod");
   spec.gpu = "sim";
   auto backend = engine::MakeBackend(spec, ctx);
-  if (!backend.ok() && a.has_region) {
+  if (!backend.ok() && a.region) {
     std::cerr << "resmem doctor: " << backend.status().message() << "\n";
     return kExitUnavailable;
   }
@@ -99,8 +94,8 @@ int Doctor(const DoctorArgs& a) {
     engine::RenderDoctor(*report, std::cout);
     if (!json.empty()) std::ofstream(json) << engine::DoctorJson(*report);
   }
-  if (a.has_record) {
-    const std::string& dir = a.record;
+  if (a.record) {
+    const std::string& dir = *a.record;
     // The machine's own findings: a device's depend on its driver, which a recording lacks.
     auto machine_report = engine::Diagnose(*backend->platform, nullptr);
     if (!machine_report.ok()) {

@@ -23,16 +23,6 @@ struct RunArgs {
   bool require_all = false;
 };
 
-// A backend name as engine/backend resolves it; the message lists what exists.
-CLI::Validator KnownBackend() {
-  return CLI::Validator(
-      [](std::string& name) -> std::string {
-        auto spec = engine::ResolveBackendSpec(name);
-        return spec.ok() ? std::string() : spec.status().message();
-      },
-      "", "BACKEND");
-}
-
 CLI::Validator KeyEqualsValue() {
   return CLI::Validator(
       [](std::string& kv) -> std::string {
@@ -59,7 +49,9 @@ Action Define(CLI::App& app) {
   app.add_option("--backend", a->run.backend,
                  "sim, kmod, fuse, host, cuda, kmod+cuda, or platform=P,region=R,gpu=G")
       ->type_name("NAME")
-      ->check(KnownBackend());
+      ->check(CheckedBy("BACKEND", [](const std::string& name) {
+        return engine::ResolveBackendSpec(name).status();  // the message lists what exists
+      }));
   app.add_option("--seed", a->run.seed, "override every scenario's seed (replays a failing run)")
       ->type_name("N")
       ->check(NonNegativeInteger());

@@ -7,6 +7,16 @@
 
 namespace resmem::cli {
 
+CLI::Validator CheckedBy(const std::string& name,
+                         std::function<Status(const std::string&)> check) {
+  return CLI::Validator(
+      [check = std::move(check)](std::string& text) -> std::string {
+        const Status st = check(text);
+        return st.ok() ? std::string() : st.message();
+      },
+      "", name);
+}
+
 CLI::Validator NonNegativeInteger() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

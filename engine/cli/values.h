@@ -6,17 +6,24 @@
 #define RESMEM_ENGINE_CLI_VALUES_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "backends/api/status.h"
 
 namespace resmem::cli {
 
 // A count or a seed: a whole number, 0 or more, decimal or 0x hex. (CLI11 alone would read "-1"
 // into an unsigned option as 2^64-1.)
 CLI::Validator NonNegativeInteger();
+
+// A check that answers with a Status (a parser of the engine): its message when the value is
+// refused. `name` is what the value is ("BACKEND").
+CLI::Validator CheckedBy(const std::string& name,
+                         std::function<Status(const std::string&)> check);
 
 // Turns a SIZE text into its number of bytes before CLI11 converts it; refuses what ParseSize
 // refuses and sizes below `least_bytes`.

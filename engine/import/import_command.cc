@@ -3,9 +3,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/import/paste.h"
 #include "engine/import/scenario_writer.h"
 #include "mock/machine/cmdline.h"
@@ -46,20 +48,10 @@ void Report(const import::Imported& imported, std::ostream& out) {
 // What `resmem import` is given, as its definition below binds it.
 struct ImportArgs {
   std::vector<std::string> inputs;  // files, folders, "-" for standard input
-  std::string output, machine_file, report, name, cmdline, kernel, arch;
-  bool has_cmdline = false;
+  std::string output, machine_file, report, name, kernel, arch;
+  std::optional<std::string> cmdline;  // absent unless given
   std::vector<std::string> spelled;  // the arguments as given, for the scenario's header
 };
-
-// A Linux version whose rules the simulator knows (mock/machine/linux_rules.h).
-CLI::Validator KnownKernel() {
-  return CLI::Validator(
-      [](std::string& version) -> std::string {
-        auto rules = sim::LinuxRulesFor(version);
-        return rules.ok() ? std::string() : rules.status().message();
-      },
-      "", "VERSION");
-}
 
 int Import(const ImportArgs& a);
 
@@ -97,13 +89,14 @@ Action Define(CLI::App& app) {
   app.add_option("--cmdline", a->cmdline,
                  "the kernel's command line, when the paste has none (or to replace the logged "
                  "one): as the kernel received it")
-      ->type_name("TEXT")
-      ->each([a](const std::string&) { a->has_cmdline = true; });
+      ->type_name("TEXT");
   app.add_option("--kernel", a->kernel,
                  "the Linux version whose rules apply (\"2.6.9\"), when the paste has no "
                  "'Linux version' line")
       ->type_name("VERSION")
-      ->check(KnownKernel());
+      ->check(CheckedBy("VERSION", [](const std::string& version) {
+        return sim::LinuxRulesFor(version).status();  // the Linux versions the simulator knows
+      }));
   app.add_option("--arch", a->arch,
                  "x86_64 or i386 (a 32-bit kernel), when the paste does not show it (before "
                  "2.6.27 the two follow different mem= rules)")
@@ -140,8 +133,8 @@ int Import(const ImportArgs& a) {
   }
   inputs.insert(inputs.end(), read->begin(), read->end());
   import::GivenFacts given;
-  given.has_cmdline = a.has_cmdline;
-  given.cmdline = a.cmdline;
+  given.has_cmdline = a.cmdline.has_value();
+  given.cmdline = a.cmdline.value_or("");
   given.arch = a.arch;
   given.kernel_version = a.kernel;
   import::Imported imported = import::ReadPaste(inputs, given);

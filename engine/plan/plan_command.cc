@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
@@ -42,8 +43,7 @@ Result<sim::MachineSpec> ThisMachine() {
 struct PlanArgs {
   engine::PlanRequest request;
   std::string machine;  // empty: this machine
-  std::string cmdline;
-  bool has_cmdline = false;
+  std::optional<std::string> cmdline;  // absent: the machine's own
   std::string json;
 };
 
@@ -72,8 +72,7 @@ Action Define(CLI::App& app) {
       ->type_name("PRESET|FILE");
   app.add_option("--cmdline", a->cmdline,
                  "the current kernel command line (default: the machine's)")
-      ->type_name("TEXT")
-      ->each([a](const std::string&) { a->has_cmdline = true; });
+      ->type_name("TEXT");
   cli::AddSizeOption(app, "--at", &req.at,
                      "this start address exactly (e.g. 4G, 0x100000000), or say why not");
   cli::AddSizeOption(app, "--keep", &req.keep, "usable RAM to leave to the system");
@@ -103,7 +102,7 @@ int Plan(PlanArgs& a) {
     std::cerr << "resmem plan: " << machine.status().message() << "\n";
     return given_machine ? kExitBadInput : kExitUnavailable;
   }
-  if (a.has_cmdline) machine->cmdline = a.cmdline;
+  if (a.cmdline) machine->cmdline = *a.cmdline;
   auto plan = engine::PlanReservation(*machine, req);
   if (!plan.ok()) {
     std::cerr << "resmem plan: " << plan.status().message() << "\n";
