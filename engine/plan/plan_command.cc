@@ -65,6 +65,7 @@ Action Define(CLI::App& app) {
       "exit: 0 a plan, 1 nothing fits (the message says the largest that would), 2 bad input");
   cli::AddSizeOption(app, "SIZE", &req.size, "the size to reserve, e.g. 16G", 1)
       ->required()
+      ->type_name("")
       ->default_str("");
   app.add_option("--machine", a->machine,
                  "plan for another machine: a preset (seed000-workstation, ...), a machine file, "
@@ -74,7 +75,8 @@ Action Define(CLI::App& app) {
                  "the current kernel command line (default: the machine's)")
       ->type_name("TEXT");
   cli::AddSizeOption(app, "--at", &req.at,
-                     "this start address exactly (e.g. 4G, 0x100000000), or say why not");
+                     "this start address exactly (e.g. 4G, 0x100000000), or say why not")
+      ->type_name("ADDR");
   cli::AddSizeOption(app, "--keep", &req.keep, "usable RAM to leave to the system");
   app.add_option("--dma-bits", req.dma_bits,
                  "the producing device's DMA mask (32: the range stays below 4 GiB)")
