@@ -127,8 +127,7 @@ cli::Action Define(CLI::App& app) {
       ->check(PercentBelow100());
   app.add_option("--runs", a->runs, "repeat the whole calibration N times and keep the spread")
       ->type_name("N")
-      ->check(CLI::Range(1, 100))
-      ->excludes(compare);
+      ->check(CLI::Range(1, 100));  // one excludes per option: CLI11 lists several in no set order
   cli::AddSizeListOption(app, "--sizes", &o.sizes, "registration and bandwidth sizes");
   app.add_option("--passes", o.passes, "passes per bandwidth figure (median)")
       ->type_name("N")

@@ -2,7 +2,9 @@
 // FUSE mount, so unmodified programs (or the LD_PRELOAD shim) can open, ioctl and mmap it, until
 // SIGINT or SIGTERM. The mount is made where the user asks (a shared mount) and removed on exit.
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,24 @@ struct FuseArgs {
   uint64_t seed = 1;
 };
 
+// Serve only into a directory of our own: mounting over another user's directory would hide
+// what they keep there and put the device where they decide (fusermount3 refuses the same:
+// util/fusermount.c check_perm, "user has no write access to mountpoint").
+CLI::Validator OwnDirectory() {
+  return CLI::Validator(
+      [](std::string& dir) -> std::string {
+        struct stat dir_stat;
+        if (stat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode))
+          return dir + " is not a directory: create it first (mkdir " + dir + ")";
+        if (dir_stat.st_uid != geteuid())
+          return dir + " is owned by uid " + std::to_string(dir_stat.st_uid) + ", not by you (uid " +
+                 std::to_string(geteuid()) +
+                 "): resmem fuse serves only into a directory you own; make one (mkdir DIR)";
+        return std::string();
+      },
+      "", "DIR");
+}
+
 int FuseServeMain(const FuseArgs& a);
 
 cli::Action Define(CLI::App& app) {
@@ -42,9 +62,11 @@ cli::Action Define(CLI::App& app) {
       ->type_name("PRESET")
       ->required()
       ->check(CLI::IsMember(sim::MachinePresetNames()));
-  app.add_option("--mount", a->mount_dir, "where to mount (a folder; the mount is shared)")
+  app.add_option("--mount", a->mount_dir,
+                 "where to mount: a directory you own (the mount is shared)")
       ->type_name("DIR")
-      ->required();
+      ->required()
+      ->check(OwnDirectory());
   app.add_option("--seed", a->seed, "the simulated world's seed")
       ->type_name("N")
       ->check(cli::NonNegativeInteger());

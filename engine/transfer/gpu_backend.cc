@@ -1,6 +1,5 @@
 #include "engine/transfer/gpu_backend.h"
 
-
 #include "backends/cuda/cuda_gpu.h"
 #include "backends/fault/fault_injector.h"
 #include "engine/cli/values.h"
@@ -9,7 +8,8 @@
 
 namespace resmem::transfer {
 
-Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed) {
+Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed,
+                                  std::shared_ptr<FaultInjector> faults) {
   GpuBackend b;
   if (name == "cuda") {
     RESMEM_ASSIGN_OR_RETURN(auto gpu, cuda::CudaGpu::Create(0));
@@ -22,7 +22,8 @@ Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed) {
     RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile profile, sim::CudaProfileByName("cuda-13.0-r580"));
     RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
     b.clock = std::make_shared<VirtualClock>();
-    b.gpu = sim::MakeSimGpu(profile, machine.perf, b.clock, std::make_shared<FaultInjector>(seed));
+    b.gpu = sim::MakeSimGpu(profile, machine.perf, b.clock,
+                            faults ? faults : std::make_shared<FaultInjector>(seed));
     b.name = b.gpu->name();
     return b;
   }
