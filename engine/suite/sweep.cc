@@ -10,11 +10,12 @@ constexpr uint64_t kReservationBase = 4 * kGiB;  // memmap=NG$4G, as seed 000
 
 std::string Gib(uint64_t bytes) { return std::to_string(bytes / kGiB) + "G"; }
 
-scenario::Value Text(const std::string& s) {
-  scenario::Value v;
-  v.kind = scenario::Value::Kind::kString;
-  v.str = s;
-  return v;
+// An expectation as a file would write it (the runner prints `written`).
+scenario::Expected<std::string> ExpectText(const std::string& s) {
+  scenario::Expected<std::string> e;
+  e.value = s;
+  e.written = s;
+  return e;
 }
 
 // Write-back from 0 as the hardware allows it: variable ranges are powers of two aligned to their
@@ -132,22 +133,28 @@ scenario::Scenario MakeSweepScenario(const SweepCase& c, const sim::MachineSpec&
   s.cuda_profile = c.profile->cuda_profile;
 
   scenario::Step open;
-  open.op = "open";
+  open.args = scenario::OpenStep{};
+  open.file = s.file;
   scenario::Step map;
-  map.op = "mmap";
-  map.args["as"] = Text("res");
-  map.expect.fields["memory_type"] = Text(want.memory_type);
+  scenario::MmapStep mmap_args;
+  mmap_args.as = "res";  // the whole reservation
+  map.args = mmap_args;
+  map.file = s.file;
+  map.expect.memory_type = ExpectText(want.memory_type);
   scenario::Step reg;
-  reg.op = "register";
-  reg.args["span"] = Text("res");
-  reg.args["length"] = Text("16M");
-  if (c.profile->iomemory) {
-    scenario::Value flags;
-    flags.kind = scenario::Value::Kind::kList;
-    flags.list = {"iomemory"};
-    reg.args["flags"] = flags;
+  scenario::RegisterStep reg_args;
+  reg_args.span = "res";
+  reg_args.length = 16ull << 20;
+  reg_args.flags = c.profile->iomemory ? kRegisterIoMemory : kRegisterDefault;
+  reg.args = reg_args;
+  reg.file = s.file;
+  if (!want.register_error.empty()) {
+    scenario::Expected<scenario::ExpectedError> error;
+    error.value.kind = scenario::ExpectedError::Kind::kCudaName;
+    error.value.cuda_name = want.register_error;
+    error.written = want.register_error;
+    reg.expect.error = error;
   }
-  if (!want.register_error.empty()) reg.expect.fields["error"] = Text(want.register_error);
   s.steps = {open, map, reg};
   return s;
 }

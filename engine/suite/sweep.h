@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/api/gpu.h"
 #include "backends/api/region.h"
 #include "engine/runner/runner.h"
 #include "engine/scenario/scenario.h"

@@ -84,7 +84,7 @@ TEST_F(SweepTest, RegistrationFollowsTheModeTheEraAndTheFlags) {
 TEST_F(SweepTest, AWrongExpectationFailsTheCase) {
   SweepCase c = Find(77, 80, "pfnmap/wb/cuda-13.0-r580/default");
   scenario::Scenario s = MakeSweepScenario(c, machine_);
-  s.steps[1].expect.fields["memory_type"].str = "WB";  // the truth is UC-
+  s.steps[1].expect.memory_type->value = "WB";  // the truth is UC-
   ScenarioResult r = RunScenario(s, {});
   EXPECT_EQ(r.verdict, ScenarioVerdict::kFailed);
 }

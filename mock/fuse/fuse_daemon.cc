@@ -867,7 +867,7 @@ std::vector<std::string> FuseDaemon::device_names() const {
 Status FuseDaemon::Mount(const std::string& dir, int fuse_fd) {
   State& s = *state_;
   // Mount ourselves with the descriptor (what fusermount3 does for users; as root mount(2) is
-  // allowed directly, FACTS.md "FUSE"), then hand libfuse "/dev/fd/N" so it serves that fd.
+  // allowed directly, FACTS.md "FUSE"), then hand libfuse that fd (fuse_session_custom_io, below).
   // Access: no allow_other, so the kernel lets only processes of this uid/gid reach the mount
   // (fs/fuse/dir.c fuse_allow_current_process: -EACCES for anyone else, root included when it is
   // not user_id); default_permissions, so the kernel also checks the modes Attr() gives (the
