@@ -13,9 +13,13 @@ namespace {
 constexpr const char* kUsage =
     "resmem bench [--backend cuda|sim] [--sizes 64K,256K,...] [--paths a,b] [--passes N]\n"
     "             [staged path options] [--seed N] [--json FILE] [--plot FILE.png] [--verbose]\n"
+    "             [--nvbandwidth FILE [--nvbandwidth-size SIZE]]\n"
     "resmem bench --replot bench.json --plot FILE.png\n"
     "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline of\n"
-    "the same run; medians of --passes (default 5); every pass's data verified.\n"
+    "the same run; medians of --passes (default 7), the paths interleaved within each pass after an\n"
+    "untimed warm-up; every pass's data verified. A path above 102% of pinned, or a pinned figure\n"
+    "more than 3% below --nvbandwidth FILE (nvbandwidth -j output of host_to_device_memcpy_ce and\n"
+    "device_to_host_memcpy_ce on this host, run with -b SIZE MiB) marks the run UNRELIABLE.\n"
     "paths: pinned registered-direct registered-chunked staged zero-copy-mapped pageable\n"
     "--backend cuda (default) is the real GPU; sim is the CUDA model (h100-host), no GPU needed.\n"
     "Exit: 0 ok, 1 data mismatch, 2 bad input, 3 no GPU, 4 internal.";
@@ -32,7 +36,8 @@ int Run(const std::vector<std::string>& argv) {
     return cli::kExitOk;
   }
   auto args = transfer::ParseWithStagingArgs(
-      argv, {"backend", "sizes", "paths", "passes", "seed", "json", "plot", "replot"}, {"verbose"});
+      argv, {"backend", "sizes", "paths", "passes", "seed", "json", "plot", "replot", "nvbandwidth",
+             "nvbandwidth-size"}, {"verbose"});
   if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
   if (args->Has("replot")) {
     std::ifstream in(args->Get("replot", ""));
@@ -53,7 +58,24 @@ int Run(const std::vector<std::string>& argv) {
     o.sizes.push_back(*v);
   }
   o.paths = args->List("paths", "");
-  auto passes = args->Number("passes", 5);
+  if (args->Has("nvbandwidth")) {
+    const std::string file = args->Get("nvbandwidth", "");
+    std::ifstream in(file);
+    if (!in) return Fail(Status::InvalidArgument("--nvbandwidth: cannot read " + file), 2);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    uint64_t ref_size = 0;
+    if (args->Has("nvbandwidth-size")) {
+      auto v = ParseSize(args->Get("nvbandwidth-size", ""));
+      if (!v.ok()) return Fail(v.status().WithContext("--nvbandwidth-size"), 2);
+      ref_size = *v;
+    }
+    auto ref = ReferenceFromNvbandwidthJson(ss.str(), ref_size);
+    if (!ref.ok()) return Fail(ref.status().WithContext("--nvbandwidth " + file), 2);
+    o.reference = *ref;
+    o.reference.source += " (" + file + ")";
+  }
+  auto passes = args->Number("passes", 7);
   auto seed = args->Number("seed", 1);
   for (const Status& st : {passes.status(), seed.status(),
                            transfer::ApplyStagingArgs(*args, &o.staging)})
