@@ -34,7 +34,8 @@ std::vector<BenchPath> DefaultPaths() {
           {"registered-direct", "memfd", "registered-direct"},
           {"registered-hugetlb", "hugetlb", "registered-direct"},
           {"registered-chunked", "memfd", "registered-chunked"},
-          {"staged", "file", "staged"},
+          {"staged", "memfd", "staged"},
+          {"staged-file", "file", "staged"},
           {"zero-copy-mapped", "memfd", "zero-copy-mapped"},
           {"pageable", "anon", "pageable"}};
 }
@@ -110,7 +111,7 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
       }
       op.engine = std::move(e).value();
       op.choice = op.engine->choice().Describe();
-      if (path.name == "staged") {
+      if (path.name == "staged-file") {
         // Say why registration is impossible here: the engine's own choice among all paths.
         transfer::TransferOptions all;
         all.register_chunk = 64ull << 20;
@@ -362,11 +363,17 @@ std::string BenchResult::Headline() const {
       if (c.path == "registered-hugetlb") reg_huge = c.ratio_to_pinned;
       if (c.path == "staged") staged = c.ratio_to_pinned;
     }
+    auto pct = [](double ratio) {
+      char b[32];
+      if (ratio <= 0) return std::string("n/a");
+      std::snprintf(b, sizeof b, "%.1f%%", 100 * ratio);
+      return std::string(b);
+    };
     std::snprintf(buf, sizeof buf,
-                  "%s %s: pinned %.1f GB/s; registered memfd %.1f%%, hugetlb %.1f%% of pinned "
-                  "(target >= 98%%); staged %.1f%% (target >= 90%%)\n",
-                  dir, FormatSize(largest).c_str(), pinned, 100 * reg, 100 * reg_huge,
-                  100 * staged);
+                  "%s %s: pinned %.1f GB/s; registered memfd %s, hugetlb %s of pinned "
+                  "(target >= 98%%); staged %s (target >= 90%%)\n",
+                  dir, FormatSize(largest).c_str(), pinned, pct(reg).c_str(),
+                  pct(reg_huge).c_str(), pct(staged).c_str());
     out += buf;
   }
   if (!unreliable.empty())

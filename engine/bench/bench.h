@@ -36,7 +36,10 @@ struct BenchPath {
 };
 // pinned (baseline), registered-direct (memfd), registered-hugetlb (MAP_HUGETLB: 2 MiB pages,
 // closer to a physically contiguous reservation; needs /proc/sys/vm/nr_hugepages), registered-chunked (memfd, 64 MiB pieces),
-// staged (disk file: registration refused, so the engine stages), zero-copy-mapped (memfd),
+// staged (the staged engine forced on memfd: RAM, as the reservation is, so the figures are the
+// engine's own), staged-file (a disk file: registration refused, so the engine stages; its page
+// cache writeback also takes CPUs from the lanes and write-protects pages the D2H copies then
+// fault on, so it runs below "staged"), zero-copy-mapped (memfd),
 // pageable (anonymous, unregistered).
 std::vector<BenchPath> DefaultPaths();
 

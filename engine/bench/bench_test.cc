@@ -41,12 +41,15 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
       ++chunked_cells;
       EXPECT_NE(c.choice.find("4 pieces"), std::string::npos) << c.choice;
     }
-    if (c.path == "staged") {
+    if (c.path == "staged-file") {
       EXPECT_NE(c.choice.find("registered-direct refused"), std::string::npos) << c.choice;
     }
   }
   EXPECT_EQ(pinned_cells, 4);
   EXPECT_EQ(chunked_cells, 4);
+  int staged_cells = 0;
+  for (const auto& c : r->cells) staged_cells += c.path == "staged" || c.path == "staged-file";
+  EXPECT_EQ(staged_cells, 8);
   auto back = BenchResultFromJson(r->ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->cells.size(), r->cells.size());

@@ -104,7 +104,8 @@ std::vector<std::string> Args::List(const std::string& key, const std::string& d
 }
 
 std::vector<std::string> StagingKeys() {
-  return {"lanes", "chunk", "buffers", "min-unit", "units-per-lane", "spin-us"};
+  return {"lanes", "chunk", "buffers", "min-unit", "units-per-lane", "spin-us", "min-segments",
+          "ramp-first"};
 }
 std::vector<std::string> StagingFlags() {
   return {"pin-lanes", "stream-to-host", "lane-units", "cached-fill"};
@@ -113,6 +114,8 @@ std::vector<std::string> StagingFlags() {
 const char* const kStagingUsage =
     "staged path: --lanes N (16) --chunk SIZE (pinned buffer, largest unit) --buffers N per lane\n"
     "  --min-unit SIZE --units-per-lane N --spin-us N (idle lanes poll before sleeping)\n"
+    "  --min-segments N (segments per copy, 8) --ramp-first SIZE (first segment of a copy, each\n"
+    "  next one twice as large; 0 = equal segments)\n"
     "  --pin-lanes (pin lane threads to CPUs) --stream-to-host (non-temporal stores, D2H)\n"
     "  --lane-units (each lane DMAs its own units instead of one DMA per shared segment)\n"
     "  --cached-fill (fill every pinned segment with ordinary stores; by default segments\n"
@@ -132,8 +135,11 @@ Status ApplyStagingArgs(const Args& args, TransferOptions* o) {
   auto min_unit = args.Size("min-unit", o->staging_min_unit);
   auto per_lane = args.Number("units-per-lane", o->staging_units_per_lane);
   auto spin = args.Number("spin-us", o->staging_spin_us);
+  auto min_segments = args.Number("min-segments", o->staging_min_segments);
+  auto ramp = args.Size("ramp-first", o->staging_ramp_first);
   for (const Status& st : {lanes.status(), chunk.status(), buffers.status(), min_unit.status(),
-                           per_lane.status(), spin.status()})
+                           per_lane.status(), spin.status(), min_segments.status(),
+                           ramp.status()})
     RESMEM_RETURN_IF_ERROR(st);
   if (*lanes < 1 || *lanes > 1024)
     return Status::InvalidArgument("--lanes " + std::to_string(*lanes) + ": give 1..1024");
@@ -144,6 +150,13 @@ Status ApplyStagingArgs(const Args& args, TransferOptions* o) {
     return Status::InvalidArgument("--chunk and --min-unit must be at least 4K");
   if (*per_lane < 1) return Status::InvalidArgument("--units-per-lane must be at least 1");
   if (*spin < 0) return Status::InvalidArgument("--spin-us must be >= 0 (0: sleep at once)");
+  if (*min_segments < 1 || *min_segments > 64)
+    return Status::InvalidArgument("--min-segments " + std::to_string(*min_segments) +
+                                   ": give 1..64");
+  if (*ramp % 4096)
+    return Status::InvalidArgument("--ramp-first must be a multiple of 4K (0: no ramp)");
+  o->staging_min_segments = static_cast<int>(*min_segments);
+  o->staging_ramp_first = *ramp;
   o->staging_lanes = static_cast<int>(*lanes);
   o->staging_chunk = *chunk;
   o->staging_buffers = static_cast<int>(*buffers);

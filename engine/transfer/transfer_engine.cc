@@ -533,7 +533,9 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
           in_flight.push_back(b);
           if (tracing) trace_.bytes += b.length;
         }
-        const uint64_t n = std::min(seg_limit, cur.length - cur_done);
+        uint64_t n = std::min(seg_limit, cur.length - cur_done);
+        if (o_.staging_ramp_first && known < 32)
+          n = std::min(n, std::max<uint64_t>(4096, o_.staging_ramp_first << known));
         const uint64_t slot = known % kRing;
         const uint64_t piece = std::max<uint64_t>(
             64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
