@@ -2,7 +2,9 @@
 // FUSE mount, so unmodified programs (or the LD_PRELOAD shim) can open, ioctl and mmap it, until
 // SIGINT or SIGTERM. The mount is made where the user asks (a shared mount) and removed on exit.
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +63,17 @@ int FuseServeMain(const std::vector<std::string>& args) {
     }
   }
   if (machine.empty() || mount_dir.empty()) return Usage("--machine and --mount are required");
+  // Serve only into a directory of our own: mounting over another user's directory would hide
+  // what they keep there and put the device where they decide (fusermount3 refuses the same:
+  // util/fusermount.c check_perm, "user has no write access to mountpoint").
+  struct stat dir_stat;
+  if (stat(mount_dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode))
+    return Usage("--mount " + mount_dir + " is not a directory: create it first (mkdir " +
+                 mount_dir + ")");
+  if (dir_stat.st_uid != geteuid())
+    return Usage("--mount " + mount_dir + " is owned by uid " + std::to_string(dir_stat.st_uid) +
+                 ", not by you (uid " + std::to_string(geteuid()) +
+                 "): resmem fuse serves only into a directory you own; make one (mkdir DIR)");
   auto map_mode = ParseMapMode(mode);
   if (!map_mode) return Usage("--mode '" + mode + "': use pfnmap or pages");
   auto cache_type = ParseCacheType(cache);

@@ -2,18 +2,20 @@
 //   resmem run scenarios/            run every scenario on the simulator, print the verdicts
 //   resmem doctor                    name the known failures this machine would hit
 //   resmem COMMAND --help            the command's options
+//   resmem --version                 the version (//:version.bzl)
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "engine/cli/command.h"
+#include "engine/cli/version.h"
 
 namespace {
 
 void PrintHelp() {
   std::cout << "resmem: simulation and fault injection for reserved physical memory -> NVIDIA GPU\n\n"
-               "usage: resmem COMMAND [options]\n\ncommands:\n";
+               "usage: resmem COMMAND [options]\n       resmem --version\n\ncommands:\n";
   for (const auto& c : resmem::cli::Commands()) {
     std::string name = c.name;
     name.resize(12, ' ');
@@ -30,6 +32,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     PrintHelp();
     return args.empty() ? resmem::cli::kExitBadInput : resmem::cli::kExitOk;
+  }
+  if (args[0] == "--version") {
+    std::cout << "resmem " RESMEM_VERSION "\n";
+    return resmem::cli::kExitOk;
   }
   const std::string name = args[0];
   args.erase(args.begin());

@@ -17,8 +17,10 @@ constexpr const char* kUsage =
     "              [staged path options] [--seed N] [--json FILE] [--quiet]\n"
     "Ring-buffer acquisition: a producer writes numbered blocks into the ring at --rate Hz\n"
     "(0 = flat out), consumers move them to the GPU through the transfer engine, and the device\n"
-    "checks every block. Prints throughput, latency p50/p99/max, drops and corrupt blocks.\n"
-    "Exit: 0 ok, 1 drops or corrupt blocks, 2 bad input, 3 no GPU, 4 internal.";
+    "checks every block; a failed or wrong copy is retried, a block that cannot be had whole is\n"
+    "reported lost by number. Prints throughput, latency p50/p99/max, dropped, corrupt and\n"
+    "failed blocks.\n"
+    "Exit: 0 ok, 1 blocks dropped, corrupt or failed, 2 bad input, 3 no GPU, 4 internal.";
 
 int Fail(const Status& st, int code) {
   std::fprintf(stderr, "resmem stream: %s\n", st.ToString().c_str());
@@ -74,7 +76,7 @@ int Run(const std::vector<std::string>& argv) {
     std::ofstream out(args->Get("json", ""));
     out << r->ToJson() << "\n";
   }
-  return (r->dropped || r->corrupt) ? cli::kExitCheckFailed : cli::kExitOk;
+  return (r->dropped || r->corrupt || r->failed) ? cli::kExitCheckFailed : cli::kExitOk;
 }
 
 }  // namespace

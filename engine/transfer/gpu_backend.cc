@@ -10,7 +10,8 @@
 
 namespace resmem::transfer {
 
-Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed) {
+Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed,
+                                  std::shared_ptr<FaultInjector> faults) {
   GpuBackend b;
   if (name == "cuda") {
     RESMEM_ASSIGN_OR_RETURN(auto gpu, cuda::CudaGpu::Create(0));
@@ -23,7 +24,8 @@ Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed) {
     RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile profile, sim::CudaProfileByName("cuda-13.0-r580"));
     RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
     b.clock = std::make_shared<VirtualClock>();
-    b.gpu = sim::MakeSimGpu(profile, machine.perf, b.clock, std::make_shared<FaultInjector>(seed));
+    b.gpu = sim::MakeSimGpu(profile, machine.perf, b.clock,
+                            faults ? faults : std::make_shared<FaultInjector>(seed));
     b.name = b.gpu->name();
     return b;
   }

@@ -15,6 +15,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "backends/fault/fault_injector.h"
 #include "engine/transfer/transfer_engine.h"
 
 namespace resmem::transfer {
@@ -26,8 +27,10 @@ struct GpuBackend {
 };
 
 // Unavailable (no GPU) for "cuda" where there is none; InvalidArgument naming the choices for an
-// unknown name.
-Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed = 1);
+// unknown name. `faults`: the injector the sim consults (gpu.copy, ...); null: a fresh one with
+// no rules. The cuda backend takes none here.
+Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed = 1,
+                                  std::shared_ptr<FaultInjector> faults = nullptr);
 
 // Parsed command arguments: "--key value" or "--key=value"; "--flag" alone where listed in flags.
 class Args {

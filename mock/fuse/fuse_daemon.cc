@@ -84,8 +84,8 @@ struct FuseDaemon::State {
   void Attr(fuse_ino_t ino, struct stat* st) {
     std::memset(st, 0, sizeof *st);
     st->st_ino = ino;
-    st->st_uid = 0;
-    st->st_gid = 0;
+    st->st_uid = geteuid();  // the daemon's owner, who alone may reach the mount (Mount)
+    st->st_gid = getegid();
     st->st_atime = st->st_mtime = st->st_ctime = start_time;
     st->st_blksize = 4096;
     if (ino == kRootIno) {
@@ -95,7 +95,7 @@ struct FuseDaemon::State {
       st->st_mode = S_IFREG | 0600;
       st->st_nlink = 1;
     } else if (ServedDevice* d = Device(ino)) {
-      st->st_mode = S_IFREG | 0666;
+      st->st_mode = S_IFREG | 0660;
       st->st_nlink = 1;
       st->st_size = static_cast<off_t>(d->info.size);
       st->st_blocks = static_cast<blkcnt_t>((d->info.size + 511) / 512);
@@ -621,8 +621,14 @@ Status FuseDaemon::Mount(const std::string& dir, int fuse_fd) {
   State& s = *state_;
   // Mount ourselves with the descriptor (what fusermount3 does for users; as root mount(2) is
   // allowed directly, FACTS.md "FUSE"), then hand libfuse "/dev/fd/N" so it serves that fd.
-  std::string opts = "fd=" + std::to_string(fuse_fd) +
-                     ",rootmode=40000,user_id=0,group_id=0,allow_other,max_read=1048576";
+  // Access: no allow_other, so the kernel lets only processes of this uid/gid reach the mount
+  // (fs/fuse/dir.c fuse_allow_current_process: -EACCES for anyone else, root included when it is
+  // not user_id); default_permissions, so the kernel also checks the modes Attr() gives (the
+  // device files 0660 and the control file 0600 of the daemon's owner, as kmod/99-resmem.rules
+  // gives /dev/resmemN).
+  std::string opts = "fd=" + std::to_string(fuse_fd) + ",rootmode=40000,user_id=" +
+                     std::to_string(geteuid()) + ",group_id=" + std::to_string(getegid()) +
+                     ",default_permissions,max_read=1048576";
   if (mount(kMountSource, dir.c_str(), kMountType, MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
     int err = errno;
     return Status::Errno(err, std::string("mount -t ") + kMountType + " on " + dir + ": " +
