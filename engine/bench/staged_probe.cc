@@ -1,4 +1,4 @@
-// staged_probe: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
+// staged_probe [--host memfd|file|...] [--sizes ...]: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
 // less reached ~50% of pinned on the H100, docs/hil/2026-11-21-h100-staged). For each size it
 // times the pieces of a staged host-to-device copy apart, medians of --copies:
 //   pinned      cudaMemcpy from cudaMallocHost memory (the baseline)
@@ -264,7 +264,7 @@ struct Probe {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> argv_s(argv + 1, argv + argc);
-  std::vector<std::string> keys = {"sizes", "copies", "blocks"};
+  std::vector<std::string> keys = {"sizes", "copies", "blocks", "host"};
   for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
   auto args = transfer::Args::Parse(argv_s, keys, transfer::StagingFlags());
   if (!args.ok()) return Fail(args.status(), 2);
@@ -288,7 +288,11 @@ int Main(int argc, char** argv) {
     return 3;
   }
   const uint64_t max_size = std::max<uint64_t>(256ull << 20, *std::max_element(sizes.begin(), sizes.end()));
-  auto host = host::MapHostMemory(host::HostKind::kFile, max_size);
+  // memfd by default: RAM, as the reservation is. A disk file (--host file) adds its page cache
+  // writeback to the copy (docs/hil/2026-11-23-h100-perf: staged-file below staged).
+  auto kind = host::ParseHostKind(args->Get("host", "memfd"));
+  if (!kind.ok()) return Fail(kind.status(), 2);
+  auto host = host::MapHostMemory(*kind, max_size);
   if (!host.ok()) return Fail(host.status(), 4);
   if (Status st = transfer::FillPattern(**host, 0, max_size, 0, 7); !st.ok()) return Fail(st, 4);
   auto dev = backend->gpu->AllocDevice(max_size);
@@ -347,6 +351,17 @@ int Main(int argc, char** argv) {
                TransferOptions v = traced;
                v.staging_lanes = 9;
                return p.Staged(size, v, 0, "8 fill lanes", false);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_ramp_first = 256 << 10;
+               return p.Staged(size, v, 0, "ramp from 256 KiB", true);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_ramp_first = 256 << 10;
+               v.staging_min_segments = 1;
+               return p.Staged(size, v, 0, "ramp 256 KiB to 8 MiB", true);
              }}) {
       st = step();
       if (!st.ok()) break;
