@@ -15,6 +15,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <thread>
 
 #include "engine/cli/command.h"
@@ -25,11 +26,12 @@
 namespace resmem::fuse_emu {
 namespace {
 
-const cli::Command* FuseCommand() {
-  for (const auto& c : cli::Commands()) {
-    if (c.name == "fuse") return &c;
-  }
-  return nullptr;
+const cli::Program kProgram{"resmem", "resmem under test", "resmem test"};
+
+// `resmem fuse ARGS...` as the command line runs it.
+int Fuse(std::vector<std::string> args) {
+  args.insert(args.begin(), "fuse");
+  return cli::RunProgram(kProgram, args, std::cout, std::cerr);
 }
 
 // Waits up to 5 s for the served file to appear (the command mounts in the background).
@@ -42,30 +44,28 @@ bool WaitForFile(const std::string& file, struct stat* st) {
 }
 
 TEST(FuseCommand, IsRegistered) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
-  EXPECT_NE(c->usage.find("--machine PRESET --mount DIR"), std::string::npos);
+  auto help = cli::CommandHelp(kProgram, "fuse");
+  ASSERT_TRUE(help.has_value());
+  EXPECT_NE(help->find("--machine PRESET"), std::string::npos) << *help;
+  EXPECT_NE(help->find("--mount DIR"), std::string::npos) << *help;
+  EXPECT_NE(help->find("DIR/.control"), std::string::npos) << *help;  // the fault commands
 }
 
 TEST(FuseCommand, BadInputIsExitTwo) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->run({}), cli::kExitBadInput);
-  EXPECT_EQ(c->run({"--machine", "no-such-machine", "--mount", "/tmp"}), cli::kExitBadInput);
-  EXPECT_EQ(c->run({"--machine", "seed000-workstation", "--mount", "/tmp", "--mode", "x"}),
+  EXPECT_EQ(Fuse({}), cli::kExitBadInput);
+  EXPECT_EQ(Fuse({"--machine", "no-such-machine", "--mount", "/tmp"}), cli::kExitBadInput);
+  EXPECT_EQ(Fuse({"--machine", "seed000-workstation", "--mount", "/tmp", "--mode", "x"}),
             cli::kExitBadInput);
-  EXPECT_EQ(c->run({"--bogus"}), cli::kExitBadInput);
+  EXPECT_EQ(Fuse({"--bogus"}), cli::kExitBadInput);
 }
 
 TEST(FuseCommand, ServesTheSeed000ReservationUntilSigterm) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
   const char* tmp = getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp ? tmp : "/tmp") + "/fuse_command_mnt";
   mkdir(dir.c_str(), 0755);
   pid_t pid = fork();
   if (pid == 0) {
-    _exit(c->run({"--machine", "seed000-workstation", "--mount", dir, "--seed", "7"}));
+    _exit(Fuse({"--machine", "seed000-workstation", "--mount", dir, "--seed", "7"}));
   }
   std::string file = dir + "/resmem0";
   struct stat st;
@@ -107,22 +107,20 @@ std::string TestDir(const std::string& name) {
 }
 
 TEST(FuseCommand, RefusesADirectoryOfAnotherUser) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
   std::string dir = TestDir("fuse_command_not_mine");
   ASSERT_EQ(chown(dir.c_str(), 65534, 65534), 0) << strerror(errno);  // nobody's
   testing::internal::CaptureStderr();
-  const int rc = c->run({"--machine", "seed000-workstation", "--mount", dir});
+  const int rc = Fuse({"--machine", "seed000-workstation", "--mount", dir});
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(rc, cli::kExitBadInput);
-  EXPECT_NE(err.find("--mount " + dir + " is owned by uid 65534, not by you (uid " +
+  EXPECT_NE(err.find("--mount: " + dir + " is owned by uid 65534, not by you (uid " +
                      std::to_string(geteuid()) + ")"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("a directory you own"), std::string::npos) << err;
   EXPECT_TRUE(ResmemFuseMounts().empty());
   testing::internal::CaptureStderr();
-  EXPECT_EQ(c->run({"--machine", "seed000-workstation", "--mount", dir + "/missing"}),
+  EXPECT_EQ(Fuse({"--machine", "seed000-workstation", "--mount", dir + "/missing"}),
             cli::kExitBadInput);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("is not a directory"), std::string::npos);
   rmdir(dir.c_str());
@@ -142,8 +140,6 @@ int AsNobody(const std::function<int()>& op) {
 }
 
 TEST(FuseCommand, TheMountIsNotReachableByOtherUsers) {
-  const cli::Command* c = FuseCommand();
-  ASSERT_NE(c, nullptr);
   // Under /tmp, not TEST_TMPDIR (below /root, 0700, which nobody could not traverse anyway).
   char tmpl[] = "/tmp/resmem_fuse_private.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
@@ -156,7 +152,7 @@ TEST(FuseCommand, TheMountIsNotReachableByOtherUsers) {
             }),
             0);
   pid_t pid = fork();
-  if (pid == 0) _exit(c->run({"--machine", "seed000-workstation", "--mount", dir}));
+  if (pid == 0) _exit(Fuse({"--machine", "seed000-workstation", "--mount", dir}));
   const std::string file = dir + "/resmem0", control = dir + "/.control";
   struct stat st;
   ASSERT_TRUE(WaitForFile(file, &st)) << file << " never appeared";

@@ -8,57 +8,43 @@
 // unavailable, 4 internal.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <iostream>
 #include <string>
+#include <vector>
 
+#include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/stream/soak.h"
-
-namespace {
-
-bool ParseU64(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  *out = std::strtoull(s, &end, 0);
-  return end && !*end && *s;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace resmem::stream;
+  namespace cli = resmem::cli;
   uint64_t sim_blocks = 1000000, fuse_blocks = 100000, block = 4096, slots = 64, seed = 1;
   double p = 0.001;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "stream_soak: %s needs a value (see the header of soak_main.cc)\n", a.c_str());
-      return 2;
-    }
-    const char* v = argv[++i];
-    bool ok = true;
-    if (a == "--sim-blocks") ok = ParseU64(v, &sim_blocks);
-    else if (a == "--fuse-blocks") ok = ParseU64(v, &fuse_blocks);
-    else if (a == "--block") ok = ParseU64(v, &block);
-    else if (a == "--slots") ok = ParseU64(v, &slots);
-    else if (a == "--seed") ok = ParseU64(v, &seed);
-    else if (a == "--p") {
-      char* end = nullptr;
-      p = std::strtod(v, &end);
-      ok = end && !*end && *v && p >= 0 && p <= 1;
-    }
-    else {
-      std::fprintf(stderr, "stream_soak: unknown option %s: use --sim-blocks, --fuse-blocks, "
-                           "--block, --slots, --p, --seed\n", a.c_str());
-      return 2;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "stream_soak: %s '%s' is not a number%s\n", a.c_str(), v,
-                   a == "--p" ? " between 0 and 1" : "");
-      return 2;
-    }
-  }
+  auto app = cli::MakeApp("the long soak of the stream under injected faults", "stream_soak");
+  app->footer(
+      "Exit: 0 nothing silent, 1 a silent loss, corruption or duplicate, 2 bad input, 3 FUSE\n"
+      "unavailable, 4 internal.");
+  app->add_option("--sim-blocks", sim_blocks, "blocks through the simulator")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app->add_option("--fuse-blocks", fuse_blocks, "blocks through a real FUSE mount (root)")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  cli::AddSizeOption(*app, "--block", &block, "bytes of each block", 1);
+  app->add_option("--slots", slots, "ring slots")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app->add_option("--p", p, "the probability of a fault per copy")
+      ->type_name("P")
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--seed", seed, "the fault injector's seed")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                               std::cerr))
+    return *rc;
   SoakSetup setup;
   setup.stream.block_bytes = block;
   setup.stream.seed = seed;
