@@ -144,8 +144,26 @@ if want bench; then
 #    hugetlb stand-in (FACTS.md: nr_hugepages is writable there), given back afterwards.
 SAVED_HUGEPAGES=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo)
 [ -w /proc/sys/vm/nr_hugepages ] && echo 200 > /proc/sys/vm/nr_hugepages
+# NVIDIA's nvbandwidth beside it when carried in --bin (built from its source by
+# ci/nvbandwidth/build.sh, never part of this repository): its pinned copy-engine figures at
+# bench's largest size are the baseline bench's own pinned row must come within 3% of.
+REFERENCE=()
+if [ -x "$BIN/nvbandwidth" ]; then
+  step nvbandwidth sh -c '"$1" -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce -b 256 -i 7 -j > "$2"' \
+    sh "$BIN/nvbandwidth" "$DIR/nvbandwidth.json" &&
+    REFERENCE=(--nvbandwidth "$DIR/nvbandwidth.json" --nvbandwidth-size 256M)
+else
+  echo "skipped: nvbandwidth (no $BIN/nvbandwidth: ci/nvbandwidth/build.sh SRC $BIN builds it)" |
+    tee "$DIR/nvbandwidth-skipped.txt"
+  STEPS+=("nvbandwidth=skipped")
+fi
 step bench "$GPU" bench --backend cuda --passes "$PASSES" --json "$DIR/bench.json" \
-  --plot "$DIR/bench.png" --verbose
+  --plot "$DIR/bench.png" --verbose "${REFERENCE[@]}"
+# Registration time per GiB (issue 11): touched and untouched, 4 KiB, THP and hugetlb pages; the
+# 2 MiB pool covers the 8 GiB case.
+[ -w /proc/sys/vm/nr_hugepages ] && echo 4200 > /proc/sys/vm/nr_hugepages
+step registration "$GPU" bench --registration --backend cuda --reg-sizes 1G,8G \
+  --reg-backings anon,anon-thp,memfd,hugetlb-2m --json "$DIR/registration.json"
 [ -n "$SAVED_HUGEPAGES" ] && [ -w /proc/sys/vm/nr_hugepages ] && echo "$SAVED_HUGEPAGES" > /proc/sys/vm/nr_hugepages
 fi
 if want stream; then
@@ -235,6 +253,10 @@ elif bench:
             check(r >= thr["bench"][key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][key]:.0f}%)")
     bad = sum(c["verify_failures"] for c in cells)
     check(bad <= thr["bench"]["verify_failures_max"], f"bench data verification failures: {bad}")
+    # A baseline that cannot be trusted makes every ratio above meaningless (engine/bench/bench.h).
+    why = bench.get("unreliable_reasons", [])
+    check(not why, "bench baseline reliable" + (f": {len(why)} cell(s) outside the limits: " + "; ".join(why) if why else
+          (f" (pinned checked against {bench['reference']['source']})" if bench.get("reference") else " (no nvbandwidth here to check the pinned row against)")))
 else:
     check(False, "bench.json missing")
 for k, s in streams.items():
@@ -290,6 +312,25 @@ if bench:
         md.append(f"| {c['path']} | {c['direction']} | {s} | {c['median_gbps']:.2f} | {100*c['ratio_to_pinned']:.1f} | {'ok' if not c['verify_failures'] else 'FAILED'} |")
     md += ["", "Path choices:", ""] + sorted({f"- {c['path']}: {c['choice']}" for c in bench["cells"]}) + [""]
     md += ["Notes:", ""] + [f"- {n}" for n in bench.get("notes", [])] + [""]
+    ref = bench.get("reference")
+    if ref:
+        top = max(c["size"] for c in bench["cells"])
+        md += ["Reference: " + ref["source"] + f" at {ref.get('size', 0) >> 20} MiB against bench's pinned row at {top >> 20} MiB:", "",
+               "| dir | nvbandwidth GB/s | bench pinned GB/s | bench / nvbandwidth |", "|---|---|---|---|"]
+        for dr, g in sorted(ref["gbps"].items()):
+            p = [c["median_gbps"] for c in bench["cells"] if c["path"] == "pinned" and c["direction"] == dr and c["size"] == top]
+            if p: md.append(f"| {dr} | {g:.2f} | {p[0]:.2f} | {100 * p[0] / g:.1f}% |")
+        md.append("")
+    for u in bench.get("unreliable_reasons", []):
+        md.append(f"- UNRELIABLE: {u}")
+reg = load("registration.json")
+if reg:
+    md += ["", "## Registration time (cudaHostRegister, flags 0)", "",
+           "| backing | state | size | s | s/GiB | outcome |", "|---|---|---|---|---|---|"]
+    for r in reg["rows"]:
+        outcome = "skipped: " + r["skipped"] if r["skipped"] else ("refused: " + r["error"] if r["error"] else "ok")
+        md.append(f"| {r['backing']} | {'touched' if r['touched'] else 'untouched'} | {r['size'] >> 30} GiB | {r['register_seconds']:.3f} | {r['register_seconds_per_gib']:.4f} | {outcome.replace('|', '/')} |")
+    md.append("")
 md += ["## Stream", ""] if "stream" in step_set else []
 for k, s in streams.items():
     if s:

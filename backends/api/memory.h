@@ -49,6 +49,8 @@ struct MappingFacts {
   uint64_t page_size = 4096;  // base page size of the mapping (4 KiB, 2 MiB hugetlb)
   bool physically_contiguous = false;
   std::optional<uint64_t> phys_addr;  // physical address of byte 0, where known
+  bool resident = false;      // every page present when the facts were read (smaps Rss)
+  bool transparent_huge = false;  // VM_HUGEPAGE ("hg"): faults take 2 MiB pages where they can
   bool pinned = false;        // already page-locked by its allocator (cudaMallocHost)
   int pinned_context = -1;    // the GPU context that allocated/registered it, -1 if none
   bool portable = false;      // pinned with the Portable flag: usable from every context

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/bench/bench.h"
+#include "engine/bench/registration.h"
 #include "engine/cli/command.h"
 #include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
@@ -17,6 +18,11 @@ struct BenchArgs {
   BenchOptions options;
   std::string backend = "cuda";
   std::string json, plot, replot;
+  std::string nvbandwidth;            // nvbandwidth -j output to check the pinned row against
+  uint64_t nvbandwidth_size = 0;      // the -b it ran with
+  bool registration = false;          // --registration: cudaHostRegister time instead
+  RegistrationOptions reg;
+  std::vector<std::string> reg_pieces, reg_state;
 };
 
 int Fail(const Status& st, int code) {
@@ -31,6 +37,7 @@ std::vector<std::string> PathNames() {
 }
 
 int Run(const BenchArgs& a);
+int RunRegistration(const BenchArgs& a);
 
 cli::Action Define(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
@@ -39,6 +46,12 @@ cli::Action Define(CLI::App& app) {
       "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline\n"
       "of the same run; medians of --passes; every pass's data verified.\n"
       "`resmem bench --replot bench.json --plot FILE.png` redraws the plot of an earlier run.\n"
+      "Paths are interleaved within each pass after an untimed warm-up. A path above 102% of\n"
+      "pinned, or a pinned figure more than 3% below --nvbandwidth FILE (nvbandwidth -j output\n"
+      "of host_to_device_memcpy_ce and device_to_host_memcpy_ce on this host, run with -b SIZE),\n"
+      "marks the run UNRELIABLE in the table and the JSON.\n"
+      "`resmem bench --registration` times cudaHostRegister per backing, state, size and piece\n"
+      "(on --backend sim: the model's time for any size).\n"
       "Exit: 0 ok, 1 data mismatch, 2 bad input, 3 no GPU, 4 internal.");
   transfer::AddGpuBackendOption(app, &a->backend);
   cli::AddSizeListOption(app, "--sizes", &o.sizes, "block sizes (default 64K to 256M, x4)");
@@ -57,8 +70,72 @@ cli::Action Define(CLI::App& app) {
   app.add_option("--replot", a->replot, "redraw the plot of a bench.json (with --plot FILE.png)")
       ->type_name("FILE");
   app.add_flag("--verbose", o.verbose, "print every pass");
+  app.add_option("--nvbandwidth", a->nvbandwidth,
+                 "nvbandwidth -j output of this host: the pinned row is checked against it")
+      ->type_name("FILE");
+  cli::AddSizeOption(app, "--nvbandwidth-size", &a->nvbandwidth_size,
+                     "the buffer size nvbandwidth ran with (-b; default: compare at the largest "
+                     "size)")
+      ->needs("--nvbandwidth");
+  const std::string reg = "registration (--registration)";
+  app.add_flag("--registration", a->registration,
+               "time cudaHostRegister instead of copies")
+      ->group(reg);
+  cli::AddSizeListOption(app, "--reg-sizes", &a->reg.sizes, "range sizes (default 1G,4G,16G)")
+      ->group(reg);
+  app.add_option("--reg-backings", a->reg.backings, "backings (default: all)")
+      ->type_name("BACKING,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember(RegistrationBackings()))
+      ->group(reg);
+  app.add_option("--reg-pieces", a->reg_pieces,
+                 "piece sizes, each a run of its own; 0 or whole: one call (default)")
+      ->type_name("SIZE,...")
+      ->delimiter(',')
+      ->group(reg);
+  app.add_option("--reg-state", a->reg_state, "untouched, touched (default both)")
+      ->type_name("STATE,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"untouched", "touched"}))
+      ->group(reg);
+  app.add_option("--reg-repeats", a->reg.repeats, "registrations per case (median)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000))
+      ->group(reg);
   transfer::AddStagingOptions(app, &o.staging);
-  return [a] { return Run(*a); };
+  return [a] { return a->registration ? RunRegistration(*a) : Run(*a); };
+}
+
+int RunRegistration(const BenchArgs& a) {
+  RegistrationOptions o = a.reg;
+  for (const auto& p : a.reg_pieces) {
+    if (p == "0" || p == "whole") {
+      o.chunks.push_back(0);
+      continue;
+    }
+    auto v = ParseSize(p);
+    if (!v.ok())
+      return Fail(Status::InvalidArgument("--reg-pieces '" + p + "': " + v.status().message()),
+                  cli::kExitBadInput);
+    o.chunks.push_back(*v);
+  }
+  if (!a.reg_state.empty()) {
+    o.touched.clear();
+    for (const auto& s : a.reg_state) o.touched.push_back(s == "touched");
+  }
+  auto backend = transfer::MakeGpuBackend(a.backend, a.options.seed);
+  if (!backend.ok())
+    return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
+                                                                          : cli::kExitBadInput);
+  auto r = RunRegistrationBench(*backend->gpu, *backend->clock, backend->name, o);
+  if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
+  std::fputs(r->ToTable().c_str(), stdout);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    out << r->ToJson() << "\n";
+    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
+  }
+  return cli::kExitOk;
 }
 
 int Run(const BenchArgs& a) {
@@ -74,7 +151,20 @@ int Run(const BenchArgs& a) {
     std::puts(note->c_str());
     return cli::kExitOk;
   }
-  const BenchOptions& o = a.options;
+  BenchOptions o = a.options;
+  if (!a.nvbandwidth.empty()) {
+    std::ifstream in(a.nvbandwidth);
+    if (!in)
+      return Fail(Status::InvalidArgument("--nvbandwidth: cannot read " + a.nvbandwidth),
+                  cli::kExitBadInput);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto ref = ReferenceFromNvbandwidthJson(ss.str(), a.nvbandwidth_size);
+    if (!ref.ok())
+      return Fail(ref.status().WithContext("--nvbandwidth " + a.nvbandwidth), cli::kExitBadInput);
+    o.reference = *ref;
+    o.reference.source += " (" + a.nvbandwidth + ")";
+  }
   auto backend = transfer::MakeGpuBackend(a.backend, o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable

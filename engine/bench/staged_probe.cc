@@ -1,4 +1,4 @@
-// staged_probe: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
+// staged_probe [--host memfd|file|...] [--sizes ...]: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
 // less reached ~50% of pinned on the H100, docs/hil/2026-11-21-h100-staged). For each size it
 // times the pieces of a staged host-to-device copy apart, medians of --copies:
 //   pinned      cudaMemcpy from cudaMallocHost memory (the baseline)
@@ -288,6 +288,10 @@ int Main(int argc, char** argv) {
   app->add_option("--blocks", blocks_n, "blocks of the CopyQueue run")
       ->type_name("N")
       ->check(CLI::Range(1, 100000));
+  std::string host_kind = "memfd";
+  app->add_option("--host", host_kind, "the host memory staged from (memfd: RAM, as a reservation)")
+      ->type_name("KIND")
+      ->check(CLI::IsMember({"memfd", "hugetlb", "shm", "file", "file-private", "anon"}));
   transfer::AddStagingOptions(*app, &base);
   if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
                                std::cerr))
@@ -299,7 +303,11 @@ int Main(int argc, char** argv) {
     return 3;
   }
   const uint64_t max_size = std::max<uint64_t>(256ull << 20, *std::max_element(sizes.begin(), sizes.end()));
-  auto host = host::MapHostMemory(host::HostKind::kFile, max_size);
+  // memfd by default: RAM, as the reservation is. A disk file (--host file) adds its page cache
+  // writeback to the copy (docs/hil/2026-11-23-h100-perf: staged-file below staged).
+  auto kind = host::ParseHostKind(host_kind);
+  if (!kind.ok()) return Fail(kind.status(), 2);
+  auto host = host::MapHostMemory(*kind, max_size);
   if (!host.ok()) return Fail(host.status(), 4);
   if (Status st = transfer::FillPattern(**host, 0, max_size, 0, 7); !st.ok()) return Fail(st, 4);
   auto dev = backend->gpu->AllocDevice(max_size);
@@ -358,6 +366,17 @@ int Main(int argc, char** argv) {
                TransferOptions v = traced;
                v.staging_lanes = 9;
                return p.Staged(size, v, 0, "8 fill lanes", false);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_ramp_first = 256 << 10;
+               return p.Staged(size, v, 0, "ramp from 256 KiB", true);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_ramp_first = 256 << 10;
+               v.staging_min_segments = 1;
+               return p.Staged(size, v, 0, "ramp 256 KiB to 8 MiB", true);
              }}) {
       st = step();
       if (!st.ok()) break;

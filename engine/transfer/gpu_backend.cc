@@ -62,6 +62,15 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
       ->type_name("N")
       ->check(CLI::Range(0, 10 * 1000 * 1000))
       ->group(group);
+  app.add_option("--min-segments", o->staging_min_segments,
+                 "segments per copy where each stays >= --min-unit")
+      ->type_name("N")
+      ->check(CLI::Range(1, 64))
+      ->group(group);
+  cli::AddSizeOption(app, "--ramp-first", &o->staging_ramp_first,
+                     "first segment of a copy, each next one twice as large (0: equal segments)",
+                     0)
+      ->group(group);
   app.add_flag("--pin-lanes", o->staging_pin_threads, "pin lane threads to CPUs")->group(group);
   app.add_flag("--stream-to-host", o->staging_stream_to_host,
                "non-temporal stores into the host mapping (D2H)")
