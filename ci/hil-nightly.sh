@@ -246,11 +246,11 @@ if "bench" not in step_set:
     pass
 elif bench:
     cells = bench["cells"]; top = max(c["size"] for c in cells)
-    for path, key in (("registered-direct", "registered_direct_ratio_min"), ("registered-hugetlb", "registered_direct_ratio_min"), ("staged", "staged_ratio_min")):
+    for path, thr_key in (("registered-direct", "registered_direct_ratio_min"), ("registered-hugetlb", "registered_direct_ratio_min"), ("staged", "staged_ratio_min")):
         for dr in ("H2D", "D2H"):
             c = [c for c in cells if c["path"] == path and c["direction"] == dr and c["size"] == top]
             r = c[0]["ratio_to_pinned"] if c else 0
-            check(r >= thr["bench"][key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][key]:.0f}%)")
+            check(r >= thr["bench"][thr_key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][thr_key]:.0f}%)")
     bad = sum(c["verify_failures"] for c in cells)
     check(bad <= thr["bench"]["verify_failures_max"], f"bench data verification failures: {bad}")
     # A baseline that cannot be trusted makes every ratio above meaningless (engine/bench/bench.h).
