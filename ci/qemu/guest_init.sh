@@ -20,7 +20,7 @@ echo "TAP version 13"
 # The debug kernel lane (kmod_lane.sh with RESMEM_KERNEL_DEBUG=1 boots with resmem_kcheck=1):
 # after each case the kernel log lines it added, and a kmemleak scan, are checked; a KASAN, lockdep,
 # DEBUG_VM, WARN or kmemleak report fails the case that caused it, naming the line.
-KBAD='BUG:|WARNING:|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called|suspicious RCU usage|general protection|Oops|kernel BUG|Bad page|list_(add|del) corruption|UBSAN|bad unlock balance|lock held when returning|DEBUG_LOCKS_WARN_ON|Kernel panic'
+KBAD='BUG:|WARNING:|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called|suspicious RCU usage|general protection|Oops|kernel BUG|Bad page|list_(add|del) corruption|UBSAN|bad unlock balance|lock held when returning|DEBUG_LOCKS_WARN_ON|Kernel panic|bad (pmd|pud|pte|p4d|pgd) '
 # Cases whose kernel complaint is the point of the case (the seed-002 reproduction).
 KBAD_EXPECTED=" b_seed002_corrupted_page_table "
 KSEEN=0
@@ -105,7 +105,7 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	done
 	# Random syscall sequences (ci/qemu/resmem_seq.cc): seeded, replayable, shrinking; the module
 	# is unloaded and loaded again along the way and at the end.
-	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
+	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-20000}" \
 		--threads 4 --module-name resmem --module-file /resmem.ko
 	t d_unload_after_unmap                          rmmod resmem
 else

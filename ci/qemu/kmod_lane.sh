@@ -72,8 +72,9 @@ KBUILD_ARGS=()
 if [[ -n "${RESMEM_KERNEL_IMAGE:-}" ]]; then
 	[[ -r "$RESMEM_KERNEL_IMAGE" ]] || die "RESMEM_KERNEL_IMAGE=$RESMEM_KERNEL_IMAGE is not readable"
 	KBUILD="${RESMEM_KERNEL_BUILD:?RESMEM_KERNEL_IMAGE needs RESMEM_KERNEL_BUILD, the prepared build tree of that kernel}"
-	[[ -r "$KBUILD/include/config/kernel.release" ]] || die "RESMEM_KERNEL_BUILD=$KBUILD has no include/config/kernel.release"
-	KVER=$(cat "$KBUILD/include/config/kernel.release")
+	# The release the module's vermagic will carry (include/generated/utsrelease.h, UTS_RELEASE).
+	KVER=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$KBUILD/include/generated/utsrelease.h" 2>/dev/null)
+	[[ -n "$KVER" ]] || die "RESMEM_KERNEL_BUILD=$KBUILD has no include/generated/utsrelease.h: not a prepared build tree (make modules_prepare)"
 	VMLINUZ="$RESMEM_KERNEL_IMAGE"
 	# A KCOV kernel (KCOV_INSTRUMENT_ALL off): instrument the module itself.
 	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)

@@ -859,8 +859,9 @@ void DoMremap(Run* r, ThreadState& t, long idx, const Op& op) {
     }
     case 3: {  // move to a hole in the arena
       // Not after a madvise may have split it: mremap_to unmaps the target before it finds that
-      // it can move only one VMA (EFAULT), and that hole could be taken meanwhile.
-      if (s.maybe_split) return;
+      // it can move only one VMA (EFAULT), and that hole could be taken meanwhile. Not from the
+      // arena either: the old range is a hole until it is given back.
+      if (s.maybe_split || s.in_arena) return;
       uint8_t* to = ArenaHole(t, s.len, op.p[2]);
       if (!to || (to < s.addr + s.len && s.addr < to + s.len)) return;
       void* a = mremap(s.addr, s.len, s.len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
@@ -870,7 +871,6 @@ void DoMremap(Run* r, ThreadState& t, long idx, const Op& op) {
       if (!Expect(r, idx, op, Fmt("mremap(%p -> %p, 0x%" PRIx64 ")", s.addr, to, s.len).c_str(),
                   a == MAP_FAILED ? -1 : 0, err, allowed) || a == MAP_FAILED)
         return;
-      if (s.in_arena) ReleaseRange(s.addr, s.len, true);
       t.slots[i].addr = to;
       t.slots[i].in_arena = true;
       TouchSlot(r, t, idx, &op, t.slots[i], op.p[3]);
@@ -1205,7 +1205,10 @@ const char* BadKernelLine(const std::string& l) {
                                  "general protection", "Oops", "kernel BUG", "Bad page",
                                  "list_add corruption", "list_del corruption", "unreferenced object",
                                  "UBSAN", "Unable to handle", "lock held when returning",
-                                 "bad unlock balance", "DEBUG_LOCKS_WARN_ON", "Kernel panic"};
+                                 "bad unlock balance", "DEBUG_LOCKS_WARN_ON", "Kernel panic",
+                                 // include/linux/pgtable.h pmd_clear_bad & co (mm/pgtable-generic.c)
+                                 "bad pmd", "bad pud", "bad pte", "bad p4d", "bad pgd", "Bad pagetable",
+                                 "Corrupted page table"};
   for (const char* s : kSigns)
     if (l.find(s) != std::string::npos) return s;
   return nullptr;
