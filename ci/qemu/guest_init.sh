@@ -105,8 +105,11 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	done
 	# Random syscall sequences (ci/qemu/resmem_seq.cc): seeded, replayable, shrinking; the module
 	# is unloaded and loaded again along the way and at the end.
-	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-20000}" \
+	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
 		--threads 4 --module-name resmem --module-file /resmem.ko
+	# The same with 2 MiB entries asked for (huge=1), where the kernel does not default to them.
+	t d_random_syscall_sequences_huge /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
+		--threads 4 --module-name resmem --module-file /resmem.ko --huge
 	t d_unload_after_unmap                          rmmod resmem
 else
 	t module_loads false
