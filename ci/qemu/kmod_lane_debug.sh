@@ -4,7 +4,7 @@
 # ci/qemu/build_debug_kernel.sh built and cached (KASAN, lockdep, DEBUG_VM, kmemleak, KCOV), the
 # modules built against that kernel's build tree, and every guest case failed by any KASAN,
 # lockdep, DEBUG_VM, WARN or kmemleak report it caused (guest_init.sh kcheck). The random syscall
-# sequences run RESMEM_SEQ_OPS operations (default 100,000).
+# sequences run RESMEM_SEQ_OPS operations in each of their two cases (default 50,000: 100,000 a run).
 # When the cache is not there the lane does not build it (about an hour or more of 2 cores): it
 # reports one skipped case with the reason and the command that builds it, and exits 0.
 # Environment: as kmod_lane.sh; RESMEM_DEBUG_KERNEL_CACHE (default /root/.cache/resmem-debug-kernel).
@@ -18,7 +18,7 @@ fi
 if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
 	echo "kmod-lane-debug: debug kernel $(cat "$ENTRY/kernelrelease" 2>/dev/null) from $ENTRY (built in $(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)" >&2
 	export RESMEM_KERNEL_IMAGE="$ENTRY/bzImage" RESMEM_KERNEL_BUILD="$ENTRY/build" RESMEM_KERNEL_DEBUG=1
-	export RESMEM_SEQ_OPS="${RESMEM_SEQ_OPS:-100000}"
+	export RESMEM_SEQ_OPS="${RESMEM_SEQ_OPS:-50000}"
 	export RESMEM_QEMU_TIMEOUT="${RESMEM_QEMU_TIMEOUT:-3300}"
 	exec "$SRC/ci/qemu/kmod_lane.sh"
 fi
