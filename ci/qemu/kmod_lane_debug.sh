@@ -19,6 +19,9 @@ if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
 	echo "kmod-lane-debug: debug kernel $(cat "$ENTRY/kernelrelease" 2>/dev/null) from $ENTRY (built in $(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)" >&2
 	export RESMEM_KERNEL_IMAGE="$ENTRY/bzImage" RESMEM_KERNEL_BUILD="$ENTRY/build" RESMEM_KERNEL_DEBUG=1
 	export RESMEM_SEQ_OPS="${RESMEM_SEQ_OPS:-50000}"
+	# The driver built with Kbuild against the debug kernel's tree (dkms, the normal lane's way,
+	# looks for /lib/modules/RELEASE/build, which this kernel does not have).
+	export RESMEM_KMOD_DRIVER="${RESMEM_KMOD_DRIVER:-kbuild}"
 	export RESMEM_QEMU_TIMEOUT="${RESMEM_QEMU_TIMEOUT:-3300}"
 	exec "$SRC/ci/qemu/kmod_lane.sh"
 fi

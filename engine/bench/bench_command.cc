@@ -1,67 +1,81 @@
 // `resmem bench`: registers the command (engine/cli/command.h).
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "engine/bench/bench.h"
 #include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
 
 namespace resmem::bench {
 namespace {
 
-constexpr const char* kUsage =
-    "resmem bench [--backend cuda|sim] [--sizes 64K,256K,...] [--paths a,b] [--passes N]\n"
-    "             [staged path options] [--seed N] [--json FILE] [--plot FILE.png] [--verbose]\n"
-    "resmem bench --replot bench.json --plot FILE.png\n"
-    "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline of\n"
-    "the same run; medians of --passes (default 5); every pass's data verified.\n"
-    "paths: pinned registered-direct registered-chunked staged zero-copy-mapped pageable\n"
-    "--backend cuda (default) is the real GPU; sim is the CUDA model (h100-host), no GPU needed.\n"
-    "Exit: 0 ok, 1 data mismatch, 2 bad input, 3 no GPU, 4 internal.";
+// What `resmem bench` is given, as its definition below binds it.
+struct BenchArgs {
+  BenchOptions options;
+  std::string backend = "cuda";
+  std::string json, plot, replot;
+};
 
 int Fail(const Status& st, int code) {
   std::fprintf(stderr, "resmem bench: %s\n", st.ToString().c_str());
   return code;
 }
 
-int Run(const std::vector<std::string>& argv) {
-  if (cli::WantsHelp(argv)) {
-    std::puts(kUsage);
-    std::puts(transfer::kStagingUsage);
-    return cli::kExitOk;
-  }
-  auto args = transfer::ParseWithStagingArgs(
-      argv, {"backend", "sizes", "paths", "passes", "seed", "json", "plot", "replot"}, {"verbose"});
-  if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
-  if (args->Has("replot")) {
-    std::ifstream in(args->Get("replot", ""));
-    if (!in) return Fail(Status::InvalidArgument("cannot read " + args->Get("replot", "")), 2);
+std::vector<std::string> PathNames() {
+  std::vector<std::string> names;
+  for (const auto& p : DefaultPaths()) names.push_back(p.name);
+  return names;
+}
+
+int Run(const BenchArgs& a);
+
+cli::Action Define(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  BenchOptions& o = a->options;
+  app.footer(
+      "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline\n"
+      "of the same run; medians of --passes; every pass's data verified.\n"
+      "`resmem bench --replot bench.json --plot FILE.png` redraws the plot of an earlier run.\n"
+      "Exit: 0 ok, 1 data mismatch, 2 bad input, 3 no GPU, 4 internal.");
+  transfer::AddGpuBackendOption(app, &a->backend);
+  cli::AddSizeListOption(app, "--sizes", &o.sizes, "block sizes (default 64K to 256M, x4)");
+  app.add_option("--paths", o.paths, "transfer paths to measure (default: all)")
+      ->type_name("PATH,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember(PathNames()));
+  app.add_option("--passes", o.passes, "passes per cell; the median is reported")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--seed", o.seed, "the fault injector's seed (sim)")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app.add_option("--json", a->json, "also write the results as JSON")->type_name("FILE");
+  app.add_option("--plot", a->plot, "also draw the results (gnuplot)")->type_name("FILE.png");
+  app.add_option("--replot", a->replot, "redraw the plot of a bench.json (with --plot FILE.png)")
+      ->type_name("FILE");
+  app.add_flag("--verbose", o.verbose, "print every pass");
+  transfer::AddStagingOptions(app, &o.staging);
+  return [a] { return Run(*a); };
+}
+
+int Run(const BenchArgs& a) {
+  if (!a.replot.empty()) {
+    std::ifstream in(a.replot);
+    if (!in) return Fail(Status::InvalidArgument("cannot read " + a.replot), cli::kExitBadInput);
     std::stringstream ss;
     ss << in.rdbuf();
     auto r = BenchResultFromJson(ss.str());
     if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
-    auto note = WritePlot(*r, args->Get("plot", "bench.png"));
+    auto note = WritePlot(*r, a.plot.empty() ? "bench.png" : a.plot);
     if (!note.ok()) return Fail(note.status(), cli::kExitInternal);
     std::puts(note->c_str());
     return cli::kExitOk;
   }
-  BenchOptions o;
-  for (const auto& s : args->List("sizes", "")) {
-    auto v = ParseSize(s);
-    if (!v.ok()) return Fail(Status::InvalidArgument("--sizes '" + s + "': " + v.status().message()), 2);
-    o.sizes.push_back(*v);
-  }
-  o.paths = args->List("paths", "");
-  auto passes = args->Number("passes", 5);
-  auto seed = args->Number("seed", 1);
-  for (const Status& st : {passes.status(), seed.status(),
-                           transfer::ApplyStagingArgs(*args, &o.staging)})
-    if (!st.ok()) return Fail(st, cli::kExitBadInput);
-  o.passes = static_cast<int>(*passes);
-  o.seed = static_cast<uint64_t>(*seed);
-  o.verbose = args->Has("verbose");
-  auto backend = transfer::MakeGpuBackend(args->Get("backend", "cuda"), o.seed);
+  const BenchOptions& o = a.options;
+  auto backend = transfer::MakeGpuBackend(a.backend, o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
                                                                           : cli::kExitBadInput);
@@ -70,13 +84,13 @@ int Run(const std::vector<std::string>& argv) {
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput
                                                                   : cli::kExitInternal);
   std::fputs(r->ToTable().c_str(), stdout);
-  if (args->Has("json")) {
-    std::ofstream out(args->Get("json", ""));
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
     out << r->ToJson() << "\n";
-    if (!out) return Fail(Status::Errno(errno, "cannot write " + args->Get("json", "")), 4);
+    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
   }
-  if (args->Has("plot")) {
-    auto note = WritePlot(*r, args->Get("plot", ""));
+  if (!a.plot.empty()) {
+    auto note = WritePlot(*r, a.plot);
     std::puts(note.ok() ? note->c_str() : note.status().ToString().c_str());
   }
   for (const auto& c : r->cells)
@@ -87,6 +101,6 @@ int Run(const std::vector<std::string>& argv) {
 }  // namespace
 
 RESMEM_REGISTER_COMMAND(bench, ::resmem::cli::Command{
-    "bench", "H2D/D2H bandwidth per transfer path and block size vs pinned", kUsage, Run});
+    "bench", "H2D/D2H bandwidth per transfer path and block size vs pinned", Define});
 
 }  // namespace resmem::bench
