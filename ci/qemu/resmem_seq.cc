@@ -384,13 +384,22 @@ void Stripe(const ThreadState& t, uint64_t size, uint64_t* lo, uint64_t* hi) {
 // Reads /proc/self/pagemap for a slot: every present page must carry the PFN of its own device
 // byte, inside the configured ranges. `must_present` lists pages (indexes) that were touched.
 bool CheckPagemap(Run* r, long idx, const Op* op, const Slot& s, const std::vector<uint64_t>& must_present) {
-  // Per thread and per process: a forked child must read its own pagemap, not the parent's.
-  static thread_local int pm = -1;
-  static thread_local pid_t pm_pid = 0;
-  if (pm < 0 || pm_pid != getpid()) {
-    pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    pm_pid = getpid();
+  // Per thread (closed when the thread ends: threads live one epoch) and per process: a forked
+  // child must read its own pagemap, not the parent's.
+  struct PagemapFd {
+    int fd = -1;
+    pid_t pid = 0;
+    ~PagemapFd() {
+      if (fd >= 0) close(fd);
+    }
+  };
+  static thread_local PagemapFd pmf;
+  if (pmf.fd < 0 || pmf.pid != getpid()) {
+    if (pmf.fd >= 0) close(pmf.fd);
+    pmf.fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    pmf.pid = getpid();
   }
+  int pm = pmf.fd;
   if (pm < 0) {
     Failure(r, idx, op, Fmt("cannot open /proc/self/pagemap: %s", strerror(errno)));
     return false;
