@@ -79,9 +79,24 @@ static int nr_cache;
 module_param_array(cache, charp, &nr_cache, 0444);
 MODULE_PARM_DESC(cache, "per device: wb (default), wc or uc; pages mode supports wb only; the last one given applies to the rest");
 
+/*
+ * 2 MiB entries of pages mode are devmap PMDs in a VM_MIXEDMAP VMA. Before Linux 6.5 the page walk
+ * of MADV_COLD and MADV_PAGEOUT, which accept such a VMA (mm/madvise.c can_madv_lru_vma), does not
+ * know devmap PMDs: madvise_cold_or_pageout_pte_range -> pmd_trans_unstable ->
+ * pmd_none_or_trans_huge_or_clear_bad takes one for a bad page table, logs "mm/pgtable-generic.c:
+ * bad pmd" and clears it without a TLB flush (found by ci/qemu/resmem_seq, seed 7: an madvise(
+ * MADV_COLD) on a pages-mode mapping; docs/reliability.md). From 6.5 the walkers map PTEs through
+ * __pte_offset_map (mm/pgtable-generic.c), which leaves devmap PMDs alone. So huge mappings are the
+ * default only on such kernels; huge=1 still asks for them on older ones (the process must then not
+ * madvise(MADV_COLD/MADV_PAGEOUT) the mapping).
+ */
+#ifdef RESMEM_HAVE_PTE_OFFSET_MAP
 static bool huge = true;
+#else
+static bool huge;
+#endif
 module_param(huge, bool, 0644);
-MODULE_PARM_DESC(huge, "map 2 MiB at a time where aligned (pages mode; pfnmap needs a kernel with pmd_special) (default 1)");
+MODULE_PARM_DESC(huge, "map 2 MiB at a time where aligned (pages mode; pfnmap needs a kernel with pmd_special) (default 1 on kernels from 6.5, whose page walkers know devmap PMDs; 0 before: madvise(MADV_COLD/MADV_PAGEOUT) would clear the entries as bad)");
 
 static bool probe = true;
 module_param(probe, bool, 0444);

@@ -26,6 +26,30 @@ G=/resmem_guest
 N=0
 FAILED=0
 echo "TAP version 13"
+# The debug kernel lane (kmod_lane.sh with RESMEM_KERNEL_DEBUG=1 boots with resmem_kcheck=1):
+# after each case the kernel log lines it added, and a kmemleak scan, are checked; a KASAN, lockdep,
+# DEBUG_VM, WARN or kmemleak report fails the case that caused it, naming the line.
+KBAD='BUG:|WARNING:|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called|suspicious RCU usage|general protection|Oops|kernel BUG|Bad page|list_(add|del) corruption|UBSAN|bad unlock balance|lock held when returning|DEBUG_LOCKS_WARN_ON|Kernel panic|bad (pmd|pud|pte|p4d|pgd) '
+# Cases whose kernel complaint is the point of the case (the seed-002 reproduction).
+KBAD_EXPECTED=" b_seed002_corrupted_page_table "
+KSEEN=0
+# kcheck NAME: 0 when the kernel stayed quiet since the last call; else prints the lines.
+kcheck() {
+	[ -w /sys/kernel/debug/kmemleak ] && echo scan > /sys/kernel/debug/kmemleak
+	dmesg > /tmp/kc.log
+	total=$(wc -l < /tmp/kc.log)
+	[ "$total" -lt "$KSEEN" ] && KSEEN=0   # the ring buffer was cleared
+	tail -n +$((KSEEN + 1)) /tmp/kc.log | grep -E "$KBAD" > /tmp/kc.bad
+	KSEEN=$total
+	if [ -r /sys/kernel/debug/kmemleak ] && grep -q 'unreferenced object' /sys/kernel/debug/kmemleak; then
+		grep -A12 'unreferenced object' /sys/kernel/debug/kmemleak | head -40 | sed 's/^/kmemleak: /' >> /tmp/kc.bad
+		echo clear > /sys/kernel/debug/kmemleak
+	fi
+	[ -s /tmp/kc.bad ] || return 0
+	case "$KBAD_EXPECTED" in *" $1 "*) sed "s/^/# kernel (expected by $1): /" /tmp/kc.bad | head -5; return 0;; esac
+	sed "s/^/# kernel: /" /tmp/kc.bad | head -20
+	return 1
+}
 # tap NAME COMMAND...: one case. Output lines of the command are diagnostics ("# ...").
 tap() {
 	name=$1; shift
@@ -34,6 +58,7 @@ tap() {
 	echo "# case $name: $*"
 	"$@" 2>&1 | sed -e 's/^\([^#]\)/# \1/'
 	rc=$(cat /tmp/rc 2>/dev/null)
+	if [ -n "$resmem_kcheck" ] && ! kcheck "$name"; then echo "# FAIL: the kernel reported the lines above during $name"; rc=1; fi
 	if [ "$rc" = 0 ]; then echo "ok $N - $name"; else echo "not ok $N - $name"; FAILED=$((FAILED + 1)); fi
 }
 # run_rc: runs a command and stores its exit status for tap (a pipeline loses it).
@@ -58,6 +83,8 @@ FUNC='ranges=64M$0x40000000,64M$0x44000000'
 # Which driver every case below loads: the lane's build of it (dkms from the resmem-dkms package
 # by default; /resmem.ko.origin says), checked against the sha256 the lane passed on the command line.
 t driver_module_origin sh -c 'echo "/resmem.ko: built by $(cat /resmem.ko.origin)"; s=$(sha256sum /resmem.ko | cut -d" " -f1); echo "sha256 $s, the lane built $resmem_ko_sha256"; [ -n "$resmem_ko_sha256" ] && [ "$s" = "$resmem_ko_sha256" ]'
+# Boot itself must be quiet under the debug kernel (else the first case would be blamed).
+[ -n "$resmem_kcheck" ] && t debug_kernel_boot_log_clean true
 
 # ---- c, load checks: ranges the module must refuse, with the reason on the console ----------
 t c_refuses_system_ram         $G expect-refused /resmem.ko 'ranges=64M$0x50000000' EPERM "System RAM"
@@ -106,6 +133,13 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 		s=${f##*/}
 		t "scenario_kmod_${s%.toml}" /resmem run --backend kmod --verbose "$f"
 	done
+	# Random syscall sequences (ci/qemu/resmem_seq.cc): seeded, replayable, shrinking; the module
+	# is unloaded and loaded again along the way and at the end.
+	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
+		--threads 4 --module-name resmem --module-file /resmem.ko
+	# The same with 2 MiB entries asked for (huge=1), where the kernel does not default to them.
+	t d_random_syscall_sequences_huge /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
+		--threads 4 --module-name resmem --module-file /resmem.ko --huge
 	t d_unload_after_unmap                          rmmod resmem
 else
 	t module_loads false

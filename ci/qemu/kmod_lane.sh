@@ -16,6 +16,11 @@
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds, default 900), RESMEM_ONLY (run one guest case by name),
+# RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, ci/qemu/resmem_seq.cc).
+# Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
+# with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
+# Debian headers); RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any KASAN, lockdep,
+# DEBUG_VM, WARN or kmemleak report it caused.
 # RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
 set -euo pipefail
 
@@ -34,6 +39,9 @@ GUEST_BIN="$SRC/ci/qemu/resmem_guest"
 RESMEM_BIN="$SRC/engine/cli/resmem_static"
 [[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
 [[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
+SEQ_BIN="$SRC/ci/qemu/resmem_seq"
+[[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/ci/qemu/resmem_seq"
+[[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //ci/qemu:resmem_seq"
 PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
@@ -69,7 +77,18 @@ fi
 KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
 [[ -n "$KVER" && -d "/lib/modules/$KVER/build" ]] || die "cannot find the headers of linux-headers-amd64 ($KVER) under /lib/modules/$KVER/build"
 VMLINUZ="/boot/vmlinuz-$KVER"
-if [[ ! -r "$VMLINUZ" ]]; then
+KBUILD="/lib/modules/$KVER/build"
+KBUILD_ARGS=()
+if [[ -n "${RESMEM_KERNEL_IMAGE:-}" ]]; then
+	[[ -r "$RESMEM_KERNEL_IMAGE" ]] || die "RESMEM_KERNEL_IMAGE=$RESMEM_KERNEL_IMAGE is not readable"
+	KBUILD="${RESMEM_KERNEL_BUILD:?RESMEM_KERNEL_IMAGE needs RESMEM_KERNEL_BUILD, the prepared build tree of that kernel}"
+	# The release the module's vermagic will carry (include/generated/utsrelease.h, UTS_RELEASE).
+	KVER=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$KBUILD/include/generated/utsrelease.h" 2>/dev/null)
+	[[ -n "$KVER" ]] || die "RESMEM_KERNEL_BUILD=$KBUILD has no include/generated/utsrelease.h: not a prepared build tree (make modules_prepare)"
+	VMLINUZ="$RESMEM_KERNEL_IMAGE"
+	# A KCOV kernel (KCOV_INSTRUMENT_ALL off): instrument the module itself.
+	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)
+elif [[ ! -r "$VMLINUZ" ]]; then
 	VMLINUZ="$CACHE/boot/vmlinuz-$KVER"
 	if [[ ! -r "$VMLINUZ" ]]; then
 		log "downloading linux-image-$KVER into $CACHE"
@@ -104,11 +123,11 @@ mkdir -p "$WORK/kmod/uapi"
 cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c} "$WORK/kmod/"
 cp "$SRC/kmod/uapi/resmem_ioctl.h" "$WORK/kmod/uapi/"
 chmod -R u+w "$WORK/kmod"
-make -C "/lib/modules/$KVER/build" M="$WORK/kmod" modules >"$WORK/kbuild.log" 2>&1 ||
+make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
 	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
 if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
 DRIVER_KO="$WORK/kmod/resmem.ko"
-DRIVER_ORIGIN="kbuild (make -C /lib/modules/$KVER/build M=$WORK/kmod)"
+DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod)"
 if [[ $DRIVER_BUILD == dkms ]]; then
 	# dkms add + build from the package's /usr/src/resmem-VERSION, in a tree of the lane's own
 	# (--dkmstree/--sourcetree): the machine's /var/lib/dkms and /lib/modules stay as they are.
@@ -144,6 +163,7 @@ cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$R/"
 echo "$DRIVER_ORIGIN" >"$R/resmem.ko.origin"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
 cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
+cp "$SEQ_BIN" "$R/resmem_seq" && chmod 755 "$R/resmem_seq"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
@@ -172,9 +192,13 @@ APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
 APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 [[ -n "${RESMEM_ONLY:-}" ]] && APPEND+=" resmem_only=$RESMEM_ONLY"
+[[ -n "${RESMEM_SEQ_OPS:-}" ]] && APPEND+=" resmem_seq_ops=$RESMEM_SEQ_OPS"
+[[ -n "${RESMEM_SEQ_SEED:-}" ]] && APPEND+=" resmem_seq_seed=$RESMEM_SEQ_SEED"
+# The debug kernel: every report counts (kasan_multi_shot), and a log large enough to keep them.
+[[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
 CONSOLE="$WORK/console.log"
-log "booting (TCG, -m 5G)"
+log "booting $KVER (TCG, -m 5G)"
 set +e
 timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -cpu max -m 5G -smp 2 -no-reboot \
 	-display none -serial stdio -monitor none -kernel "$VMLINUZ" -initrd "$WORK/initramfs.cpio.gz" \

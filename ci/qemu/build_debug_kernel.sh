@@ -1,0 +1,149 @@
+#!/bin/bash
+# Builds the debug kernel for the kmod lane (//ci/qemu:kmod_lane_debug_test, docs/reliability.md
+# "Debug kernel"): Debian's linux-source of the lane's kernel version, configured for QEMU with
+# KASAN (generic, inline), lockdep (PROVE_LOCKING), DEBUG_VM, KMEMLEAK and KCOV, and everything the
+# module and the guest cases use built in. Built once and cached:
+#   $RESMEM_DEBUG_KERNEL_CACHE (default /root/.cache/resmem-debug-kernel)/<release>-<config hash>/
+#     bzImage          the kernel the lane boots
+#     build/           the prepared output tree (O=), for `make -C build M=... modules`
+#     src -> ../linux-source-<ver>   the source tree build/ refers to
+#     kernelrelease    `make kernelrelease` (the vermagic the module must carry)
+#     build-seconds    wall time of the build
+#   $CACHE/current -> <release>-<hash>   what the lane picks up
+# The config hash covers this script, so any change to the config below makes a new cache entry.
+# Usage: ci/qemu/build_debug_kernel.sh [--print-dir]   (--print-dir: print the entry's path, build
+# nothing; exit 1 when it is not built). Needs root for apt-get when packages are missing.
+# Time: about an hour of 2 shared cores (docs/reliability.md has the measured figure).
+set -euo pipefail
+
+log() { echo "debug-kernel: $*" >&2; }
+die() { echo "debug-kernel: ERROR: $*" >&2; exit 1; }
+
+CACHE="${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}"
+SELF="$(readlink -f "$0")"
+
+# The lane's kernel: the one linux-headers-amd64 depends on (as ci/qemu/kmod_lane.sh finds it).
+KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 2>/dev/null | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
+[[ -n "$KVER" ]] || die "linux-headers-amd64 is not installed: apt-get install linux-headers-amd64"
+# Its Debian package version (6.1.0-56-amd64 -> 6.1.192-2): the linux-source we build must be it.
+PKGVER=$(dpkg-query -W -f '${Version}' "linux-headers-$KVER")
+SRCPKG="linux-source-${KVER%%.0-*}"    # 6.1.0-56-amd64 -> linux-source-6.1
+HASH=$( (echo "$PKGVER"; sed -n '/^# ---- config/,/^# ---- end of config/p' "$SELF") | sha256sum | cut -c1-12)
+ENTRY="$CACHE/$PKGVER-$HASH"
+
+if [[ "${1:-}" == "--print-dir" ]]; then
+	[[ -r "$ENTRY/bzImage" && -r "$ENTRY/build/Module.symvers" ]] || exit 1
+	echo "$ENTRY"; exit 0
+fi
+if [[ -r "$ENTRY/bzImage" && -r "$ENTRY/build/Module.symvers" ]]; then
+	log "already built: $ENTRY ($(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)"
+	ln -sfn "$(basename "$ENTRY")" "$CACHE/current"
+	echo "$ENTRY"; exit 0
+fi
+
+# ---- packages ------------------------------------------------------------------------------------
+missing=()
+for p in "$SRCPKG" bc bison flex libelf-dev libssl-dev dwarves xz-utils make gcc; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
+	log "installing ${missing[*]}"
+	apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}" ||
+		die "apt-get install ${missing[*]} failed"
+fi
+SRCVER=$(dpkg-query -W -f '${Version}' "$SRCPKG")
+[[ "$SRCVER" == "$PKGVER" ]] ||
+	die "$SRCPKG is $SRCVER but the lane's kernel $KVER is $PKGVER: apt-get install $SRCPKG=$PKGVER"
+
+# ---- source --------------------------------------------------------------------------------------
+SRC="$CACHE/linux-source-$PKGVER"
+if [[ ! -r "$SRC/Makefile" ]]; then
+	log "extracting /usr/src/$SRCPKG.tar.xz into $SRC"
+	rm -rf "$SRC.tmp" && mkdir -p "$SRC.tmp"
+	tar -xf "/usr/src/$SRCPKG.tar.xz" -C "$SRC.tmp" --strip-components=1
+	mv "$SRC.tmp" "$SRC"
+fi
+mkdir -p "$ENTRY/build"
+ln -sfn "../$(basename "$SRC")" "$ENTRY/src"
+O="$ENTRY/build"
+M() { make -C "$SRC" O="$O" ARCH=x86_64 "$@"; }
+CFG() { "$SRC/scripts/config" --file "$O/.config" "$@"; }
+
+# ---- config --------------------------------------------------------------------------------------
+M defconfig >/dev/null
+M kvm_guest.config >/dev/null
+CFG --set-str LOCALVERSION "-resmem-debug" --disable LOCALVERSION_AUTO
+# What the lane boots with: serial console, initramfs (gzip), devtmpfs, PCI on QEMU's q35/i440fx,
+# ACPI power-off (busybox poweroff -f), tmpfs (/dev/shm), debugfs (PAT list, kmemleak, kcov).
+CFG --enable SERIAL_8250 --enable SERIAL_8250_CONSOLE --enable BLK_DEV_INITRD --enable RD_GZIP \
+	--enable DEVTMPFS --enable DEVTMPFS_MOUNT --enable PCI --enable ACPI --enable TMPFS \
+	--enable SHMEM --enable DEBUG_FS --enable DEBUG_FS_ALLOW_ALL --enable PROC_FS --enable SYSFS \
+	--enable PRINTK --enable KALLSYMS --enable KALLSYMS_ALL --enable BINFMT_ELF --enable BINFMT_SCRIPT
+# Modules, unsigned (the lane's module is built against this tree and loaded with insmod).
+CFG --enable MODULES --enable MODULE_UNLOAD --disable MODULE_FORCE_UNLOAD --disable MODVERSIONS \
+	--disable MODULE_SIG --disable MODULE_SIG_ALL --disable MODULE_SIG_FORCE \
+	--disable MODULE_COMPRESS_XZ --disable MODULE_COMPRESS_ZSTD --enable MODULE_COMPRESS_NONE
+# What kmod/resmem.c and the guest cases use, as in Debian's config.amd64_none_amd64: memremap_pages
+# (ZONE_DEVICE), huge mappings (THP, pud/pmd), PAT and MTRR (cache types), the firmware memmap,
+# pagemap, hugetlb (nr_hugepages), /dev/mem strictness, 5-level paging and KASLR of the direct map.
+CFG --enable MEMORY_HOTPLUG --enable MEMORY_HOTREMOVE --enable SPARSEMEM_VMEMMAP --enable ZONE_DEVICE \
+	--enable TRANSPARENT_HUGEPAGE --enable TRANSPARENT_HUGEPAGE_ALWAYS --enable HUGETLBFS \
+	--enable X86_PAT --enable MTRR --enable FIRMWARE_MEMMAP --enable PROC_PAGE_MONITOR \
+	--enable STRICT_DEVMEM --enable IO_STRICT_DEVMEM --enable X86_5LEVEL --enable RANDOMIZE_MEMORY \
+	--enable PREEMPT_VOLUNTARY --enable PREEMPT_DYNAMIC --enable MIGRATION \
+	--disable HZ_1000 --enable HZ_250 --set-val HZ 250
+# The checkers.
+CFG --enable DEBUG_KERNEL \
+	--enable KASAN --enable KASAN_GENERIC --enable KASAN_INLINE --disable KASAN_OUTLINE \
+	--enable KASAN_VMALLOC \
+	--enable PROVE_LOCKING --enable DEBUG_ATOMIC_SLEEP --enable DEBUG_SPINLOCK \
+	--enable DEBUG_MUTEXES --enable DEBUG_RWSEMS --enable DEBUG_LOCK_ALLOC \
+	--enable DEBUG_VM --enable DEBUG_VM_PGFLAGS \
+	--enable DEBUG_KMEMLEAK --disable DEBUG_KMEMLEAK_DEFAULT_OFF --disable DEBUG_KMEMLEAK_TEST \
+	--set-val DEBUG_KMEMLEAK_MEM_POOL_SIZE 65536 --enable DEBUG_KMEMLEAK_AUTO_SCAN \
+	--enable KCOV --disable KCOV_INSTRUMENT_ALL --enable KCOV_ENABLE_COMPARISONS \
+	--enable STACKTRACE --enable DEBUG_LIST --enable BUG_ON_DATA_CORRUPTION \
+	--disable PANIC_ON_OOPS --disable DEBUG_INFO --enable DEBUG_INFO_NONE \
+	--disable DEBUG_INFO_DWARF4 --disable DEBUG_INFO_DWARF5 --disable DEBUG_INFO_BTF
+# Nothing the guest does not use (build time on 2 cores): no network, graphics, sound, USB,
+# wireless, disk filesystems, security modules, virtualization host.
+CFG --disable NET --disable DRM --disable FB --disable SOUND --disable SND --disable USB_SUPPORT \
+	--disable WLAN --disable WIRELESS --disable CFG80211 --disable BT --disable HID \
+	--disable INPUT_MOUSE --disable INPUT_JOYSTICK --disable INPUT_TABLET --disable INPUT_TOUCHSCREEN \
+	--disable MD --disable ATA --disable SCSI --disable BLK_DEV_NVME --disable NETWORK_FILESYSTEMS \
+	--disable EXT4_FS --disable EXT2_FS --disable EXT3_FS --disable BTRFS_FS --disable XFS_FS \
+	--disable AUTOFS_FS --disable ISO9660_FS --disable MSDOS_FS --disable VFAT_FS --disable FUSE_FS \
+	--disable QUOTA --disable SECURITY --disable SECURITY_SELINUX --disable AUDIT \
+	--disable KVM --disable XEN --disable HYPERV --disable AGP --disable CPU_FREQ \
+	--disable HIBERNATION --disable SUSPEND --disable PROFILING --disable PERF_EVENTS_INTEL_UNCORE \
+	--disable VIRTIO_BLK --disable VIRTIO_CONSOLE --disable HW_RANDOM --disable I2C --disable RTC_CLASS \
+	--disable BLK_DEV_LOOP --disable BLK_DEV_DM --disable CRYPTO_DEV_VIRTIO --disable EFI \
+	--disable FTRACE --disable KPROBES --disable BPF_SYSCALL
+# ---- end of config -------------------------------------------------------------------------------
+M olddefconfig >/dev/null
+# olddefconfig drops what a dependency forbids: the checkers must have survived.
+for opt in KASAN KASAN_GENERIC KASAN_INLINE PROVE_LOCKING DEBUG_VM DEBUG_KMEMLEAK KCOV MODULES \
+	MODULE_UNLOAD ZONE_DEVICE TRANSPARENT_HUGEPAGE X86_PAT MTRR FIRMWARE_MEMMAP PROC_PAGE_MONITOR \
+	DEVTMPFS BLK_DEV_INITRD RD_GZIP SERIAL_8250_CONSOLE DEBUG_FS TMPFS HUGETLBFS DEBUG_ATOMIC_SLEEP; do
+	grep -q "^CONFIG_$opt=y" "$O/.config" || die "CONFIG_$opt is not =y after olddefconfig (a dependency is off)"
+done
+grep -q '^# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set' "$O/.config" || die "kmemleak would be off by default"
+grep -q '^# CONFIG_MODULE_SIG is not set' "$O/.config" || die "module signing is still on"
+
+# ---- build ---------------------------------------------------------------------------------------
+log "building $(M -s kernelrelease) into $O (nice -n 10, -j2); log: $O/build.log"
+T0=$(date +%s)
+nice -n 10 make -C "$SRC" O="$O" ARCH=x86_64 -j2 bzImage modules >"$O/build.log" 2>&1 ||
+	{ tail -40 "$O/build.log" >&2; die "kernel build failed (log $O/build.log)"; }
+T1=$(date +%s)
+M -s kernelrelease >"$ENTRY/kernelrelease"
+cp "$O/arch/x86/boot/bzImage" "$ENTRY/bzImage"
+echo $((T1 - T0)) >"$ENTRY/build-seconds"
+# Free what M= builds do not need: objects of the kernel itself (vmlinux, System.map, .config,
+# Module.symvers, include/, scripts/, arch/x86/include stay).
+find "$O" -name '*.o' ! -path "$O/scripts/*" ! -path "$O/tools/*" -delete
+rm -f "$O/vmlinux.o" "$O/vmlinux.a"
+ln -sfn "$(basename "$ENTRY")" "$CACHE/current"
+log "built $(cat "$ENTRY/kernelrelease") in $((T1 - T0)) s: $ENTRY"
+echo "$ENTRY"

@@ -1,0 +1,41 @@
+#!/bin/bash
+# The kmod lane under the debug kernel (Bazel: //ci/qemu:kmod_lane_debug_test; docs/reliability.md
+# "Debug kernel"): the whole guest suite of ci/qemu/kmod_lane.sh, booted on the kernel that
+# ci/qemu/build_debug_kernel.sh built and cached (KASAN, lockdep, DEBUG_VM, kmemleak, KCOV), the
+# modules built against that kernel's build tree, and every guest case failed by any KASAN,
+# lockdep, DEBUG_VM, WARN or kmemleak report it caused (guest_init.sh kcheck). The random syscall
+# sequences run RESMEM_SEQ_OPS operations in each of their two cases (default 50,000: 100,000 a run).
+# When the cache is not there the lane does not build it (about an hour or more of 2 cores): it
+# reports one skipped case with the reason and the command that builds it, and exits 0.
+# Environment: as kmod_lane.sh; RESMEM_DEBUG_KERNEL_CACHE (default /root/.cache/resmem-debug-kernel).
+set -euo pipefail
+
+if [[ -n "${TEST_SRCDIR:-}" ]]; then
+	SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}"
+else
+	SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+fi
+if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
+	echo "kmod-lane-debug: debug kernel $(cat "$ENTRY/kernelrelease" 2>/dev/null) from $ENTRY (built in $(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)" >&2
+	export RESMEM_KERNEL_IMAGE="$ENTRY/bzImage" RESMEM_KERNEL_BUILD="$ENTRY/build" RESMEM_KERNEL_DEBUG=1
+	export RESMEM_SEQ_OPS="${RESMEM_SEQ_OPS:-50000}"
+	# The driver built with Kbuild against the debug kernel's tree (dkms, the normal lane's way,
+	# looks for /lib/modules/RELEASE/build, which this kernel does not have).
+	export RESMEM_KMOD_DRIVER="${RESMEM_KMOD_DRIVER:-kbuild}"
+	export RESMEM_QEMU_TIMEOUT="${RESMEM_QEMU_TIMEOUT:-3300}"
+	exec "$SRC/ci/qemu/kmod_lane.sh"
+fi
+REASON="the debug kernel is not built for this lane's kernel and config (no cache entry under ${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}); build it once with: ci/qemu/build_debug_kernel.sh (about an hour or more on 2 cores: docs/reliability.md)"
+echo "kmod-lane-debug: SKIPPED: $REASON" >&2
+XML="${XML_OUTPUT_FILE:-/dev/null}"
+python3 - "$XML" "$REASON" <<'PY'
+import html, sys
+xml, reason = sys.argv[1], sys.argv[2]
+with open(xml, "w") as f:
+    f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    f.write('<testsuites><testsuite name="kmod_lane_debug" tests="1" failures="0" errors="0" skipped="1">\n')
+    f.write('<testcase name="kmod_lane_debug" classname="kmod_lane_debug"><skipped message="%s"/></testcase>\n'
+            % html.escape(reason))
+    f.write("</testsuite></testsuites>\n")
+PY
+exit 0
