@@ -63,6 +63,9 @@ cflags="-DNDEBUG -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,addres
   echo "LDFLAGS := -fsanitize=fuzzer,address,undefined"
   echo "all: $(printf "$out/bin/%s_fuzz " "${targets[@]}")"
 } > "$mk"
+# Objects depend on the flags: a change of them rebuilds everything.
+flags_file="$out/flags"
+[ "$(cat "$flags_file" 2>/dev/null)" = "$cflags" ] || echo "$cflags" > "$flags_file"
 generated=()
 declare -A rule_written=()
 for t in "${targets[@]}"; do
@@ -80,8 +83,8 @@ for t in "${targets[@]}"; do
     if [ -z "${rule_written[$s]:-}" ]; then
       rule_written[$s]=1
       compiler='$(CXX) $(CXXFLAGS)'; [[ $s == *.c ]] && compiler='$(CC) $(CFLAGS)'
-      printf '%s: %s\n\t@mkdir -p $(@D)\n\t%s -c $< -o $@\n-include %s\n' \
-        "$out/obj/${s%.*}.o" "$repo/$s" "$compiler" "$out/obj/${s%.*}.d" >> "$mk"
+      printf '%s: %s %s\n\t@mkdir -p $(@D)\n\t%s -c $< -o $@\n-include %s\n' \
+        "$out/obj/${s%.*}.o" "$repo/$s" "$flags_file" "$compiler" "$out/obj/${s%.*}.d" >> "$mk"
     fi
   done
   for g in $gens; do
@@ -89,8 +92,8 @@ for t in "${targets[@]}"; do
     objs+=("$out/obj/gen/${g%.*}.o")
     if [ -z "${rule_written[gen/$g]:-}" ]; then
       rule_written[gen/$g]=1
-      printf '%s: %s\n\t@mkdir -p $(@D)\n\t$(CXX) $(CXXFLAGS) -c $< -o $@\n-include %s\n' \
-        "$out/obj/gen/${g%.*}.o" "$repo/bazel-bin/$g" "$out/obj/gen/${g%.*}.d" >> "$mk"
+      printf '%s: %s %s\n\t@mkdir -p $(@D)\n\t$(CXX) $(CXXFLAGS) -c $< -o $@\n-include %s\n' \
+        "$out/obj/gen/${g%.*}.o" "$repo/bazel-bin/$g" "$flags_file" "$out/obj/gen/${g%.*}.d" >> "$mk"
     fi
   done
   printf '%s: %s\n\t$(CXX) $(LDFLAGS) $^ -o $@\n' "$out/bin/${t}_fuzz" "${objs[*]}" >> "$mk"

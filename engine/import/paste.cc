@@ -343,23 +343,26 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
         continue;
       }
       if (LooksLikeMemmapDump(t, &idx, &field, &value)) {
-        auto& e = memmap[idx];
+        // The value is checked before the entry exists: an entry made by a line that is then
+        // refused had no note to name its file (found by the paste fuzz target: memmap_notes[0]
+        // of an empty vector).
         uint64_t v = 0;
-        if (field == "type") {
-          e.type = value;
-        } else {
+        if (field != "type") {
           char* end = nullptr;
           v = std::strtoull(value.c_str(), &end, 16);
           if (value.empty() || *end) {
             note(f, n, Verdict::kError, "/sys/firmware/memmap: '" + value + "' is not hex");
             continue;
           }
-          if (field == "start") e.start = v;
-          else if (v == UINT64_MAX) {
+          if (field == "end" && v == UINT64_MAX) {
             note(f, n, Verdict::kError, "/sys/firmware/memmap: an end of 2^64-1 cannot be held");
             continue;
-          } else e.end = v + 1;
+          }
         }
+        auto& e = memmap[idx];
+        if (field == "type") e.type = value;
+        else if (field == "start") e.start = v;
+        else e.end = v + 1;
         memmap_fields[idx] |= field == "start" ? 1 : field == "end" ? 2 : 4;
         memmap_notes.push_back(note(f, n, Verdict::kUsed, "/sys/firmware/memmap entry " + std::to_string(idx) + " " + field));
         continue;

@@ -255,6 +255,16 @@ TEST(Paste, CountsMatchTheNotesWhenABlockFailsTogether) {
   EXPECT_EQ(NoteOf(im, 1)->verdict, Verdict::kError);
 }
 
+// Found by the paste fuzz target: a /sys/firmware/memmap line with a bad value made an entry
+// with no note, and the later error about it read the note of an empty list.
+TEST(Paste, AMemmapDumpLineWithABadValueMakesNoEntry) {
+  auto im = Read("0/start:0rnel rodata\n0/type:System RAM\n");
+  EXPECT_FALSE(im.has_firmware_map);
+  ASSERT_NE(NoteOf(im, 1), nullptr);
+  EXPECT_EQ(NoteOf(im, 1)->verdict, Verdict::kError);
+  EXPECT_TRUE(HasNote(im, Verdict::kError, "entry 0 lacks its start end"));
+}
+
 TEST(Paste, AFileNamedCmdlineIsProcCmdline) {
   auto im = ReadPaste({{"rec/cmdline.txt", "console=ttyS0 memmap=64M$0x40000000\n"},
                        {"memmap", "0/end:0x9fbff\n0/start:0x0\n0/type:System RAM\n"}});
