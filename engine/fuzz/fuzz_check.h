@@ -14,10 +14,6 @@ namespace resmem::fuzz {
   std::abort();
 }
 
-inline void Check(bool holds, const std::string& what) {
-  if (!holds) Finding(what);
-}
-
 }  // namespace resmem::fuzz
 
 #endif  // RESMEM_ENGINE_FUZZ_FUZZ_CHECK_H_
