@@ -7,20 +7,31 @@
 # not fail the night and a change that moves every run still does.
 #
 #   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--steps LIST] [--quick]
+#                     [--step-timeout SECONDS] [--slurm]
 #     --bin DIR         holds resmem-gpu (//engine/calibrate:resmem-gpu) and, optionally, resmem
 #                       (//engine/cli:resmem) for the scenarios; default .carry
-#     --out DIR         report root; the report goes to DIR/YYYY-MM-DD; default out/hil
+#     --out DIR         report root; the report goes to DIR/YYYY-MM-DD, or DIR/YYYY-MM-DD-2, -3,
+#                       ... when that day already has one (a report is never overwritten)
+#     --step-timeout S  a step running longer is killed and recorded as timed out (default 3600)
 #     --thresholds FILE default ci/hil-thresholds.json
 #     --steps LIST      comma-separated subset of scenarios,calibrate,bench,stream (default all);
 #                       thresholds are judged for the steps that ran
 #     --quick           fewer passes and blocks (a smoke run, not for the record)
+#     --slurm           run it as Slurm work instead, here on the submit host: each step a task of
+#                       a job array on nodes with Feature=gpu, the scenario matrix in shards beside
+#                       it, one dated report (ci/slurm/submit.sh --nightly; docs/scale-out.md);
+#                       options after --slurm go to submit.sh, and its exit codes apply
+# A step that crashes (killed by a signal), hangs past --step-timeout or fails to run (exit
+# other than 0/1) is recorded as such in report.md and summary.json; the report is still written
+# and marked INCOMPLETE (summary.json "complete": false).
 # Exit: 0 all thresholds held, 1 a regression (listed in report.md), 2 bad usage,
-#       3 no GPU here, 4 a step failed to run.
+#       3 no GPU here, 4 a step crashed, timed out or failed to run (report marked incomplete).
 set -u
 BIN=.carry
 OUT_ROOT=out/hil
 THRESHOLDS=ci/hil-thresholds.json
 QUICK=0
+STEP_TIMEOUT=3600
 STEP_SET=scenarios,calibrate,bench,stream
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +40,14 @@ while [ $# -gt 0 ]; do
     --thresholds) THRESHOLDS=$2; shift 2 ;;
     --steps) STEP_SET=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --step-timeout) STEP_TIMEOUT=$2; shift 2 ;;
+    --slurm) shift
+      # The same run as Slurm work; the default report root becomes out/slurm (a run per day).
+      args=(--nightly --bin "$BIN" --thresholds "$THRESHOLDS" --steps "$STEP_SET")
+      [ "$OUT_ROOT" != out/hil ] && args+=(--out "$OUT_ROOT")
+      [ $QUICK = 1 ] && args+=(--quick)
+      exec "$(dirname "$0")/slurm/submit.sh" "${args[@]}" "$@" ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +56,9 @@ for s in ${STEP_SET//,/ }; do
     *) echo "hil-nightly: unknown step '$s' in --steps (scenarios, calibrate, bench, stream)" >&2; exit 2 ;;
   esac
 done
+case "$STEP_TIMEOUT" in ''|*[!0-9]*|0)
+  echo "hil-nightly: --step-timeout '$STEP_TIMEOUT' must be a positive number of seconds" >&2; exit 2 ;;
+esac
 want() { case ",$STEP_SET," in *",$1,"*) return 0 ;; esac; return 1; }
 GPU="$BIN/resmem-gpu"
 if [ ! -x "$GPU" ]; then
@@ -46,8 +67,15 @@ if [ ! -x "$GPU" ]; then
 fi
 [ -f "$THRESHOLDS" ] || { echo "hil-nightly: thresholds $THRESHOLDS not found" >&2; exit 2; }
 DAY=$(date -u +%Y-%m-%d)
-DIR="$OUT_ROOT/$DAY"
-mkdir -p "$DIR"
+# A fresh folder per run: DAY, then DAY-2, DAY-3, ... mkdir without -p fails when the folder
+# exists, so two runs started together still get different folders.
+mkdir -p "$OUT_ROOT" || { echo "hil-nightly: cannot create $OUT_ROOT" >&2; exit 2; }
+DIR="$OUT_ROOT/$DAY"; n=1
+until mkdir "$DIR" 2>/dev/null; do
+  n=$((n + 1))
+  [ $n -gt 999 ] && { echo "hil-nightly: cannot create a report folder $OUT_ROOT/$DAY-N" >&2; exit 2; }
+  DIR="$OUT_ROOT/$DAY-$n"
+done
 echo "hil-nightly: report in $DIR"
 PASSES=7; BLOCKS_RATE=600; BLOCKS_FLAT=3000
 # Calibration runs and the bandwidth margin come from the thresholds file ("fidelity").
@@ -59,21 +87,34 @@ print(f.get("runs", 3), f.get("margin_pct", 15))' "$THRESHOLDS") ||
 [ $QUICK = 1 ] && { PASSES=3; BLOCKS_RATE=50; BLOCKS_FLAT=500; CAL_RUNS=2; }
 
 STEPS=()
-step() {  # step NAME CMD...: runs CMD, logs to DIR/NAME.log, records its exit code
+# step NAME CMD...: runs CMD under --step-timeout, logs to DIR/NAME.log and records NAME=OUTCOME:
+# its exit code; "timeout" when it ran past the limit (timeout(1) sends SIGTERM to it and its
+# children, SIGKILL 10 s later); "signal-NAME" when a signal ended it (a crash: SIGSEGV, SIGABRT...).
+step() {
   local name=$1; shift
   echo "== $name: $*"
   local t0=$(date +%s)
-  "$@" > "$DIR/$name.log" 2>&1
-  local rc=$?
-  echo "   rc=$rc in $(( $(date +%s) - t0 )) s"
-  STEPS+=("$name=$rc")
+  timeout --kill-after=10 "$STEP_TIMEOUT" "$@" > "$DIR/$name.log" 2>&1
+  local rc=$? outcome
+  local took=$(( $(date +%s) - t0 ))
+  outcome=$rc
+  if [ $rc = 124 ] || { [ $rc = 137 ] && [ $took -ge "$STEP_TIMEOUT" ]; }; then
+    outcome=timeout
+    echo "hil-nightly: step $name timed out after $STEP_TIMEOUT s and was killed" >> "$DIR/$name.log"
+  elif [ $rc -gt 128 ] && [ $rc -lt 160 ]; then
+    outcome="signal-$(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"
+    case "$outcome" in signal-SIG*) ;; *) outcome="signal-SIG${outcome#signal-}" ;; esac
+    echo "hil-nightly: step $name was killed by $((rc - 128)) (${outcome#signal-})" >> "$DIR/$name.log"
+  fi
+  echo "   $outcome in $took s"
+  STEPS+=("$name=$outcome")
   tail -n 8 "$DIR/$name.log" | sed 's/^/   /'
   return $rc
 }
 
 { nvidia-smi --query-gpu=name,driver_version,pci.bus_id,memory.total --format=csv 2>&1
   uname -a; grep MemTotal /proc/meminfo; nproc; } > "$DIR/machine.txt"
-"$GPU" bench --backend cuda --sizes 64K --paths pinned --passes 1 > /dev/null 2>&1
+timeout --kill-after=10 "$STEP_TIMEOUT" "$GPU" bench --backend cuda --sizes 64K --paths pinned --passes 1 > /dev/null 2>&1
 if [ $? = 3 ]; then
   echo "hil-nightly: no GPU on this host (resmem-gpu exit 3): run it on a GPU machine" >&2
   exit 3
@@ -103,8 +144,26 @@ if want bench; then
 #    hugetlb stand-in (FACTS.md: nr_hugepages is writable there), given back afterwards.
 SAVED_HUGEPAGES=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo)
 [ -w /proc/sys/vm/nr_hugepages ] && echo 200 > /proc/sys/vm/nr_hugepages
+# NVIDIA's nvbandwidth beside it when carried in --bin (built from its source by
+# ci/nvbandwidth/build.sh, never part of this repository): its pinned copy-engine figures at
+# bench's largest size are the baseline bench's own pinned row must come within 3% of.
+REFERENCE=()
+if [ -x "$BIN/nvbandwidth" ]; then
+  step nvbandwidth sh -c '"$1" -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce -b 256 -i 7 -j > "$2"' \
+    sh "$BIN/nvbandwidth" "$DIR/nvbandwidth.json" &&
+    REFERENCE=(--nvbandwidth "$DIR/nvbandwidth.json" --nvbandwidth-size 256M)
+else
+  echo "skipped: nvbandwidth (no $BIN/nvbandwidth: ci/nvbandwidth/build.sh SRC $BIN builds it)" |
+    tee "$DIR/nvbandwidth-skipped.txt"
+  STEPS+=("nvbandwidth=skipped")
+fi
 step bench "$GPU" bench --backend cuda --passes "$PASSES" --json "$DIR/bench.json" \
-  --plot "$DIR/bench.png" --verbose
+  --plot "$DIR/bench.png" --verbose "${REFERENCE[@]}"
+# Registration time per GiB (issue 11): touched and untouched, 4 KiB, THP and hugetlb pages; the
+# 2 MiB pool covers the 8 GiB case.
+[ -w /proc/sys/vm/nr_hugepages ] && echo 4200 > /proc/sys/vm/nr_hugepages
+step registration "$GPU" bench --registration --backend cuda --reg-sizes 1G,8G \
+  --reg-backings anon,anon-thp,memfd,hugetlb-2m --json "$DIR/registration.json"
 [ -n "$SAVED_HUGEPAGES" ] && [ -w /proc/sys/vm/nr_hugepages ] && echo "$SAVED_HUGEPAGES" > /proc/sys/vm/nr_hugepages
 fi
 if want stream; then
@@ -120,22 +179,43 @@ fi
 
 # 5. Verdict and report.
 python3 - "$DIR" "$THRESHOLDS" "$STEP_SET" "${STEPS[@]}" <<'PY'
-import json, os, sys
+import json, os, sys, traceback
+def writer_failed(*exc):  # exit 5, apart from the verdicts 0/1/4: the shell then writes the report
+    traceback.print_exception(*exc)
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(5)
+sys.excepthook = writer_failed
 d, thr_path, step_set, steps = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4:]
 thr = json.load(open(thr_path))
-def load(name):
+unreadable = []
+def load(name):  # None when absent; a step that crashed may leave it half written
     p = os.path.join(d, name)
-    return json.load(open(p)) if os.path.exists(p) else None
+    if not os.path.exists(p):
+        return None
+    try:
+        return json.load(open(p))
+    except (ValueError, OSError) as e:
+        unreadable.append(f"{name} unreadable ({e.__class__.__name__}: {e})")
+        return None
 bench, fid = load("bench.json"), load("fidelity.json")
 streams = {k: load(f"stream-{k}.json") for k in ("rate", "flat", "staged")}
-fails, lines = [], []
+fails, lines, incomplete = [], [], []
 def check(ok, what):
     lines.append(("ok    " if ok else "FAIL  ") + what)
     if not ok: fails.append(what)
+# A step's outcome: its exit code, "timeout", "signal-SIGxxx" (step() in the shell) or "skipped".
 for s in steps:
-    name, rc = s.split("=")
-    if rc not in ("0", "1", "skipped"):
-        check(False, f"step {name} did not run to the end (exit {rc}; see {name}.log)")
+    name, rc = s.split("=", 1)
+    if rc == "timeout":
+        why = f"step {name} TIMED OUT (killed after the step timeout; see {name}.log)"
+    elif rc.startswith("signal-"):
+        why = f"step {name} CRASHED ({rc[7:]}; see {name}.log)"
+    elif rc not in ("0", "1", "skipped"):
+        why = f"step {name} did not run to the end (exit {rc}; see {name}.log)"
+    else:
+        continue
+    incomplete.append(why)
+    check(False, why)
 # Scenarios: every case that applies on the GPU passes, with the simulator's verdict; enough run.
 sc, sc_sim = load("scenarios.json"), load("scenarios-sim.json")
 PASSING = ("REPRODUCED", "FIXED", "PASSED")
@@ -173,6 +253,10 @@ elif bench:
             check(r >= thr["bench"][key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][key]:.0f}%)")
     bad = sum(c["verify_failures"] for c in cells)
     check(bad <= thr["bench"]["verify_failures_max"], f"bench data verification failures: {bad}")
+    # A baseline that cannot be trusted makes every ratio above meaningless (engine/bench/bench.h).
+    why = bench.get("unreliable_reasons", [])
+    check(not why, "bench baseline reliable" + (f": {len(why)} cell(s) outside the limits: " + "; ".join(why) if why else
+          (f" (pinned checked against {bench['reference']['source']})" if bench.get("reference") else " (no nvbandwidth here to check the pinned row against)")))
 else:
     check(False, "bench.json missing")
 for k, s in streams.items():
@@ -182,6 +266,7 @@ for k, s in streams.items():
         check(False, f"stream-{k}.json missing"); continue
     if "dropped_max" in t: check(s["dropped"] <= t["dropped_max"], f"stream {k}: dropped {s['dropped']}")
     check(s["corrupt"] <= t["corrupt_max"], f"stream {k}: corrupt {s['corrupt']}")
+    check(s.get("failed", 0) == 0, f"stream {k}: failed {s.get('failed', 0)} (blocks whose copy failed every try)")
     if "ratio_min" in t:
         check(s["ratio_to_pinned"] >= t["ratio_min"], f"stream {k}: {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned (min {100*t['ratio_min']:.0f}%)")
 if "calibrate" not in step_set:
@@ -191,13 +276,20 @@ elif fid:
     check(n <= thr["fidelity"]["disagreements_max"], f"fidelity: {n} disagreements with the simulator ({fid['code_cases']} code cases, {fid['bandwidth_cases']} bandwidth classes over {fid.get('runs', 1)} runs, margin {100 * fid.get('margin', 0.15):.0f}%)")
 else:
     check(False, "fidelity.json missing")
-summary = {"report": d, "steps": steps, "checks": lines, "regressions": fails,
+for u in unreadable:
+    incomplete.append(u)
+    check(False, u)
+summary = {"report": d, "complete": not incomplete, "incomplete": incomplete,
+           "steps": steps, "checks": lines, "regressions": fails,
            "bench_headline": bench.get("headline") if bench else None,
            "streams": streams}
 json.dump(summary, open(os.path.join(d, "summary.json"), "w"), indent=1)
 md = [f"# resmem hardware-in-the-loop report {os.path.basename(d)}", ""]
 if os.path.exists(os.path.join(d, "machine.txt")):
     md += ["## Machine", "```", open(os.path.join(d, "machine.txt")).read().strip(), "```", ""]
+if incomplete:
+    md += ["## INCOMPLETE", "", "This run did not finish every step; the checks below judge what ran.", ""]
+    md += [f"- {w}" for w in incomplete] + [""]
 md += ["## Verdict", "", "**PASS**" if not fails else f"**REGRESSION** ({len(fails)})", ""]
 md += ["```"] + lines + ["```", "", "## Steps", ""] + [f"- {s}" for s in steps] + [""]
 if sc:
@@ -220,6 +312,25 @@ if bench:
         md.append(f"| {c['path']} | {c['direction']} | {s} | {c['median_gbps']:.2f} | {100*c['ratio_to_pinned']:.1f} | {'ok' if not c['verify_failures'] else 'FAILED'} |")
     md += ["", "Path choices:", ""] + sorted({f"- {c['path']}: {c['choice']}" for c in bench["cells"]}) + [""]
     md += ["Notes:", ""] + [f"- {n}" for n in bench.get("notes", [])] + [""]
+    ref = bench.get("reference")
+    if ref:
+        top = max(c["size"] for c in bench["cells"])
+        md += ["Reference: " + ref["source"] + f" at {ref.get('size', 0) >> 20} MiB against bench's pinned row at {top >> 20} MiB:", "",
+               "| dir | nvbandwidth GB/s | bench pinned GB/s | bench / nvbandwidth |", "|---|---|---|---|"]
+        for dr, g in sorted(ref["gbps"].items()):
+            p = [c["median_gbps"] for c in bench["cells"] if c["path"] == "pinned" and c["direction"] == dr and c["size"] == top]
+            if p: md.append(f"| {dr} | {g:.2f} | {p[0]:.2f} | {100 * p[0] / g:.1f}% |")
+        md.append("")
+    for u in bench.get("unreliable_reasons", []):
+        md.append(f"- UNRELIABLE: {u}")
+reg = load("registration.json")
+if reg:
+    md += ["", "## Registration time (cudaHostRegister, flags 0)", "",
+           "| backing | state | size | s | s/GiB | outcome |", "|---|---|---|---|---|---|"]
+    for r in reg["rows"]:
+        outcome = "skipped: " + r["skipped"] if r["skipped"] else ("refused: " + r["error"] if r["error"] else "ok")
+        md.append(f"| {r['backing']} | {'touched' if r['touched'] else 'untouched'} | {r['size'] >> 30} GiB | {r['register_seconds']:.3f} | {r['register_seconds_per_gib']:.4f} | {outcome.replace('|', '/')} |")
+    md.append("")
 md += ["## Stream", ""] if "stream" in step_set else []
 for k, s in streams.items():
     if s:
@@ -239,9 +350,18 @@ if fid:
     md += [f"- {x}" for x in fid["disagreements"]] or ["- no disagreements"]
 open(os.path.join(d, "report.md"), "w").write("\n".join(md) + "\n")
 print("\n".join(lines))
-print("hil-nightly:", "PASS" if not fails else f"{len(fails)} regression(s)")
-sys.exit(1 if fails else 0)
+print("hil-nightly:", "PASS" if not fails else f"{len(fails)} regression(s)",
+      f"INCOMPLETE ({len(incomplete)} step(s) did not finish)" if incomplete else "")
+sys.exit(4 if incomplete else 1 if fails else 0)
 PY
 rc=$?
+if [ $rc != 0 ] && [ $rc != 1 ] && [ $rc != 4 ]; then
+  # The report writer itself failed: still leave a report, marked incomplete.
+  { echo "# resmem hardware-in-the-loop report $(basename "$DIR")"; echo
+    echo "## INCOMPLETE"; echo; echo "The report writer failed (exit $rc; its traceback is in the nightly's output); steps as run:"; echo
+    for s in "${STEPS[@]}"; do echo "- $s"; done; } > "$DIR/report.md"
+  printf '{"report": "%s", "complete": false, "incomplete": ["report writer failed (exit %s)"]}\n' "$DIR" "$rc" > "$DIR/summary.json"
+  rc=4
+fi
 echo "hil-nightly: report $DIR/report.md (exit $rc)"
 exit $rc

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what resmem needs on a fresh Debian bookworm machine (root), and nothing that is
 # already there. Sourced or run by ci/resmem.sh and ci/test.sh; safe to run again.
-#   Bazel 4.2.3 (bazel-bootstrap), g++, GoogleTest/GoogleMock, toml++, nlohmann-json, libfuse3;
+#   Bazel 4.2.3 (bazel-bootstrap), g++, GoogleTest/GoogleMock, toml++, nlohmann-json, CLI11,
+#   libfuse3;
+#   help2man (the packages' man pages) and dkms (//packaging:install_test, the QEMU lane's driver);
+#   slurm-wlm + munge for //ci/slurm:slurm_matrix_test (a one-machine Slurm cluster; its daemons
+#   are started by the test alone: Debian's packages start none without systemd);
 #   the QEMU lane (ci/qemu/kmod_lane.sh) installs its own packages (qemu, kernel headers/image).
 #   The CUDA 13.0 toolkit is expected at /usr/local/cuda (it is on the build machine image;
 #   Debian has no CUDA 13 package): without it the CUDA backend's targets cannot build.
 set -euo pipefail
 
 need=(bazel-bootstrap g++ libgtest-dev libgmock-dev libtomlplusplus-dev nlohmann-json3-dev
-      libfuse3-dev fuse3 gnuplot-nox)
+      libcli11-dev libfuse3-dev fuse3 gnuplot-nox help2man dkms slurm-wlm munge)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

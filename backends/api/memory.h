@@ -49,6 +49,8 @@ struct MappingFacts {
   uint64_t page_size = 4096;  // base page size of the mapping (4 KiB, 2 MiB hugetlb)
   bool physically_contiguous = false;
   std::optional<uint64_t> phys_addr;  // physical address of byte 0, where known
+  bool resident = false;      // every page present when the facts were read (smaps Rss)
+  bool transparent_huge = false;  // VM_HUGEPAGE ("hg"): faults take 2 MiB pages where they can
   bool pinned = false;        // already page-locked by its allocator (cudaMallocHost)
   int pinned_context = -1;    // the GPU context that allocated/registered it, -1 if none
   bool portable = false;      // pinned with the Portable flag: usable from every context
@@ -71,6 +73,15 @@ class HostMemory {
   virtual uint64_t address() const = 0;
   // A direct pointer when the memory is real and addressable here, else nullptr.
   virtual uint8_t* data() { return nullptr; }
+  // The regular file this span's bytes are, when the span is a MAP_SHARED mapping of one (a memfd,
+  // a /dev/shm file) and Read/Write do nothing but move bytes: its descriptor (owned by this
+  // object's provider, valid while this object lives) and the file offset of byte 0. Lets the FUSE
+  // daemon hand the file to the kernel (FUSE passthrough, docs/fuse.md). Null otherwise.
+  struct FileSpan {
+    int fd = -1;
+    uint64_t offset = 0;
+  };
+  virtual std::optional<FileSpan> file_span() const { return std::nullopt; }
   // CPU access through the mapping. May fail the way the hardware does: a signal status
   // (SIGBUS past a truncated remap, SIGKILL on a corrupted page table) or a fault point.
   virtual Status Read(uint64_t offset, void* out, uint64_t len) = 0;

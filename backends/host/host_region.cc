@@ -127,17 +127,26 @@ Result<std::unique_ptr<HostMemory>> MapHostMemory(HostKind kind, uint64_t bytes,
   std::string label;
   if (kind == HostKind::kAnonymous || kind == HostKind::kHugetlb) {
     flags |= MAP_ANONYMOUS | MAP_PRIVATE;
+    const bool gigantic = kind == HostKind::kHugetlb && o.huge_page_size == (1ull << 30);
+    if (kind == HostKind::kHugetlb && o.huge_page_size && o.huge_page_size != kHugePage &&
+        !gigantic)
+      return Status::InvalidArgument("huge page size " + FormatSize(o.huge_page_size) +
+                                     ": x86-64 hugetlb pages are 2 MiB or 1 GiB");
     if (kind == HostKind::kHugetlb) {
-      flags |= MAP_HUGETLB;
-      map_len = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+      const uint64_t hp = gigantic ? (1ull << 30) : kHugePage;
+      flags |= MAP_HUGETLB | (gigantic ? (30 << MAP_HUGE_SHIFT) : 0);
+      map_len = (bytes + hp - 1) / hp * hp;
     }
     p = mmap(nullptr, map_len, prot, flags, -1, 0);
-    label = kind == HostKind::kHugetlb ? "MAP_HUGETLB" : "anonymous";
+    label = kind == HostKind::kHugetlb ? (gigantic ? "MAP_HUGETLB|MAP_HUGE_1GB" : "MAP_HUGETLB")
+                                       : "anonymous";
     if (p == MAP_FAILED) {
       int e = errno;
-      std::string way = kind == HostKind::kHugetlb
-                            ? " (reserve 2 MiB pages first: echo N > /proc/sys/vm/nr_hugepages)"
-                            : "";
+      std::string way =
+          kind != HostKind::kHugetlb ? ""
+          : gigantic ? " (reserve 1 GiB pages first: echo N > "
+                       "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages)"
+                     : " (reserve 2 MiB pages first: echo N > /proc/sys/vm/nr_hugepages)";
       return Status::Errno(e, "mmap " + label + " " + FormatSize(map_len) + ": " +
                                   std::strerror(e) + way);
     }
@@ -151,6 +160,14 @@ Result<std::unique_ptr<HostMemory>> MapHostMemory(HostKind kind, uint64_t bytes,
       return Status::Errno(e, "mmap " + label + " " + FormatSize(map_len) + ": " + std::strerror(e));
   }
   uint8_t* base = static_cast<uint8_t*>(p);
+  if (kind == HostKind::kAnonymous && o.transparent_huge >= 0 &&
+      madvise(base, map_len, o.transparent_huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0) {
+    int e = errno;
+    munmap(base, map_len);
+    return Status::Errno(e, std::string("madvise ") +
+                                (o.transparent_huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE") + ": " +
+                                std::strerror(e));
+  }
   if (o.populate && o.writable)
     for (uint64_t off = 0; off < map_len; off += kPage) base[off] = 0;
   auto facts = ReadSmapsFacts(reinterpret_cast<uint64_t>(base));

@@ -31,6 +31,12 @@ struct HostMapOptions {
   bool writable = true;      // PROT_WRITE (PROT_READ alone otherwise)
   bool noreserve = false;    // MAP_NORESERVE: reserve address space only (huge-size cases)
   bool populate = false;     // touch every page once after mapping
+  // hugetlb: the huge page size, 2 MiB (0 or 2 MiB) or 1 GiB (MAP_HUGE_1GB; reserve them in
+  // /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages).
+  uint64_t huge_page_size = 0;
+  // anon: 1 asks for transparent huge pages (MADV_HUGEPAGE), 0 forbids them (MADV_NOHUGEPAGE:
+  // 4 KiB pages whatever /sys/kernel/mm/transparent_hugepage/enabled says), -1 leaves the default.
+  int transparent_huge = -1;
   std::string file_dir = "/var/tmp";  // where the disk-file kind creates its file
 };
 

@@ -77,6 +77,8 @@ Result<MappingFacts> ParseSmapsFacts(const std::string& text, uint64_t address) 
     unsigned long long kb = 0;
     if (std::sscanf(line.c_str(), "KernelPageSize: %llu kB", &kb) == 1) {
       facts.page_size = kb * 1024;
+    } else if (std::sscanf(line.c_str(), "Rss: %llu kB", &kb) == 1) {
+      facts.resident = facts.length > 0 && kb * 1024 >= facts.length;
     } else if (line.rfind("VmFlags:", 0) == 0) {
       std::istringstream flags(line.substr(8));
       std::string f;
@@ -86,6 +88,7 @@ Result<MappingFacts> ParseSmapsFacts(const std::string& text, uint64_t address) 
         if (f == "mm") facts.vm_mixedmap = true;
         if (f == "lo") facts.locked = true;
         if (f == "ht") hugetlb = true;
+        if (f == "hg") facts.transparent_huge = true;
         if (f == "sh") facts.shared = true;
       }
     }

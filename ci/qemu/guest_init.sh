@@ -12,6 +12,15 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t debugfs debugfs /sys/kernel/debug
 export PATH=/bin
+# udev (Debian's systemd-udevd, packed by kmod_lane.sh) applies /etc/udev/rules.d/99-resmem.rules
+# (kmod/99-resmem.rules) to each /dev/resmemN as the module creates it.
+mount -t tmpfs run /run && mkdir -p /run/udev
+UDEVD=no
+if [ -x /lib/systemd/systemd-udevd ] && /lib/systemd/systemd-udevd --daemon >/tmp/udevd.log 2>&1; then
+	UDEVD=yes
+	udevadm trigger --action=add >/dev/null 2>&1
+	udevadm settle --timeout=30
+fi
 
 G=/resmem_guest
 N=0
@@ -31,11 +40,24 @@ tap() {
 run_rc() { "$@"; echo $? > /tmp/rc; }
 t() { name=$1; shift; tap "$name" run_rc "$@"; }
 
-load() { # load KO PARAMS...: insmod with a diagnostic on failure
+load() { # load KO PARAMS...: insmod with a diagnostic on failure; waits for udev's rules
 	insmod "$@" || { echo "# insmod $* failed"; dmesg | tail -5; return 1; }
+	[ $UDEVD = yes ] && udevadm settle --timeout=30
+	return 0
+}
+# udev_up: the access cases need udevd; say why when it is not there.
+udev_up() {
+	[ $UDEVD = yes ] && { echo "udevd: $(udevadm --version) running"; return 0; }
+	echo "udevd did not start (kmod_lane.sh packs Debian's udev; was the download refused?):"
+	cat /tmp/udevd.log 2>/dev/null
+	return 1
 }
 
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
+
+# Which driver every case below loads: the lane's build of it (dkms from the resmem-dkms package
+# by default; /resmem.ko.origin says), checked against the sha256 the lane passed on the command line.
+t driver_module_origin sh -c 'echo "/resmem.ko: built by $(cat /resmem.ko.origin)"; s=$(sha256sum /resmem.ko | cut -d" " -f1); echo "sha256 $s, the lane built $resmem_ko_sha256"; [ -n "$resmem_ko_sha256" ] && [ "$s" = "$resmem_ko_sha256" ]'
 
 # ---- c, load checks: ranges the module must refuse, with the reason on the console ----------
 t c_refuses_system_ram         $G expect-refused /resmem.ko 'ranges=64M$0x50000000' EPERM "System RAM"
@@ -61,6 +83,15 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	# them with mock/parity/golden/kmod.txt on the host.
 	t parity_probe_pfnmap sh -c 'time /resmem_parity_probe /dev/resmem0 >/tmp/p0; rc=$?; sed "s/^/parity-pfnmap| /" /tmp/p0; exit $rc'
 	t parity_probe_pages  sh -c 'time /resmem_parity_probe /dev/resmem1 >/tmp/p1; rc=$?; sed "s/^/parity-pages| /" /tmp/p1; exit $rc'
+	# Access control (issue 10 item 5): the rule's owner, group and mode on the node; a user in
+	# no group of it gets EACCES; a member of group resmem and root open and map it.
+	t access_udevd_running                          udev_up
+	t access_udev_rule_applied                      $G udev-rule /dev/resmem0 /etc/udev/rules.d/99-resmem.rules
+	t access_udev_rule_applied_pages                $G udev-rule /dev/resmem1 /etc/udev/rules.d/99-resmem.rules
+	t access_nonmember_eacces                       $G open-as 65534 65534 - /dev/resmem0 EACCES
+	t access_own_group_not_resmem_eacces            $G open-as 1000 1000 - /dev/resmem0 EACCES
+	t access_group_member_opens                     $G open-as 1000 1000 resmem /dev/resmem0 ok
+	t access_root_opens                             $G open-as 0 0 - /dev/resmem0 ok
 	t d_ioctl_garbage_pfnmap                        $G ioctl-garbage /dev/resmem0
 	t d_ioctl_garbage_pages                         $G ioctl-garbage /dev/resmem1
 	t d_mmap_bounds_pfnmap                          $G mmap-bounds /dev/resmem0

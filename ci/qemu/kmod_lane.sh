@@ -4,14 +4,19 @@
 #  1. installs what is missing (qemu-system-x86 busybox-static cpio kmod linux-headers-amd64);
 #  2. takes the kernel version from the linux-headers package (never uname -r: FACTS.md), extracts
 #     that version's vmlinuz from `apt-get download linux-image-VER` (no udev/systemd pulled in);
-#  3. builds resmem.ko and resmem_test.ko with Kbuild and checks their vermagic;
+#  3. builds the driver, resmem.ko, the way a user's machine does: dkms builds it from the
+#     resmem-dkms package (//packaging:resmem_dkms_deb, unpacked into a private dkms tree: nothing
+#     is installed), and dkms's own make.log goes into the lane's log; builds resmem_test.ko (the
+#     fault-injection build) with Kbuild; checks both vermagics. RESMEM_KMOD_DRIVER=kbuild builds
+#     the driver with Kbuild too. The guest case driver_module_origin names the .ko it loads;
 #  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest, the
 #     static resmem and scenarios/kmod/*.toml, which the guest runs on the kmod backend);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case.
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
-# RESMEM_QEMU_TIMEOUT (seconds, default 900), RESMEM_ONLY (run one guest case by name).
+# RESMEM_QEMU_TIMEOUT (seconds, default 900), RESMEM_ONLY (run one guest case by name),
+# RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
 set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
@@ -33,6 +38,10 @@ PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
 PARITY_GOLDEN="$SRC/mock/parity/golden/kmod.txt"
+DRIVER_BUILD="${RESMEM_KMOD_DRIVER:-dkms}"
+[[ $DRIVER_BUILD == dkms || $DRIVER_BUILD == kbuild ]] || die "RESMEM_KMOD_DRIVER='$DRIVER_BUILD': use dkms or kbuild"
+DKMS_DEB=$(ls "$SRC"/packaging/resmem-dkms_*_all.deb "$SRC"/bazel-bin/packaging/resmem-dkms_*_all.deb 2>/dev/null | head -1 || true)
+[[ $DRIVER_BUILD == kbuild || -r $DKMS_DEB ]] || die "resmem-dkms_*_all.deb not found; run: bazel build //packaging:resmem_dkms_deb"
 INIT="$SRC/ci/qemu/guest_init.sh"
 WORK="${TEST_TMPDIR:-$(mktemp -d)}/kmod-lane"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -46,6 +55,7 @@ command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 command -v cpio >/dev/null || missing+=(cpio)
 command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
 dpkg -s linux-headers-amd64 >/dev/null 2>&1 || missing+=(linux-headers-amd64)
+[[ $DRIVER_BUILD == kbuild ]] || command -v dkms >/dev/null || missing+=(dkms)
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
 	log "installing ${missing[*]}"
@@ -72,6 +82,23 @@ if [[ ! -r "$VMLINUZ" ]]; then
 fi
 log "kernel $KVER ($VMLINUZ)"
 
+# ---- 2b. udev for the guest: Debian's own systemd-udevd/udevadm (the udev and libsystemd-shared
+# packages of this release, downloaded and extracted like the kernel: installing udev here would
+# pull systemd upgrades into the build machine), so kmod/99-resmem.rules is applied by the real
+# rule engine, not by a re-implementation of it. Their shared libraries are copied from this
+# machine (ldd) into the initramfs.
+UDEV="$CACHE/udev"
+if [[ ! -x "$UDEV/bin/udevadm" ]]; then
+	log "downloading udev and libsystemd-shared into $CACHE/udev"
+	mkdir -p "$UDEV" "$CACHE/udev-debs"
+	if (cd "$CACHE/udev-debs" && apt-get download udev libsystemd-shared >"$WORK/udev-download.log" 2>&1); then
+		for deb in "$CACHE"/udev-debs/*.deb; do dpkg-deb -x "$deb" "$UDEV"; done
+	else
+		log "apt-get download udev libsystemd-shared failed: the access cases will fail (see below)"
+		cat "$WORK/udev-download.log" >&2
+	fi
+fi
+
 # ---- 3. build the modules ------------------------------------------------------------------------
 mkdir -p "$WORK/kmod/uapi"
 cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c} "$WORK/kmod/"
@@ -80,23 +107,64 @@ chmod -R u+w "$WORK/kmod"
 make -C "/lib/modules/$KVER/build" M="$WORK/kmod" modules >"$WORK/kbuild.log" 2>&1 ||
 	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
 if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
-for ko in resmem resmem_test; do
-	vm=$(/sbin/modinfo -F vermagic "$WORK/kmod/$ko.ko" | awk '{print $1}')
-	[[ "$vm" == "$KVER" ]] || die "$ko.ko vermagic '$vm' does not match kernel $KVER"
+DRIVER_KO="$WORK/kmod/resmem.ko"
+DRIVER_ORIGIN="kbuild (make -C /lib/modules/$KVER/build M=$WORK/kmod)"
+if [[ $DRIVER_BUILD == dkms ]]; then
+	# dkms add + build from the package's /usr/src/resmem-VERSION, in a tree of the lane's own
+	# (--dkmstree/--sourcetree): the machine's /var/lib/dkms and /lib/modules stay as they are.
+	DKMS_VER=$(dpkg-deb -f "$DKMS_DEB" Version)
+	dpkg-deb -x "$DKMS_DEB" "$WORK/dkms-pkg"
+	mkdir -p "$WORK/dkms-tree"
+	dkms_args=(-m resmem -v "$DKMS_VER" -k "$KVER" --dkmstree "$WORK/dkms-tree" --sourcetree "$WORK/dkms-pkg/usr/src")
+	# dkms signs what it builds, with a key it makes on first use: keep that key in the lane's tree.
+	{ export mok_signing_key="$WORK/dkms-tree/mok.key" mok_certificate="$WORK/dkms-tree/mok.pub"
+	  dkms add "${dkms_args[@]}" && dkms build "${dkms_args[@]}"; } >"$WORK/dkms.log" 2>&1 ||
+		{ cat "$WORK/dkms.log" >&2; find "$WORK/dkms-tree" -name make.log -exec cat {} + >&2; die "dkms build of $(basename "$DKMS_DEB") failed"; }
+	DRIVER_KO=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -path '*/module/resmem.ko' | head -1)
+	MAKELOG=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -name make.log | head -1)
+	[[ -r $DRIVER_KO && -r $MAKELOG ]] || { cat "$WORK/dkms.log" >&2; die "dkms build left no module/resmem.ko or make.log"; }
+	log "dkms's build log ($MAKELOG):"
+	sed 's/^/kmod-lane:   dkms make.log: /' "$MAKELOG" >&2
+	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
+	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
+fi
+for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko"; do
+	vm=$(/sbin/modinfo -F vermagic "$ko" | awk '{print $1}')
+	[[ "$vm" == "$KVER" ]] || die "$ko vermagic '$vm' does not match kernel $KVER"
 done
-log "modules built ($(($(date +%s) - T0)) s)"
+DRIVER_SHA=$(sha256sum "$DRIVER_KO" | awk '{print $1}')
+log "modules built ($(($(date +%s) - T0)) s); resmem.ko by $DRIVER_ORIGIN, sha256 $DRIVER_SHA"
 
 # ---- 4. initramfs --------------------------------------------------------------------------------
 R="$WORK/root"
 mkdir -p "$R"/{bin,dev,proc,sys,tmp}
 cp /bin/busybox "$R/bin/busybox"
 cp "$INIT" "$R/init" && chmod 755 "$R/init"
-cp "$WORK/kmod/resmem.ko" "$WORK/kmod/resmem_test.ko" "$R/"
+cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$R/"
+echo "$DRIVER_ORIGIN" >"$R/resmem.ko.origin"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
 cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
+# udev: udevadm (systemd-udevd is a link to it), its libraries and loader, the rule, and the users
+# and groups of the access cases: acq (uid 1000) in group resmem, nobody in none of them.
+if [[ -x "$UDEV/bin/udevadm" ]]; then
+	mkdir -p "$R/lib/systemd" "$R/etc/udev/rules.d" "$R/run" "$R/usr/lib/x86_64-linux-gnu/systemd"
+	cp "$UDEV/bin/udevadm" "$R/bin/udevadm"
+	ln -sf /bin/udevadm "$R/lib/systemd/systemd-udevd"
+	cp "$UDEV"/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-*.so "$R/usr/lib/x86_64-linux-gnu/systemd/"
+	LD_LIBRARY_PATH="$UDEV/usr/lib/x86_64-linux-gnu/systemd" ldd "$UDEV/bin/udevadm" |
+		awk '/=> \// {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
+			mkdir -p "$R$(dirname "$lib")" && cp -L "$lib" "$R$lib"
+		done
+	[[ -e "$R/lib64/ld-linux-x86-64.so.2" ]] || { mkdir -p "$R/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"; }
+fi
+mkdir -p "$R/etc/udev/rules.d"
+cp "$SRC/kmod/99-resmem.rules" "$R/etc/udev/rules.d/99-resmem.rules"
+printf 'root:x:0:0:root:/:/bin/sh\nacq:x:1000:1000:acquisition:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"$R/etc/passwd"
+printf 'root:x:0:\nresmem:x:990:acq\nacq:x:1000:\nnogroup:x:65534:\n' >"$R/etc/group"
+printf 'passwd: files\ngroup: files\n' >"$R/etc/nsswitch.conf"
 (cd "$R" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initramfs.cpio.gz")
 
 # ---- 5. boot ------------------------------------------------------------------------------------
@@ -104,6 +172,7 @@ APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
 APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 [[ -n "${RESMEM_ONLY:-}" ]] && APPEND+=" resmem_only=$RESMEM_ONLY"
+APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
 CONSOLE="$WORK/console.log"
 log "booting (TCG, -m 5G)"
 set +e

@@ -8,10 +8,12 @@
 // Cases (the issue's letters): a-* mapping facts + CUDA model, b-* fault-injection reproductions,
 // c-*/load-* load-time refusals (expect-refused), d-* bad input, e-* data integrity, bench.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -671,6 +673,117 @@ int Bench(const std::vector<std::string>& paths) {
   return 0;
 }
 
+// ---- access control (issue 10 item 5): the udev rule applied, and who may open the device ----
+
+// The gid of `name` in /etc/group (the guest's, written by kmod_lane.sh), or -1.
+long GroupId(const std::string& name) {
+  std::istringstream in(ReadFile("/etc/group"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream fs(line);
+    for (std::string x; std::getline(fs, x, ':');) f.push_back(x);
+    if (f.size() >= 3 && f[0] == name) return std::strtol(f[2].c_str(), nullptr, 10);
+  }
+  return -1;
+}
+
+// The value of KEY="..." in the first rule line of a udev rules file, or "".
+std::string RuleValue(const std::string& rules, const std::string& key) {
+  std::istringstream in(rules);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t at = line.find(key + "=\"");
+    if (at == std::string::npos || (at > 0 && line[at - 1] != ' ' && line[at - 1] != ',')) continue;
+    const size_t start = at + key.size() + 2, end = line.find('"', start);
+    return end == std::string::npos ? "" : line.substr(start, end - start);
+  }
+  return "";
+}
+
+// The device node carries the owner, group and mode the rule names (OWNER defaults to root).
+int CaseUdevRule(const std::string& path, const std::string& rules_path) {
+  const std::string rules = ReadFile(rules_path);
+  if (rules.empty()) return Fail("cannot read the rule " + rules_path);
+  const std::string owner = RuleValue(rules, "OWNER"), group = RuleValue(rules, "GROUP"),
+                    mode = RuleValue(rules, "MODE");
+  Diag("rule %s: OWNER=%s GROUP=%s MODE=%s", rules_path.c_str(), owner.empty() ? "(root)" : owner.c_str(),
+       group.c_str(), mode.c_str());
+  if (group.empty() || mode.empty()) return Fail("the rule names no GROUP or MODE");
+  const long gid = GroupId(group);
+  if (gid < 0) return Fail("group " + group + " is not in /etc/group");
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return Fail("stat " + path + ": " + std::strerror(errno));
+  const unsigned want_mode = static_cast<unsigned>(std::strtoul(mode.c_str(), nullptr, 8));
+  Diag("%s: uid %u gid %u mode %04o (want uid 0 gid %ld mode %04o)", path.c_str(), st.st_uid,
+       st.st_gid, st.st_mode & 07777, gid, want_mode);
+  if (!owner.empty() && owner != "root") return Fail("the lane knows only OWNER root, the rule says " + owner);
+  if (st.st_uid != 0) return Fail("owner is uid " + std::to_string(st.st_uid) + ", not root");
+  if (static_cast<long>(st.st_gid) != gid)
+    return Fail("group is gid " + std::to_string(st.st_gid) + ", not " + group + " (" +
+                std::to_string(gid) + "): the rule was not applied");
+  if ((st.st_mode & 07777) != want_mode) return Fail("mode differs from the rule's");
+  return 0;
+}
+
+// Opens DEV (read-write, then read-only) as uid/gid with the supplementary groups named ("-":
+// none) in a child process. want "ok": both open, and a page maps, takes a word and gives it back;
+// want an errno name: both opens fail with it.
+int CaseOpenAs(uid_t uid, gid_t gid, const std::string& groups, const std::string& path,
+               const std::string& want) {
+  std::vector<gid_t> extra;
+  if (groups != "-") {
+    std::stringstream gs(groups);
+    for (std::string g; std::getline(gs, g, ',');) {
+      const long id = GroupId(g);
+      if (id < 0) return Fail("group " + g + " is not in /etc/group");
+      extra.push_back(static_cast<gid_t>(id));
+    }
+  }
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return Fail("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    char msg[256];
+    auto report = [&](int code, const char* fmt, int a, int b) {
+      int n = std::snprintf(msg, sizeof msg, fmt, a, b);
+      if (write(pipefd[1], msg, n) < 0) _exit(99);
+      _exit(code);
+    };
+    if (setgroups(extra.size(), extra.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
+      report(98, "cannot become uid %d gid %d", static_cast<int>(uid), static_cast<int>(gid));
+    const int rw = open(path.c_str(), O_RDWR);
+    const int rw_err = errno;
+    const int ro = open(path.c_str(), O_RDONLY);
+    const int ro_err = errno;
+    if (want != "ok") {
+      const int expect = ErrnoFromName(want);
+      if (rw >= 0 || ro >= 0) report(1, "opened (O_RDWR fd %d, O_RDONLY fd %d)", rw, ro);
+      if (rw_err != expect || ro_err != expect) report(1, "open failed with errno %d / %d", rw_err, ro_err);
+      report(0, "O_RDWR and O_RDONLY: errno %d / %d", rw_err, ro_err);
+    }
+    if (rw < 0 || ro < 0) report(1, "open failed: O_RDWR errno %d, O_RDONLY errno %d", rw < 0 ? rw_err : 0, ro < 0 ? ro_err : 0);
+    auto* p = static_cast<volatile uint64_t*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0));
+    if (p == MAP_FAILED) report(1, "mmap failed: errno %d (fd %d)", errno, rw);
+    p[1] = 0x5eed0000u + uid;
+    const bool back = p[1] == 0x5eed0000u + uid;
+    munmap((void*)p, 4096);
+    report(back ? 0 : 1, back ? "opened, mapped, word round-trips (fds %d, %d)" : "word did not round-trip (%d %d)", rw, ro);
+  }
+  close(pipefd[1]);
+  char buf[256] = {};
+  const ssize_t n = read(pipefd[0], buf, sizeof buf - 1);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Diag("as uid %u gid %u groups %s: %s", uid, gid, groups.c_str(), n > 0 ? buf : "(no report)");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Fail("want " + want + " opening " + path);
+  return 0;
+}
+
 int Usage() {
   std::fprintf(stderr,
                "usage: resmem_guest CASE [ARGS]\n"
@@ -683,7 +796,9 @@ int Usage() {
                "  expect-refused KO PARAMS ERRNO KEYWORD   c: load refused with errno and reason\n"
                "  ioctl-garbage DEV | mmap-bounds DEV | concurrent DEV... | unload-while-mapped DEV MODULE\n"
                "  integrity DEV                e: two mappings and a second process agree\n"
-               "  bench DEV...                 figures (first DEV: the big pages-mode device)\n");
+               "  bench DEV...                 figures (first DEV: the big pages-mode device)\n"
+               "  udev-rule DEV RULES          access: DEV has the rule's owner, group and mode\n"
+               "  open-as UID GID GROUPS|- DEV ok|ERRNO   access: opening as that user gives ok or ERRNO\n");
   return 2;
 }
 
@@ -705,6 +820,11 @@ int Main(int argc, char** argv) {
   if (c == "unload-while-mapped" && argc == 4) return CaseUnloadWhileMapped(rest[0], rest[1]);
   if (c == "integrity") return CaseIntegrity(rest[0]);
   if (c == "bench") return Bench(rest);
+  if (c == "udev-rule" && argc == 4) return CaseUdevRule(rest[0], rest[1]);
+  if (c == "open-as" && argc == 7)
+    return CaseOpenAs(static_cast<uid_t>(std::strtoul(rest[0].c_str(), nullptr, 10)),
+                      static_cast<gid_t>(std::strtoul(rest[1].c_str(), nullptr, 10)), rest[2],
+                      rest[3], rest[4]);
   return Usage();
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "backends/host/host_region.h"
@@ -33,7 +34,8 @@ std::vector<BenchPath> DefaultPaths() {
           {"registered-direct", "memfd", "registered-direct"},
           {"registered-hugetlb", "hugetlb", "registered-direct"},
           {"registered-chunked", "memfd", "registered-chunked"},
-          {"staged", "file", "staged"},
+          {"staged", "memfd", "staged"},
+          {"staged-file", "file", "staged"},
           {"zero-copy-mapped", "memfd", "zero-copy-mapped"},
           {"pageable", "anon", "pageable"}};
 }
@@ -63,16 +65,27 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
 
   BenchResult result;
   result.backend = backend;
+  result.reference = o.reference;
   RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(max_size));
-  uint64_t seq = o.seed << 32;
-  for (size_t pi = 0; pi < paths.size(); ++pi) {
-    const BenchPath& path = paths[pi];
-    const uint64_t fill_seed = o.seed * 1000003 + pi;
+
+  // Every path is opened before anything is timed, so passes can interleave them.
+  struct OpenPath {
+    BenchPath path;
+    uint64_t fill_seed = 0;
     std::unique_ptr<HostMemory> mem;
+    std::unique_ptr<TransferEngine> engine;
+    std::string choice;
+  };
+  std::vector<OpenPath> open;
+  for (size_t pi = 0; pi < paths.size(); ++pi) {
+    OpenPath op;
+    op.path = paths[pi];
+    op.fill_seed = o.seed * 1000003 + pi;
+    const BenchPath& path = op.path;
     if (path.host_kind == "pinned") {
       auto pinned = gpu.AllocPinned(max_size, 0);
       if (!pinned.ok()) return pinned.status().WithContext("baseline cudaMallocHost");
-      mem = std::move(pinned).value();
+      op.mem = std::move(pinned).value();
     } else {
       RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(path.host_kind));
       auto m = host::MapHostMemory(kind, max_size);
@@ -80,11 +93,10 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
         result.notes.push_back(path.name + ": " + m.status().ToString());
         continue;
       }
-      mem = std::move(m).value();
+      op.mem = std::move(m).value();
     }
-    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*mem, 0, max_size, 0, fill_seed));
-    std::unique_ptr<TransferEngine> engine;
-    std::string choice = "cudaMallocHost buffer, cudaMemcpy";
+    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*op.mem, 0, max_size, 0, op.fill_seed));
+    op.choice = "cudaMallocHost buffer, cudaMemcpy";
     if (!path.engine_path.empty()) {
       transfer::TransferOptions to = o.staging;
       RESMEM_ASSIGN_OR_RETURN(transfer::Path forced, transfer::ParsePath(path.engine_path));
@@ -92,66 +104,90 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
       // Chunked registers the span in four pieces, so every copy of the largest block crosses
       // piece boundaries.
       to.register_chunk = std::max<uint64_t>(4096, max_size / 4 / 4096 * 4096);
-      auto e = TransferEngine::Open(gpu, *mem, clock, to);
+      auto e = TransferEngine::Open(gpu, *op.mem, clock, to);
       if (!e.ok()) {
         result.notes.push_back(path.name + " on " + path.host_kind + ": " + e.status().message());
         continue;
       }
-      engine = std::move(e).value();
-      choice = engine->choice().Describe();
-      if (path.name == "staged") {
+      op.engine = std::move(e).value();
+      op.choice = op.engine->choice().Describe();
+      if (path.name == "staged-file") {
         // Say why registration is impossible here: the engine's own choice among all paths.
         transfer::TransferOptions all;
         all.register_chunk = 64ull << 20;
         all.allowed = {transfer::Path::kRegisteredDirect, transfer::Path::kRegisteredChunked};
-        auto probe = TransferEngine::Open(gpu, *mem, clock, all);
-        if (!probe.ok()) choice += "; " + probe.status().message();
+        auto probe = TransferEngine::Open(gpu, *op.mem, clock, all);
+        if (!probe.ok()) op.choice += "; " + probe.status().message();
       }
     }
-    auto copy = [&](CopyDirection dir, uint64_t size) -> Result<CopyStats> {
-      if (engine) return engine->Copy(dir, 0, *dev, 0, size);
-      return gpu.Copy(dir, *mem, 0, *dev, 0, size);
-    };
+    open.push_back(std::move(op));
+  }
+  auto copy = [&](OpenPath& op, CopyDirection dir, uint64_t size) -> Result<CopyStats> {
+    if (op.engine) return op.engine->Copy(dir, 0, *dev, 0, size);
+    return gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
+  };
+  if (o.warmup)
+    for (auto& op : open)
+      for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
+        auto s = copy(op, dir, max_size);
+        if (!s.ok()) return s.status().WithContext("warm-up " + op.path.name + " " + DirName(dir));
+      }
+
+  // cells[(direction, size, path index)], filled pass by pass.
+  std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
+  uint64_t seq = o.seed << 32;
+  for (int pass = 0; pass < o.passes; ++pass) {
     for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
       for (uint64_t size : sizes) {
-        BenchCell cell;
-        cell.path = path.name;
-        cell.direction = DirName(dir);
-        cell.size = size;
-        cell.choice = choice;
         const uint64_t reps = std::clamp<uint64_t>(o.bytes_per_sample / size, 1, 1024);
-        for (int pass = 0; pass < o.passes; ++pass) {
+        for (size_t k = 0; k < open.size(); ++k) {
+          // Each pass starts from another path: no path is always first after a size change.
+          const size_t pi = (k + pass) % open.size();
+          OpenPath& op = open[pi];
+          BenchCell& cell = cells[{dir == CopyDirection::kHostToDevice ? 0 : 1, size, pi}];
+          if (cell.path.empty()) {
+            cell.path = op.path.name;
+            cell.direction = DirName(dir);
+            cell.size = size;
+            cell.choice = op.choice;
+          }
           ++seq;
-          RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*mem, 0, size, seq));
+          RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
           if (dir == CopyDirection::kDeviceToHost) {
             // Load the device with this pass's block, then make the host copy stale.
-            RESMEM_RETURN_IF_ERROR(copy(CopyDirection::kHostToDevice, size).status());
-            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*mem, 0, size, seq ^ (1ull << 63)));
+            RESMEM_RETURN_IF_ERROR(copy(op, CopyDirection::kHostToDevice, size).status());
+            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 63)));
           }
           double seconds = 0;
           for (uint64_t r = 0; r < reps; ++r) {
-            auto s = copy(dir, size);
+            auto s = copy(op, dir, size);
             if (!s.ok())
-              return s.status().WithContext(path.name + " " + cell.direction + " " +
+              return s.status().WithContext(op.path.name + " " + cell.direction + " " +
                                             FormatSize(size));
             seconds += s->seconds;
           }
           auto bad = dir == CopyDirection::kHostToDevice
-                         ? transfer::DeviceMismatches(gpu, *dev, 0, size, seq, fill_seed)
-                         : transfer::HostMismatches(*mem, 0, size, seq, fill_seed);
-          if (!bad.ok()) return bad.status().WithContext("verify " + path.name);
+                         ? transfer::DeviceMismatches(gpu, *dev, 0, size, seq, op.fill_seed)
+                         : transfer::HostMismatches(*op.mem, 0, size, seq, op.fill_seed);
+          if (!bad.ok()) return bad.status().WithContext("verify " + op.path.name);
           cell.verify_failures += *bad > 0;
           cell.pass_gbps.push_back(seconds > 0 ? size * reps / seconds / 1e9 : 0);
         }
+      }
+    }
+  }
+  // Rows in the order of the table: path, then direction, then size.
+  for (size_t pi = 0; pi < open.size(); ++pi)
+    for (int d = 0; d < 2; ++d)
+      for (uint64_t size : sizes) {
+        BenchCell& cell = cells[{d, size, pi}];
         cell.median_gbps = Median(cell.pass_gbps);
         if (o.verbose)
           std::fprintf(stderr, "bench %-18s %s %9s %8.2f GB/s%s\n", cell.path.c_str(),
                        cell.direction.c_str(), FormatSize(size).c_str(), cell.median_gbps,
                        cell.verify_failures ? "  DATA MISMATCH" : "");
-        result.cells.push_back(cell);
+        result.cells.push_back(std::move(cell));
       }
-    }
-  }
   std::map<std::pair<std::string, uint64_t>, double> pinned;
   for (const auto& c : result.cells)
     if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
@@ -159,7 +195,75 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     double base = pinned[{c.direction, c.size}];
     c.ratio_to_pinned = base > 0 ? c.median_gbps / base : 0;
   }
+  MarkUnreliable(&result, sizes);
   return result;
+}
+
+void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes) {
+  char why[320];
+  for (auto& c : r->cells) {
+    if (c.path == "pinned" || c.ratio_to_pinned <= kMaxRatioToPinned) continue;
+    std::snprintf(why, sizeof why,
+                  "%s %s %s at %.1f%% of pinned (limit %.0f%%): the pinned baseline of this run "
+                  "is low",
+                  c.path.c_str(), c.direction.c_str(), FormatSize(c.size).c_str(),
+                  100 * c.ratio_to_pinned, 100 * kMaxRatioToPinned);
+    c.unreliable = why;
+    r->unreliable.push_back(why);
+  }
+  if (r->reference.gbps.empty() || sizes.empty()) return;
+  // Compare at the reference tool's size where the bench ran it, else at the largest size.
+  uint64_t at = *std::max_element(sizes.begin(), sizes.end());
+  if (std::find(sizes.begin(), sizes.end(), r->reference.size) != sizes.end())
+    at = r->reference.size;
+  for (auto& c : r->cells) {
+    if (c.path != "pinned" || c.size != at) continue;
+    auto ref = r->reference.gbps.find(c.direction);
+    if (ref == r->reference.gbps.end() || ref->second <= 0) continue;
+    const double below = 1 - c.median_gbps / ref->second;
+    if (below <= kMaxPinnedBelowReference) continue;
+    std::snprintf(why, sizeof why,
+                  "pinned %s %s %.2f GB/s is %.1f%% below %s's %.2f GB/s%s on this host (limit "
+                  "%.0f%%)",
+                  c.direction.c_str(), FormatSize(c.size).c_str(), c.median_gbps, 100 * below,
+                  r->reference.source.c_str(), ref->second,
+                  r->reference.size && r->reference.size != c.size
+                      ? (" at " + FormatSize(r->reference.size)).c_str()
+                      : "",
+                  100 * kMaxPinnedBelowReference);
+    c.unreliable = why;
+    r->unreliable.push_back(why);
+  }
+}
+
+Result<ReferenceBandwidth> ReferenceFromNvbandwidthJson(const std::string& text, uint64_t size) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("nvbandwidth") || !j["nvbandwidth"].contains("testcases"))
+    return Status::InvalidArgument(
+        "not nvbandwidth JSON (no nvbandwidth.testcases): run nvbandwidth with -j and give its "
+        "output");
+  ReferenceBandwidth ref;
+  ref.size = size;
+  ref.source = "nvbandwidth";
+  const auto& top = j["nvbandwidth"];
+  if (top.contains("version") && top["version"].is_string())
+    ref.source += " " + top["version"].get<std::string>();
+  for (const auto& t : top["testcases"]) {
+    const std::string name = t.value("name", "");
+    const char* dir = name == "host_to_device_memcpy_ce"   ? "H2D"
+                      : name == "device_to_host_memcpy_ce" ? "D2H"
+                                                           : nullptr;
+    if (!dir) continue;
+    if (t.value("status", "") != "Passed" || !t.contains("sum") || !t["sum"].is_number())
+      return Status::InvalidArgument("nvbandwidth testcase " + name + " did not pass (status '" +
+                                     t.value("status", "") + "')");
+    ref.gbps[dir] = t["sum"].get<double>();
+  }
+  if (ref.gbps.empty())
+    return Status::InvalidArgument(
+        "nvbandwidth JSON has neither host_to_device_memcpy_ce nor device_to_host_memcpy_ce: run "
+        "nvbandwidth -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce -j");
+  return ref;
 }
 
 std::string BenchResult::ToJson() const {
@@ -167,6 +271,11 @@ std::string BenchResult::ToJson() const {
   j["backend"] = backend;
   j["notes"] = notes;
   j["headline"] = Headline();
+  j["unreliable"] = !unreliable.empty();
+  j["unreliable_reasons"] = unreliable;
+  if (!reference.gbps.empty())
+    j["reference"] = {{"source", reference.source}, {"size", reference.size},
+                      {"gbps", reference.gbps}};
   for (const auto& c : cells) {
     j["cells"].push_back({{"path", c.path},
                           {"direction", c.direction},
@@ -175,7 +284,8 @@ std::string BenchResult::ToJson() const {
                           {"median_gbps", c.median_gbps},
                           {"ratio_to_pinned", c.ratio_to_pinned},
                           {"verify_failures", c.verify_failures},
-                          {"choice", c.choice}});
+                          {"choice", c.choice},
+                          {"unreliable", c.unreliable}});
   }
   return j.dump(1);
 }
@@ -187,6 +297,12 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
   BenchResult r;
   r.backend = j.value("backend", "");
   for (const auto& n : j.value("notes", std::vector<std::string>())) r.notes.push_back(n);
+  r.unreliable = j.value("unreliable_reasons", std::vector<std::string>());
+  if (j.contains("reference") && j["reference"].is_object()) {
+    r.reference.source = j["reference"].value("source", "");
+    r.reference.size = j["reference"].value("size", uint64_t{0});
+    r.reference.gbps = j["reference"].value("gbps", std::map<std::string, double>());
+  }
   for (const auto& c : j["cells"]) {
     BenchCell cell;
     cell.path = c.value("path", "");
@@ -197,6 +313,7 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
     cell.ratio_to_pinned = c.value("ratio_to_pinned", 0.0);
     cell.verify_failures = c.value("verify_failures", uint64_t{0});
     cell.choice = c.value("choice", "");
+    cell.unreliable = c.value("unreliable", "");
     r.cells.push_back(cell);
   }
   return r;
@@ -207,16 +324,27 @@ std::string BenchResult::ToTable() const {
   char line[256];
   std::snprintf(line, sizeof line, "%-20s %-4s %10s %10s %8s %s\n", "path", "dir", "size", "GB/s",
                 "ratio", "verified");
+  if (!unreliable.empty()) out = "UNRELIABLE RUN (cells marked !): ratios to pinned cannot be trusted\n" + out;
   out += line;
   for (const auto& c : cells) {
-    std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%% %s\n", c.path.c_str(),
+    std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%%%s %s\n", c.path.c_str(),
                   c.direction.c_str(), FormatSize(c.size).c_str(), c.median_gbps,
-                  100 * c.ratio_to_pinned,
+                  100 * c.ratio_to_pinned, c.unreliable.empty() ? " " : "!",
                   c.verify_failures ? ("FAILED x" + std::to_string(c.verify_failures)).c_str()
                                     : "ok");
     out += line;
   }
   for (const auto& n : notes) out += "note: " + n + "\n";
+  if (!reference.gbps.empty()) {
+    out += "reference: " + reference.source;
+    if (reference.size) out += " at " + FormatSize(reference.size);
+    for (const auto& [dir, gbps] : reference.gbps) {
+      std::snprintf(line, sizeof line, "; %s %.2f GB/s", dir.c_str(), gbps);
+      out += line;
+    }
+    out += "\n";
+  }
+  for (const auto& u : unreliable) out += "unreliable: " + u + "\n";
   out += Headline() + "\n";
   return out;
 }
@@ -235,13 +363,22 @@ std::string BenchResult::Headline() const {
       if (c.path == "registered-hugetlb") reg_huge = c.ratio_to_pinned;
       if (c.path == "staged") staged = c.ratio_to_pinned;
     }
+    auto pct = [](double ratio) {
+      char b[32];
+      if (ratio <= 0) return std::string("n/a");
+      std::snprintf(b, sizeof b, "%.1f%%", 100 * ratio);
+      return std::string(b);
+    };
     std::snprintf(buf, sizeof buf,
-                  "%s %s: pinned %.1f GB/s; registered memfd %.1f%%, hugetlb %.1f%% of pinned "
-                  "(target >= 98%%); staged %.1f%% (target >= 90%%)\n",
-                  dir, FormatSize(largest).c_str(), pinned, 100 * reg, 100 * reg_huge,
-                  100 * staged);
+                  "%s %s: pinned %.1f GB/s; registered memfd %s, hugetlb %s of pinned "
+                  "(target >= 98%%); staged %s (target >= 90%%)\n",
+                  dir, FormatSize(largest).c_str(), pinned, pct(reg).c_str(),
+                  pct(reg_huge).c_str(), pct(staged).c_str());
     out += buf;
   }
+  if (!unreliable.empty())
+    out += "UNRELIABLE: " + std::to_string(unreliable.size()) +
+           " cell(s) outside the limits (the 'unreliable:' lines say which)\n";
   if (!out.empty()) out.pop_back();
   return out;
 }

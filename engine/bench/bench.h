@@ -2,10 +2,23 @@
 // baseline measured in the same run. Each cell is the median of several passes (FACTS.md: any one
 // pass can drop 10-50%); every pass's data is verified (block_check.h). Targets are printed, never
 // asserted on timing: registered >= 98% of pinned, staged >= 90% (issue 4).
+//
+// Paths are interleaved: every path is opened first, then each pass visits every (direction,
+// size) and within it every path, starting from a different path each pass, after one untimed
+// warm-up copy per path and direction. Measuring one path after another made the baseline, which
+// ran first, pay for the GPU and the link warming up: on the H100 the pinned row read 45.0 GB/s at
+// 256 MiB while nvbandwidth measured 53.6-54.7 GB/s on the same host minutes before, and
+// registered copies came out at 122% of "pinned" (issue 11).
+//
+// A run whose baseline cannot be trusted says so (BenchResult::unreliable, in the table and the
+// JSON): a path faster than pinned by more than 2%, or a pinned figure more than 3% below the
+// reference tool's figure for the same host (NVIDIA's nvbandwidth, host_to_device_memcpy_ce and
+// device_to_host_memcpy_ce, given with --nvbandwidth).
 #ifndef RESMEM_ENGINE_BENCH_BENCH_H_
 #define RESMEM_ENGINE_BENCH_BENCH_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,15 +36,35 @@ struct BenchPath {
 };
 // pinned (baseline), registered-direct (memfd), registered-hugetlb (MAP_HUGETLB: 2 MiB pages,
 // closer to a physically contiguous reservation; needs /proc/sys/vm/nr_hugepages), registered-chunked (memfd, 64 MiB pieces),
-// staged (disk file: registration refused, so the engine stages), zero-copy-mapped (memfd),
+// staged (the staged engine forced on memfd: RAM, as the reservation is, so the figures are the
+// engine's own), staged-file (a disk file: registration refused, so the engine stages; its page
+// cache writeback also takes CPUs from the lanes and write-protects pages the D2H copies then
+// fault on, so it runs below "staged"), zero-copy-mapped (memfd),
 // pageable (anonymous, unregistered).
 std::vector<BenchPath> DefaultPaths();
+
+// What the reference tool measured on this host: GB/s per direction ("H2D", "D2H") for copies of
+// `size` bytes (nvbandwidth's -b), read from nvbandwidth's JSON output (-j).
+struct ReferenceBandwidth {
+  std::string source;  // "nvbandwidth <version> (<file>)"
+  uint64_t size = 0;   // its buffer size; 0 = unknown (then the largest bench size is compared)
+  std::map<std::string, double> gbps;
+};
+// Reads nvbandwidth -j output: testcases host_to_device_memcpy_ce -> "H2D", device_to_host_memcpy_ce
+// -> "D2H" (their "sum" over the one GPU's row). Errors name what is missing.
+Result<ReferenceBandwidth> ReferenceFromNvbandwidthJson(const std::string& json, uint64_t size);
+
+// The limits that mark a run unreliable (issue 11).
+constexpr double kMaxRatioToPinned = 1.02;     // no path beats the pinned baseline by more
+constexpr double kMaxPinnedBelowReference = 0.03;  // the baseline within 3% of nvbandwidth
 
 struct BenchOptions {
   std::vector<uint64_t> sizes;  // default 64 KiB .. 256 MiB, x4
   std::vector<std::string> paths;  // names from DefaultPaths(); empty = all
-  int passes = 5;
+  int passes = 7;
   uint64_t bytes_per_sample = 64ull << 20;  // small blocks are repeated up to this many bytes
+  bool warmup = true;  // one untimed copy per path and direction before the first pass
+  ReferenceBandwidth reference;  // empty gbps: no cross-check with a reference tool
   transfer::TransferOptions staging;  // the staged row's lanes, buffers, units (allowed is set here)
   uint64_t seed = 1;
   bool verbose = false;
@@ -46,12 +79,15 @@ struct BenchCell {
   double ratio_to_pinned = 0;  // median / pinned median for the same direction and size
   uint64_t verify_failures = 0;
   std::string choice;  // the engine's "took ..." line
+  std::string unreliable;  // why this cell cannot be trusted ("" = fine)
 };
 
 struct BenchResult {
   std::string backend;
   std::vector<BenchCell> cells;
   std::vector<std::string> notes;  // paths that could not run and why
+  ReferenceBandwidth reference;    // what the baseline was checked against (empty: nothing)
+  std::vector<std::string> unreliable;  // why the run's ratios cannot be trusted (empty: fine)
   std::string ToJson() const;
   std::string ToTable() const;
   // Headline: ratios at the largest size for registered-direct and staged, per direction.
@@ -60,6 +96,11 @@ struct BenchResult {
 
 Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
                              const BenchOptions& options);
+
+// Sets BenchCell::unreliable and BenchResult::unreliable from the limits above: any non-pinned
+// cell above kMaxRatioToPinned, and the pinned cell at the reference's size (or the largest of
+// `sizes`) more than kMaxPinnedBelowReference below r->reference. RunBench calls it.
+void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes);
 
 // Reads a bench JSON back (for plotting on another machine).
 Result<BenchResult> BenchResultFromJson(const std::string& json);

@@ -1,67 +1,171 @@
 // `resmem bench`: registers the command (engine/cli/command.h).
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "engine/bench/bench.h"
+#include "engine/bench/registration.h"
 #include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
 
 namespace resmem::bench {
 namespace {
 
-constexpr const char* kUsage =
-    "resmem bench [--backend cuda|sim] [--sizes 64K,256K,...] [--paths a,b] [--passes N]\n"
-    "             [staged path options] [--seed N] [--json FILE] [--plot FILE.png] [--verbose]\n"
-    "resmem bench --replot bench.json --plot FILE.png\n"
-    "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline of\n"
-    "the same run; medians of --passes (default 5); every pass's data verified.\n"
-    "paths: pinned registered-direct registered-chunked staged zero-copy-mapped pageable\n"
-    "--backend cuda (default) is the real GPU; sim is the CUDA model (h100-host), no GPU needed.\n"
-    "Exit: 0 ok, 1 data mismatch, 2 bad input, 3 no GPU, 4 internal.";
+// What `resmem bench` is given, as its definition below binds it.
+struct BenchArgs {
+  BenchOptions options;
+  std::string backend = "cuda";
+  std::string json, plot, replot;
+  std::string nvbandwidth;            // nvbandwidth -j output to check the pinned row against
+  uint64_t nvbandwidth_size = 0;      // the -b it ran with
+  bool registration = false;          // --registration: cudaHostRegister time instead
+  RegistrationOptions reg;
+  std::vector<std::string> reg_pieces, reg_state;
+};
 
 int Fail(const Status& st, int code) {
   std::fprintf(stderr, "resmem bench: %s\n", st.ToString().c_str());
   return code;
 }
 
-int Run(const std::vector<std::string>& argv) {
-  if (cli::WantsHelp(argv)) {
-    std::puts(kUsage);
-    std::puts(transfer::kStagingUsage);
-    return cli::kExitOk;
+std::vector<std::string> PathNames() {
+  std::vector<std::string> names;
+  for (const auto& p : DefaultPaths()) names.push_back(p.name);
+  return names;
+}
+
+int Run(const BenchArgs& a);
+int RunRegistration(const BenchArgs& a);
+
+cli::Action Define(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  BenchOptions& o = a->options;
+  app.footer(
+      "H2D and D2H bandwidth per transfer path and block size against a cudaMallocHost baseline\n"
+      "of the same run; medians of --passes; every pass's data verified.\n"
+      "`resmem bench --replot bench.json --plot FILE.png` redraws the plot of an earlier run.\n"
+      "Paths are interleaved within each pass after an untimed warm-up. A path above 102% of\n"
+      "pinned, or a pinned figure more than 3% below --nvbandwidth FILE (nvbandwidth -j output\n"
+      "of host_to_device_memcpy_ce and device_to_host_memcpy_ce on this host, run with -b SIZE),\n"
+      "marks the run UNRELIABLE in the table and the JSON.\n"
+      "`resmem bench --registration` times cudaHostRegister per backing, state, size and piece\n"
+      "(on --backend sim: the model's time for any size).\n"
+      "Exit: 0 ok, 1 data mismatch, 2 bad input, 3 no GPU, 4 internal.");
+  transfer::AddGpuBackendOption(app, &a->backend);
+  cli::AddSizeListOption(app, "--sizes", &o.sizes, "block sizes (default 64K to 256M, x4)");
+  app.add_option("--paths", o.paths, "transfer paths to measure (default: all)")
+      ->type_name("PATH,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember(PathNames()));
+  app.add_option("--passes", o.passes, "passes per cell; the median is reported")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--seed", o.seed, "the fault injector's seed (sim)")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app.add_option("--json", a->json, "also write the results as JSON")->type_name("FILE");
+  app.add_option("--plot", a->plot, "also draw the results (gnuplot)")->type_name("FILE.png");
+  app.add_option("--replot", a->replot, "redraw the plot of a bench.json (with --plot FILE.png)")
+      ->type_name("FILE");
+  app.add_flag("--verbose", o.verbose, "print every pass");
+  app.add_option("--nvbandwidth", a->nvbandwidth,
+                 "nvbandwidth -j output of this host: the pinned row is checked against it")
+      ->type_name("FILE");
+  cli::AddSizeOption(app, "--nvbandwidth-size", &a->nvbandwidth_size,
+                     "the buffer size nvbandwidth ran with (-b; default: compare at the largest "
+                     "size)")
+      ->needs("--nvbandwidth");
+  const std::string reg = "registration (--registration)";
+  app.add_flag("--registration", a->registration,
+               "time cudaHostRegister instead of copies")
+      ->group(reg);
+  cli::AddSizeListOption(app, "--reg-sizes", &a->reg.sizes, "range sizes (default 1G,4G,16G)")
+      ->group(reg);
+  app.add_option("--reg-backings", a->reg.backings, "backings (default: all)")
+      ->type_name("BACKING,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember(RegistrationBackings()))
+      ->group(reg);
+  app.add_option("--reg-pieces", a->reg_pieces,
+                 "piece sizes, each a run of its own; 0 or whole: one call (default)")
+      ->type_name("SIZE,...")
+      ->delimiter(',')
+      ->group(reg);
+  app.add_option("--reg-state", a->reg_state, "untouched, touched (default both)")
+      ->type_name("STATE,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"untouched", "touched"}))
+      ->group(reg);
+  app.add_option("--reg-repeats", a->reg.repeats, "registrations per case (median)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000))
+      ->group(reg);
+  transfer::AddStagingOptions(app, &o.staging);
+  return [a] { return a->registration ? RunRegistration(*a) : Run(*a); };
+}
+
+int RunRegistration(const BenchArgs& a) {
+  RegistrationOptions o = a.reg;
+  for (const auto& p : a.reg_pieces) {
+    if (p == "0" || p == "whole") {
+      o.chunks.push_back(0);
+      continue;
+    }
+    auto v = ParseSize(p);
+    if (!v.ok())
+      return Fail(Status::InvalidArgument("--reg-pieces '" + p + "': " + v.status().message()),
+                  cli::kExitBadInput);
+    o.chunks.push_back(*v);
   }
-  auto args = transfer::ParseWithStagingArgs(
-      argv, {"backend", "sizes", "paths", "passes", "seed", "json", "plot", "replot"}, {"verbose"});
-  if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
-  if (args->Has("replot")) {
-    std::ifstream in(args->Get("replot", ""));
-    if (!in) return Fail(Status::InvalidArgument("cannot read " + args->Get("replot", "")), 2);
+  if (!a.reg_state.empty()) {
+    o.touched.clear();
+    for (const auto& s : a.reg_state) o.touched.push_back(s == "touched");
+  }
+  auto backend = transfer::MakeGpuBackend(a.backend, a.options.seed);
+  if (!backend.ok())
+    return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
+                                                                          : cli::kExitBadInput);
+  auto r = RunRegistrationBench(*backend->gpu, *backend->clock, backend->name, o);
+  if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
+  std::fputs(r->ToTable().c_str(), stdout);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    out << r->ToJson() << "\n";
+    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
+  }
+  return cli::kExitOk;
+}
+
+int Run(const BenchArgs& a) {
+  if (!a.replot.empty()) {
+    std::ifstream in(a.replot);
+    if (!in) return Fail(Status::InvalidArgument("cannot read " + a.replot), cli::kExitBadInput);
     std::stringstream ss;
     ss << in.rdbuf();
     auto r = BenchResultFromJson(ss.str());
     if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
-    auto note = WritePlot(*r, args->Get("plot", "bench.png"));
+    auto note = WritePlot(*r, a.plot.empty() ? "bench.png" : a.plot);
     if (!note.ok()) return Fail(note.status(), cli::kExitInternal);
     std::puts(note->c_str());
     return cli::kExitOk;
   }
-  BenchOptions o;
-  for (const auto& s : args->List("sizes", "")) {
-    auto v = ParseSize(s);
-    if (!v.ok()) return Fail(Status::InvalidArgument("--sizes '" + s + "': " + v.status().message()), 2);
-    o.sizes.push_back(*v);
+  BenchOptions o = a.options;
+  if (!a.nvbandwidth.empty()) {
+    std::ifstream in(a.nvbandwidth);
+    if (!in)
+      return Fail(Status::InvalidArgument("--nvbandwidth: cannot read " + a.nvbandwidth),
+                  cli::kExitBadInput);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto ref = ReferenceFromNvbandwidthJson(ss.str(), a.nvbandwidth_size);
+    if (!ref.ok())
+      return Fail(ref.status().WithContext("--nvbandwidth " + a.nvbandwidth), cli::kExitBadInput);
+    o.reference = *ref;
+    o.reference.source += " (" + a.nvbandwidth + ")";
   }
-  o.paths = args->List("paths", "");
-  auto passes = args->Number("passes", 5);
-  auto seed = args->Number("seed", 1);
-  for (const Status& st : {passes.status(), seed.status(),
-                           transfer::ApplyStagingArgs(*args, &o.staging)})
-    if (!st.ok()) return Fail(st, cli::kExitBadInput);
-  o.passes = static_cast<int>(*passes);
-  o.seed = static_cast<uint64_t>(*seed);
-  o.verbose = args->Has("verbose");
-  auto backend = transfer::MakeGpuBackend(args->Get("backend", "cuda"), o.seed);
+  auto backend = transfer::MakeGpuBackend(a.backend, o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
                                                                           : cli::kExitBadInput);
@@ -70,13 +174,13 @@ int Run(const std::vector<std::string>& argv) {
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput
                                                                   : cli::kExitInternal);
   std::fputs(r->ToTable().c_str(), stdout);
-  if (args->Has("json")) {
-    std::ofstream out(args->Get("json", ""));
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
     out << r->ToJson() << "\n";
-    if (!out) return Fail(Status::Errno(errno, "cannot write " + args->Get("json", "")), 4);
+    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
   }
-  if (args->Has("plot")) {
-    auto note = WritePlot(*r, args->Get("plot", ""));
+  if (!a.plot.empty()) {
+    auto note = WritePlot(*r, a.plot);
     std::puts(note.ok() ? note->c_str() : note.status().ToString().c_str());
   }
   for (const auto& c : r->cells)
@@ -87,6 +191,6 @@ int Run(const std::vector<std::string>& argv) {
 }  // namespace
 
 RESMEM_REGISTER_COMMAND(bench, ::resmem::cli::Command{
-    "bench", "H2D/D2H bandwidth per transfer path and block size vs pinned", kUsage, Run});
+    "bench", "H2D/D2H bandwidth per transfer path and block size vs pinned", Define});
 
 }  // namespace resmem::bench

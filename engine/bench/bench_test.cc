@@ -41,16 +41,114 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
       ++chunked_cells;
       EXPECT_NE(c.choice.find("4 pieces"), std::string::npos) << c.choice;
     }
-    if (c.path == "staged") {
+    if (c.path == "staged-file") {
       EXPECT_NE(c.choice.find("registered-direct refused"), std::string::npos) << c.choice;
     }
   }
   EXPECT_EQ(pinned_cells, 4);
   EXPECT_EQ(chunked_cells, 4);
+  int staged_cells = 0;
+  for (const auto& c : r->cells) staged_cells += c.path == "staged" || c.path == "staged-file";
+  EXPECT_EQ(staged_cells, 8);
   auto back = BenchResultFromJson(r->ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->cells.size(), r->cells.size());
   EXPECT_NE(r->ToTable().find("registered-direct"), std::string::npos);
+}
+
+TEST(Bench, InterleavesPathsAndKeepsTheTableOrder) {
+  auto backend = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(backend.ok());
+  BenchOptions o;
+  o.sizes = {64 << 10, 256 << 10};
+  o.paths = {"pinned", "registered-direct", "staged"};
+  o.passes = 4;
+  o.bytes_per_sample = 256 << 10;
+  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Rows: path, then direction, then size, whatever order the passes visited them in.
+  ASSERT_EQ(r->cells.size(), 3u * 2 * 2);
+  const char* want[] = {"pinned", "registered-direct", "staged"};
+  for (size_t i = 0; i < r->cells.size(); ++i) {
+    const auto& c = r->cells[i];
+    EXPECT_EQ(c.path, want[i / 4]);
+    EXPECT_EQ(c.direction, (i / 2) % 2 ? "D2H" : "H2D");
+    EXPECT_EQ(c.size, i % 2 ? 256u << 10 : 64u << 10);
+    EXPECT_EQ(c.pass_gbps.size(), 4u);
+    EXPECT_EQ(c.verify_failures, 0u);
+  }
+}
+
+// A synthetic run: the limits mark what they must and nothing else.
+BenchResult Synthetic(double pinned_h2d, double registered_h2d) {
+  BenchResult r;
+  r.backend = "test";
+  for (const char* dir : {"H2D", "D2H"}) {
+    BenchCell p;
+    p.path = "pinned";
+    p.direction = dir;
+    p.size = 256u << 20;
+    p.median_gbps = std::string(dir) == "H2D" ? pinned_h2d : 53.0;
+    p.ratio_to_pinned = 1;
+    BenchCell g = p;
+    g.path = "registered-direct";
+    g.median_gbps = std::string(dir) == "H2D" ? registered_h2d : 53.0;
+    g.ratio_to_pinned = g.median_gbps / p.median_gbps;
+    r.cells.push_back(p);
+    r.cells.push_back(g);
+  }
+  return r;
+}
+
+TEST(Bench, MarksARatioAbove102PercentUnreliable) {
+  BenchResult ok = Synthetic(54.0, 54.9);  // 101.7%
+  MarkUnreliable(&ok, {256u << 20});
+  EXPECT_TRUE(ok.unreliable.empty()) << ok.unreliable[0];
+  BenchResult bad = Synthetic(45.0, 54.9);  // 122%, the H100 run of issue 11
+  MarkUnreliable(&bad, {256u << 20});
+  ASSERT_EQ(bad.unreliable.size(), 1u);
+  EXPECT_NE(bad.unreliable[0].find("registered-direct H2D 256 MiB at 122.0% of pinned"),
+            std::string::npos)
+      << bad.unreliable[0];
+  EXPECT_FALSE(bad.cells[1].unreliable.empty());
+  EXPECT_TRUE(bad.cells[0].unreliable.empty());
+  EXPECT_NE(bad.ToTable().find("UNRELIABLE RUN"), std::string::npos);
+  auto back = BenchResultFromJson(bad.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->unreliable, bad.unreliable);
+  EXPECT_EQ(back->cells[1].unreliable, bad.cells[1].unreliable);
+}
+
+TEST(Bench, ChecksThePinnedBaselineAgainstNvbandwidth) {
+  // The shape of nvbandwidth v0.8's -j output, trimmed to what is read.
+  const std::string json = R"({"nvbandwidth": {"version": "v0.8", "testcases": [
+      {"name": "host_to_device_memcpy_ce", "status": "Passed", "sum": 54.7},
+      {"name": "device_to_host_memcpy_ce", "status": "Passed", "sum": 54.0}]}})";
+  auto ref = ReferenceFromNvbandwidthJson(json, 256u << 20);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  EXPECT_DOUBLE_EQ(ref->gbps.at("H2D"), 54.7);
+  EXPECT_DOUBLE_EQ(ref->gbps.at("D2H"), 54.0);
+  BenchResult within = Synthetic(53.5, 53.0);  // 2.2% below: fine; D2H 53.0 is 1.9% below
+  within.reference = *ref;
+  MarkUnreliable(&within, {16u << 20, 256u << 20});
+  EXPECT_TRUE(within.unreliable.empty()) << within.unreliable[0];
+  BenchResult low = Synthetic(45.0, 44.0);  // 17.7% below nvbandwidth
+  low.reference = *ref;
+  MarkUnreliable(&low, {16u << 20, 256u << 20});
+  ASSERT_EQ(low.unreliable.size(), 1u);
+  EXPECT_NE(low.unreliable[0].find("pinned H2D 256 MiB 45.00 GB/s is 17.7% below nvbandwidth"),
+            std::string::npos)
+      << low.unreliable[0];
+  EXPECT_NE(low.ToTable().find("reference: nvbandwidth v0.8 at 256 MiB; D2H 54.00 GB/s; H2D 54.70"),
+            std::string::npos)
+      << low.ToTable();
+  // What is not nvbandwidth output, or a failed testcase, is refused with the reason.
+  EXPECT_FALSE(ReferenceFromNvbandwidthJson("{}", 0).ok());
+  auto failed = ReferenceFromNvbandwidthJson(
+      R"({"nvbandwidth": {"testcases": [{"name": "host_to_device_memcpy_ce", "status": "Error"}]}})",
+      0);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("did not pass"), std::string::npos);
 }
 
 TEST(Bench, RefusesSizesThatAreNotWholePages) {

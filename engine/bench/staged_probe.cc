@@ -1,4 +1,4 @@
-// staged_probe: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
+// staged_probe [--host memfd|file|...] [--sizes ...]: where a staged copy's time goes, on a GPU host (issue 4: copies of 16 MiB and
 // less reached ~50% of pinned on the H100, docs/hil/2026-11-21-h100-staged). For each size it
 // times the pieces of a staged host-to-device copy apart, medians of --copies:
 //   pinned      cudaMemcpy from cudaMallocHost memory (the baseline)
@@ -17,12 +17,15 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/cuda/cuda_gpu.h"
 #include "backends/host/host_region.h"
+#include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/gpu_backend.h"
 #include "engine/transfer/lane_pool.h"
@@ -263,32 +266,48 @@ struct Probe {
 };
 
 int Main(int argc, char** argv) {
-  std::vector<std::string> argv_s(argv + 1, argv + argc);
-  std::vector<std::string> keys = {"sizes", "copies", "blocks"};
-  for (const auto& k : transfer::StagingKeys()) keys.push_back(k);
-  auto args = transfer::Args::Parse(argv_s, keys, transfer::StagingFlags());
-  if (!args.ok()) return Fail(args.status(), 2);
   TransferOptions base;
-  if (Status st = transfer::ApplyStagingArgs(*args, &base); !st.ok()) return Fail(st, 2);
+  std::vector<uint64_t> sizes = {4ull << 20, 16ull << 20, 256ull << 20};
+  int copies_n = 20, blocks_n = 300;
+  auto app = cli::MakeApp("where a staged copy's time goes, on a GPU host (figures only)",
+                          "staged_probe");
+  app->footer("Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.");
+  app->add_option("--sizes", sizes, "copy sizes, multiples of 4K")
+      ->type_name("SIZE,...")
+      ->delimiter(',')
+      ->transform(cli::ByteSize(4096))
+      ->check(CLI::Validator(
+          [](std::string& bytes) -> std::string {
+            return std::stoull(bytes) % 4096 ? "give multiples of 4K" : "";
+          },
+          "", "4K-MULTIPLE"))
+      ->default_str("4M,16M,256M");
+  app->add_option("--copies", copies_n, "copies per figure (median)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--blocks", blocks_n, "blocks of the CopyQueue run")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000));
+  std::string host_kind = "memfd";
+  app->add_option("--host", host_kind, "the host memory staged from (memfd: RAM, as a reservation)")
+      ->type_name("KIND")
+      ->check(CLI::IsMember({"memfd", "hugetlb", "shm", "file", "file-private", "anon"}));
+  transfer::AddStagingOptions(*app, &base);
+  if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                               std::cerr))
+    return *rc;
   base.allowed = {transfer::Path::kStaged};
-  std::vector<uint64_t> sizes;
-  for (const auto& s : args->List("sizes", "4M,16M,256M")) {
-    auto v = ParseSize(s);
-    if (!v.ok() || *v == 0 || *v % 4096)
-      return Fail(Status::InvalidArgument("--sizes '" + s + "': give multiples of 4K"), 2);
-    sizes.push_back(*v);
-  }
-  auto copies = args->Number("copies", 20);
-  auto blocks = args->Number("blocks", 300);
-  if (!copies.ok() || *copies < 1 || !blocks.ok() || *blocks < 1)
-    return Fail(Status::InvalidArgument("--copies and --blocks must be >= 1"), 2);
   auto backend = transfer::MakeGpuBackend("cuda");
   if (!backend.ok()) {
     std::printf("skipped: staged_probe (%s)\n", backend.status().ToString().c_str());
     return 3;
   }
   const uint64_t max_size = std::max<uint64_t>(256ull << 20, *std::max_element(sizes.begin(), sizes.end()));
-  auto host = host::MapHostMemory(host::HostKind::kFile, max_size);
+  // memfd by default: RAM, as the reservation is. A disk file (--host file) adds its page cache
+  // writeback to the copy (docs/hil/2026-11-23-h100-perf: staged-file below staged).
+  auto kind = host::ParseHostKind(host_kind);
+  if (!kind.ok()) return Fail(kind.status(), 2);
+  auto host = host::MapHostMemory(*kind, max_size);
   if (!host.ok()) return Fail(host.status(), 4);
   if (Status st = transfer::FillPattern(**host, 0, max_size, 0, 7); !st.ok()) return Fail(st, 4);
   auto dev = backend->gpu->AllocDevice(max_size);
@@ -296,7 +315,7 @@ int Main(int argc, char** argv) {
   if (!dev.ok() || !pinned.ok()) return Fail(!dev.ok() ? dev.status() : pinned.status(), 4);
   auto* cuda = dynamic_cast<cuda::CudaGpu*>(backend->gpu.get());
   Probe p{cuda, backend->gpu.get(), backend->clock.get(), host->get(), dev->get(), pinned->get(),
-          base, static_cast<int>(*copies)};
+          base, copies_n};
   std::vector<std::unique_ptr<HostMemory>> ring;
   std::vector<cuda::CudaGpu::CopyTicket> tickets;
   for (int i = 0; i < std::max(2, base.staging_buffers); ++i) {
@@ -347,6 +366,17 @@ int Main(int argc, char** argv) {
                TransferOptions v = traced;
                v.staging_lanes = 9;
                return p.Staged(size, v, 0, "8 fill lanes", false);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_ramp_first = 256 << 10;
+               return p.Staged(size, v, 0, "ramp from 256 KiB", true);
+             },
+             [&] {
+               TransferOptions v = traced;
+               v.staging_ramp_first = 256 << 10;
+               v.staging_min_segments = 1;
+               return p.Staged(size, v, 0, "ramp 256 KiB to 8 MiB", true);
              }}) {
       st = step();
       if (!st.ok()) break;
@@ -359,7 +389,7 @@ int Main(int argc, char** argv) {
     if (qseg == 1) q.staging_nt_fill_below = 0;
     std::string label = "segments " + FormatSize(q.staging_queue_segment ? qseg : base.staging_chunk) +
                         (qseg == 1 ? " cached" : "");
-    st = p.Queue(16ull << 20, static_cast<int>(*blocks), q, label.c_str());
+    st = p.Queue(16ull << 20, blocks_n, q, label.c_str());
   }
   for (auto& t : tickets) cuda->ReleaseTicket(t);
   if (!st.ok()) return Fail(st, 4);

@@ -35,17 +35,17 @@ check "the committed range agrees with the model" 0 $? "$T/range.md" "| pageable
 check "a one-run profile with a 5% margin flags noise" 1 $? "$T/one.out" "bandwidth pageable H2D 256 MiB: measured 9.58 GB/s"
 
 "$GPU" calibrate --merge --out "$T/x.json" >"$T/e1.out" 2>&1
-check "--merge without files" 2 $? "$T/e1.out" "--merge needs profile files"
+check "--merge without files" 2 $? "$T/e1.out" "--merge: needs profile files before '--out'"
 "$GPU" calibrate --merge "$T/missing.json" --out "$T/x.json" >"$T/e2.out" 2>&1
 check "--merge of a missing file" 2 $? "$T/e2.out" "cannot read profile $T/missing.json"
 echo '{"format": 1}' >"$T/notprofile.json"
 "$GPU" calibrate --merge "$ONE" "$T/notprofile.json" --out "$T/x.json" >"$T/e3.out" 2>&1
 check "--merge of a file that is no profile" 2 $? "$T/e3.out" "notprofile.json is not a calibration profile"
 "$GPU" calibrate --backend sim --runs 0 --out "$T/x.json" >"$T/e4.out" 2>&1
-check "--runs 0" 2 $? "$T/e4.out" "--runs must be a whole number from 1 to 100"
+check "--runs 0" 2 $? "$T/e4.out" "--runs: Value 0 not in range 1 to 100"
 "$GPU" calibrate --compare "$RANGE" --margin 150 >"$T/e5.out" 2>&1
-check "--margin 150" 2 $? "$T/e5.out" "margin must be in \[0, 1)"
+check "--margin 150" 2 $? "$T/e5.out" "--margin: '150' is not a percentage"
 "$GPU" calibrate --merge "$ONE" --compare "$RANGE" >"$T/e6.out" 2>&1
-check "--merge with --compare" 2 $? "$T/e6.out" "give one of them"
+check "--merge with --compare" 2 $? "$T/e6.out" "--compare excludes --merge"
 echo "$fails failure(s)"
 exit $((fails > 0))

@@ -1,31 +1,41 @@
 // `resmem calibrate`: registers the command (engine/cli/command.h).
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "engine/calibrate/calibrate.h"
 #include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
 
 namespace resmem::calibrate {
 namespace {
 
-constexpr const char* kUsage =
-    "resmem calibrate [--backend cuda|sim] --out PROFILE.json [--runs N] [--report FIDELITY.md]\n"
-    "                 [--json FIDELITY.json] [--sizes 64K,16M,256M] [--passes N] [--no-huge]\n"
-    "                 [--margin PCT] [--verbose]\n"
-    "resmem calibrate --compare PROFILE.json [--margin PCT] [--report FIDELITY.md] [--json F]\n"
-    "resmem calibrate --merge A.json B.json ... --out PROFILE.json [--report ...] [--json ...]\n"
-    "Runs the registration matrix (memory kinds x flags x sizes, huge MAP_NORESERVE sizes,\n"
-    "call sequences) and the bandwidth table on the GPU and writes a profile. --runs N repeats\n"
-    "the whole calibration N times and writes the spread: each bandwidth class's min, median and\n"
-    "max over the runs, each case's code in every run (format 2). --merge does the same with\n"
-    "profiles written earlier (format 1 or 2, of one GPU model and driver). With --report or\n"
-    "--json, or with --compare on a profile made earlier, lists every disagreement with the\n"
-    "simulator's cuda-13.0-r580 profile: return codes must agree in every run; a bandwidth class\n"
-    "agrees when the simulator's rate lies inside the measured spread widened by --margin\n"
-    "(default 15%: min x 0.85 .. max x 1.15).\n"
-    "Exit: 0 ok, 1 disagreements, 2 bad input, 3 no GPU, 4 internal.";
+// What `resmem calibrate` is given, as its definition below binds it.
+struct CalibrateArgs {
+  CalibrateOptions options;
+  std::string backend = "cuda";
+  std::string out, report, json, compare;
+  std::vector<std::string> merge;
+  int runs = 1;
+  double margin_pct = 100 * kDefaultBandwidthMargin;
+  bool no_huge = false;
+};
+
+// A margin in percent: 0 or more, below 100 (a spread widened by 100% would reach zero).
+CLI::Validator PercentBelow100() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double pct = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(pct >= 0 && pct < 100))
+          return "'" + text + "' is not a percentage from 0 up to (not including) 100";
+        return std::string();
+      },
+      "", "PCT");
+}
 
 int Fail(const Status& st, int code) {
   std::fprintf(stderr, "resmem calibrate: %s\n", st.ToString().c_str());
@@ -43,18 +53,16 @@ Result<nlohmann::json> ReadProfile(const std::string& path) {
   return profile;
 }
 
-int Report(const nlohmann::json& profile, const transfer::Args& args) {
-  auto margin = args.Number("margin", 100 * kDefaultBandwidthMargin);
-  if (!margin.ok()) return Fail(margin.status(), cli::kExitBadInput);
-  auto r = CompareWithSim(profile, "cuda-13.0-r580", *margin / 100);
+int Report(const nlohmann::json& profile, const CalibrateArgs& args) {
+  auto r = CompareWithSim(profile, "cuda-13.0-r580", args.margin_pct / 100);
   if (!r.ok()) return Fail(r.status(), r.status().code() == kInvalidArgument ? 2 : 4);
   std::string md = r->ToMarkdown();
-  if (args.Has("report")) {
-    std::ofstream(args.Get("report", "")) << md;
+  if (!args.report.empty()) {
+    std::ofstream(args.report) << md;
   } else {
     std::fputs(md.c_str(), stdout);
   }
-  if (args.Has("json")) std::ofstream(args.Get("json", "")) << r->ToJson().dump(1) << "\n";
+  if (!args.json.empty()) std::ofstream(args.json) << r->ToJson().dump(1) << "\n";
   std::printf("fidelity: %d code cases, %d bandwidth classes (%d run%s, margin %.0f%%), %zu "
               "disagreements\n",
               r->code_cases, r->bandwidth_cases, r->runs, r->runs == 1 ? "" : "s",
@@ -62,100 +70,123 @@ int Report(const nlohmann::json& profile, const transfer::Args& args) {
   return r->disagreements.empty() ? cli::kExitOk : cli::kExitCheckFailed;
 }
 
-int WriteProfile(const nlohmann::json& profile, const transfer::Args& args) {
-  std::ofstream out(args.Get("out", ""));
+int WriteProfile(const nlohmann::json& profile, const CalibrateArgs& args) {
+  std::ofstream out(args.out);
   out << profile.dump(1) << "\n";
-  if (!out) return Fail(Status::Errno(errno, "cannot write " + args.Get("out", "")), 4);
-  std::printf("calibration profile written to %s\n", args.Get("out", "").c_str());
-  if (args.Has("report") || args.Has("json")) return Report(profile, args);
+  if (!out) return Fail(Status::Errno(errno, "cannot write " + args.out), 4);
+  std::printf("calibration profile written to %s\n", args.out.c_str());
+  if (!args.report.empty() || !args.json.empty()) return Report(profile, args);
   return cli::kExitOk;
 }
 
-int Run(const std::vector<std::string>& argv_in) {
-  if (cli::WantsHelp(argv_in)) {
-    std::puts(kUsage);
-    return cli::kExitOk;
-  }
-  // --merge takes every following argument up to the next option.
-  std::vector<std::string> argv, merge_files;
-  bool merge = false;
-  for (size_t i = 0; i < argv_in.size(); ++i) {
-    if (argv_in[i] == "--merge") {
-      merge = true;
-      while (i + 1 < argv_in.size() && argv_in[i + 1].rfind("--", 0) != 0)
-        merge_files.push_back(argv_in[++i]);
-      continue;
-    }
-    argv.push_back(argv_in[i]);
-  }
-  auto args = transfer::Args::Parse(
-      argv, {"backend", "out", "report", "json", "compare", "sizes", "passes", "runs", "margin"},
-      {"no-huge", "verbose"});
-  if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
-  if (merge && args->Has("compare"))
-    return Fail(Status::InvalidArgument("--merge and --compare: give one of them"), 2);
-  if (args->Has("compare")) {
-    auto profile = ReadProfile(args->Get("compare", ""));
+int Run(const CalibrateArgs& a);
+
+cli::Action Define(CLI::App& app) {
+  auto a = std::make_shared<CalibrateArgs>();
+  CalibrateOptions& o = a->options;
+  app.footer(
+      "resmem calibrate [--backend cuda|sim] --out PROFILE.json [--runs N] [...]\n"
+      "resmem calibrate --compare PROFILE.json [--margin PCT] [--report FIDELITY.md] [--json F]\n"
+      "resmem calibrate --merge A.json B.json ... --out PROFILE.json [--report ...] [--json ...]\n"
+      "Runs the registration matrix (memory kinds x flags x sizes, huge MAP_NORESERVE sizes,\n"
+      "call sequences) and the bandwidth table on the GPU and writes a profile. --runs N repeats\n"
+      "the whole calibration N times and writes the spread: each bandwidth class's min, median and\n"
+      "max over the runs, each case's code in every run (format 2). --merge does the same with\n"
+      "profiles written earlier (format 1 or 2, of one GPU model and driver). With --report or\n"
+      "--json, or with --compare on a profile made earlier, lists every disagreement with the\n"
+      "simulator's cuda-13.0-r580 profile: return codes must agree in every run; a bandwidth class\n"
+      "agrees when the simulator's rate lies inside the measured spread widened by --margin\n"
+      "(15%: min x 0.85 .. max x 1.15).\n"
+      "Exit: 0 ok, 1 disagreements, 2 bad input, 3 no GPU, 4 internal.");
+  transfer::AddGpuBackendOption(app, &a->backend);
+  CLI::Option* out =
+      app.add_option("--out", a->out, "write the profile here")->type_name("PROFILE.json");
+  CLI::Option* compare =
+      app.add_option("--compare", a->compare,
+                     "compare a profile made earlier with the simulator (measures nothing)")
+          ->type_name("PROFILE.json");
+  app.add_option("--merge", a->merge,
+                 "merge profiles written earlier into one (format 2) instead of measuring")
+      ->type_name("PROFILE.json")
+      ->expected(1, -1)
+      ->check(CLI::Validator(
+          [](std::string& file) -> std::string {
+            return file.rfind("-", 0) == 0 ? "needs profile files before '" + file +
+                                                 "': --merge A.json B.json ..."
+                                           : "";
+          },
+          "", "FILE"))
+      ->excludes(compare)
+      ->needs(out);
+  app.add_option("--report", a->report, "the fidelity report as Markdown (default: stdout)")
+      ->type_name("FIDELITY.md");
+  app.add_option("--json", a->json, "the fidelity report as JSON")->type_name("FIDELITY.json");
+  app.add_option("--margin", a->margin_pct,
+                 "widen each measured bandwidth spread by this many percent")
+      ->type_name("PCT")
+      ->check(PercentBelow100());
+  app.add_option("--runs", a->runs, "repeat the whole calibration N times and keep the spread")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100));  // one excludes per option: CLI11 lists several in no set order
+  cli::AddSizeListOption(app, "--sizes", &o.sizes, "registration and bandwidth sizes");
+  app.add_option("--passes", o.passes, "passes per bandwidth figure (median)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  app.add_flag("--no-huge", a->no_huge, "skip the huge MAP_NORESERVE sizes");
+  app.add_flag("--verbose", o.verbose, "print every case");
+  return [a] { return Run(*a); };
+}
+
+int Run(const CalibrateArgs& a) {
+  if (!a.compare.empty()) {
+    auto profile = ReadProfile(a.compare);
     if (!profile.ok()) return Fail(profile.status(), cli::kExitBadInput);
-    return Report(*profile, *args);
+    return Report(*profile, a);
   }
-  if (!args->Has("out"))
-    return Fail(Status::InvalidArgument("--out PROFILE.json is required (or --compare)"), 2);
-  if (merge) {
-    if (merge_files.size() < 1)
-      return Fail(Status::InvalidArgument("--merge needs profile files: --merge A.json B.json"), 2);
+  if (a.out.empty()) {
+    std::fprintf(stderr,
+                 "resmem calibrate: give --out PROFILE.json (or --compare PROFILE.json)\n"
+                 "`resmem calibrate --help` lists the options, their values and defaults\n");
+    return cli::kExitBadInput;
+  }
+  if (!a.merge.empty()) {
     std::vector<nlohmann::json> profiles;
-    for (const auto& f : merge_files) {
+    for (const auto& f : a.merge) {
       auto p = ReadProfile(f);
       if (!p.ok()) return Fail(p.status(), cli::kExitBadInput);
       profiles.push_back(std::move(*p));
     }
-    auto merged = MergeProfiles(profiles, merge_files);
+    auto merged = MergeProfiles(profiles, a.merge);
     if (!merged.ok()) return Fail(merged.status(), cli::kExitBadInput);
-    return WriteProfile(*merged, *args);
+    return WriteProfile(*merged, a);
   }
-  CalibrateOptions o;
-  if (args->Has("sizes")) {
-    o.sizes.clear();
-    for (const auto& s : args->List("sizes", "")) {
-      auto v = ParseSize(s);
-      if (!v.ok()) return Fail(v.status().WithContext("--sizes " + s), 2);
-      o.sizes.push_back(*v);
-    }
-  }
-  auto passes = args->Number("passes", o.passes);
-  if (!passes.ok()) return Fail(passes.status(), 2);
-  o.passes = static_cast<int>(*passes);
-  auto runs = args->Number("runs", 1);
-  if (!runs.ok()) return Fail(runs.status(), 2);
-  if (*runs < 1 || *runs > 100 || *runs != static_cast<int>(*runs))
-    return Fail(Status::InvalidArgument("--runs must be a whole number from 1 to 100"), 2);
-  if (args->Has("no-huge")) o.huge_sizes.clear();
-  o.verbose = args->Has("verbose");
-  auto backend = transfer::MakeGpuBackend(args->Get("backend", "cuda"));
+  CalibrateOptions o = a.options;
+  if (a.no_huge) o.huge_sizes.clear();
+  const int runs = a.runs;
+  auto backend = transfer::MakeGpuBackend(a.backend);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
                                                                           : cli::kExitBadInput);
   std::vector<nlohmann::json> profiles;
   std::vector<std::string> names;
-  for (int run = 1; run <= static_cast<int>(*runs); ++run) {
-    if (*runs > 1) std::fprintf(stderr, "calibrate: run %d of %d\n", run, static_cast<int>(*runs));
+  for (int run = 1; run <= runs; ++run) {
+    if (runs > 1) std::fprintf(stderr, "calibrate: run %d of %d\n", run, runs);
     auto profile = RunCalibration(*backend->gpu, *backend->clock, o);
     if (!profile.ok()) return Fail(profile.status(), cli::kExitInternal);
     (*profile)["backend"] = backend->name;
     profiles.push_back(std::move(*profile));
     names.push_back("run " + std::to_string(run));
   }
-  if (profiles.size() == 1) return WriteProfile(profiles[0], *args);
+  if (profiles.size() == 1) return WriteProfile(profiles[0], a);
   auto merged = MergeProfiles(profiles, names);
   if (!merged.ok()) return Fail(merged.status(), cli::kExitInternal);
-  return WriteProfile(*merged, *args);
+  return WriteProfile(*merged, a);
 }
 
 }  // namespace
 
 RESMEM_REGISTER_COMMAND(calibrate, ::resmem::cli::Command{
     "calibrate", "measure the GPU's registration matrix and bandwidth; compare with the sim",
-    kUsage, Run});
+    Define});
 
 }  // namespace resmem::calibrate

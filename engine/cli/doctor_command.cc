@@ -2,10 +2,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
-#include "engine/cli/options.h"
 #include "engine/doctor/doctor.h"
 #include "engine/doctor/record.h"
 #include "engine/scenario/scenario.h"
@@ -13,53 +14,60 @@
 namespace resmem::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: resmem doctor [options]\n"
-    "  Reads /proc/iomem, /sys/firmware/memmap, /proc/mtrr, /proc/cmdline, /proc/meminfo and\n"
-    "  /proc/cpuinfo (run as root: /proc/iomem hides addresses from others) and names the known\n"
-    "  failures this machine would hit, with evidence, the remedy and the seed it comes from.\n"
-    "  With --region it also opens the reserved-memory devices (mode, ABI version skew).\n"
-    "options:\n"
-    "  --machine PRESET|FILE  diagnose a simulated machine instead: a preset\n"
-    "                     (seed000-workstation, ...), a machine file, or a paste resmem import reads\n"
-    "  --cmdline TEXT     with --machine: the kernel command line to boot it with\n"
-    "  --region NAME      also check devices of this region part (kmod, sim, fuse)\n"
-    "  --json FILE        write the report as JSON ('-' for stdout)\n"
-    "  --record DIR       also write this machine's facts into DIR: raw copies of the sources\n"
-    "                     above, machine.toml (the machine format) and scenario.toml, which\n"
-    "                     replays the machine on the simulator and expects the same findings\n"
-    "exit: 0 nothing that will fail, 1 an error-level finding, 2 bad input, 3 unreadable platform\n";
+// What `resmem doctor` is given, as its definition below binds it.
+struct DoctorArgs {
+  std::string machine;  // empty: this machine
+  std::optional<std::string> cmdline, region, record;  // absent unless given
+  std::string json;
+};
 
-int Doctor(const std::vector<std::string>& args) {
-  Options opts;
-  Status st = opts.Parse(args, {"--machine", "--cmdline", "--region", "--json", "--record"}, {});
-  if (!st.ok() || !opts.positional.empty()) {
-    std::cerr << "resmem doctor: " << (st.ok() ? "unexpected argument '" + opts.positional[0] + "'" : st.message())
-              << "\n" << kUsage;
-    return kExitBadInput;
-  }
+int Doctor(const DoctorArgs& a);
+
+Action Define(CLI::App& app) {
+  auto a = std::make_shared<DoctorArgs>();
+  app.footer(
+      "Reads /proc/iomem, /sys/firmware/memmap, /proc/mtrr, /proc/cmdline, /proc/meminfo and\n"
+      "/proc/cpuinfo (run as root: /proc/iomem hides addresses from others) and names the known\n"
+      "failures this machine would hit, with evidence, the remedy and the seed it comes from.\n"
+      "With --region it also opens the reserved-memory devices (mode, ABI version skew).\n"
+      "exit: 0 nothing that will fail, 1 an error-level finding, 2 bad input, 3 unreadable platform");
+  CLI::Option* machine = app.add_option(
+      "--machine", a->machine,
+      "diagnose a simulated machine instead: a preset (seed000-workstation, ...), a machine "
+      "file, or a paste resmem import reads")->type_name("PRESET|FILE");
+  app.add_option("--cmdline", a->cmdline, "the kernel command line to boot --machine with")
+      ->type_name("TEXT")
+      ->needs(machine);
+  app.add_option("--region", a->region, "also check devices of this region part (kmod, sim, fuse)")
+      ->type_name("NAME");
+  app.add_option("--json", a->json, "write the report as JSON ('-' for stdout)")->type_name("FILE");
+  app.add_option("--record", a->record,
+                 "also write this machine's facts into DIR: raw copies of the sources above, "
+                 "machine.toml (the machine format) and scenario.toml, which replays the machine "
+                 "on the simulator and expects the same findings")
+      ->type_name("DIR");
+  return [a] { return Doctor(*a); };
+}
+
+int Doctor(const DoctorArgs& a) {
   engine::PartContext ctx;
-  const bool simulated = opts.Has("--machine");
+  const bool simulated = !a.machine.empty();
   if (simulated) {
-    const std::string machine = opts.Get("--machine", "");
-    auto spec = scenario::LoadMachineArgument(machine);
+    auto spec = scenario::LoadMachineArgument(a.machine);
     if (!spec.ok()) {
       std::cerr << "resmem doctor: " << spec.status().message() << "\n";
       return kExitBadInput;
     }
     ctx.machine = *spec;
-    if (opts.Has("--cmdline")) ctx.machine.cmdline = opts.Get("--cmdline", "");
-  } else if (opts.Has("--cmdline")) {
-    std::cerr << "resmem doctor: --cmdline needs --machine (the real command line is /proc/cmdline)\n";
-    return kExitBadInput;
+    if (a.cmdline) ctx.machine.cmdline = *a.cmdline;
   }
   engine::BackendSpec spec;
   spec.name = "doctor";
   spec.platform = simulated ? "sim" : "host";
-  spec.region = opts.Get("--region", simulated ? "sim" : "kmod");
+  spec.region = a.region.value_or(simulated ? "sim" : "kmod");
   spec.gpu = "sim";
   auto backend = engine::MakeBackend(spec, ctx);
-  if (!backend.ok() && opts.Has("--region")) {
+  if (!backend.ok() && a.region) {
     std::cerr << "resmem doctor: " << backend.status().message() << "\n";
     return kExitUnavailable;
   }
@@ -79,15 +87,15 @@ int Doctor(const std::vector<std::string>& args) {
     std::cerr << "resmem doctor: " << report.status().message() << "\n";
     return kExitUnavailable;
   }
-  const std::string json = opts.Get("--json", "");
+  const std::string& json = a.json;
   if (json == "-") {
     std::cout << engine::DoctorJson(*report);
   } else {
     engine::RenderDoctor(*report, std::cout);
     if (!json.empty()) std::ofstream(json) << engine::DoctorJson(*report);
   }
-  if (opts.Has("--record")) {
-    const std::string dir = opts.Get("--record", "");
+  if (a.record) {
+    const std::string& dir = *a.record;
     // The machine's own findings: a device's depend on its driver, which a recording lacks.
     auto machine_report = engine::Diagnose(*backend->platform, nullptr);
     if (!machine_report.ok()) {
@@ -108,7 +116,7 @@ int Doctor(const std::vector<std::string>& args) {
   return report->has_errors() ? kExitCheckFailed : kExitOk;
 }
 
-RESMEM_REGISTER_COMMAND(doctor, Command{"doctor", "name the known failures this machine would hit", kUsage, Doctor});
+RESMEM_REGISTER_COMMAND(doctor, Command{"doctor", "name the known failures this machine would hit", Define});
 
 }  // namespace
 }  // namespace resmem::cli

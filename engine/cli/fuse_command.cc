@@ -2,14 +2,18 @@
 // FUSE mount, so unmodified programs (or the LD_PRELOAD shim) can open, ioctl and mmap it, until
 // SIGINT or SIGTERM. The mount is made where the user asks (a shared mount) and removed on exit.
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "mock/fuse/control.h"
 #include "mock/fuse/fuse_device.h"
 #include "mock/machine/machine.h"
@@ -19,58 +23,73 @@
 namespace resmem::fuse_emu {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: resmem fuse --machine PRESET --mount DIR [--seed N] [--mode pfnmap|pages]\n"
-    "                   [--cache wb|wc|uc]\n"
-    "Serves the simulated /dev/resmemN of a machine preset as DIR/resmemN (one file per memmap=\n"
-    "reservation) until SIGINT/SIGTERM. Programs that hard-code /dev/resmemN run with\n"
-    "  LD_PRELOAD=libresmem_fuse_preload.so RESMEM_FUSE_DIR=DIR program\n"
-    "Faults at run time: write commands to DIR/.control:\n";
-
-int Usage(const std::string& problem) {
-  std::fprintf(stderr, "resmem fuse: %s\n%s%s", problem.c_str(), kUsage, ControlUsage());
-  return cli::kExitBadInput;
-}
-
-int FuseServeMain(const std::vector<std::string>& args) {
+// What `resmem fuse` is given, as its definition below binds it.
+struct FuseArgs {
   std::string machine, mount_dir, mode = "pfnmap", cache = "wb";
   uint64_t seed = 1;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= args.size()) return false;
-      *out = args[++i];
-      return true;
-    };
-    std::string v;
-    if (a == "--machine") {
-      if (!value(&machine)) return Usage("--machine needs a preset name");
-    } else if (a == "--mount") {
-      if (!value(&mount_dir)) return Usage("--mount needs a directory");
-    } else if (a == "--mode") {
-      if (!value(&mode)) return Usage("--mode needs pfnmap or pages");
-    } else if (a == "--cache") {
-      if (!value(&cache)) return Usage("--cache needs wb, wc or uc");
-    } else if (a == "--seed") {
-      if (!value(&v)) return Usage("--seed needs a number");
-      char* end = nullptr;
-      seed = std::strtoull(v.c_str(), &end, 0);
-      if (!end || *end) return Usage("--seed '" + v + "' is not a number");
-    } else {
-      return Usage("unknown argument '" + a + "'");
-    }
-  }
-  if (machine.empty() || mount_dir.empty()) return Usage("--machine and --mount are required");
-  auto map_mode = ParseMapMode(mode);
-  if (!map_mode) return Usage("--mode '" + mode + "': use pfnmap or pages");
-  auto cache_type = ParseCacheType(cache);
-  if (!cache_type) return Usage("--cache '" + cache + "': use wb, wc or uc");
+};
 
+// Serve only into a directory of our own: mounting over another user's directory would hide
+// what they keep there and put the device where they decide (fusermount3 refuses the same:
+// util/fusermount.c check_perm, "user has no write access to mountpoint").
+CLI::Validator OwnDirectory() {
+  return CLI::Validator(
+      [](std::string& dir) -> std::string {
+        struct stat dir_stat;
+        if (stat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode))
+          return dir + " is not a directory: create it first (mkdir " + dir + ")";
+        if (dir_stat.st_uid != geteuid())
+          return dir + " is owned by uid " + std::to_string(dir_stat.st_uid) + ", not by you (uid " +
+                 std::to_string(geteuid()) +
+                 "): resmem fuse serves only into a directory you own; make one (mkdir DIR)";
+        return std::string();
+      },
+      "", "DIR");
+}
+
+int FuseServeMain(const FuseArgs& a);
+
+cli::Action Define(CLI::App& app) {
+  auto a = std::make_shared<FuseArgs>();
+  app.footer(std::string(
+                 "Serves the simulated /dev/resmemN of a machine preset as DIR/resmemN (one file "
+                 "per memmap=\nreservation) until SIGINT/SIGTERM. Programs that hard-code "
+                 "/dev/resmemN run with\n"
+                 "  LD_PRELOAD=libresmem_fuse_preload.so RESMEM_FUSE_DIR=DIR program\n"
+                 "Faults at run time: write commands to DIR/.control:\n") +
+             ControlUsage());
+  app.add_option("--machine", a->machine, "the machine preset")
+      ->type_name("PRESET")
+      ->required()
+      ->check(CLI::IsMember(sim::MachinePresetNames()));
+  app.add_option("--mount", a->mount_dir,
+                 "where to mount: a directory you own (the mount is shared)")
+      ->type_name("DIR")
+      ->required()
+      ->check(OwnDirectory());
+  app.add_option("--seed", a->seed, "the simulated world's seed")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app.add_option("--mode", a->mode, "the simulated driver's mapping mode")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"pfnmap", "pages"}));
+  app.add_option("--cache", a->cache, "the simulated driver's caching of mappings")
+      ->type_name("TYPE")
+      ->check(CLI::IsMember({"wb", "wc", "uc"}));
+  return [a] { return FuseServeMain(*a); };
+}
+
+int FuseServeMain(const FuseArgs& a) {
+  const std::string& machine = a.machine;
+  const std::string& mount_dir = a.mount_dir;
+  const uint64_t seed = a.seed;
+  auto map_mode = ParseMapMode(a.mode);
+  auto cache_type = ParseCacheType(a.cache);
+  if (!map_mode || !cache_type) return cli::kExitInternal;  // the definition's choices admit none else
   auto spec = sim::MachinePreset(machine);
   if (!spec.ok()) {
-    std::string names;
-    for (const auto& n : sim::MachinePresetNames()) names += " " + n;
-    return Usage(spec.status().message() + "; presets:" + names);
+    std::fprintf(stderr, "resmem fuse: %s\n", spec.status().ToString().c_str());
+    return cli::kExitBadInput;
   }
   auto world = sim::MakeSimWorld(spec.value(), seed);
   if (!world.ok()) {
@@ -133,8 +152,7 @@ int FuseServeMain(const std::vector<std::string>& args) {
 RESMEM_REGISTER_COMMAND(fuse, cli::Command{
                                   "fuse",
                                   "serve a machine preset's simulated /dev/resmem in a FUSE mount",
-                                  std::string(kUsage) + ControlUsage(),
-                                  FuseServeMain,
+                                  Define,
                               });
 
 }  // namespace resmem::fuse_emu

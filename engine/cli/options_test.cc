@@ -1,34 +1,196 @@
-#include "engine/cli/options.h"
+// The commands' CLI11 definitions as the command line meets them: every registered command has a
+// help of its own and refuses what it does not know by name; missing values, values outside the
+// choices or the range, malformed sizes and negative counts are exit 2 with a message that names
+// the option and points at the command's --help. Parse errors end before any action runs, so
+// nothing here touches a GPU, a module or a mount.
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "gtest/gtest.h"
 
 namespace resmem::cli {
 namespace {
 
-TEST(Options, ValuesFlagsAndPositionals) {
-  Options o;
-  ASSERT_TRUE(o.Parse({"scenarios/", "--backend", "kmod", "--seed=7", "--verbose", "--option", "a=b",
-                       "--option", "c=d"},
-                      {"--backend", "--seed", "--option"}, {"--verbose"})
-                  .ok());
-  EXPECT_EQ(o.positional, std::vector<std::string>{"scenarios/"});
-  EXPECT_EQ(o.Get("--backend", ""), "kmod");
-  EXPECT_EQ(*o.GetU64("--seed"), 7u);
-  EXPECT_TRUE(o.Has("--verbose"));
-  EXPECT_EQ(o.GetAll("--option").size(), 2u);
+const Program kProgram{"resmem", "resmem under test", "resmem 9.9.9-test"};
+
+struct Outcome {
+  int rc;
+  std::string out, err;
+};
+
+Outcome Call(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int rc = RunProgram(kProgram, args, out, err);
+  return {rc, out.str(), err.str()};
 }
 
-TEST(Options, RefusesUnknownAndMissingValues) {
-  Options o;
-  Status s = o.Parse({"--fast"}, {"--backend"}, {"--verbose"});
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("--fast"), std::string::npos);
-  EXPECT_NE(s.message().find("--backend"), std::string::npos);
-  Options p;
-  EXPECT_FALSE(p.Parse({"--backend"}, {"--backend"}, {}).ok());
-  Options q;
-  ASSERT_TRUE(q.Parse({"--seed", "-3"}, {"--seed"}, {}).ok());
-  EXPECT_FALSE(q.GetU64("--seed").ok());
+// Exit 2; the message names `option` and says `words`; the way out is the command's --help.
+void ExpectBadInput(const std::vector<std::string>& args, const std::string& option,
+                    const std::string& words) {
+  const Outcome o = Call(args);
+  std::string line;
+  for (const auto& a : args) line += " " + a;
+  EXPECT_EQ(o.rc, kExitBadInput) << line << "\n" << o.err;
+  EXPECT_NE(o.err.find(option), std::string::npos) << line << "\n" << o.err;
+  EXPECT_NE(o.err.find(words), std::string::npos) << line << "\n" << o.err;
+  EXPECT_NE(o.err.find("`resmem " + args[0] + " --help`"), std::string::npos) << line << "\n"
+                                                                               << o.err;
+  EXPECT_TRUE(o.out.empty()) << line << "\n" << o.out;
+}
+
+TEST(Definitions, EveryCommandIsRegistered) {
+  std::vector<std::string> names;
+  for (const auto& c : Commands()) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"bench", "calibrate", "doctor", "fuse", "import",
+                                             "plan", "run", "stream"}));
+}
+
+TEST(Definitions, EveryCommandHasItsHelp) {
+  for (const auto& c : Commands()) {
+    const Outcome o = Call({c.name, "--help"});
+    EXPECT_EQ(o.rc, kExitOk) << c.name;
+    EXPECT_NE(o.out.find(c.summary), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("Usage: resmem " + c.name + " [OPTIONS]"), std::string::npos) << o.out;
+    EXPECT_EQ(o.out, CommandHelp(kProgram, c.name).value_or("")) << c.name;
+    EXPECT_TRUE(o.err.empty()) << o.err;
+  }
+  EXPECT_FALSE(CommandHelp(kProgram, "fly").has_value());
+}
+
+TEST(Definitions, EveryCommandRefusesAnUnknownOptionByName) {
+  for (const auto& c : Commands())
+    ExpectBadInput({c.name, "--no-such-option"}, "--no-such-option", "not expected");
+}
+
+TEST(Definitions, DefaultsAndChoicesShowInTheHelp) {
+  const std::string run = CommandHelp(kProgram, "run").value_or("");
+  EXPECT_NE(run.find("--backend NAME=sim"), std::string::npos) << run;
+  const std::string stream = CommandHelp(kProgram, "stream").value_or("");
+  EXPECT_NE(stream.find("--block SIZE=16M"), std::string::npos) << stream;
+  EXPECT_NE(stream.find("--host KIND:{memfd,"), std::string::npos) << stream;
+  EXPECT_NE(stream.find("staged path:"), std::string::npos) << stream;  // the shared group
+  EXPECT_NE(stream.find("--lanes N:INT in [1 - 1024]=16"), std::string::npos) << stream;
+  const std::string plan = CommandHelp(kProgram, "plan").value_or("");
+  EXPECT_NE(plan.find("--mode MODE:{pages,pfnmap}=pages"), std::string::npos) << plan;
+  const std::string calibrate = CommandHelp(kProgram, "calibrate").value_or("");
+  EXPECT_NE(calibrate.find("--margin PCT=15"), std::string::npos) << calibrate;
+  EXPECT_NE(calibrate.find("--sizes SIZE,...=64K,16M,256M"), std::string::npos) << calibrate;
+}
+
+TEST(Definitions, MissingValues) {
+  ExpectBadInput({"run", "scenarios/", "--backend"}, "--backend", "1 required NAME missing");
+  ExpectBadInput({"doctor", "--machine"}, "--machine", "required");
+  ExpectBadInput({"run"}, "PATH", "is required");
+  ExpectBadInput({"plan"}, "SIZE", "is required");
+  ExpectBadInput({"import"}, "FILE", "is required");
+  ExpectBadInput({"fuse", "--mount", "/tmp"}, "--machine", "is required");
+}
+
+TEST(Definitions, ValuesOutsideTheChoices) {
+  ExpectBadInput({"run", "--backend", "warp", "x.toml"}, "--backend", "unknown backend 'warp'");
+  ExpectBadInput({"plan", "4G", "--mode", "x"}, "--mode", "x not in {pages,pfnmap}");
+  ExpectBadInput({"import", "f.log", "--arch", "sparc"}, "--arch", "sparc not in {x86_64,i386}");
+  ExpectBadInput({"import", "f.log", "--kernel", "latest"}, "--kernel", "not a Linux version");
+  ExpectBadInput({"fuse", "--machine", "nope", "--mount", "/tmp"}, "--machine",
+                 "nope not in {seed000-workstation");
+  ExpectBadInput({"fuse", "--machine", "h100-host", "--mount", "/tmp", "--cache", "xx"},
+                 "--cache", "xx not in {wb,wc,uc}");
+  ExpectBadInput({"bench", "--paths", "pinned,warp"}, "--paths", "warp not in {pinned,");
+  ExpectBadInput({"stream", "--backend", "gpu"}, "--backend", "gpu not in {cuda,sim}");
+  ExpectBadInput({"stream", "--path", "teleport"}, "--path", "teleport not in {");
+  ExpectBadInput({"run", "--option", "nokey", "x.toml"}, "--option", "takes KEY=VALUE");
+}
+
+TEST(Definitions, NumbersOutsideTheirRange) {
+  ExpectBadInput({"calibrate", "--runs", "0", "--out", "p.json"}, "--runs",
+                 "Value 0 not in range 1 to 100");
+  ExpectBadInput({"calibrate", "--compare", "p.json", "--margin", "150"}, "--margin",
+                 "'150' is not a percentage");
+  ExpectBadInput({"plan", "4G", "--dma-bits", "65"}, "--dma-bits", "not in range 32 to 64");
+  ExpectBadInput({"bench", "--lanes", "0"}, "--lanes", "Value 0 not in range 1 to 1024");
+  ExpectBadInput({"stream", "--buffers", "17"}, "--buffers", "Value 17 not in range 1 to 16");
+  ExpectBadInput({"stream", "--blocks", "-5"}, "--blocks", "'-5' is not a whole number");
+  ExpectBadInput({"run", "--seed", "-1", "x.toml"}, "--seed", "'-1' is not a whole number");
+  ExpectBadInput({"run", "--seed", "seven", "x.toml"}, "--seed", "'seven' is not a whole number");
+  ExpectBadInput({"stream", "--slots", "many"}, "--slots", "many");
+}
+
+TEST(Definitions, Sizes) {
+  ExpectBadInput({"plan", "12Q"}, "SIZE", "'12Q' is no size");
+  ExpectBadInput({"plan", "4G", "--keep", "lots"}, "--keep", "'lots' is no size");
+  ExpectBadInput({"stream", "--chunk", "1K"}, "--chunk", "below the least allowed, 4K");
+  ExpectBadInput({"bench", "--sizes", "64K,12Q"}, "--sizes", "'12Q' is no size");
+}
+
+TEST(Definitions, OptionsThatNeedOrExcludeOthers) {
+  ExpectBadInput({"doctor", "--cmdline", "mem=4G"}, "--cmdline", "requires --machine");
+  ExpectBadInput({"import", "--machine-file", "m.toml", "f.log"}, "--machine-file",
+                 "requires --output");
+  ExpectBadInput({"calibrate", "--merge", "a.json", "--compare", "b.json"}, "--merge",
+                 "excludes");
+  ExpectBadInput({"calibrate", "--merge", "--out", "x.json"}, "--merge",
+                 "needs profile files before '--out'");
+}
+
+TEST(Program, VersionHelpAndCommands) {
+  Outcome o = Call({"--version"});
+  EXPECT_EQ(o.rc, kExitOk);
+  EXPECT_EQ(o.out, "resmem 9.9.9-test\n");
+  o = Call({"--help"});
+  EXPECT_EQ(o.rc, kExitOk);
+  for (const auto& c : Commands()) EXPECT_NE(o.out.find(c.summary), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--version"), std::string::npos) << o.out;
+  o = Call({});
+  EXPECT_EQ(o.rc, kExitBadInput);
+  EXPECT_NE(o.err.find("Usage: resmem"), std::string::npos) << o.err;
+  o = Call({"fly"});
+  EXPECT_EQ(o.rc, kExitBadInput);
+  EXPECT_NE(o.err.find("unknown command 'fly'; `resmem --help` lists the commands"),
+            std::string::npos)
+      << o.err;
+  o = Call({"--fast"});
+  EXPECT_EQ(o.rc, kExitBadInput);
+  EXPECT_NE(o.err.find("--fast"), std::string::npos) << o.err;
+}
+
+// The plan runs on a preset, so the positional SIZE after `--` and after options is seen.
+TEST(Program, PositionalAfterDoubleDash) {
+  EXPECT_EQ(Call({"plan", "--machine", "seed000-workstation", "--replace", "--at", "4G", "--",
+                  "64G"})
+                .rc,
+            kExitOk);
+  EXPECT_EQ(Call({"plan", "--machine", "seed000-workstation", "64G", "--replace"}).rc, kExitOk);
+}
+
+// The value kinds on an app of their own (ParseArgs, as a probe binary uses it).
+TEST(Values, SizesCountsAndTheirMessages) {
+  uint64_t block = 16ull << 20, count = 3;
+  std::vector<uint64_t> sizes = {64ull << 10};
+  auto app = MakeApp("probe", "probe");
+  AddSizeOption(*app, "--block", &block, "block", 4096);
+  AddSizeListOption(*app, "--sizes", &sizes, "sizes");
+  app->add_option("--count", count, "count")->check(NonNegativeInteger());
+  std::ostringstream out, err;
+  EXPECT_EQ(ParseArgs(*app, {"--block", "2M", "--sizes=4K,1G", "--count", "0x10"}, out, err),
+            std::nullopt)
+      << err.str();
+  EXPECT_EQ(block, 2ull << 20);
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{4096, 1ull << 30}));
+  EXPECT_EQ(count, 16u);
+  EXPECT_EQ(ParseArgs(*app, {"--count", "-1"}, out, err), kExitBadInput);
+  EXPECT_NE(err.str().find("probe: --count: '-1' is not a whole number of 0 or more"),
+            std::string::npos)
+      << err.str();
+  std::ostringstream help;
+  EXPECT_EQ(ParseArgs(*app, {"--help"}, help, err), kExitOk);
+  EXPECT_NE(help.str().find("--block SIZE=16M"), std::string::npos) << help.str();
+  EXPECT_EQ(SpellSize(0), "0");
+  EXPECT_EQ(SpellSize(4096), "4K");
+  EXPECT_EQ(SpellSize(188ull << 30), "188G");
+  EXPECT_EQ(SpellSize(1000), "1000");
 }
 
 }  // namespace

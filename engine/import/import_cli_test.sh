@@ -48,7 +48,7 @@ expect given_cmdline_runs 0 "1 checks passed" -- "$R" run "$T/given.toml"
 expect without_cmdline_fails 1 "user map differs" -- "$R" run "$T/06-qemu-2g-3.x-mem1G.toml"
 expect given_arch 0 "wrote" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --arch i386 --kernel 2.5.64 -o "$T/given-arch.toml"
 grep -q '^arch = "i386"' "$T/given-arch.toml" && ok given_arch_written || fail given_arch_written "$(cat "$T/given-arch.toml")"
-expect bad_arch 2 "--arch 'sparc' is not x86_64 or i386" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --arch sparc
+expect bad_arch 2 "--arch: sparc not in \\{x86_64,i386\\}.*resmem import --help" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --arch sparc
 expect bad_kernel 2 "--kernel: .*'latest' is not a Linux version" -- "$R" import "$DATA/03-ibm-numaq-2.5.64-mem48G.log" --kernel latest
 
 # 2b. The QEMU captures (every source of a real 6.1 boot, pasted together): the scenario runs and
@@ -102,8 +102,8 @@ long=$(head -c 4082 /dev/zero | tr '\0' 'x')
 printf 'Command line: %s\nBIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n' "$long" >"$T/long.txt"
 expect long_cmdline 0 "long.txt:1: warning: .*COMMAND_LINE_SIZE" -- "$R" import "$T/long.txt" -o "$T/long.toml"
 expect long_cmdline_loads "[01]" "scenario cases" -- "$R" run "$T/long.toml"
-expect no_files 2 "give the files to read" -- "$R" import
-expect machine_file_needs_o 2 "--machine-file needs -o" -- "$R" import --machine-file m.toml "$T/cut.txt"
+expect no_files 2 "FILE is required" -- "$R" import
+expect machine_file_needs_o 2 "--machine-file requires --output" -- "$R" import --machine-file m.toml "$T/cut.txt"
 expect missing_file 2 "cannot read '$T/nope'" -- "$R" import "$T/nope"
 
 # 6. doctor --record on simulated machines: the recording replays with the same findings.

@@ -2,10 +2,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "engine/cli/command.h"
-#include "engine/cli/options.h"
+#include "engine/cli/values.h"
 #include "engine/import/paste.h"
 #include "engine/import/scenario_writer.h"
 #include "mock/machine/cmdline.h"
@@ -17,34 +19,6 @@ namespace resmem::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char kUsage[] =
-    "usage: resmem import [options] FILE...|-\n"
-    "  Reads what you paste about a machine, mixed in any order, with or without dmesg\n"
-    "  timestamps or syslog prefixes: dmesg's BIOS-e820 lines (old 'A - B (usable)' form, end\n"
-    "  exclusive, and '[mem A-B] usable' form, end inclusive), its 'e820: update/remove' lines,\n"
-    "  the 'user:' lines of a user-defined map (the expected result), 'Linux version',\n"
-    "  'Command line:' / 'Kernel command line:', /proc/iomem (as root), /sys/firmware/memmap (a\n"
-    "  folder, or the output of `cd /sys/firmware/memmap && grep . */*`), /proc/mtrr,\n"
-    "  /proc/cpuinfo's address sizes, /proc/meminfo's MemTotal, /etc/default/grub's\n"
-    "  GRUB_CMDLINE_LINUX[_DEFAULT] and grub.cfg 'linux' lines, a file named *cmdline* as\n"
-    "  /proc/cmdline. '-' reads standard input; a folder is read file by file.\n"
-    "  Writes a scenario: the machine, the memmap= reservations, a boot step expecting the\n"
-    "  logged user map and usable RAM, a doctor step. Says for every input line what it used and\n"
-    "  what it could not read.\n"
-    "options:\n"
-    "  -o, --output FILE    write the scenario here (default: standard output)\n"
-    "  --machine-file FILE  write the machine to its own file too; the scenario says from = it\n"
-    "                       (needs -o; the machine file goes beside the scenario)\n"
-    "  --report FILE        the per-line report goes here (default: standard error)\n"
-    "  --name NAME          the scenario's name (default: imported-FIRST-FILE)\n"
-    "  --cmdline TEXT       the kernel's command line, when the paste has none (or to replace\n"
-    "                       the logged one): as the kernel received it\n"
-    "  --kernel VERSION     the Linux version whose rules apply (\"2.6.9\"), when the paste has no\n"
-    "                       'Linux version' line\n"
-    "  --arch ARCH          x86_64 or i386 (a 32-bit kernel), when the paste does not show it\n"
-    "                       (before 2.6.27 the two follow different mem= rules)\n"
-    "exit: 0 scenario written, 2 bad input (no firmware map, unreadable file), 4 internal error\n";
 
 // Does the command line or an early edit change the firmware map (mem=, memmap=, e820 edits)?
 bool ChangesTheMap(const sim::MachineSpec& m) {
@@ -71,27 +45,79 @@ void Report(const import::Imported& imported, std::ostream& out) {
   out << "\n";
 }
 
-int Import(const std::vector<std::string>& args) {
-  Options opts;
-  std::vector<std::string> spelled = args;  // -o is --output (the parser knows only --words)
-  for (auto& a : spelled)
-    if (a == "-o") a = "--output";
-  Status st = opts.Parse(spelled, {"--output", "--machine-file", "--report", "--name", "--cmdline", "--arch", "--kernel"}, {});
-  if (!st.ok() || opts.positional.empty()) {
-    std::cerr << "resmem import: " << (st.ok() ? "give the files to read, or - for standard input" : st.message())
-              << "\n" << kUsage;
-    return kExitBadInput;
-  }
-  const std::string out_path = opts.Get("--output", "");
-  const std::string machine_path = opts.Get("--machine-file", "");
-  if (!machine_path.empty() && out_path.empty()) {
-    std::cerr << "resmem import: --machine-file needs -o (the scenario names the machine file "
-                 "relative to itself)\n";
-    return kExitBadInput;
-  }
+// What `resmem import` is given, as its definition below binds it.
+struct ImportArgs {
+  std::vector<std::string> inputs;  // files, folders, "-" for standard input
+  std::string output, machine_file, report, name, kernel, arch;
+  std::optional<std::string> cmdline;  // absent unless given
+  std::vector<std::string> spelled;  // the arguments as given, for the scenario's header
+};
+
+int Import(const ImportArgs& a);
+
+Action Define(CLI::App& app) {
+  auto a = std::make_shared<ImportArgs>();
+  app.footer(
+      "Reads what you paste about a machine, mixed in any order, with or without dmesg\n"
+      "timestamps or syslog prefixes: dmesg's BIOS-e820 lines (old 'A - B (usable)' form, end\n"
+      "exclusive, and '[mem A-B] usable' form, end inclusive), its 'e820: update/remove' lines,\n"
+      "the 'user:' lines of a user-defined map (the expected result), 'Linux version',\n"
+      "'Command line:' / 'Kernel command line:', /proc/iomem (as root), /sys/firmware/memmap (a\n"
+      "folder, or the output of `cd /sys/firmware/memmap && grep . */*`), /proc/mtrr,\n"
+      "/proc/cpuinfo's address sizes, /proc/meminfo's MemTotal, /etc/default/grub's\n"
+      "GRUB_CMDLINE_LINUX[_DEFAULT] and grub.cfg 'linux' lines, a file named *cmdline* as\n"
+      "/proc/cmdline. '-' reads standard input; a folder is read file by file.\n"
+      "Writes a scenario: the machine, the memmap= reservations, a boot step expecting the\n"
+      "logged user map and usable RAM, a doctor step. Says for every input line what it used and\n"
+      "what it could not read.\n"
+      "exit: 0 scenario written, 2 bad input (no firmware map, unreadable file), 4 internal error");
+  app.add_option("FILE", a->inputs, "the pasted files or folders; '-' reads standard input")
+      ->required()
+      ->type_name("FILE|-");
+  CLI::Option* output =
+      app.add_option("-o,--output", a->output,
+                     "write the scenario here (default: standard output)")->type_name("FILE");
+  app.add_option("--machine-file", a->machine_file,
+                 "write the machine to its own file too, beside the scenario; the scenario says "
+                 "from = it")
+      ->type_name("FILE")
+      ->needs(output);
+  app.add_option("--report", a->report,
+                 "the per-line report goes here (default: standard error)")->type_name("FILE");
+  app.add_option("--name", a->name, "the scenario's name (default: imported-FIRST-FILE)")
+      ->type_name("NAME");
+  app.add_option("--cmdline", a->cmdline,
+                 "the kernel's command line, when the paste has none (or to replace the logged "
+                 "one): as the kernel received it")
+      ->type_name("TEXT");
+  app.add_option("--kernel", a->kernel,
+                 "the Linux version whose rules apply (\"2.6.9\"), when the paste has no "
+                 "'Linux version' line")
+      ->type_name("VERSION")
+      ->check(CheckedBy("VERSION", [](const std::string& version) {
+        return sim::LinuxRulesFor(version).status();  // the Linux versions the simulator knows
+      }));
+  app.add_option("--arch", a->arch,
+                 "x86_64 or i386 (a 32-bit kernel), when the paste does not show it (before "
+                 "2.6.27 the two follow different mem= rules)")
+      ->type_name("ARCH")
+      ->check(CLI::IsMember({"x86_64", "i386"}));
+  return [a, &app] {
+    a->spelled.clear();
+    for (const CLI::Option* opt : app.get_options()) {
+      if (opt->get_name() == "FILE" || opt->count() == 0) continue;
+      for (const auto& v : opt->results()) a->spelled.push_back(opt->get_name() + " " + v);
+    }
+    return Import(*a);
+  };
+}
+
+int Import(const ImportArgs& a) {
+  const std::string& out_path = a.output;
+  const std::string& machine_path = a.machine_file;
   std::vector<import::PasteInput> inputs;
   std::vector<std::string> files;
-  for (const auto& p : opts.positional) {
+  for (const auto& p : a.inputs) {
     if (p != "-") {
       files.push_back(p);
       continue;
@@ -107,31 +133,20 @@ int Import(const std::vector<std::string>& args) {
   }
   inputs.insert(inputs.end(), read->begin(), read->end());
   import::GivenFacts given;
-  given.has_cmdline = opts.Has("--cmdline");
-  given.cmdline = opts.Get("--cmdline", "");
-  given.arch = opts.Get("--arch", "");
-  given.kernel_version = opts.Get("--kernel", "");
-  if (opts.Has("--kernel")) {
-    if (auto rules = sim::LinuxRulesFor(given.kernel_version); !rules.ok()) {
-      std::cerr << "resmem import: --kernel: " << rules.status().message() << "\n";
-      return kExitBadInput;
-    }
-  }
-  if (!given.arch.empty() && given.arch != "x86_64" && given.arch != "i386") {
-    std::cerr << "resmem import: --arch '" << given.arch
-              << "' is not x86_64 or i386 (a 32-bit kernel)\n";
-    return kExitBadInput;
-  }
+  given.has_cmdline = a.cmdline.has_value();
+  given.cmdline = a.cmdline.value_or("");
+  given.arch = a.arch;
+  given.kernel_version = a.kernel;
   import::Imported imported = import::ReadPaste(inputs, given);
   std::ofstream report_file;
-  if (opts.Has("--report")) {
-    report_file.open(opts.Get("--report", ""));
+  if (!a.report.empty()) {
+    report_file.open(a.report);
     if (!report_file) {
-      std::cerr << "resmem import: cannot write the report to '" << opts.Get("--report", "") << "'\n";
+      std::cerr << "resmem import: cannot write the report to '" << a.report << "'\n";
       return kExitBadInput;
     }
   }
-  std::ostream& report = opts.Has("--report") ? report_file : std::cerr;
+  std::ostream& report = a.report.empty() ? std::cerr : report_file;
   Report(imported, report);
   if (!imported.has_firmware_map) {
     std::cerr << "resmem import: no scenario written: nothing in the input gives the firmware "
@@ -140,13 +155,14 @@ int Import(const std::vector<std::string>& args) {
   }
 
   import::ScenarioDraft draft;
-  const std::string first = opts.positional[0] == "-" ? "stdin" : opts.positional[0];
-  draft.name = opts.Get("--name", "imported-" + import::ScenarioNameFrom(first));
+  const std::string first = a.inputs[0] == "-" ? "stdin" : a.inputs[0];
+  draft.name = a.name.empty() ? "imported-" + import::ScenarioNameFrom(first) : a.name;
   draft.machine = imported.machine;
   draft.machine.name = draft.name;
   draft.title = "a machine imported from " + first;
   std::string cmd = "resmem import";
-  for (const auto& a : args) cmd += " " + a;
+  for (const auto& p : a.inputs) cmd += " " + p;
+  for (const auto& o : a.spelled) cmd += " " + o;
   draft.header = {"Written by `" + cmd + "`.",
                   "Firmware map from " + imported.firmware_source + "; " +
                       std::to_string(imported.warnings) + " warnings, " +
@@ -197,7 +213,7 @@ int Import(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-RESMEM_REGISTER_COMMAND(import, Command{"import", "turn a pasted dmesg, /proc/iomem, memmap, MTRRs, GRUB lines into a scenario", kUsage, Import});
+RESMEM_REGISTER_COMMAND(import, Command{"import", "turn a pasted dmesg, /proc/iomem, memmap, MTRRs, GRUB lines into a scenario", Define});
 
 }  // namespace
 }  // namespace resmem::cli

@@ -4,10 +4,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
-#include "engine/cli/options.h"
+#include "engine/cli/values.h"
 #include "engine/doctor/doctor.h"
 #include "engine/doctor/record.h"
 #include "engine/plan/plan.h"
@@ -15,31 +17,6 @@
 
 namespace resmem::cli {
 namespace {
-
-const char kUsage[] =
-    "usage: resmem plan SIZE [options]\n"
-    "  Proposes a reservation of SIZE (e.g. 188G) inside usable RAM: clear of holes, MMIO, the\n"
-    "  kernel and initrd (below 4 GiB), a pinned crashkernel= and the first MiB; aligned; and\n"
-    "  write-back by the MTRRs over all of it (or it names the MTRR that stops it). Prints the\n"
-    "  kernel option, the /etc/default/grub and grub.cfg spellings with the escaping each needs,\n"
-    "  the resulting kernel command line, and the module's modprobe.d line, then boots the\n"
-    "  result on the simulator and shows the kernel's map.\n"
-    "options:\n"
-    "  --machine PRESET|FILE  plan for another machine: a preset (seed000-workstation, ...),\n"
-    "                     a machine file, or what resmem import reads (a dmesg paste, ...);\n"
-    "                     without it: this machine, read as `resmem doctor --record` reads it\n"
-    "                     (run as root: /proc/iomem hides addresses from others)\n"
-    "  --cmdline TEXT     the current kernel command line (default: the machine's)\n"
-    "  --at ADDR          this start address exactly (e.g. 4G, 0x100000000), or say why not\n"
-    "  --keep SIZE        usable RAM to leave to the system (default: min(4G, half the RAM))\n"
-    "  --dma-bits N       the producing device's DMA mask (32: the range stays below 4 GiB)\n"
-    "  --align SIZE       alignment of the start (default 1G for 1 GiB and more, else 2M)\n"
-    "  --mode MODE        the module's mode= in the modprobe.d line: pages (default) or pfnmap\n"
-    "  --replace          drop the command line's memmap=SIZE$START reservations and plan anew\n"
-    "                     (default: keep them and plan around them; mem= is always dropped:\n"
-    "                     memmap= alone reserves, and the kernel keeps every other byte)\n"
-    "  --json FILE        also write the plan as JSON ('-' for stdout only)\n"
-    "exit: 0 a plan, 1 nothing fits (the message says the largest that would), 2 bad input\n";
 
 // This machine, through the real Platform: what `resmem doctor --record` would write, read back
 // from a scratch folder that is removed afterwards.
@@ -62,58 +39,78 @@ Result<sim::MachineSpec> ThisMachine() {
   return recording->machine;
 }
 
-int Plan(const std::vector<std::string>& args) {
-  Options opts;
-  Status st = opts.Parse(args,
-                         {"--machine", "--cmdline", "--at", "--keep", "--dma-bits", "--align",
-                          "--mode", "--json"},
-                         {"--replace"});
-  if (st.ok() && opts.positional.size() != 1)
-    st = Status::InvalidArgument(opts.positional.empty() ? "give the SIZE to reserve, e.g. 16G"
-                                                         : "one SIZE only");
-  engine::PlanRequest req;
-  if (st.ok()) {
-    auto size = ParseSize(opts.positional[0]);
-    if (size.ok()) req.size = *size;
-    else st = size.status();
-  }
-  for (const char* key : {"--at", "--keep", "--align"}) {
-    if (!st.ok() || !opts.Has(key)) continue;
-    auto v = ParseSize(opts.Get(key, ""));
-    if (!v.ok()) {
-      st = Status::InvalidArgument(std::string(key) + ": " + v.status().message());
-      break;
-    }
-    if (std::string(key) == "--at") req.at = *v;
-    else if (std::string(key) == "--keep") req.keep = *v;
-    else req.align = *v;
-  }
-  if (st.ok() && opts.Has("--dma-bits")) {
-    auto bits = opts.GetU64("--dma-bits");
-    if (bits.ok()) req.dma_bits = static_cast<int>(*bits);
-    else st = bits.status();
-  }
-  req.mode = opts.Get("--mode", "pages");
-  req.replace_reservations = opts.Has("--replace");
-  if (st.ok() && req.mode != "pages" && req.mode != "pfnmap")
-    st = Status::InvalidArgument("--mode " + req.mode + ": use pages or pfnmap");
-  if (!st.ok()) {
-    std::cerr << "resmem plan: " << st.message() << "\n" << kUsage;
-    return kExitBadInput;
-  }
-  auto machine = opts.Has("--machine") ? scenario::LoadMachineArgument(opts.Get("--machine", ""))
-                                       : ThisMachine();
+// What `resmem plan` is given, as its definition below binds it.
+struct PlanArgs {
+  engine::PlanRequest request;
+  std::string machine;  // empty: this machine
+  std::optional<std::string> cmdline;  // absent: the machine's own
+  std::string json;
+};
+
+int Plan(PlanArgs& a);
+
+Action Define(CLI::App& app) {
+  auto a = std::make_shared<PlanArgs>();
+  engine::PlanRequest& req = a->request;
+  app.footer(
+      "Proposes a reservation of SIZE (e.g. 188G) inside usable RAM: clear of holes, MMIO, the\n"
+      "kernel and initrd (below 4 GiB), a pinned crashkernel= and the first MiB; aligned; and\n"
+      "write-back by the MTRRs over all of it (or it names the MTRR that stops it). Prints the\n"
+      "kernel option, the /etc/default/grub and grub.cfg spellings with the escaping each needs,\n"
+      "the resulting kernel command line, and the module's modprobe.d line, then boots the\n"
+      "result on the simulator and shows the kernel's map. Without --machine: this machine, read\n"
+      "as `resmem doctor --record` reads it (run as root: /proc/iomem hides addresses from\n"
+      "others). --keep defaults to min(4G, half the RAM), --align to 1G for 1 GiB and more, else\n"
+      "2M. Options go before a `--`; what follows it is SIZE.\n"
+      "exit: 0 a plan, 1 nothing fits (the message says the largest that would), 2 bad input");
+  cli::AddSizeOption(app, "SIZE", &req.size, "the size to reserve, e.g. 16G", 1)
+      ->required()
+      ->type_name("")
+      ->default_str("");
+  app.add_option("--machine", a->machine,
+                 "plan for another machine: a preset (seed000-workstation, ...), a machine file, "
+                 "or what resmem import reads (a dmesg paste, ...)")
+      ->type_name("PRESET|FILE");
+  app.add_option("--cmdline", a->cmdline,
+                 "the current kernel command line (default: the machine's)")
+      ->type_name("TEXT");
+  cli::AddSizeOption(app, "--at", &req.at,
+                     "this start address exactly (e.g. 4G, 0x100000000), or say why not")
+      ->type_name("ADDR");
+  cli::AddSizeOption(app, "--keep", &req.keep, "usable RAM to leave to the system");
+  app.add_option("--dma-bits", req.dma_bits,
+                 "the producing device's DMA mask (32: the range stays below 4 GiB)")
+      ->type_name("N")
+      ->check(CLI::Range(32, 64));
+  cli::AddSizeOption(app, "--align", &req.align, "alignment of the start (0: as said below)")
+      ->default_str("");
+  app.add_option("--mode", req.mode, "the module's mode= in the modprobe.d line")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"pages", "pfnmap"}));
+  app.add_flag("--replace", req.replace_reservations,
+               "drop the command line's memmap=SIZE$START reservations and plan anew (default: "
+               "keep them and plan around them; mem= is always dropped: memmap= alone reserves, "
+               "and the kernel keeps every other byte)");
+  app.add_option("--json", a->json, "also write the plan as JSON ('-' for stdout only)")
+      ->type_name("FILE");
+  return [a] { return Plan(*a); };
+}
+
+int Plan(PlanArgs& a) {
+  const engine::PlanRequest& req = a.request;
+  const bool given_machine = !a.machine.empty();
+  auto machine = given_machine ? scenario::LoadMachineArgument(a.machine) : ThisMachine();
   if (!machine.ok()) {
     std::cerr << "resmem plan: " << machine.status().message() << "\n";
-    return opts.Has("--machine") ? kExitBadInput : kExitUnavailable;
+    return given_machine ? kExitBadInput : kExitUnavailable;
   }
-  if (opts.Has("--cmdline")) machine->cmdline = opts.Get("--cmdline", "");
+  if (a.cmdline) machine->cmdline = *a.cmdline;
   auto plan = engine::PlanReservation(*machine, req);
   if (!plan.ok()) {
     std::cerr << "resmem plan: " << plan.status().message() << "\n";
     return plan.status().code() == kInvalidArgument ? kExitBadInput : kExitCheckFailed;
   }
-  const std::string json = opts.Get("--json", "");
+  const std::string& json = a.json;
   if (json == "-") {
     std::cout << engine::PlanJson(*plan);
   } else {
@@ -123,7 +120,7 @@ int Plan(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-RESMEM_REGISTER_COMMAND(plan, Command{"plan", "propose a reservation and the exact boot lines for it", kUsage, Plan});
+RESMEM_REGISTER_COMMAND(plan, Command{"plan", "propose a reservation and the exact boot lines for it", Define});
 
 }  // namespace
 }  // namespace resmem::cli

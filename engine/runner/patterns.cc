@@ -24,15 +24,6 @@ uint64_t Word(const Pattern& p, uint64_t slot) {
 
 }  // namespace
 
-Pattern ParsePattern(const std::string& name, uint64_t seed) {
-  Pattern p;
-  p.seed = seed;
-  if (name == "seeded") p.kind = Pattern::Kind::kSeeded;
-  else if (name == "zero") p.kind = Pattern::Kind::kZero;
-  else p.kind = Pattern::Kind::kCounter;
-  return p;
-}
-
 void FillPattern(const Pattern& p, uint64_t offset, uint8_t* out, uint64_t len) {
   uint64_t i = 0;
   while (i < len) {

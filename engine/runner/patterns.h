@@ -5,16 +5,17 @@
 #define RESMEM_ENGINE_RUNNER_PATTERNS_H_
 
 #include <cstdint>
-#include <string>
+
+#include "engine/scenario/steps.h"
 
 namespace resmem::engine {
 
 struct Pattern {
-  enum class Kind { kCounter, kSeeded, kZero } kind = Kind::kCounter;
+  using Kind = scenario::DataPattern;  // as the write/verify steps name it
+  Kind kind = Kind::kCounter;
   uint64_t seed = 0;
 };
 
-Pattern ParsePattern(const std::string& name, uint64_t seed);  // counter, seeded, zero
 // Fills out[0, len) with the pattern's bytes for absolute offsets [offset, offset+len).
 void FillPattern(const Pattern& p, uint64_t offset, uint8_t* out, uint64_t len);
 

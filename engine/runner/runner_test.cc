@@ -8,6 +8,7 @@
 #include "engine/backend/backend_factory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "engine/scenario/scenario.h"
 #include "mock/region/region_mocks.h"
 
 namespace resmem::engine {
@@ -67,23 +68,35 @@ const bool kMockPart = RegisterRegionPart("mock", [](PartContext&) -> Result<std
   return std::unique_ptr<RegionProvider>(std::move(provider));
 });
 
-scenario::Scenario Make(const std::string& expect_error, const std::string& flags = "") {
+scenario::Step MakeStep(scenario::StepArgs args) {
+  scenario::Step step;
+  step.args = std::move(args);
+  return step;
+}
+
+// A register step that must fail with cudaErrorInvalidValue, as a loaded file would have it.
+scenario::Expectation ExpectInvalidValue() {
+  scenario::Expectation e;
+  scenario::ExpectedError err;
+  err.kind = scenario::ExpectedError::Kind::kCudaName;
+  err.cuda_name = "cudaErrorInvalidValue";
+  e.error = scenario::Expected<scenario::ExpectedError>{err, "cudaErrorInvalidValue", 0};
+  return e;
+}
+
+scenario::Scenario Make(bool expect_invalid_value, uint32_t flags = 0) {
   scenario::Scenario s;
   s.name = "t";
   s.kind = "bug";
   s.machine = *sim::MachinePreset("h100-host");
   s.cuda_profile = "cuda-13.0-r580";
-  scenario::Step open{"open"};
-  scenario::Step mmap{"mmap"};
-  mmap.args["as"].str = "m";
-  scenario::Step reg{"register"};
-  reg.args["span"].str = "m";
-  if (!flags.empty()) {
-    reg.args["flags"].kind = scenario::Value::Kind::kList;
-    reg.args["flags"].list = {flags};
-  }
-  if (!expect_error.empty()) reg.expect.fields["error"].str = expect_error;
-  s.steps = {open, mmap, reg};
+  scenario::MmapStep mmap;
+  mmap.as = "m";
+  scenario::RegisterStep reg;
+  reg.span = "m";
+  reg.flags = flags;
+  s.steps = {MakeStep(scenario::OpenStep{}), MakeStep(mmap), MakeStep(reg)};
+  if (expect_invalid_value) s.steps[2].expect = ExpectInvalidValue();
   return s;
 }
 
@@ -99,18 +112,18 @@ TEST(Runner, JudgesTheModelsAnswerOnMockedFacts) {
   g_setup.facts.backing = Backing::kDevicePfn;
   g_setup.facts.physically_contiguous = true;
   g_setup.facts.shared = true;
-  auto bug = RunScenario(Make("cudaErrorInvalidValue"), MockBackend());
+  auto bug = RunScenario(Make(true), MockBackend());
   EXPECT_EQ(bug.verdict, ScenarioVerdict::kReproduced) << bug.reason;
   EXPECT_NE(bug.steps[2].observed.find("cudaErrorInvalidValue"), std::string::npos);
 
-  auto fixed = RunScenario(Make("", "iomemory"), MockBackend());
+  auto fixed = RunScenario(Make(false, kRegisterIoMemory), MockBackend());
   EXPECT_EQ(fixed.verdict, ScenarioVerdict::kReproduced) << fixed.reason;  // kind bug, all held
 }
 
 TEST(Runner, AFailedExpectationSaysWhatAndGivesTheSeed) {
   g_setup = {};
   g_setup.facts.backing = Backing::kAnonymous;  // registers fine: the expectation of an error fails
-  auto r = RunScenario(Make("cudaErrorInvalidValue"), MockBackend());
+  auto r = RunScenario(Make(true), MockBackend());
   EXPECT_EQ(r.verdict, ScenarioVerdict::kFailed);
   EXPECT_NE(r.reason.find("expected error cudaErrorInvalidValue, the step succeeded"), std::string::npos) << r.reason;
   EXPECT_EQ(r.steps[2].verdict, StepVerdict::kFail);
@@ -119,7 +132,7 @@ TEST(Runner, AFailedExpectationSaysWhatAndGivesTheSeed) {
 TEST(Runner, UnexpectedErrorStopsTheRestAndSkipsAreReported) {
   g_setup = {};
   g_setup.open_error = Status::Errno(ENXIO, "no device");
-  auto s = Make("");
+  auto s = Make(false);
   s.steps[1].on["platform=sim,region=mock,gpu=sim"].skip = "not here";
   auto r = RunScenario(s, MockBackend());
   EXPECT_EQ(r.verdict, ScenarioVerdict::kFailed);
@@ -130,7 +143,7 @@ TEST(Runner, UnexpectedErrorStopsTheRestAndSkipsAreReported) {
 }
 
 TEST(Runner, NotApplicableAndUnknownBackends) {
-  auto s = Make("");
+  auto s = Make(false);
   s.not_applicable["cuda"] = "no module there";
   RunOptions o;
   o.backend = "cuda";
@@ -145,54 +158,97 @@ TEST(Runner, NotApplicableAndUnknownBackends) {
 TEST(Runner, BackendArgumentsReplaceTheStepsOwn) {
   g_setup = {};
   g_setup.facts.backing = Backing::kAnonymous;  // registers fine
-  auto s = Make("");
-  s.steps[1].args["length"].str = "64K";
-  scenario::Step verify{"verify"};
-  verify.args["span"].str = "m";
-  verify.args["length"].str = "8K";  // inside a 64K mapping, past a 4K one
-  s.steps.push_back(verify);
+  auto s = Make(false);
+  std::get<scenario::MmapStep>(s.steps[1].args).length = 64 << 10;
+  scenario::VerifyStep verify;
+  verify.span = "m";
+  verify.length = 8 << 10;  // inside a 64K mapping, past a 4K one
+  s.steps.push_back(MakeStep(verify));
   auto own = RunScenario(s, MockBackend());
   EXPECT_EQ(own.verdict, ScenarioVerdict::kReproduced) << own.reason;
 
-  scenario::Value four_k;
-  four_k.str = "4K";
-  s.steps[1].on["platform=sim,region=mock,gpu=sim"].args["length"] = four_k;
+  scenario::MmapStep four_k = std::get<scenario::MmapStep>(s.steps[1].args);
+  four_k.length = 4 << 10;
+  s.steps[1].on["platform=sim,region=mock,gpu=sim"].args = four_k;
   auto overridden = RunScenario(s, MockBackend());
   EXPECT_EQ(overridden.verdict, ScenarioVerdict::kFailed);
   EXPECT_EQ(overridden.steps[3].verdict, StepVerdict::kFail) << overridden.reason;
 
   s.steps[1].on.clear();
-  s.steps[1].on["cuda"].args["length"] = four_k;  // another backend's override changes nothing
+  s.steps[1].on["cuda"].args = four_k;  // another backend's override changes nothing
   EXPECT_EQ(RunScenario(s, MockBackend()).verdict, ScenarioVerdict::kReproduced);
 }
 
-// `passes` measures several times and reports the median, and says how many.
+// `passes` measures several times and reports the median, and says how many; the loader refuses
+// a count the runner could not take the median of.
 TEST(Runner, PassesTakeTheMedian) {
-  scenario::Scenario s;
-  s.name = "passes";
-  s.kind = "check";
-  s.machine = *sim::MachinePreset("h100-host");
-  scenario::Step pinned{"alloc_pinned"};
-  pinned.args["as"].str = "p";
-  pinned.args["length"].str = "16M";
-  scenario::Step dev{"alloc_device"};
-  dev.args["as"].str = "d";
-  dev.args["length"].str = "16M";
-  scenario::Step copy{"copy"};
-  copy.args["direction"].str = "h2d";
-  copy.args["host"].str = "p";
-  copy.args["device"].str = "d";
-  copy.args["length"].str = "16M";
-  copy.args["passes"].kind = scenario::Value::Kind::kInt;
-  copy.args["passes"].i = 5;
-  s.steps = {pinned, dev, copy};
+  constexpr char kText[] = R"(
+[scenario]
+name = "passes"
+[machine]
+preset = "h100-host"
+[[step]]
+do = "alloc_pinned"
+as = "p"
+length = "16M"
+[[step]]
+do = "alloc_device"
+as = "d"
+length = "16M"
+[[step]]
+do = "copy"
+direction = "h2d"
+host = "p"
+device = "d"
+length = "16M"
+passes = 5
+)";
+  auto loaded = scenario::ParseScenarioText(kText, "passes.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   RunOptions o;
-  auto r = RunScenario(s, o);
+  auto r = RunScenario((*loaded)[0], o);
   ASSERT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
   EXPECT_EQ(r.steps[2].numbers["passes"], 5);
   EXPECT_GT(r.steps[2].numbers["mbps"], 40000);  // the model's pinned link, 53.8 GB/s
-  s.steps[2].args["passes"].i = 0;
-  EXPECT_EQ(RunScenario(s, o).verdict, ScenarioVerdict::kFailed);
+  std::string zero = kText;
+  zero.replace(zero.find("passes = 5"), 10, "passes = 0");
+  auto refused = scenario::ParseScenarioText(zero, "passes.toml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("passes.toml:20: key 'step.passes': 0 is out of range: give 1 to 1000"),
+            std::string::npos) << refused.status().message();
+}
+
+// A [step.on.BACKEND] with other arguments, loaded from a file, runs with them on that backend.
+TEST(Runner, LoadedBackendArgumentsRunThere) {
+  g_setup = {};
+  g_setup.facts.backing = Backing::kAnonymous;
+  constexpr char kText[] = R"(
+[scenario]
+name = "per-backend"
+kind = "check"
+[machine]
+preset = "h100-host"
+[[step]]
+do = "open"
+[[step]]
+do = "mmap"
+as = "m"
+length = "64K"
+[step.on."platform=sim,region=mock,gpu=sim"]
+length = "4K"
+[[step]]
+do = "verify"
+span = "m"
+length = "8K"
+expect = { ok = false, message_contains = "is outside the 4 KiB" }
+[step.on.other]
+expect = { data = "intact" }
+)";
+  auto loaded = scenario::ParseScenarioText(kText, "per.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto r = RunScenario((*loaded)[0], MockBackend());
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;  // 8K past a 4K mapping
+  EXPECT_EQ(r.steps[2].expected, "message_contains=is outside the 4 KiB, ok=false");
 }
 
 }  // namespace

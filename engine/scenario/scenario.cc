@@ -1,4 +1,4 @@
-// Scenario files: TOML -> Scenario, checked against the schema (schema.cc).
+// Scenario files: TOML -> Scenario; steps are checked and typed by their definitions (step_defs.cc).
 #define TOML_EXCEPTIONS 0
 #include "engine/scenario/scenario.h"
 
@@ -13,7 +13,7 @@
 
 #include "backends/api/memory.h"
 #include "engine/import/paste.h"
-#include "engine/scenario/schema.h"
+#include "engine/scenario/step_defs.h"
 #include "mock/gpu/sim_gpu.h"
 #include "mock/machine/machine_file.h"
 #include "toml++/toml.h"
@@ -55,10 +55,10 @@ std::string TypeName(const toml::node& n) {
   return "a date/time";
 }
 
-// Converts a scalar node (or an array of strings) to a Value. Keyed tables ({ "1G" = 3.9, ... })
-// select the entry of the current sweep case.
+// Converts a scalar node (or an array of strings) to a RawValue. Keyed tables
+// ({ "1G" = 3.9, ... }) select the entry of the current sweep case.
 bool ToValue(const toml::node& n, const std::string& key, const std::string& sweep_value,
-             Errors& errors, Value* out) {
+             Errors& errors, RawValue* out) {
   out->line = LineOf(n);
   if (const auto* t = n.as_table()) {
     if (sweep_value.empty()) {
@@ -73,27 +73,27 @@ bool ToValue(const toml::node& n, const std::string& key, const std::string& swe
     return ToValue(*entry, key, "", errors, out);
   }
   if (auto s = n.value<std::string>(); s && n.is_string()) {
-    out->kind = Value::Kind::kString;
+    out->kind = RawValue::Kind::kString;
     out->str = *s;
     return true;
   }
   if (n.is_integer()) {
-    out->kind = Value::Kind::kInt;
+    out->kind = RawValue::Kind::kInt;
     out->i = *n.value<int64_t>();
     return true;
   }
   if (n.is_floating_point()) {
-    out->kind = Value::Kind::kFloat;
+    out->kind = RawValue::Kind::kFloat;
     out->f = *n.value<double>();
     return true;
   }
   if (n.is_boolean()) {
-    out->kind = Value::Kind::kBool;
+    out->kind = RawValue::Kind::kBool;
     out->b = *n.value<bool>();
     return true;
   }
   if (const auto* a = n.as_array()) {
-    out->kind = Value::Kind::kList;
+    out->kind = RawValue::Kind::kList;
     for (const auto& e : *a) {
       if (!e.is_string()) {
         errors.Add(LineOf(e), key, "lists hold strings only, found " + TypeName(e));
@@ -405,15 +405,6 @@ void ParseCuda(const toml::table& t, Errors& errors, Scenario* s) {
   }
 }
 
-Status ParseErrorValue(const std::string& text) {
-  // Names resolve at run time against the backend's profile; here only the shape is checked.
-  if (text.rfind("cuda", 0) == 0 || text.rfind("E", 0) == 0 || text.rfind("SIG", 0) == 0)
-    return Status::Ok();
-  return Status::InvalidArgument("'" + text +
-                                 "' is not a CUDA error name (cudaError...), an errno name (EIO) "
-                                 "or a signal name (SIGBUS)");
-}
-
 void ParseFault(const toml::table& t, Errors& errors, Scenario* s) {
   CheckKeys(t, "fault",
             {"point", "trigger", "nth", "probability", "range_start", "range_end", "effect",
@@ -485,7 +476,7 @@ void ParseFault(const toml::table& t, Errors& errors, Scenario* s) {
   s->faults.push_back(r);
 }
 
-void ParseExpect(const toml::node& n, const std::string& where, const OpSchema& op,
+void ParseExpect(const toml::node& n, const std::string& where, const StepDef& def,
                  const std::string& sweep_value, Errors& errors, Expectation* out) {
   const auto* t = n.as_table();
   if (!t) {
@@ -495,99 +486,115 @@ void ParseExpect(const toml::node& n, const std::string& where, const OpSchema& 
   out->line = LineOf(n);
   for (const auto& [k, v] : *t) {
     const std::string key(k.str());
-    if (std::find(op.expect_keys.begin(), op.expect_keys.end(), key) == op.expect_keys.end()) {
+    const ExpectDef* expect = FindExpectDef(key);
+    if (!expect || !def.AllowsExpectation(key)) {
       errors.Add(LineOf(v), where + "." + key,
-                 "not an expectation of '" + op.name + "'; allowed: " + JoinNames(op.expect_keys));
+                 "not an expectation of '" + def.name + "'; allowed: " +
+                     JoinNames(def.AllowedExpectations()));
       continue;
     }
-    Value val;
+    RawValue val;
     if (!ToValue(v, where + "." + key, sweep_value, errors, &val)) continue;
-    if (key == "error" && val.kind == Value::Kind::kString) {
-      Status st = ParseErrorValue(val.str);
-      if (!st.ok()) errors.Add(val.line, where + ".error", st.message());
-    }
-    out->fields[key] = val;
+    Status st = expect->set(val, out);
+    if (!st.ok()) errors.Add(val.line, where + "." + key, st.message());
   }
+}
+
+// Converts the step's argument `key` into `args`; false (with the error) when it is not one.
+void ParseArg(const toml::node& v, const std::string& key, const std::string& where,
+              const StepDef& def, const std::string& sweep_value, Errors& errors, StepArgs* args) {
+  const ArgDef* arg = def.FindArg(key);
+  if (!arg) {
+    std::vector<std::string> names;
+    for (const auto& a : def.args) names.push_back(a.name);
+    errors.Add(LineOf(v), where,
+               "'" + def.name + "' takes no such argument; it takes: " + JoinNames(names) +
+                   (names.empty() ? "(nothing)" : "") + ", expect, on");
+    return;
+  }
+  RawValue val;
+  if (!ToValue(v, where, sweep_value, errors, &val)) return;
+  Status st = arg->set(val, args);
+  if (!st.ok()) errors.Add(val.line, where, st.message());
+}
+
+// [step.on.BACKEND]: skip, expect, or arguments replacing the step's own there (typed now too).
+void ParseBackendOverride(const toml::table& t, const std::string& backend, const StepDef& def,
+                          const std::string& sweep_value, Errors& errors, Step* step) {
+  const std::string where = "step.on." + backend;
+  BackendOverride o;
+  if (auto sk = GetString(t, "skip", where, errors)) o.skip = *sk;
+  StepArgs args = step->args;
+  bool any_arg = false;
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    if (key == "skip") continue;
+    if (key == "expect") {
+      Expectation ex;
+      ParseExpect(v, where + ".expect", def, sweep_value, errors, &ex);
+      o.expect = ex;
+      continue;
+    }
+    if (!def.FindArg(key)) {
+      std::vector<std::string> allowed = {"skip", "expect"};
+      for (const auto& a : def.args) allowed.push_back(a.name);
+      errors.Add(LineOf(v), where + "." + key, "unknown key; allowed here: " + JoinNames(allowed));
+      continue;
+    }
+    ParseArg(v, key, where + "." + key, def, sweep_value, errors, &args);
+    any_arg = true;
+  }
+  if (any_arg) o.args = std::move(args);
+  step->on[backend] = std::move(o);
 }
 
 void ParseStep(const toml::table& t, const std::string& sweep_value, Errors& errors, Scenario* s) {
   auto op_name = GetString(t, "do", "step", errors);
   if (!op_name) {
-    errors.Add(LineOf(t), "step.do", "missing; every [[step]] says what it does: " + JoinNames(KnownOps()));
+    errors.Add(LineOf(t), "step.do", "missing; every [[step]] says what it does: " + JoinNames(StepNames()));
     return;
   }
-  const OpSchema* op = FindOp(*op_name);
-  if (!op) {
-    errors.Add(LineOf(*t.get("do")), "step.do", "unknown step '" + *op_name + "'; known: " + JoinNames(KnownOps()));
+  const StepDef* def = FindStepDef(*op_name);
+  if (!def) {
+    errors.Add(LineOf(*t.get("do")), "step.do", "unknown step '" + *op_name + "'; known: " + JoinNames(StepNames()));
     return;
   }
   Step step;
-  step.op = *op_name;
+  step.args = def->blank;
+  step.file = s->file;
   step.line = LineOf(t);
+  std::set<std::string> given;
+  const toml::table* on = nullptr;
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     if (key == "do") continue;
     if (key == "expect") {
-      ParseExpect(v, "step.expect", *op, sweep_value, errors, &step.expect);
+      ParseExpect(v, "step.expect", *def, sweep_value, errors, &step.expect);
       continue;
     }
     if (key == "on") {
-      const auto* ot = v.as_table();
-      if (!ot) {
-        errors.Add(LineOf(v), "step.on", "expected [step.on.BACKEND] tables");
+      on = v.as_table();
+      if (!on) errors.Add(LineOf(v), "step.on", "expected [step.on.BACKEND] tables");
+      continue;
+    }
+    ParseArg(v, key, "step." + key, *def, sweep_value, errors, &step.args);
+    given.insert(key);
+  }
+  for (const auto& a : def->args)
+    if (a.required && !given.count(a.name))
+      errors.Add(step.line, "step." + a.name, "'" + def->name + "' needs " + a.name + " (" + a.help + ")");
+  // After the step's own arguments: a backend's arguments replace those.
+  if (on) {
+    for (const auto& [bk, bv] : *on) {
+      const std::string backend(bk.str());
+      const auto* bt = bv.as_table();
+      if (!bt) {
+        errors.Add(LineOf(bv), "step.on." + backend, "expected a table with skip or expect");
         continue;
       }
-      for (const auto& [bk, bv] : *ot) {
-        const std::string backend(bk.str());
-        const auto* bt = bv.as_table();
-        if (!bt) {
-          errors.Add(LineOf(bv), "step.on." + backend, "expected a table with skip or expect");
-          continue;
-        }
-        std::vector<std::string> allowed = {"skip", "expect"};
-        for (const auto& a : op->args) allowed.push_back(a.name);
-        CheckKeys(*bt, "step.on." + backend, allowed, errors);
-        BackendOverride o;
-        if (auto sk = GetString(*bt, "skip", "step.on." + backend, errors)) o.skip = *sk;
-        if (const toml::node* e = bt->get("expect")) {
-          Expectation ex;
-          ParseExpect(*e, "step.on." + backend + ".expect", *op, sweep_value, errors, &ex);
-          o.expect = ex;
-        }
-        for (const auto& a : op->args) {
-          const toml::node* an = bt->get(a.name);
-          if (!an) continue;
-          const std::string where = "step.on." + backend + "." + a.name;
-          Value val;
-          if (!ToValue(*an, where, sweep_value, errors, &val)) continue;
-          Status st = CheckArg(a, val);
-          if (!st.ok()) errors.Add(val.line, where, st.message());
-          o.args[a.name] = val;
-        }
-        step.on[backend] = o;
-      }
-      continue;
+      ParseBackendOverride(*bt, backend, *def, sweep_value, errors, &step);
     }
-    const ArgSchema* arg = nullptr;
-    for (const auto& a : op->args)
-      if (a.name == key) arg = &a;
-    if (!arg) {
-      std::vector<std::string> names;
-      for (const auto& a : op->args) names.push_back(a.name);
-      errors.Add(LineOf(v), "step." + key,
-                 "'" + op->name + "' takes no such argument; it takes: " + JoinNames(names) +
-                     (names.empty() ? "(nothing)" : "") + ", expect, on");
-      continue;
-    }
-    Value val;
-    if (!ToValue(v, "step." + key, sweep_value, errors, &val)) continue;
-    Status st = CheckArg(*arg, val);
-    if (!st.ok()) errors.Add(val.line, "step." + key, st.message());
-    step.args[key] = val;
   }
-  for (const auto& a : op->args)
-    if (a.required && !step.args.count(a.name))
-      errors.Add(step.line, "step." + a.name, "'" + op->name + "' needs " + a.name + " (" + a.help + ")");
   s->steps.push_back(std::move(step));
 }
 
@@ -636,31 +643,6 @@ Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
 }
 
 }  // namespace
-
-std::string Value::Text() const {
-  switch (kind) {
-    case Kind::kString: return str;
-    case Kind::kInt: return std::to_string(i);
-    case Kind::kFloat: {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%g", f);
-      return buf;
-    }
-    case Kind::kBool: return b ? "true" : "false";
-    case Kind::kList: {
-      std::string out;
-      for (const auto& e : list) out += (out.empty() ? "" : "|") + e;
-      return out;
-    }
-  }
-  return "";
-}
-
-std::optional<double> Value::Number() const {
-  if (kind == Kind::kInt) return static_cast<double>(i);
-  if (kind == Kind::kFloat) return f;
-  return std::nullopt;
-}
 
 Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path) {
   // Find the sweep first (it decides how many cases the file makes).

@@ -1,5 +1,6 @@
 // A scenario file: a machine, a driver, a CUDA profile, faults, a seed, steps, and what each step
-// must show on each backend. TOML, checked against the schema in schema.cc; a mistake names the
+// must show on each backend. TOML, read once into typed values: the steps are checked against
+// their definitions (step_defs.h) and built as the typed steps of steps.h; a mistake names the
 // file, the line and the key. See docs/scenarios.md for the format.
 #ifndef RESMEM_ENGINE_SCENARIO_SCENARIO_H_
 #define RESMEM_ENGINE_SCENARIO_SCENARIO_H_
@@ -12,56 +13,11 @@
 
 #include "backends/api/status.h"
 #include "backends/fault/fault_injector.h"
+#include "engine/scenario/steps.h"
 #include "mock/machine/machine.h"
 #include "mock/region/sim_driver.h"
 
 namespace resmem::scenario {
-
-// A scalar argument or expectation value as written in the file.
-struct Value {
-  enum class Kind { kString, kInt, kFloat, kBool, kList } kind = Kind::kString;
-  std::string str;
-  int64_t i = 0;
-  double f = 0;
-  bool b = false;
-  std::vector<std::string> list;  // lists of strings (flags)
-  int line = 0;
-
-  std::string Text() const;           // as written, for messages
-  std::optional<double> Number() const;
-};
-
-// What one step must show. Empty = the step must succeed.
-struct Expectation {
-  std::map<std::string, Value> fields;  // "error", "message_contains", "mbps", "tolerance", ...
-  int line = 0;
-  bool empty() const { return fields.empty(); }
-  const Value* Get(const std::string& key) const {
-    auto it = fields.find(key);
-    return it == fields.end() ? nullptr : &it->second;
-  }
-};
-
-struct BackendOverride {
-  std::optional<std::string> skip;  // not applicable on this backend: the reason, printed
-  std::optional<Expectation> expect;
-  // Arguments that differ on this backend (a host stand-in allows other lengths than the
-  // reserved range: [step.on.cuda] length = "4K"); they replace the step's own.
-  std::map<std::string, Value> args;
-};
-
-struct Step {
-  std::string op;                        // "boot", "open", "mmap", "register", ...
-  int line = 0;
-  std::map<std::string, Value> args;
-  Expectation expect;
-  std::map<std::string, BackendOverride> on;  // keyed by backend name
-
-  const Value* Arg(const std::string& key) const {
-    auto it = args.find(key);
-    return it == args.end() ? nullptr : &it->second;
-  }
-};
 
 struct Scenario {
   std::string file;          // path as given
@@ -105,9 +61,6 @@ Result<sim::MachineSpec> LoadMachineArgument(const std::string& preset_or_path);
 
 // Files under a directory (recursively, *.toml, sorted) or the file itself.
 Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path);
-
-// The steps the engine knows, for messages and docs.
-const std::vector<std::string>& KnownOps();
 
 }  // namespace resmem::scenario
 

@@ -1,5 +1,11 @@
 #include "engine/scenario/scenario.h"
 
+#include <cerrno>
+#include <csignal>
+#include <variant>
+
+#include "backends/api/gpu.h"
+#include "engine/scenario/step_defs.h"
 #include "gtest/gtest.h"
 
 namespace resmem::scenario {
@@ -59,8 +65,42 @@ TEST(Scenario, ParsesEverySection) {
   EXPECT_EQ(s.faults[0].error.code(), 30);  // 4.1 numbering, since [cuda] came first
   ASSERT_EQ(s.steps.size(), 3u);
   EXPECT_EQ(*s.steps[1].on.at("cuda").skip, "no module there");
-  EXPECT_EQ(s.steps[2].expect.Get("error")->str, "cudaErrorUnknown");
-  EXPECT_EQ(s.steps[2].Arg("flags")->list.size(), 2u);
+  EXPECT_FALSE(s.steps[1].on.at("cuda").args);  // no arguments of its own there
+  // Typed once: the mapping's length in bytes, the flags as bits, the error resolved.
+  const auto& mmap = std::get<MmapStep>(s.steps[1].args);
+  EXPECT_EQ(mmap.as, "res");
+  EXPECT_EQ(mmap.length, std::optional<uint64_t>(1ull << 30));
+  EXPECT_TRUE(mmap.writable);  // the default
+  EXPECT_EQ(s.steps[1].line, 27);
+  EXPECT_EQ(s.steps[1].file, "demo.toml");
+  EXPECT_STREQ(s.steps[1].name(), "mmap");
+  const auto& reg = std::get<RegisterStep>(s.steps[2].args);
+  EXPECT_EQ(reg.flags, static_cast<uint32_t>(kRegisterPortable | kRegisterIoMemory));
+  EXPECT_FALSE(reg.length);  // the whole span
+  ASSERT_TRUE(s.steps[2].expect.error);
+  EXPECT_EQ(s.steps[2].expect.error->value.kind, ExpectedError::Kind::kCudaName);
+  EXPECT_EQ(s.steps[2].expect.error->value.cuda_name, "cudaErrorUnknown");
+  EXPECT_EQ(s.steps[2].expect.error->line, 38);
+  EXPECT_EQ(s.steps[2].expect.Describe(), "error=cudaErrorUnknown");
+  EXPECT_TRUE(s.steps[0].expect.empty());
+  EXPECT_EQ(s.steps[0].expect.Describe(), "ok");
+}
+
+TEST(Scenario, ErrorNamesAreResolvedAtLoad) {
+  const std::string head = "[scenario]\nname = \"x\"\n[machine]\npreset = \"seed000-workstation\"\n";
+  auto r = ParseScenarioText(head + "[[step]]\ndo = \"open\"\nexpect = { error = \"ENXIO\" }\n"
+                                    "[[step]]\ndo = \"open\"\nexpect = { error = \"SIGBUS\" }\n"
+                                    "[[step]]\ndo = \"open\"\nexpect = { error = \"any\" }\n"
+                                    "[[step]]\ndo = \"open\"\nexpect = { error = 712 }\n", "e.toml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& steps = (*r)[0].steps;
+  EXPECT_EQ(steps[0].expect.error->value.kind, ExpectedError::Kind::kErrno);
+  EXPECT_EQ(steps[0].expect.error->value.code, ENXIO);
+  EXPECT_EQ(steps[1].expect.error->value.kind, ExpectedError::Kind::kSignal);
+  EXPECT_EQ(steps[1].expect.error->value.code, SIGBUS);
+  EXPECT_EQ(steps[2].expect.error->value.kind, ExpectedError::Kind::kAny);
+  EXPECT_EQ(steps[3].expect.error->value.kind, ExpectedError::Kind::kCode);
+  EXPECT_EQ(steps[3].expect.error->value.code, 712);
 }
 
 void ExpectError(const std::string& text, const std::string& want_line, const std::string& want_key) {
@@ -83,6 +123,67 @@ TEST(Scenario, MalformedFilesNameFileLineAndKey) {
   ExpectError(head + "[[step]]\ndo = \"open\"\nexpect = { speed = 1 }\n", "7", "step.expect.speed");
   ExpectError(head + "colour = \"red\"\n[[step]]\ndo = \"open\"\n", "5", "machine.colour");
   ExpectError(head + "[[step]]\ndo = \"open\"\nexpect = { error = \"nonsense\" }\n", "7", "step.expect.error");
+  ExpectError(head + "[[step]]\ndo = \"open\"\nexpect = { error = \"ENOTANERRNO\" }\n", "7", "step.expect.error");
+  ExpectError(head + "[[step]]\ndo = \"open\"\nexpect = { error = \"SIGNOPE\" }\n", "7", "step.expect.error");
+  ExpectError(head + "[[step]]\ndo = \"open\"\nexpect = { error = \"cudaErrorNoSuchThing\" }\n", "7", "step.expect.error");
+  ExpectError(head + "[[step]]\ndo = \"memcpy\"\ndst = \"a\"\nsrc = \"b\"\nlength = \"1M\"\npasses = 0\n", "10", "step.passes");
+  ExpectError(head + "[[step]]\ndo = \"boot\"\nexpect = { usable_ram = \"lots\" }\n", "7", "step.expect.usable_ram");
+}
+
+// One wrong type per step kind, in the step itself and in a backend's arguments: the message
+// names the file, the line, the key, what was expected and what was found.
+TEST(Scenario, WrongArgumentTypeNamedForEveryKind) {
+  const std::string head = "[scenario]\nname = \"x\"\n[machine]\npreset = \"seed000-workstation\"\n";
+  // A value of the wrong type for each argument type.
+  auto wrong = [](ArgType t) -> std::pair<std::string, std::string> {
+    switch (t) {
+      case ArgType::kSize: case ArgType::kWholeOrSize: return {"true", "expected a size"};
+      case ArgType::kName: case ArgType::kText: return {"3", "expected a string"};
+      case ArgType::kInt: return {"\"three\"", "expected an integer"};
+      case ArgType::kBool: return {"3", "expected true or false"};
+      case ArgType::kNumber: return {"\"fast\"", "expected a number"};
+      case ArgType::kFlags: return {"3", "expected a list of flag names"};
+      case ArgType::kChoice: return {"3", "expected one of"};
+    }
+    return {"", ""};
+  };
+  int checked = 0;
+  for (const StepDef& def : StepDefs()) {
+    for (const ArgDef& arg : def.args) {
+      const auto [value, problem] = wrong(arg.type);
+      // Line 6: do; line 7: the wrong argument.
+      const std::string text = head + "[[step]]\ndo = \"" + def.name + "\"\n" + arg.name + " = " + value + "\n";
+      auto r = ParseScenarioText(text, "bad.toml");
+      ASSERT_FALSE(r.ok()) << def.name << "." << arg.name;
+      const std::string& m = r.status().message();
+      EXPECT_NE(m.find("bad.toml:7: key 'step." + arg.name + "': " + problem), std::string::npos)
+          << def.name << ": " << m;
+      EXPECT_NE(m.find("found "), std::string::npos) << m;
+      // The same in [step.on.cuda] (required arguments given first, so only the override is wrong).
+      std::string own;
+      for (const ArgDef& a : def.args)
+        if (a.required) own += a.name + " = " + (a.type == ArgType::kInt ? "1" : a.type == ArgType::kChoice ? "\"" + a.choices[0] + "\"" : a.type == ArgType::kSize ? "\"4K\"" : "\"n\"") + "\n";
+      const std::string over = head + "[[step]]\ndo = \"" + def.name + "\"\n" + own + "[step.on.cuda]\n" + arg.name + " = " + value + "\n";
+      auto o = ParseScenarioText(over, "bad.toml");
+      ASSERT_FALSE(o.ok()) << over;
+      EXPECT_NE(o.status().message().find("key 'step.on.cuda." + arg.name + "': " + problem), std::string::npos)
+          << o.status().message();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 60);  // every argument of every kind
+}
+
+// Every expectation a kind lists is defined; every kind's blank is its own alternative.
+TEST(StepDefs, TableIsConsistent) {
+  ASSERT_EQ(StepDefs().size(), std::variant_size_v<StepArgs>);
+  for (size_t i = 0; i < StepDefs().size(); ++i) {
+    const StepDef& d = StepDefs()[i];
+    EXPECT_EQ(d.blank.index(), i) << d.name;
+    EXPECT_EQ(d.name, StepName(d.blank));
+    for (const auto& e : d.AllowedExpectations()) EXPECT_TRUE(FindExpectDef(e)) << d.name << ": " << e;
+    for (const auto& a : d.args) EXPECT_EQ(a.required, a.default_text.empty()) << d.name << "." << a.name;
+  }
 }
 
 TEST(Scenario, SyntaxErrorsNameTheLine) {
@@ -109,7 +210,8 @@ expect.usable_ram = { "1G" = "3G", "2G" = "3G" }
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[0].case_label, "size=1G");
   EXPECT_EQ((*r)[1].machine.cmdline, "mem=4G memmap=2G$4G");
-  EXPECT_EQ((*r)[1].steps[0].expect.Get("usable_ram")->str, "3G");
+  EXPECT_EQ((*r)[1].steps[0].expect.usable_ram->value, 3ull << 30);
+  EXPECT_EQ((*r)[1].steps[0].expect.usable_ram->written, "3G");
 
   const std::string missing = R"(
 [scenario]
@@ -159,10 +261,15 @@ TEST(ScenarioFile, PerBackendArgumentsAndPerCaseNotApplicable) {
   EXPECT_EQ((*cases)[0].not_applicable.count("cuda"), 0u);  // 1G applies
   EXPECT_EQ((*cases)[1].not_applicable.at("cuda"), "the cliff needs memory types");
   const auto& on = (*cases)[0].steps[1].on.at("cuda");
-  EXPECT_EQ(on.args.at("length").str, "4K");
-  EXPECT_FALSE(on.args.at("writable").b);
-  EXPECT_EQ(on.expect->Get("vm_flags")->str, "pf io");
-  EXPECT_EQ((*cases)[0].steps[1].Arg("length")->str, "1G");  // the step's own stays
+  ASSERT_TRUE(on.args);  // typed at load: the step's own arguments with cuda's replacing them
+  const auto& there = std::get<MmapStep>(*on.args);
+  EXPECT_EQ(there.length, std::optional<uint64_t>(4096));
+  EXPECT_FALSE(there.writable);
+  EXPECT_EQ(there.as, "res");  // not given there: the step's own
+  EXPECT_EQ(on.expect->vm_flags->value, "pf io");
+  const auto& own = std::get<MmapStep>((*cases)[0].steps[1].args);
+  EXPECT_EQ(own.length, std::optional<uint64_t>(1ull << 30));  // the step's own stays
+  EXPECT_TRUE(own.writable);
 }
 
 TEST(ScenarioFile, PerBackendArgumentsAreCheckedLikeTheStepsOwn) {
@@ -178,7 +285,15 @@ TEST(ScenarioFile, PerBackendArgumentsAreCheckedLikeTheStepsOwn) {
   text.replace(text.find("writable = false"), 16, "writable = 3");
   bad = ParseScenarioText(text, "per.toml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("step.on.cuda.writable"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("per.toml:22: key 'step.on.cuda.writable': expected true or false, found an integer"),
+            std::string::npos) << bad.status().message();
+
+  text = kPerBackend;
+  text.replace(text.find("length = \"4K\""), 13, "length = \"4Q\"");
+  bad = ParseScenarioText(text, "per.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("per.toml:21: key 'step.on.cuda.length'"), std::string::npos)
+      << bad.status().message();
 
   text = kPerBackend;
   text.replace(text.find("[sweep]"), 7, "[swept]");

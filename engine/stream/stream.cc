@@ -32,12 +32,29 @@ Result<double> PinnedBaseline(Gpu& gpu, uint64_t block) {
   RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu.AllocPinned(block, 0));
   RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(block));
   std::vector<double> gbps;
-  for (int i = 0; i < 20; ++i) {
-    RESMEM_ASSIGN_OR_RETURN(CopyStats s,
-                            gpu.Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, block));
-    gbps.push_back(s.GBps());
+  Status last;
+  for (int i = 0; i < 20; ++i) {  // a copy that fails (an injected fault) is left out
+    auto s = gpu.Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, block);
+    if (s.ok())
+      gbps.push_back(s->GBps());
+    else
+      last = s.status();
   }
+  if (gbps.empty()) return last.WithContext("pinned baseline: every copy failed");
   return Percentile(gbps, 0.5);
+}
+
+// Sorts the lost blocks by sequence number and merges consecutive ones with the same reason.
+std::vector<LostRange> MergeLost(std::vector<std::pair<uint64_t, std::string>> lost) {
+  std::sort(lost.begin(), lost.end());
+  std::vector<LostRange> out;
+  for (auto& [seq, why] : lost) {
+    if (!out.empty() && out.back().last + 1 == seq && out.back().reason == why)
+      out.back().last = seq;
+    else
+      out.push_back(LostRange{seq, seq, std::move(why)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -49,6 +66,7 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
   if (o.slots < 2) return Status::InvalidArgument("--slots must be at least 2");
   if (o.rate_hz < 0) return Status::InvalidArgument("--rate must be >= 0 (0 = flat out)");
   if (o.consumers < 1) return Status::InvalidArgument("--consumers must be at least 1");
+  if (o.copy_attempts < 1) return Status::InvalidArgument("copy_attempts must be at least 1");
   StreamResult r;
   r.backend = backend;
   r.options = o;
@@ -103,17 +121,66 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
     devs.push_back(std::move(d));
   }
   std::vector<double> latencies;
-  auto consume = [&](uint64_t seq, int c, double* seconds) -> Result<bool> {
+  // Lost blocks (sequence number, reason), merged into ranges at the end.
+  std::vector<std::pair<uint64_t, std::string>> lost;
+  // Copies block seq to the device and checks it there, up to copy_attempts tries. kWhole: it
+  // arrived whole; otherwise *why says what the last try saw.
+  enum class Outcome { kWhole, kCorrupt, kFailed };
+  auto consume = [&](uint64_t seq, int c, double* seconds, std::string* why,
+                     uint64_t* retries) -> Outcome {
     const int slot = static_cast<int>(seq % o.slots);
     auto& engine = engines[std::min<size_t>(c, engines.size() - 1)];
-    RESMEM_ASSIGN_OR_RETURN(CopyStats s, engine->Copy(CopyDirection::kHostToDevice,
-                                                      slot * o.block_bytes, *devs[c], 0,
-                                                      o.block_bytes));
-    *seconds = s.seconds;
-    RESMEM_ASSIGN_OR_RETURN(uint64_t bad, transfer::DeviceMismatches(
-                                              gpu, *devs[c], 0, o.block_bytes, seq,
-                                              FillSeed(o.seed, slot)));
-    return bad == 0;
+    Outcome out = Outcome::kFailed;
+    for (int attempt = 0; attempt < o.copy_attempts; ++attempt) {
+      if (attempt) ++*retries;
+      auto s = engine->Copy(CopyDirection::kHostToDevice, slot * o.block_bytes, *devs[c], 0,
+                            o.block_bytes);
+      if (!s.ok()) {
+        out = Outcome::kFailed;
+        *why = "copy failed " + std::to_string(attempt + 1) + " times: " + s.status().ToString();
+        continue;
+      }
+      *seconds += s->seconds;
+      auto bad = transfer::DeviceMismatches(gpu, *devs[c], 0, o.block_bytes, seq,
+                                            FillSeed(o.seed, slot));
+      if (!bad.ok()) {
+        out = Outcome::kFailed;
+        *why = "device check failed: " + bad.status().ToString();
+        continue;
+      }
+      if (*bad == 0) return Outcome::kWhole;
+      out = Outcome::kCorrupt;
+      *why = "arrived wrong " + std::to_string(attempt + 1) + " times (" + std::to_string(*bad) +
+             " mismatches the last time)";
+    }
+    return out;
+  };
+  // The producer's write of block seq into its slot, through the stream.block fault point:
+  // an error leaves the slot's old block, a corruption flips one bit of the new one (the slot is
+  // then refilled whole before its next block).
+  std::vector<char> slot_damaged(o.slots, 0);
+  auto produce = [&](uint64_t seq) -> Status {
+    const int slot = static_cast<int>(seq % o.slots);
+    const uint64_t at = slot * o.block_bytes;
+    FaultOutcome fo;
+    if (o.faults) fo = o.faults->Check("stream.block", region->address() + at, o.block_bytes);
+    if (fo.fired && (fo.effect == FaultEffect::kError || fo.effect == FaultEffect::kSignal))
+      return Status::Ok();  // the DMA never happened: the consumer's check finds the old block
+    if (slot_damaged[slot]) {
+      RESMEM_RETURN_IF_ERROR(
+          transfer::FillPattern(*region, at, o.block_bytes, ~0ull, FillSeed(o.seed, slot)));
+      slot_damaged[slot] = 0;
+    }
+    RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*region, at, o.block_bytes, seq));
+    if (fo.fired && fo.effect == FaultEffect::kCorrupt) {
+      uint8_t b = 0;
+      const uint64_t off = at + fo.corrupt_offset % o.block_bytes;
+      RESMEM_RETURN_IF_ERROR(region->Read(off, &b, 1));
+      b ^= fo.corrupt_xor;
+      RESMEM_RETURN_IF_ERROR(region->Write(off, &b, 1));
+      slot_damaged[slot] = 1;
+    }
+    return Status::Ok();
   };
 
   if (clock.is_virtual()) {
@@ -126,17 +193,22 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
       double due = o.rate_hz > 0 ? seq / o.rate_hz : slot_done[slot];
       if (o.rate_hz > 0 && slot_done[slot] > due) {
         ++r.dropped;
+        lost.emplace_back(seq, "dropped: its slot was still being copied");
         continue;
       }
-      RESMEM_RETURN_IF_ERROR(
-          transfer::StampPattern(*region, slot * o.block_bytes, o.block_bytes, seq));
+      RESMEM_RETURN_IF_ERROR(produce(seq));
       double start = std::max(due, consumer_free), secs = 0;
-      RESMEM_ASSIGN_OR_RETURN(bool whole, consume(seq, 0, &secs));
+      std::string why;
+      const Outcome got = consume(seq, 0, &secs, &why, &r.retried);
       double done = start + secs;
       consumer_free = slot_done[slot] = done;
       if (first < 0) first = due;
       last = done;
-      r.corrupt += !whole;
+      if (got != Outcome::kWhole) {
+        (got == Outcome::kCorrupt ? r.corrupt : r.failed) += 1;
+        lost.emplace_back(seq, why);
+        continue;
+      }
       ++r.delivered;
       latencies.push_back((done - due) * 1e3);
       if (o.progress && (seq + 1) % std::max<uint64_t>(1, o.blocks / 10) == 0)
@@ -160,6 +232,11 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
     std::atomic<uint64_t> delivered{0}, corrupt{0};
     std::atomic<double> last_done{0};
     Status failure;
+    auto fail = [&](const Status& st) {  // under mu
+      if (failure.ok()) failure = st;
+      cv.notify_all();
+      freed.notify_all();
+    };
     std::thread producer([&] {
       for (uint64_t seq = 0; seq < o.blocks; ++seq) {
         const int slot = static_cast<int>(seq % o.slots);
@@ -169,6 +246,7 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
           if (busy[slot].load()) {
             std::lock_guard<std::mutex> l(mu);
             ++r.dropped;
+            lost.emplace_back(seq, "dropped: its slot was still being copied");
             continue;
           }
         } else {
@@ -176,9 +254,13 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
           freed.wait(l, [&] { return !busy[slot].load() || !failure.ok(); });
           if (!failure.ok()) break;
         }
-        pattern::Stamp(region->data() + slot * o.block_bytes, o.block_bytes, seq);
+        Status made = produce(seq);
         busy[slot].store(1);
         std::lock_guard<std::mutex> l(mu);
+        if (!made.ok()) {
+          fail(made.WithContext("producer, block " + std::to_string(seq)));
+          break;
+        }
         published[seq] = since(SteadyNow::now());
         queue.push_back(seq);
         cv.notify_one();
@@ -201,18 +283,22 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
       }
     });
     // Bookkeeping of a delivered block (under mu): latency, counts, the slot back to the producer.
-    auto deliver = [&](uint64_t seq, bool whole) {
+    auto deliver = [&](uint64_t seq) {
       double done = since(SteadyNow::now());
-      corrupt += !whole;
       ++delivered;
       latencies.push_back((done - published[seq]) * 1e3);
       if (done > last_done.load()) last_done.store(done);
       busy[seq % o.slots].store(0);
       freed.notify_all();
     };
-    auto fail = [&](const Status& st) {  // under mu
-      if (failure.ok()) failure = st;
-      cv.notify_all();
+    // A block reported lost (under mu): counted, its number and reason kept, its slot freed.
+    auto lose = [&](uint64_t seq, bool was_corrupt, const std::string& why) {
+      if (was_corrupt)
+        ++corrupt;
+      else
+        ++r.failed;
+      lost.emplace_back(seq, why);
+      busy[seq % o.slots].store(0);
       freed.notify_all();
     };
     std::vector<std::thread> workers;
@@ -246,7 +332,10 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
             fail(bad.status().WithContext("device check of block " + std::to_string(seq)));
             return;
           }
-          deliver(seq, *bad == 0);
+          if (*bad == 0)
+            deliver(seq);
+          else
+            lose(seq, true, "arrived wrong (" + std::to_string(*bad) + " mismatches)");
         }
       });
       Status queue_status = engines[0]->CopyQueue(
@@ -293,13 +382,15 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
               queue.pop_front();
             }
             double secs = 0;
-            auto whole = consume(seq, c, &secs);
+            std::string why;
+            uint64_t retries = 0;
+            const Outcome got = consume(seq, c, &secs, &why, &retries);
             std::lock_guard<std::mutex> l(mu);
-            if (!whole.ok()) {
-              fail(whole.status());
-              return;
-            }
-            deliver(seq, *whole);
+            r.retried += retries;
+            if (got == Outcome::kWhole)
+              deliver(seq);
+            else
+              lose(seq, got == Outcome::kCorrupt, why);
           }
         });
     }
@@ -312,6 +403,7 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
     r.corrupt = corrupt.load();
     r.seconds = last_done.load() - (published.empty() ? 0 : published[0]);
   }
+  r.lost = MergeLost(std::move(lost));
   r.gbps = r.seconds > 0 ? r.delivered * o.block_bytes / r.seconds / 1e9 : 0;
   r.latency_p50_ms = Percentile(latencies, 0.5);
   r.latency_p99_ms = Percentile(latencies, 0.99);
@@ -330,31 +422,42 @@ std::string StreamResult::ToJson() const {
                       {"delivered", delivered},
                       {"dropped", dropped},
                       {"corrupt", corrupt},
+                      {"failed", failed},
+                      {"retried", retried},
                       {"seconds", seconds},
                       {"gbps", gbps},
                       {"pinned_gbps", pinned_gbps},
                       {"ratio_to_pinned", pinned_gbps > 0 ? gbps / pinned_gbps : 0},
                       {"latency_ms", {{"p50", latency_p50_ms}, {"p99", latency_p99_ms},
                                       {"max", latency_max_ms}}}};
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const LostRange& l : lost)
+    ranges.push_back({{"first", l.first}, {"last", l.last}, {"reason", l.reason}});
+  j["lost"] = ranges;
   return j.dump(1);
 }
 
 std::string StreamResult::Summary() const {
-  char buf[640];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "stream (%s): %llu blocks of %s at %s on %s\n"
                 "  %s\n"
-                "  delivered %llu, dropped %llu, corrupt %llu in %.2f s\n"
+                "  delivered %llu, dropped %llu, corrupt %llu, failed %llu (retried %llu) in %.2f s\n"
                 "  throughput %.2f GB/s = %.1f%% of pinned (%.2f GB/s)\n"
                 "  latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
                 backend.c_str(), (unsigned long long)options.blocks,
                 FormatSize(options.block_bytes).c_str(),
                 options.rate_hz > 0 ? (std::to_string(options.rate_hz) + " Hz").c_str() : "flat out",
                 options.host_kind.c_str(), path_choice.c_str(), (unsigned long long)delivered,
-                (unsigned long long)dropped, (unsigned long long)corrupt, seconds, gbps,
+                (unsigned long long)dropped, (unsigned long long)corrupt, (unsigned long long)failed,
+                (unsigned long long)retried, seconds, gbps,
                 pinned_gbps > 0 ? 100 * gbps / pinned_gbps : 0.0, pinned_gbps, latency_p50_ms,
                 latency_p99_ms, latency_max_ms);
-  return buf;
+  std::string out = buf;
+  for (size_t i = 0; i < lost.size() && i < 5; ++i)
+    out += "\n  lost block" + (lost[i].last > lost[i].first ? "s " + std::to_string(lost[i].first) + "-" + std::to_string(lost[i].last) : " " + std::to_string(lost[i].first)) + ": " + lost[i].reason;
+  if (lost.size() > 5) out += "\n  ... " + std::to_string(lost.size() - 5) + " more ranges of lost blocks (--json lists them all)";
+  return out;
 }
 
 }  // namespace resmem::stream

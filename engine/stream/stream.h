@@ -4,17 +4,30 @@
 // a device-side check (backends/cuda pattern kernel; the device checksum on the simulator)
 // verifies every block arrived whole and current. A block due while its slot still waits to be
 // consumed is dropped (the FPGA would overwrite it); flat out, the producer waits instead.
+// Faults lose nothing silently: a copy that fails or arrives wrong is retried (copy_attempts); a
+// block that cannot be had whole is reported lost with its sequence number and the reason
+// (StreamResult::lost), as is every dropped block. On the pipelined staged path (real clock) a
+// copy error still ends the stream with that error.
 #ifndef RESMEM_ENGINE_STREAM_STREAM_H_
 #define RESMEM_ENGINE_STREAM_STREAM_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "backends/fault/fault_injector.h"
 #include "engine/transfer/transfer_engine.h"
 
 namespace resmem::stream {
+
+// Consecutive blocks reported lost for one reason.
+struct LostRange {
+  uint64_t first = 0, last = 0;
+  std::string reason;
+};
 
 struct StreamOptions {
   uint64_t block_bytes = 16ull << 20;  // seed 000: 16 MB blocks
@@ -36,15 +49,23 @@ struct StreamOptions {
   std::string path;                    // force a transfer path; "" = the engine's choice
   uint64_t seed = 1;
   bool progress = true;                // live progress on stderr
+  int copy_attempts = 3;               // tries per block of the copy and its device check
+  // The stream's own fault point, "stream.block" (the producer's write of a block into the ring,
+  // the device's DMA): error = the block never lands, corrupt = a bit of it flips in the ring.
+  // Null: none. The Gpu consults its own points (gpu.copy, ...).
+  std::shared_ptr<FaultInjector> faults;
 };
 
 struct StreamResult {
   std::string backend;
   std::string path_choice;
   StreamOptions options;
-  uint64_t delivered = 0;
-  uint64_t dropped = 0;
-  uint64_t corrupt = 0;
+  uint64_t delivered = 0;  // arrived whole (checked on the device)
+  uint64_t dropped = 0;    // overwritten before they could be copied
+  uint64_t corrupt = 0;    // arrived wrong on every try
+  uint64_t failed = 0;     // copy (or device check) failed on every try
+  uint64_t retried = 0;    // tries after the first
+  std::vector<LostRange> lost;  // every block not delivered: dropped, corrupt, failed, by number
   double seconds = 0;
   double gbps = 0;
   double pinned_gbps = 0;  // cudaMallocHost baseline for the same block size, this run

@@ -1,67 +1,93 @@
 // `resmem stream`: registers the command (engine/cli/command.h).
 #include <cstdio>
 #include <fstream>
+#include <memory>
 
+#include "backends/host/host_region.h"
 #include "engine/cli/command.h"
+#include "engine/cli/values.h"
 #include "engine/stream/stream.h"
 #include "engine/transfer/gpu_backend.h"
 
 namespace resmem::stream {
 namespace {
 
-constexpr const char* kUsage =
-    "resmem stream [--backend cuda|sim] [--block 16M] [--rate 10 | --rate 0] [--blocks 600]\n"
-    "              [--slots 16] [--consumers 4] [--host memfd|shm|hugetlb|file|anon]\n"
-    "              [--path registered-direct|staged|...] [--staged-consumers N]\n"
-    "              [--staged-per-consumer (no staged queue: each consumer copies, then checks)]\n"
-    "              [staged path options] [--seed N] [--json FILE] [--quiet]\n"
-    "Ring-buffer acquisition: a producer writes numbered blocks into the ring at --rate Hz\n"
-    "(0 = flat out), consumers move them to the GPU through the transfer engine, and the device\n"
-    "checks every block. Prints throughput, latency p50/p99/max, drops and corrupt blocks.\n"
-    "Exit: 0 ok, 1 drops or corrupt blocks, 2 bad input, 3 no GPU, 4 internal.";
+// What `resmem stream` is given, as its definition below binds it.
+struct StreamArgs {
+  StreamOptions options;
+  std::string backend = "cuda";
+  std::string json;
+};
 
 int Fail(const Status& st, int code) {
   std::fprintf(stderr, "resmem stream: %s\n", st.ToString().c_str());
   return code;
 }
 
-int Run(const std::vector<std::string>& argv) {
-  if (cli::WantsHelp(argv)) {
-    std::puts(kUsage);
-    std::puts(transfer::kStagingUsage);
-    return cli::kExitOk;
-  }
-  auto args = transfer::ParseWithStagingArgs(
-      argv,
-      {"backend", "block", "rate", "blocks", "slots", "consumers", "staged-consumers", "host",
-       "path", "seed", "json"},
-      {"quiet", "staged-per-consumer"});
-  if (!args.ok()) return Fail(args.status(), cli::kExitBadInput);
-  StreamOptions o;
-  auto block = args->Size("block", o.block_bytes);
-  auto rate = args->Number("rate", o.rate_hz);
-  auto blocks = args->Number("blocks", static_cast<double>(o.blocks));
-  auto slots = args->Number("slots", o.slots);
-  auto consumers = args->Number("consumers", o.consumers);
-  auto staged_consumers = args->Number("staged-consumers", o.staged_consumers);
-  auto seed = args->Number("seed", 1);
-  for (const Status& st : {block.status(), rate.status(), blocks.status(), slots.status(),
-                           consumers.status(), staged_consumers.status(), seed.status(),
-                           transfer::ApplyStagingArgs(*args, &o.staging)})
-    if (!st.ok()) return Fail(st, cli::kExitBadInput);
-  o.block_bytes = *block;
-  o.rate_hz = *rate;
-  o.blocks = static_cast<uint64_t>(*blocks);
-  o.slots = static_cast<int>(*slots);
-  o.consumers = static_cast<int>(*consumers);
-  o.staged_consumers = static_cast<int>(*staged_consumers);
-  if (o.staged_consumers < 0) return Fail(Status::InvalidArgument("--staged-consumers must be >= 0 (0: as --consumers)"), cli::kExitBadInput);
-  o.seed = static_cast<uint64_t>(*seed);
-  o.host_kind = args->Get("host", o.host_kind);
-  o.path = args->Get("path", "");
-  o.progress = !args->Has("quiet");
-  if (args->Has("staged-per-consumer")) o.staged_pipeline = false;
-  auto backend = transfer::MakeGpuBackend(args->Get("backend", "cuda"), o.seed);
+std::vector<std::string> HostKindNames() {
+  std::vector<std::string> names;
+  for (host::HostKind k : host::AllHostKinds()) names.push_back(host::HostKindName(k));
+  return names;
+}
+
+std::vector<std::string> TransferPathNames() {
+  std::vector<std::string> names;
+  for (transfer::Path p : transfer::PathsFastestFirst()) names.push_back(transfer::PathName(p));
+  return names;
+}
+
+int Run(const StreamArgs& a);
+
+cli::Action Define(CLI::App& app) {
+  auto a = std::make_shared<StreamArgs>();
+  StreamOptions& o = a->options;
+  app.footer(
+      "Ring-buffer acquisition: a producer writes numbered blocks into the ring at --rate Hz\n"
+      "(0 = flat out), consumers move them to the GPU through the transfer engine, and the device\n"
+      "checks every block; a failed or wrong copy is retried, a block that cannot be had whole is\n"
+      "reported lost by number. Prints throughput, latency p50/p99/max, dropped, corrupt and\n"
+      "failed blocks.\n"
+      "Exit: 0 ok, 1 blocks dropped, corrupt or failed, 2 bad input, 3 no GPU, 4 internal.");
+  transfer::AddGpuBackendOption(app, &a->backend);
+  cli::AddSizeOption(app, "--block", &o.block_bytes, "bytes of each block", 1);
+  app.add_option("--rate", o.rate_hz, "blocks per second the producer writes (0: flat out)")
+      ->type_name("HZ")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--blocks", o.blocks, "blocks to produce")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app.add_option("--slots", o.slots, "ring slots in the region")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--consumers", o.consumers, "concurrent consumers")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--staged-consumers", o.staged_consumers,
+                 "consumers on the staged path (0: as --consumers)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1024));
+  app.add_flag_callback(
+      "--staged-per-consumer", [a] { a->options.staged_pipeline = false; },
+      "no staged queue: each consumer copies, then checks");
+  app.add_option("--host", o.host_kind, "the host memory standing in for the region")
+      ->type_name("KIND")
+      ->check(CLI::IsMember(HostKindNames()));
+  app.add_option("--path", o.path, "force a transfer path (default: the engine's choice)")
+      ->type_name("PATH")
+      ->check(CLI::IsMember(TransferPathNames()));
+  app.add_option("--seed", o.seed, "the fault injector's seed (sim)")
+      ->type_name("N")
+      ->check(cli::NonNegativeInteger());
+  app.add_option("--json", a->json, "also write the results as JSON")->type_name("FILE");
+  app.add_flag_callback(
+      "--quiet", [a] { a->options.progress = false; }, "no live progress on stderr");
+  transfer::AddStagingOptions(app, &o.staging);
+  return [a] { return Run(*a); };
+}
+
+int Run(const StreamArgs& a) {
+  const StreamOptions& o = a.options;
+  auto backend = transfer::MakeGpuBackend(a.backend, o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
                                                                           : cli::kExitBadInput);
@@ -70,17 +96,17 @@ int Run(const std::vector<std::string>& argv) {
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput
                                                                   : cli::kExitInternal);
   std::puts(r->Summary().c_str());
-  if (args->Has("json")) {
-    std::ofstream out(args->Get("json", ""));
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
     out << r->ToJson() << "\n";
   }
-  return (r->dropped || r->corrupt) ? cli::kExitCheckFailed : cli::kExitOk;
+  return (r->dropped || r->corrupt || r->failed) ? cli::kExitCheckFailed : cli::kExitOk;
 }
 
 }  // namespace
 
 RESMEM_REGISTER_COMMAND(stream, ::resmem::cli::Command{
     "stream", "ring-buffer acquisition to the GPU: throughput, latency, drops, corrupt blocks",
-    kUsage, Run});
+    Define});
 
 }  // namespace resmem::stream

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
 #include "engine/transfer/gpu_backend.h"
 
 namespace resmem::stream {
@@ -42,6 +47,8 @@ TEST(Stream, ARateFasterThanTheLinkDropsBlocks) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_GT(r->dropped, 0u);
   EXPECT_EQ(r->delivered + r->dropped, 40u);
+  ASSERT_FALSE(r->lost.empty());  // the drops, by number
+  EXPECT_NE(r->lost[0].reason.find("dropped"), std::string::npos);
   EXPECT_EQ(r->corrupt, 0u);
   EXPECT_NE(r->path_choice.find("took staged"), std::string::npos) << r->path_choice;
 }
@@ -57,6 +64,58 @@ TEST(Stream, FlatOutNeverDrops) {
   EXPECT_EQ(r->delivered, 40u);
   EXPECT_GT(r->gbps, 0);
   EXPECT_GT(r->pinned_gbps, 0);
+}
+
+// Faults lose nothing silently (issue 10 item 6): copies that fail, arrive short or wrong, and
+// blocks the producer's DMA never wrote or damaged. Each block is delivered whole or reported
+// lost by number with the reason; the counts add up to the blocks, no number is both.
+TEST(Stream, FaultsAreRetriedOrReportedLostByNumber) {
+  auto faults = std::make_shared<FaultInjector>(11);
+  auto rule = [&](const char* point, FaultEffect effect, double p) {
+    FaultRule r;
+    r.point = point;
+    r.trigger = FaultTrigger::kProbability;
+    r.probability = p;
+    r.effect = effect;
+    r.error = Status::Errno(EIO, "injected");
+    ASSERT_TRUE(faults->AddRule(r).ok());
+  };
+  rule("gpu.copy", FaultEffect::kError, 0.1);
+  rule("gpu.copy", FaultEffect::kShortCopy, 0.1);
+  rule("gpu.copy", FaultEffect::kCorrupt, 0.1);
+  rule("stream.block", FaultEffect::kError, 0.03);
+  rule("stream.block", FaultEffect::kCorrupt, 0.03);
+  auto b = transfer::MakeGpuBackend("sim", 11, faults);
+  ASSERT_TRUE(b.ok());
+  StreamOptions o = Small();
+  o.blocks = 400;
+  o.rate_hz = 0;
+  o.faults = faults;
+  auto r = RunStream(*b->gpu, *b->clock, b->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::printf("%s\n", r->Summary().c_str());
+  EXPECT_GT(r->retried, 20u);  // about 30% of first copies fail or arrive wrong
+  EXPECT_GT(r->corrupt, 0u);   // the producer's lost and damaged blocks: wrong on every try
+  std::vector<int> seen(o.blocks, 0);
+  uint64_t lost = 0;
+  for (const LostRange& l : r->lost) {
+    EXPECT_FALSE(l.reason.empty());
+    for (uint64_t s = l.first; s <= l.last; ++s) {
+      ASSERT_LT(s, o.blocks);
+      ++seen[s];
+      ++lost;
+    }
+  }
+  EXPECT_EQ(lost, r->dropped + r->corrupt + r->failed);
+  EXPECT_EQ(r->delivered + lost, o.blocks);
+  for (uint64_t s = 0; s < o.blocks; ++s) EXPECT_LE(seen[s], 1) << "block " << s << " reported twice";
+  // The stream.block faults that fired are each a block reported lost, by its number.
+  for (const FiredFault& f : faults->fired()) {
+    if (f.point != "stream.block") continue;
+    const uint64_t seq = f.call - 1;  // one check per block, in order
+    EXPECT_EQ(seen[seq], 1) << "block " << seq << " (" << f.rule << ") was not reported lost";
+  }
+  EXPECT_NE(r->ToJson().find("\"lost\""), std::string::npos);
 }
 
 TEST(Stream, BadInputNamesTheOption) {

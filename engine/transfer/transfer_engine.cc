@@ -114,6 +114,10 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemor
     return Status::InvalidArgument(
         "transfer options: staging lanes must be 1..1024, buffers per lane 1..16, chunks and the "
         "smallest unit >= 4 KiB, spin time >= 0 us");
+  if (options.staging_ramp_first % 4096 || options.staging_min_segments < 1)
+    return Status::InvalidArgument(
+        "transfer options: the first segment of a ramp (--ramp-first) must be a multiple of 4 KiB "
+        "(0: no ramp) and segments per copy (--min-segments) at least 1");
   std::unique_ptr<TransferEngine> e(new TransferEngine(gpu, mem, clock, options));
   std::vector<Path> order = options.allowed.empty() ? PathsFastestFirst() : options.allowed;
   for (Path p : order) {
@@ -533,7 +537,9 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
           in_flight.push_back(b);
           if (tracing) trace_.bytes += b.length;
         }
-        const uint64_t n = std::min(seg_limit, cur.length - cur_done);
+        uint64_t n = std::min(seg_limit, cur.length - cur_done);
+        if (o_.staging_ramp_first && known < 32)
+          n = std::min(n, std::max<uint64_t>(4096, o_.staging_ramp_first << known));
         const uint64_t slot = known % kRing;
         const uint64_t piece = std::max<uint64_t>(
             64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);

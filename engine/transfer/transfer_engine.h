@@ -77,6 +77,10 @@ struct TransferOptions {
   // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
   // (the first fill and the last DMA do not overlap anything, so they should be short).
   int staging_min_segments = 8;
+  // The first segment of a copy (and of a queue) is this large, each next one twice the one
+  // before, up to the segment size: the first fill is the one part of a copy nothing overlaps,
+  // so a small first segment starts the DMA engine sooner. 0: equal segments.
+  uint64_t staging_ramp_first = 0;
   // Segment size for CopyQueue, where blocks follow each other and only the queue's first fill
   // and last DMA stand alone: 0 = staging_chunk (fewer, larger DMAs).
   uint64_t staging_queue_segment = 0;

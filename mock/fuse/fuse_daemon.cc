@@ -3,11 +3,15 @@
 
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -26,6 +30,33 @@ constexpr fuse_ino_t kRootIno = FUSE_ROOT_ID;  // 1
 constexpr fuse_ino_t kControlIno = 2;
 constexpr fuse_ino_t kFirstDeviceIno = 3;
 constexpr double kAttrTimeout = 1.0;
+
+// FUSE passthrough, kernel ABI 7.40 (include/uapi/linux/fuse.h of Linux 6.9+). The system's
+// linux/fuse.h (7.38) and libfuse 3.14 predate it (libfuse has it from 3.17:
+// fuse_passthrough_open), so the daemon speaks it itself: the INIT reply's flags2 and
+// max_stack_depth, the open reply's backing_id, and the /dev/fuse ioctl that registers a file.
+constexpr uint64_t kInitPassthrough = 1ull << 37;   // FUSE_PASSTHROUGH
+constexpr uint32_t kOpenPassthrough = 1u << 7;      // FOPEN_PASSTHROUGH
+constexpr size_t kInitOutFlags2At = 32;             // fuse_init_out.flags2
+constexpr size_t kInitOutMaxStackDepthAt = 36;      // fuse_init_out.max_stack_depth
+constexpr size_t kOpenOutBackingIdAt = 12;          // fuse_open_out.backing_id (was padding)
+// The 7.38 header's layouts agree where the fields were padding then.
+static_assert(offsetof(fuse_init_out, flags2) == kInitOutFlags2At, "fuse_init_out layout");
+static_assert(sizeof(fuse_init_out) >= kInitOutMaxStackDepthAt + 4, "fuse_init_out size");
+static_assert(sizeof(fuse_open_out) == kOpenOutBackingIdAt + 4, "fuse_open_out layout");
+struct BackingMap {                                  // struct fuse_backing_map
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+constexpr unsigned long kDevIocBackingOpen = _IOW(229, 1, BackingMap);  // FUSE_DEV_IOC_BACKING_OPEN
+
+// The file handle (fuse_file_info::fh) says how a device file was opened, for the release.
+enum FileMode : uint64_t { kDaemonFile = 1, kPassthroughFile = 2, kDirectFile = 3 };
+
+// The open reply being sent on this thread carries this backing id (0: none): fuse_reply_open
+// calls the session's writev on the calling thread, where IoWritev adds it.
+thread_local int32_t tls_open_backing_id = 0;
 
 struct Range {
   uint64_t start = 0, end = 0;  // [start, end)
@@ -48,6 +79,14 @@ struct ServedDevice {
   std::unique_ptr<HostMemory> memory;
   Status unavailable;  // non-OK: the provider could not open or map it
   DeviceFaults faults;
+  // Passthrough (guarded by State::mu): the kernel's id for the device's file (0: not registered
+  // yet, < 0: cannot be, see passthrough_note), and the open files in each mode. The kernel
+  // refuses a daemon-path open while a passthrough file of the inode is open and the reverse
+  // (fs/fuse/iomode.c fuse_file_io_open: EIO), so an open follows the mode of those already open.
+  int32_t backing_id = 0;
+  std::string passthrough_note = "not tried yet";
+  uint64_t passthrough_files = 0, daemon_files = 0;
+  bool FaultArmed() const { return !faults.eio.empty() || !faults.delay.empty() || faults.refuse_mmap; }
 };
 
 int ErrnoOf(const Status& s) { return s.space() == ErrorSpace::kErrno && s.code() > 0 ? s.code() : EIO; }
@@ -67,7 +106,82 @@ struct FuseDaemon::State {
   std::vector<std::string> applied;  // control commands that took effect, in order
 
   std::atomic<uint64_t> reads{0}, read_bytes{0}, writes{0}, write_bytes{0}, ioctls{0},
-      opens{0}, refused_opens{0}, eio_replies{0}, delayed_reads{0};
+      opens{0}, refused_opens{0}, eio_replies{0}, delayed_reads{0}, passthrough_opens{0};
+
+  // What the kernel's INIT request offered and what the reply asked for (IoRead/IoWritev).
+  int fuse_fd = -1;
+  uint64_t init_unique = 0;
+  bool init_seen = false;
+  uint32_t init_minor = 0;
+  uint64_t init_flags = 0;  // flags | flags2 << 32
+  bool passthrough_requested = false;
+  std::atomic<bool> passthrough_granted{false};
+  std::string PassthroughLine() const {
+    std::ostringstream o;
+    o << "passthrough: ";
+    if (!options.passthrough) {
+      o << "off (DaemonOptions::passthrough = false)";
+    } else if (!init_seen) {
+      o << "unknown (no INIT seen)";
+    } else if (!(init_flags & kInitPassthrough)) {
+      o << "unavailable: the kernel's INIT (7." << init_minor << ", flags 0x" << std::hex
+        << init_flags << std::dec
+        << ") does not offer FUSE_PASSTHROUGH (Linux 6.9+ with CONFIG_FUSE_PASSTHROUGH)";
+    } else if (!passthrough_requested) {
+      o << "not requested: the INIT reply could not carry it (FUSE_INIT_EXT missing, or "
+           "writeback cache on)";
+    } else {
+      o << "requested in the INIT reply (kernel 7." << init_minor << " offered FUSE_PASSTHROUGH)";
+      if (passthrough_granted) {
+        // The kernel registers a backing file only on a connection whose INIT reply it accepted
+        // with FUSE_PASSTHROUGH (fs/fuse/passthrough.c fuse_backing_open: EOPNOTSUPP otherwise).
+        o << "; granted: FUSE_DEV_IOC_BACKING_OPEN accepted";
+      }
+    }
+    return o.str();
+  }
+
+  // True when the scenario's injector may fire at a point the kernel would no longer ask the
+  // daemon about (reads and writes of pages) if the file were opened for passthrough.
+  bool InjectorWantsIo() const {
+    if (!options.faults) return false;
+    for (const auto& r : options.faults->rules()) {
+      if (r.point == "region.read" || r.point == "region.write") return true;
+    }
+    return false;
+  }
+
+  // Registers the device's file with the kernel once (FUSE_DEV_IOC_BACKING_OPEN, which the kernel
+  // grants only after an INIT reply with FUSE_PASSTHROUGH, to CAP_SYS_ADMIN: fs/fuse/passthrough.c
+  // fuse_backing_open). Returns the id, or 0 when the device cannot use passthrough. Under mu.
+  int32_t BackingId(ServedDevice& d) {
+    if (d.backing_id != 0) return d.backing_id > 0 ? d.backing_id : 0;
+    d.backing_id = -1;
+    if (!passthrough_requested) {
+      d.passthrough_note = "not requested at INIT";
+      return 0;
+    }
+    std::optional<HostMemory::FileSpan> span = d.memory ? d.memory->file_span() : std::nullopt;
+    if (!span || span->fd < 0) {
+      d.passthrough_note = "its memory is not a plain file (pages come from the provider on request)";
+      return 0;
+    }
+    if (span->offset != 0) {
+      d.passthrough_note = "its memory starts at offset " + std::to_string(span->offset) +
+                           " of its file; passthrough maps the file at the device's offsets";
+      return 0;
+    }
+    BackingMap map{span->fd, 0, 0};
+    int id = ioctl(fuse_fd, kDevIocBackingOpen, &map);
+    if (id <= 0) {
+      d.passthrough_note = std::string("FUSE_DEV_IOC_BACKING_OPEN refused: ") + std::strerror(errno);
+      return 0;
+    }
+    d.backing_id = id;
+    passthrough_granted = true;
+    d.passthrough_note = "backing id " + std::to_string(id);
+    return id;
+  }
 
   ServedDevice* Device(fuse_ino_t ino) {
     if (ino < kFirstDeviceIno || ino - kFirstDeviceIno >= devices.size()) return nullptr;
@@ -84,8 +198,8 @@ struct FuseDaemon::State {
   void Attr(fuse_ino_t ino, struct stat* st) {
     std::memset(st, 0, sizeof *st);
     st->st_ino = ino;
-    st->st_uid = 0;
-    st->st_gid = 0;
+    st->st_uid = geteuid();  // the daemon's owner, who alone may reach the mount (Mount)
+    st->st_gid = getegid();
     st->st_atime = st->st_mtime = st->st_ctime = start_time;
     st->st_blksize = 4096;
     if (ino == kRootIno) {
@@ -95,7 +209,7 @@ struct FuseDaemon::State {
       st->st_mode = S_IFREG | 0600;
       st->st_nlink = 1;
     } else if (ServedDevice* d = Device(ino)) {
-      st->st_mode = S_IFREG | 0666;
+      st->st_mode = S_IFREG | 0660;
       st->st_nlink = 1;
       st->st_size = static_cast<off_t>(d->info.size);
       st->st_blocks = static_cast<blkcnt_t>((d->info.size + 511) / 512);
@@ -140,12 +254,43 @@ struct FuseDaemon::State {
       for (auto& a : applied) o << "applied " << a << "\n";
       o << "last_error: " << (last_error.empty() ? "none" : last_error) << "\n";
     }
+    o << PassthroughLine() << "\n";
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& d : devices) {
+        o << "io " << d.name << " passthrough_files=" << d.passthrough_files
+          << " daemon_files=" << d.daemon_files << " (" << d.passthrough_note << ")\n";
+      }
+    }
     o << "counters reads=" << reads << " read_bytes=" << read_bytes << " writes=" << writes
       << " write_bytes=" << write_bytes << " ioctls=" << ioctls << " opens=" << opens
       << " refused_opens=" << refused_opens << " eio_replies=" << eio_replies
-      << " delayed_reads=" << delayed_reads << "\n";
+      << " delayed_reads=" << delayed_reads << " passthrough_opens=" << passthrough_opens << "\n";
     o << "commands:\n" << ControlUsage();
     return o.str();
+  }
+
+  // A fault cannot reach a file the kernel serves by passthrough: its mapping is the device's
+  // file itself, and no request comes to the daemon. So a fault is armed only while no passthrough
+  // file of the device is open; opens made while it is armed take the daemon path. Releases come
+  // to the daemon after close(2) returns (fs/fuse/file.c fuse_file_put sends them in the
+  // background): a close just made is waited for, up to 1 s.
+  Status RefuseWhilePassthrough(const ControlCommand& c, const ServedDevice& d) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (d.passthrough_files == 0) return Status::Ok();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (d.passthrough_files == 0) return Status::Ok();
+    return Status::Error(
+        kFailedPrecondition,
+        "'" + c.Describe() + "': " + d.name + " has " + std::to_string(d.passthrough_files) +
+            " file(s) open for passthrough (memory speed): the kernel maps them without the daemon, "
+            "so a fault cannot reach them. Arm faults before the program opens the device, or "
+            "mount with passthrough off (MountOptions::passthrough = false)");
   }
 
   // Applies parsed commands. Cached pages are dropped after the lock is released: the kernel may
@@ -174,6 +319,11 @@ struct FuseDaemon::State {
                                          " (" + std::to_string(d->info.size) +
                                          " bytes): keep OFFSET+LENGTH within the size");
         }
+      }
+      if (c.verb == ControlVerb::kEio || c.verb == ControlVerb::kDelay ||
+          c.verb == ControlVerb::kRefuseMmap) {
+        Status busy = RefuseWhilePassthrough(c, *d);
+        if (!busy.ok()) return busy;
       }
       switch (c.verb) {
         case ControlVerb::kEio: {
@@ -311,6 +461,62 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fu
 // and a mapping touched in between gets SIGBUS (filemap_fault past i_size).
 void OpInit(void*, fuse_conn_info* conn) { conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC; }
 
+// The session's I/O (fuse_session_custom_io, libfuse 3.14): plain read/writev on /dev/fuse, plus
+// what libfuse 3.14 cannot say. IoRead notes what the kernel's INIT offers; IoWritev asks for
+// passthrough in the INIT reply (flags2 bit FUSE_PASSTHROUGH, max_stack_depth 1: the device files
+// are on tmpfs, which stacks nothing; without writeback cache, which the kernel requires:
+// fs/fuse/inode.c process_init_reply) and adds FOPEN_PASSTHROUGH and the backing id to an open
+// reply that OpOpen marked. libfuse sends every reply as one writev whose iov[0] is the
+// fuse_out_header and iov[1] the reply struct (lib/fuse_lowlevel.c send_reply_iov).
+ssize_t IoRead(int fd, void* buf, size_t len, void* userdata) {
+  ssize_t n = read(fd, buf, len);
+  if (n >= static_cast<ssize_t>(sizeof(fuse_in_header) + 16)) {
+    const auto* in = static_cast<const fuse_in_header*>(buf);
+    if (in->opcode == FUSE_INIT) {
+      auto* s = static_cast<FuseDaemon::State*>(userdata);
+      const auto* init = reinterpret_cast<const fuse_init_in*>(in + 1);
+      s->init_unique = in->unique;
+      s->init_seen = true;
+      s->init_minor = init->minor;
+      s->init_flags = init->flags;
+      if ((init->flags & FUSE_INIT_EXT) &&
+          static_cast<size_t>(n) >= sizeof(fuse_in_header) + sizeof(fuse_init_in)) {
+        s->init_flags |= static_cast<uint64_t>(init->flags2) << 32;
+      }
+    }
+  }
+  return n;
+}
+
+ssize_t IoWritev(int fd, struct iovec* iov, int count, void* userdata) {
+  if (count >= 2 && iov[0].iov_len == sizeof(fuse_out_header)) {
+    const auto* out = static_cast<const fuse_out_header*>(iov[0].iov_base);
+    auto* arg = static_cast<uint8_t*>(iov[1].iov_base);
+    auto* s = static_cast<FuseDaemon::State*>(userdata);
+    if (tls_open_backing_id > 0 && out->error == 0 && iov[1].iov_len == sizeof(fuse_open_out)) {
+      uint32_t open_flags;
+      std::memcpy(&open_flags, arg + offsetof(fuse_open_out, open_flags), sizeof open_flags);
+      open_flags |= kOpenPassthrough;
+      std::memcpy(arg + offsetof(fuse_open_out, open_flags), &open_flags, sizeof open_flags);
+      std::memcpy(arg + kOpenOutBackingIdAt, &tls_open_backing_id, sizeof(int32_t));
+    } else if (s->init_seen && out->unique == s->init_unique && out->error == 0 &&
+               s->options.passthrough && (s->init_flags & kInitPassthrough) &&
+               iov[1].iov_len >= kInitOutMaxStackDepthAt + 4) {
+      uint32_t flags, flags2;
+      std::memcpy(&flags, arg + offsetof(fuse_init_out, flags), 4);
+      std::memcpy(&flags2, arg + kInitOutFlags2At, 4);
+      if ((flags & FUSE_INIT_EXT) && !(flags & FUSE_WRITEBACK_CACHE)) {
+        flags2 |= static_cast<uint32_t>(kInitPassthrough >> 32);
+        uint32_t depth = 1;
+        std::memcpy(arg + kInitOutFlags2At, &flags2, 4);
+        std::memcpy(arg + kInitOutMaxStackDepthAt, &depth, 4);
+        s->passthrough_requested = true;
+      }
+    }
+  }
+  return writev(fd, iov, count);
+}
+
 void OpReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   auto* s = StateOf(req);
   if (ino != kRootIno) {
@@ -362,6 +568,39 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (refuse) {
     s->refused_opens++;
     fuse_reply_err(req, refuse);
+    return;
+  }
+  int32_t backing_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    // Passthrough when nothing needs the daemon to see page reads: no fault armed on the device
+    // (refuse-mmap included), no scenario fault at region.read/write, and no daemon-path file of
+    // the device open (the kernel would refuse to mix the modes).
+    if (s->options.passthrough && !d->FaultArmed() && d->daemon_files == 0 &&
+        !s->InjectorWantsIo()) {
+      backing_id = s->BackingId(*d);
+    }
+    if (backing_id > 0) {
+      d->passthrough_files++;
+      fi->fh = kPassthroughFile;
+    } else if (direct) {
+      fi->fh = kDirectFile;  // no page cache, no io mode (fs/fuse/iomode.c)
+    } else {
+      d->daemon_files++;
+      fi->fh = kDaemonFile;
+    }
+  }
+  if (backing_id > 0) {
+    // mmap goes to the device's file (fs/fuse/passthrough.c fuse_passthrough_mmap), read(2) and
+    // write(2) still to the daemon: FOPEN_DIRECT_IO overrides FOPEN_PASSTHROUGH for them
+    // (fs/fuse/file.c fuse_file_read_iter), so their answers stay the module's (ENOSPC at the end,
+    // faults of read requests), where the file itself would grow.
+    s->passthrough_opens++;
+    fi->direct_io = 1;
+    fi->keep_cache = 0;
+    tls_open_backing_id = backing_id;
+    fuse_reply_open(req, fi);
+    tls_open_backing_id = 0;
     return;
   }
   // FOPEN_DIRECT_IO files cannot be mapped MAP_SHARED: the kernel's fuse_file_mmap answers ENODEV
@@ -533,7 +772,15 @@ void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_
 }
 
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
-void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* s = StateOf(req);
+  if (ServedDevice* d = s->Device(ino)) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (fi->fh == kPassthroughFile && d->passthrough_files > 0) d->passthrough_files--;
+    if (fi->fh == kDaemonFile && d->daemon_files > 0) d->daemon_files--;
+  }
+  fuse_reply_err(req, 0);
+}
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
 
 fuse_lowlevel_ops MakeOps() {
@@ -620,9 +867,15 @@ std::vector<std::string> FuseDaemon::device_names() const {
 Status FuseDaemon::Mount(const std::string& dir, int fuse_fd) {
   State& s = *state_;
   // Mount ourselves with the descriptor (what fusermount3 does for users; as root mount(2) is
-  // allowed directly, FACTS.md "FUSE"), then hand libfuse "/dev/fd/N" so it serves that fd.
-  std::string opts = "fd=" + std::to_string(fuse_fd) +
-                     ",rootmode=40000,user_id=0,group_id=0,allow_other,max_read=1048576";
+  // allowed directly, FACTS.md "FUSE"), then hand libfuse that fd (fuse_session_custom_io, below).
+  // Access: no allow_other, so the kernel lets only processes of this uid/gid reach the mount
+  // (fs/fuse/dir.c fuse_allow_current_process: -EACCES for anyone else, root included when it is
+  // not user_id); default_permissions, so the kernel also checks the modes Attr() gives (the
+  // device files 0660 and the control file 0600 of the daemon's owner, as kmod/99-resmem.rules
+  // gives /dev/resmemN).
+  std::string opts = "fd=" + std::to_string(fuse_fd) + ",rootmode=40000,user_id=" +
+                     std::to_string(geteuid()) + ",group_id=" + std::to_string(getegid()) +
+                     ",default_permissions,max_read=1048576";
   if (mount(kMountSource, dir.c_str(), kMountType, MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
     int err = errno;
     return Status::Errno(err, std::string("mount -t ") + kMountType + " on " + dir + ": " +
@@ -642,13 +895,19 @@ Status FuseDaemon::Mount(const std::string& dir, int fuse_fd) {
     return Status::Internal("fuse_session_new failed (libfuse3 " + std::to_string(fuse_version()) +
                             "): see the daemon's stderr");
   }
-  std::string fd_path = "/dev/fd/" + std::to_string(fuse_fd);
-  if (fuse_session_mount(s.session, fd_path.c_str()) != 0) {
+  // The descriptor is served through our own read/writev (IoRead/IoWritev): libfuse 3.14 has no
+  // passthrough, so the daemon adds it to the replies itself.
+  fuse_custom_io io{};
+  io.read = IoRead;
+  io.writev = IoWritev;
+  if (int rc = fuse_session_custom_io(s.session, &io, fuse_fd); rc != 0) {
     umount2(dir.c_str(), MNT_DETACH);
     s.mounted = false;
-    return Status::Internal("libfuse3 did not accept " + fd_path +
-                            " (needs libfuse >= 3.3 for /dev/fd/N mountpoints)");
+    return Status::Internal("libfuse3 did not accept /dev/fuse descriptor " +
+                            std::to_string(fuse_fd) + " (fuse_session_custom_io: " +
+                            std::strerror(-rc) + "; needs libfuse >= 3.14)");
   }
+  s.fuse_fd = fuse_fd;
   return Status::Ok();
 }
 

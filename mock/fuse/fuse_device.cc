@@ -78,6 +78,7 @@ void ReportError(int fd, const Status& st) {
   }
   DaemonOptions dopts;
   dopts.faults = options.faults;
+  dopts.passthrough = options.passthrough;
   auto daemon = FuseDaemon::Create(provider, dopts);
   if (!daemon.ok()) {
     ReportError(report_fd, daemon.status());

@@ -41,6 +41,9 @@ struct MountOptions {
   std::string fuse_device = "/dev/fuse";
   // Scenario faults consulted by the daemon (fuse_daemon.h DaemonOptions::faults).
   std::shared_ptr<FaultInjector> faults;
+  // FUSE passthrough where the kernel grants it and the device's memory is a file
+  // (fuse_daemon.h DaemonOptions::passthrough). False: every open takes the daemon path.
+  bool passthrough = true;
   double ready_timeout_seconds = 10;
 };
 

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -55,7 +56,9 @@ class FuseDeviceTest : public ::testing::Test {
     auto p = MakeMemoryRegionProvider({a, b});
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     provider_ = std::move(p).value();
-    auto dev = FuseDevice::Mount(*provider_);
+    MountOptions options;
+    options.passthrough = passthrough_;
+    auto dev = FuseDevice::Mount(*provider_, options);
     ASSERT_TRUE(dev.ok()) << dev.status().ToString();
     dev_ = std::move(dev).value();
   }
@@ -71,6 +74,20 @@ class FuseDeviceTest : public ::testing::Test {
     return open(dev_->DevicePath(name).c_str(), flags | O_CLOEXEC);
   }
 
+  // The control file's line that starts with `prefix` ("io resmem0 ", "passthrough:").
+  std::string StatusLine(const std::string& prefix) {
+    auto status = dev_->ControlStatus();
+    if (!status.ok()) return status.status().ToString();
+    std::istringstream lines(*status);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(prefix, 0) == 0) return line;
+    }
+    return "no line '" + prefix + "' in:\n" + *status;
+  }
+
+  // The daemon path (page cache filled by read requests) is what these tests check: faults armed
+  // while a mapping exists reach it. FusePassthroughTest below mounts with passthrough.
+  bool passthrough_ = false;
   std::unique_ptr<RegionProvider> provider_;
   std::unique_ptr<FuseDevice> dev_;
 };
@@ -276,6 +293,126 @@ TEST_F(FuseDeviceTest, BadControlCommandIsRefusedWithTheReason) {
   EXPECT_NE(st.message().find("devices: resmem0, resmem1"), std::string::npos) << st.ToString();
   st = dev_->Control("eio resmem1 4M 4096");
   EXPECT_NE(st.message().find("outside resmem1"), std::string::npos) << st.ToString();
+}
+
+// Mounted with passthrough (docs/fuse.md "Memory speed"): where the kernel grants it, a device
+// opened with no fault armed is mapped straight from its memfd, read(2)/write(2) still reach the
+// daemon, and a fault armed beforehand sends later opens down the daemon path.
+class FusePassthroughTest : public FuseDeviceTest {
+ protected:
+  void SetUp() override {
+    passthrough_ = true;
+    FuseDeviceTest::SetUp();
+    if (HasFatalFailure()) return;
+    granted_ = StatusLine("passthrough:").find("requested in the INIT reply") != std::string::npos;
+  }
+  // Waits until the daemon has seen the releases of closed files (they come after close(2)
+  // returns) and `io resmem0 ...` reads `want`.
+  bool WaitForIo(const std::string& want) {
+    for (int i = 0; i < 400; ++i) {
+      if (StatusLine("io resmem0 ").find(want) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+  bool granted_ = false;
+};
+
+#define SKIP_WITHOUT_PASSTHROUGH()                                                        \
+  if (!granted_) {                                                                        \
+    GTEST_SKIP() << "this kernel does not offer FUSE passthrough (Linux 6.9+ with "      \
+                    "CONFIG_FUSE_PASSTHROUGH): " << StatusLine("passthrough:");           \
+  }
+
+TEST_F(FusePassthroughTest, MapsTheDevicesMemoryAndEveryPathSeesTheSameBytes) {
+  SKIP_WITHOUT_PASSTHROUGH();
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0) << strerror(errno);
+  EXPECT_NE(StatusLine("io resmem0 ").find("passthrough_files=1 daemon_files=0"), std::string::npos)
+      << StatusLine("io resmem0 ");
+  EXPECT_NE(StatusLine("passthrough:").find("granted"), std::string::npos)
+      << StatusLine("passthrough:");
+  auto* words = static_cast<uint64_t*>(
+      mmap(nullptr, kSize0, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE(static_cast<void*>(words), MAP_FAILED) << strerror(errno);
+  // A store through the mapping is in the device's memory at once (no msync): read(2), which the
+  // daemon answers from that memory, sees it.
+  words[4096 / 8 * 5] = 0x1122334455667788ull;
+  uint64_t back = 0;
+  ASSERT_EQ(pread(fd, &back, sizeof back, 4096 * 5), static_cast<ssize_t>(sizeof back));
+  EXPECT_EQ(back, 0x1122334455667788ull);
+  // write(2) reaches the daemon, and the mapping sees it.
+  const uint64_t word = 0xa5a5a5a5deadbeefull;
+  ASSERT_EQ(pwrite(fd, &word, sizeof word, 4096 * 9), static_cast<ssize_t>(sizeof word));
+  EXPECT_EQ(words[4096 / 8 * 9], word);
+  // The producer's fill is seen by the mapping.
+  ASSERT_TRUE(dev_->Control("fill resmem0 1M 64K 7").ok());
+  EXPECT_EQ(words[(1 << 20) / 8 + 3], FillPatternWord(7, (1 << 20) / 8 + 3));
+  // A second program's mapping is the same memory.
+  int fd2 = Open("resmem0", O_RDONLY);
+  ASSERT_GE(fd2, 0);
+  auto* other = static_cast<uint64_t*>(mmap(nullptr, kSize0, PROT_READ, MAP_SHARED, fd2, 0));
+  ASSERT_NE(static_cast<void*>(other), MAP_FAILED);
+  EXPECT_EQ(other[4096 / 8 * 5], 0x1122334455667788ull);
+  munmap(other, kSize0);
+  close(fd2);
+  munmap(words, kSize0);
+  close(fd);
+}
+
+TEST_F(FusePassthroughTest, ReadAndWriteKeepTheModulesAnswers) {
+  SKIP_WITHOUT_PASSTHROUGH();
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  char buf[4096] = {1};
+  EXPECT_EQ(pwrite(fd, buf, sizeof buf, kSize0 - 100), 100);
+  EXPECT_EQ(pwrite(fd, buf, sizeof buf, kSize0), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  EXPECT_EQ(ftruncate(fd, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kSize0);
+  EXPECT_EQ(pread(fd, buf, sizeof buf, kSize0), 0);
+  close(fd);
+}
+
+TEST_F(FusePassthroughTest, FaultArmedBeforeTheOpenTakesTheDaemonPath) {
+  SKIP_WITHOUT_PASSTHROUGH();
+  ASSERT_TRUE(dev_->Control("eio resmem0 1M 64K").ok());
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(StatusLine("io resmem0 ").find("passthrough_files=0 daemon_files=1"), std::string::npos)
+      << StatusLine("io resmem0 ");
+  auto* bytes = static_cast<volatile uint8_t*>(
+      mmap(nullptr, kSize0, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE((void*)bytes, MAP_FAILED);
+  EXPECT_EQ(SignalOfChild([&] { (void)bytes[(1 << 20) + 100]; }), SIGBUS);
+  EXPECT_EQ(SignalOfChild([&] { (void)bytes[(2 << 20)]; }), 0);
+  // Cleared, and the daemon-path file closed: the next open is passthrough again.
+  ASSERT_TRUE(dev_->Control("clear resmem0").ok());
+  munmap((void*)bytes, kSize0);
+  close(fd);
+  ASSERT_TRUE(WaitForIo("daemon_files=0")) << StatusLine("io resmem0 ");
+  fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(StatusLine("io resmem0 ").find("passthrough_files=1 daemon_files=0"), std::string::npos)
+      << StatusLine("io resmem0 ");
+  close(fd);
+}
+
+TEST_F(FusePassthroughTest, FaultIsRefusedWhileAPassthroughFileIsOpen) {
+  SKIP_WITHOUT_PASSTHROUGH();
+  int fd = Open("resmem0");
+  ASSERT_GE(fd, 0);
+  Status st = dev_->Control("eio resmem0 1M 64K");
+  EXPECT_EQ(st.code(), kInvalidArgument);
+  EXPECT_NE(st.message().find("open for passthrough"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("passthrough = false"), std::string::npos) << st.ToString();
+  // The other device is free to take faults.
+  EXPECT_TRUE(dev_->Control("delay resmem1 0 4096 10").ok());
+  close(fd);
+  EXPECT_TRUE(dev_->Control("eio resmem0 1M 64K").ok());  // once the file is closed
 }
 
 TEST(FuseDeviceMount, SharedNamespaceMountIsRemovedOnUnmountEvenAfterDeath) {

@@ -1,6 +1,7 @@
 #include "mock/fuse/memory_region_provider.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -18,8 +19,10 @@ constexpr uint64_t kPage = 4096;
 struct DeviceMemory {
   MemoryDeviceSpec spec;
   uint8_t* base = nullptr;
+  int fd = -1;  // the memfd whose mapping base is
   ~DeviceMemory() {
     if (base) munmap(base, spec.size);
+    if (fd >= 0) close(fd);
   }
 };
 
@@ -43,6 +46,7 @@ class MemoryView : public HostMemory {
   const MappingFacts& facts() const override { return facts_; }
   uint64_t address() const override { return reinterpret_cast<uint64_t>(dev_->base + offset_); }
   uint8_t* data() override { return dev_->base + offset_; }
+  std::optional<FileSpan> file_span() const override { return FileSpan{dev_->fd, offset_}; }
   Status Read(uint64_t offset, void* out, uint64_t len) override {
     RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read"));
     std::memcpy(out, dev_->base + offset_ + offset, len);
@@ -175,15 +179,25 @@ Result<std::unique_ptr<RegionProvider>> MakeMemoryRegionProvider(
     if (!seen.insert(spec.device).second) {
       return Status::InvalidArgument("device " + spec.device + " is listed twice: name each once");
     }
-    void* p = mmap(nullptr, spec.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    // A memfd rather than anonymous shared memory: the same shmem pages, but with a file the FUSE
+    // daemon can hand to the kernel for passthrough (HostMemory::file_span).
+    std::string name = spec.device.substr(spec.device.rfind('/') + 1);
+    int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+    void* p = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(spec.size)) == 0) {
+      p = mmap(nullptr, spec.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
     if (p == MAP_FAILED) {
       int err = errno;
+      if (fd >= 0) close(fd);
       return Status::Errno(err, "cannot allocate " + FormatSize(spec.size) + " for " +
-                                    spec.device + ": " + std::strerror(err));
+                                    spec.device + " (memfd_create/ftruncate/mmap): " +
+                                    std::strerror(err));
     }
     auto d = std::make_shared<DeviceMemory>();
     d->spec = spec;
     d->base = static_cast<uint8_t*>(p);
+    d->fd = fd;
     devs.push_back(std::move(d));
   }
   return std::unique_ptr<RegionProvider>(new MemoryRegionProvider(std::move(devs)));

@@ -1,4 +1,4 @@
-// A plain memory-backed RegionProvider: each device is an anonymous shared mapping of this process,
+// A plain memory-backed RegionProvider: each device is a memfd mapped MAP_SHARED in this process,
 // with the RegionInfo (phys, mode, cache) a test chooses. It stands in for a reserved-memory driver
 // where only the bytes matter: FUSE tests, the FUSE benchmark, and any test that wants a real,
 // addressable region without the simulator. Map() returns views into the device's memory, so

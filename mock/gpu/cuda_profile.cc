@@ -172,14 +172,21 @@ CudaProfile Cuda130R580() {
   p.refuses_writable_shared_file = true;
   // FACTS.md: "PROT_READ mapping: 1 without cudaHostRegisterReadOnly, 0 with it".
   p.readonly_mapping_needs_flag = true;
-  // FACTS.md: "touched: 2-4 ms" for 64 MiB: 67.1 MB / 3 ms = 22 GB/s.
+  // FACTS.md: "touched: 2-4 ms" for 64 MiB: 67.1 MB / 3 ms = 22 GB/s; the registration table of
+  // docs/hil/2026-11-23-h100-perf (1-100 GiB): resident 4 KiB pages 0.033-0.055 s/GiB (19.5-32.5
+  // GB/s; 22 is inside), 2 MiB and 1 GiB pages 0.022-0.036 s/GiB (29.8-48.8 GB/s: 36), untouched
+  // 2 MiB / 1 GiB / THP pages 0.148-0.203 s/GiB (5.3-7.3 GB/s: 6).
   p.pin_resident_gbps = 22;
+  p.pin_untouched_huge_gbps = 6;
+  p.pin_resident_huge_gbps = 36;
   // MemTotal of the GPU machine, measured with mock/gpu/tools/measure_copies.cu: 131981020 kB
   // (125.9 GiB), which FACTS.md brackets: 126 GiB fails with 2, 125 GiB passes.
   p.default_host_mem_total = 131981020ull * 1024;
   // FACTS.md: host memcpy one thread about 11 GB/s (measured here 8.9-11.7); pin 3.2 GB/s.
   p.default_host.wb_copy_gbps = 11;
   p.default_host.memcpy_load_bytes = 8;
+  // Untouched 4 KiB pages, docs/hil/2026-11-23-h100-perf: 0.325-0.564 s/GiB over 1-100 GiB
+  // (1.9-3.3 GB/s); FACTS.md's 3.2 GB/s (8 GiB in 2.65 s) is the fast end: kept.
   p.default_host.pin_gbps = 3.2;
   p.default_host.memcpy_threads_gbps = {};  // FACTS has no 2-thread point; machine presets own it
   // CUDA 13.0 driver_types.h numbering (backends/api/api_util.cc kCuda13).

@@ -577,10 +577,20 @@ double RegisterSeconds(const CudaProfile& profile, const HostPerf& host, const M
   // nothing to fault in or pin per page.
   const bool io = (flags & kRegisterIoMemory) && profile.has_iomemory_flag;
   if (io || facts.pinned) return seconds;
-  // FACTS.md: untouched anonymous memory pins at ~3.2 GB/s; touched (resident) 64 MiB in 2-4 ms.
-  // VM_LOCKED pages are known resident; anything else is costed as untouched.
+  // FACTS.md: untouched anonymous memory pins at ~3.2 GB/s; touched (resident) 64 MiB in 2-4 ms;
+  // docs/hil/2026-11-23-h100-perf (registration table): 4 KiB pages untouched 0.33-0.56 s/GiB,
+  // resident 0.033-0.055; 2 MiB / 1 GiB pages untouched 0.15-0.20 s/GiB, resident 0.022-0.036.
+  // Resident: VM_LOCKED, or every page present (smaps Rss). A driver's own pages (kDevicePages,
+  // the module's pages mode) are costed as untouched: each pin faults through the driver, and no
+  // GPU host here can load the module to measure it (docs/benchmarks.md, "Registration time").
+  const bool huge = facts.page_size >= (2ull << 20) || facts.transparent_huge ||
+                    facts.backing == Backing::kHugetlb;
+  const bool resident = facts.locked || facts.resident;
   double rate = host.pin_gbps;
-  if (facts.locked && profile.pin_resident_gbps > 0) rate = profile.pin_resident_gbps;
+  if (huge && profile.pin_untouched_huge_gbps > 0) rate = profile.pin_untouched_huge_gbps;
+  if (resident && profile.pin_resident_gbps > 0)
+    rate = huge && profile.pin_resident_huge_gbps > 0 ? profile.pin_resident_huge_gbps
+                                                      : profile.pin_resident_gbps;
   if (rate > 0) seconds += bytes / Gbps(rate);
   return seconds;
 }

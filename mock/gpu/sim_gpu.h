@@ -96,8 +96,13 @@ struct CudaProfile {
   bool refuses_writable_shared_file = false;
   // Read-only mappings need the ReadOnly flag.
   bool readonly_mapping_needs_flag = false;
-  // Pin rate for pages already resident (VM_LOCKED); untouched pages pin at HostPerf::pin_gbps.
+  // Pin rate for pages already resident (VM_LOCKED, every page present, or a driver's own pages);
+  // untouched pages pin at HostPerf::pin_gbps (the kernel allocates and zeroes each page first).
   double pin_resident_gbps = 0;       // 0: same as HostPerf::pin_gbps
+  // The same two rates for mappings of 2 MiB or 1 GiB pages (hugetlb, or transparent huge pages
+  // asked for with MADV_HUGEPAGE): one fault and one pin per huge page. 0: the 4 KiB rates.
+  double pin_untouched_huge_gbps = 0;
+  double pin_resident_huge_gbps = 0;
   // /proc/meminfo MemTotal of the host this profile was measured on (a registration larger than
   // MemTotal fails with cudaErrorMemoryAllocation), when SimGpuOptions gives none.
   uint64_t default_host_mem_total = 0;

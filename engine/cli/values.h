@@ -1,0 +1,49 @@
+// Value kinds the commands' definitions share (engine/cli/command.h), as CLI11 options:
+//   a byte size ("16M", "4G", "0x1000", "1.5G": ParseSize in backends/api/memory.h), alone or as a
+//   comma-separated list; the error names the option, the text and why it is no size;
+//   a whole number that must not be negative.
+#ifndef RESMEM_ENGINE_CLI_VALUES_H_
+#define RESMEM_ENGINE_CLI_VALUES_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "backends/api/status.h"
+
+namespace resmem::cli {
+
+// A count or a seed: a whole number, 0 or more, decimal or 0x hex. (CLI11 alone would read "-1"
+// into an unsigned option as 2^64-1.)
+CLI::Validator NonNegativeInteger();
+
+// A check that answers with a Status (a parser of the engine): its message when the value is
+// refused. `name` is what the value is ("BACKEND").
+CLI::Validator CheckedBy(const std::string& name,
+                         std::function<Status(const std::string&)> check);
+
+// Turns a SIZE text into its number of bytes before CLI11 converts it; refuses what ParseSize
+// refuses and sizes below `least_bytes`.
+CLI::Validator ByteSize(uint64_t least_bytes = 0);
+
+// "16M", "4G", "12345": the short spelling ParseSize reads back, for defaults in the help.
+std::string SpellSize(uint64_t bytes);
+
+// `--name SIZE` bound to `*bytes`; the help shows the default as SIZE spells it.
+CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, uint64_t* bytes,
+                           const std::string& help, uint64_t least_bytes = 0);
+
+// The same for a size that has no default (absent: nullopt).
+CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, std::optional<uint64_t>* bytes,
+                           const std::string& help);
+
+// `--name SIZE,SIZE,...` bound to `*sizes`: the list given replaces the default.
+CLI::Option* AddSizeListOption(CLI::App& app, const std::string& name,
+                               std::vector<uint64_t>* sizes, const std::string& help);
+
+}  // namespace resmem::cli
+
+#endif  // RESMEM_ENGINE_CLI_VALUES_H_

@@ -1,0 +1,603 @@
+// The step definitions: one entry per kind, bound to the members of its struct in steps.h.
+#include "engine/scenario/step_defs.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <type_traits>
+#include <utility>
+
+#include "backends/api/gpu.h"
+#include "backends/api/memory.h"
+#include "mock/gpu/sim_gpu.h"
+
+namespace resmem::scenario {
+namespace {
+
+// ---- converters: a value as written -> a typed value, or the problem ----
+
+Status WrongType(const char* wanted, const RawValue& v) {
+  return Status::InvalidArgument(std::string("expected ") + wanted + ", found " + v.TypeName());
+}
+
+Result<uint64_t> ToSize(const RawValue& v) {
+  if (v.kind == RawValue::Kind::kInt) {
+    if (v.i < 0) return Status::InvalidArgument("a size cannot be negative");
+    return static_cast<uint64_t>(v.i);
+  }
+  if (v.kind == RawValue::Kind::kString) return ParseSize(v.str);
+  return WrongType("a size like \"16M\", \"0x1000\" or an integer", v);
+}
+
+Result<std::optional<uint64_t>> ToWholeOrSize(const RawValue& v) {
+  if (v.kind == RawValue::Kind::kString && v.str == "all") return std::optional<uint64_t>();
+  RESMEM_ASSIGN_OR_RETURN(uint64_t size, ToSize(v));
+  return std::optional<uint64_t>(size);
+}
+
+Result<std::string> ToString(const RawValue& v, const std::string& help) {
+  if (v.kind != RawValue::Kind::kString) return WrongType(("a string (" + help + ")").c_str(), v);
+  return v.str;
+}
+
+// The range an integer argument allows, as the docs print it ("" for any).
+std::string RangeText(int64_t min, int64_t max) {
+  if (max != INT64_MAX) return std::to_string(min) + " to " + std::to_string(max);
+  if (min != INT64_MIN) return "at least " + std::to_string(min);
+  return "";
+}
+
+Result<int64_t> ToInt(const RawValue& v, int64_t min, int64_t max) {
+  if (v.kind != RawValue::Kind::kInt) return WrongType("an integer", v);
+  if (v.i < min || v.i > max)
+    return Status::InvalidArgument(std::to_string(v.i) + " is out of range: give " + RangeText(min, max));
+  return v.i;
+}
+
+// A boolean, or the string "true"/"false" (a sweep substitutes into strings only).
+Result<bool> ToBool(const RawValue& v) {
+  if (v.kind == RawValue::Kind::kBool) return v.b;
+  if (v.kind == RawValue::Kind::kString && (v.str == "true" || v.str == "false")) return v.str == "true";
+  return WrongType("true or false", v);
+}
+
+Result<double> ToNumber(const RawValue& v) {
+  if (v.kind == RawValue::Kind::kInt) return static_cast<double>(v.i);
+  if (v.kind == RawValue::Kind::kFloat) return v.f;
+  return WrongType("a number", v);
+}
+
+Result<uint32_t> ToFlags(const RawValue& v) {
+  if (v.kind != RawValue::Kind::kList && v.kind != RawValue::Kind::kString)
+    return WrongType("a list of flag names, e.g. [\"portable\", \"iomemory\"]", v);
+  const std::vector<std::string> names =
+      v.kind == RawValue::Kind::kList ? v.list : std::vector<std::string>{v.str};
+  uint32_t flags = 0;
+  for (const auto& n : names) {
+    RESMEM_ASSIGN_OR_RETURN(uint32_t f, ParseRegisterFlag(n));
+    flags |= f;
+  }
+  return flags;
+}
+
+Result<std::vector<std::string>> ToStringList(const RawValue& v) {
+  if (v.kind == RawValue::Kind::kList) return v.list;
+  if (v.kind == RawValue::Kind::kString) return std::vector<std::string>{v.str};
+  return WrongType("a string or a list of strings", v);
+}
+
+std::string Join(const std::vector<std::string>& names, const char* sep = ", ") {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
+  return out;
+}
+
+Result<ExpectedError> ToExpectedError(const RawValue& v) {
+  ExpectedError e;
+  if (v.kind == RawValue::Kind::kInt) {
+    e.kind = ExpectedError::Kind::kCode;
+    e.code = static_cast<int>(v.i);
+    return e;
+  }
+  if (v.kind != RawValue::Kind::kString)
+    return WrongType("an error name (cudaErrorInvalidValue, ENXIO, SIGBUS), a number or \"any\"", v);
+  const std::string& w = v.str;
+  if (w == "any") return e;
+  if (w.rfind("cuda", 0) == 0) {
+    // Resolved at run time in the backend's numbering; here it must name an error of some era.
+    const auto profiles = sim::CudaProfileNames();
+    for (const auto& p : profiles)
+      if (CudaErrorFromName(p, w) >= 0) {
+        e.kind = ExpectedError::Kind::kCudaName;
+        e.cuda_name = w;
+        return e;
+      }
+    return Status::InvalidArgument("'" + w + "' is not a CUDA error of any profile (" + Join(profiles) +
+                                   "); names are spelt as in cudaGetErrorName, e.g. cudaErrorInvalidValue");
+  }
+  if (w.rfind("SIG", 0) == 0) {
+    e.kind = ExpectedError::Kind::kSignal;
+    e.code = SignalFromName(w);
+    if (e.code < 0) return Status::InvalidArgument("'" + w + "' is not a signal name (SIGBUS, SIGSEGV, ...)");
+    return e;
+  }
+  if (w.rfind("E", 0) == 0) {
+    e.kind = ExpectedError::Kind::kErrno;
+    e.code = ErrnoFromName(w);
+    if (e.code < 0) return Status::InvalidArgument("'" + w + "' is not an errno name (EIO, ENXIO, ...)");
+    return e;
+  }
+  return Status::InvalidArgument("'" + w +
+                                 "' is not a CUDA error name (cudaError...), an errno name (EIO), "
+                                 "a signal name (SIGBUS), a number or any");
+}
+
+// ---- argument definitions, bound to a kind's members ----
+
+enum Need { kRequired, kOptional };
+
+template <typename K, typename T, typename Convert>
+std::function<Status(const RawValue&, StepArgs*)> Setter(T K::*member, Convert convert) {
+  return [member, convert](const RawValue& v, StepArgs* args) -> Status {
+    auto r = convert(v);
+    if (!r.ok()) return r.status();
+    std::get<K>(*args).*member = std::move(r).value();
+    return Status::Ok();
+  };
+}
+
+std::string NumberText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+template <typename K>
+ArgDef Size(const char* name, uint64_t K::*m, Need need, std::string help) {
+  return {name, ArgType::kSize, need == kRequired, "",
+          need == kRequired ? "" : std::to_string(K{}.*m), std::move(help), {}, Setter(m, ToSize)};
+}
+
+template <typename K>
+ArgDef WholeOrSize(const char* name, std::optional<uint64_t> K::*m, std::string whole, std::string help) {
+  return {name, ArgType::kWholeOrSize, false, "", std::move(whole), std::move(help), {},
+          Setter(m, ToWholeOrSize)};
+}
+
+template <typename K>
+ArgDef Name(const char* name, std::string K::*m, std::string help) {
+  return {name, ArgType::kName, true, "", "", help, {},
+          Setter(m, [help](const RawValue& v) { return ToString(v, help); })};
+}
+
+template <typename K>
+ArgDef Text(const char* name, std::string K::*m, std::string absent, std::string help) {
+  return {name, ArgType::kText, false, "", std::move(absent), help, {},
+          Setter(m, [help](const RawValue& v) { return ToString(v, help); })};
+}
+
+template <typename K>
+ArgDef Int(const char* name, int64_t K::*m, Need need, int64_t min, int64_t max, std::string help) {
+  return {name, ArgType::kInt, need == kRequired, RangeText(min, max),
+          need == kRequired ? "" : std::to_string(K{}.*m), std::move(help), {},
+          Setter(m, [min, max](const RawValue& v) { return ToInt(v, min, max); })};
+}
+
+template <typename K>
+ArgDef Bool(const char* name, bool K::*m, std::string help) {
+  return {name, ArgType::kBool, false, "", K{}.*m ? "true" : "false", std::move(help), {},
+          Setter(m, ToBool)};
+}
+
+template <typename K>
+ArgDef Number(const char* name, double K::*m, std::string unit, std::string absent, std::string help) {
+  return {name, ArgType::kNumber, false, std::move(unit), std::move(absent), std::move(help), {},
+          Setter(m, ToNumber)};
+}
+
+template <typename K>
+ArgDef Flags(const char* name, uint32_t K::*m, std::string help) {
+  return {name, ArgType::kFlags, false, "", "none", std::move(help), {}, Setter(m, ToFlags)};
+}
+
+template <typename K, typename E>
+ArgDef Choice(const char* name, E K::*m, Need need, std::vector<std::pair<std::string, E>> values,
+              std::string help) {
+  std::vector<std::string> names;
+  std::string absent;
+  for (const auto& [n, e] : values) {
+    names.push_back(n);
+    if (need == kOptional && e == K{}.*m) absent = n;
+  }
+  auto convert = [values, names](const RawValue& v) -> Result<E> {
+    if (v.kind != RawValue::Kind::kString) return WrongType(("one of " + Join(names)).c_str(), v);
+    for (const auto& [n, e] : values)
+      if (n == v.str) return e;
+    return Status::InvalidArgument("'" + v.str + "' is not one of " + Join(names));
+  };
+  return {name, ArgType::kChoice, need == kRequired, "", absent, std::move(help), names,
+          Setter(m, convert)};
+}
+
+// Arguments several kinds share, with the same meaning.
+constexpr int64_t kMaxPasses = 1000;
+template <typename K>
+ArgDef Passes() {
+  return Int("passes", &K::passes, kOptional, 1, kMaxPasses,
+             "measure N times and judge the median (FACTS.md: one pass on the GPU machine can "
+             "drop 10-50%)");
+}
+template <typename K>  // WriteStep, VerifyStep
+std::vector<ArgDef> PatternSpanArgs() {
+  return {Name<K>("span", &K::span, "host memory"),
+          Size<K>("offset", &K::offset, kOptional, "into the span"),
+          Size<K>("length", &K::length, kRequired, "bytes"),
+          Choice<K, DataPattern>("pattern", &K::pattern, kOptional,
+                                 {{"counter", DataPattern::kCounter}, {"seeded", DataPattern::kSeeded},
+                                  {"zero", DataPattern::kZero}},
+                                 "bytes as a function of their offset (seeded: and of the run's seed)")};
+}
+constexpr const char* kRegisterFlagsHelp = "default, portable, mapped, iomemory, readonly";
+
+template <typename K>
+StepDef Kind(std::string help, std::vector<ArgDef> args, std::vector<std::string> expectations) {
+  return {K::kName, std::move(help), K{}, std::move(args), std::move(expectations)};
+}
+
+std::vector<StepDef> MakeStepDefs() {
+  return {
+      Kind<BootStep>("boot the machine with its command line; observes the kernel's view", {},
+                     {"usable_ram", "mem_total", "tolerance", "reservations", "cmdline",
+                      "reservation_over_hole", "user_map", "dmesg"}),
+      Kind<OpenStep>("open the reserved-memory device",
+                     {Text("device", &OpenStep::device, "the first device", "device path"),
+                      Bool("sync", &OpenStep::sync, "open with O_SYNC")},
+                     {}),
+      Kind<InfoStep>("the device's info ioctl", {}, {"size", "phys", "mode", "cache", "abi_version"}),
+      Kind<IoctlStep>("a raw ioctl with a command number (bad-input checks)",
+                      {Int("cmd", &IoctlStep::cmd, kRequired, INT64_MIN, INT64_MAX, "ioctl command number"),
+                       Bool("null_arg", &IoctlStep::null_arg, "pass a NULL argument")},
+                      {}),
+      Kind<MmapStep>("map the device",
+                     {Name("as", &MmapStep::as, "name of the mapping"),
+                      Size("offset", &MmapStep::offset, kOptional, "mmap offset"),
+                      WholeOrSize("length", &MmapStep::length, "the rest of the range", "mmap length"),
+                      Bool("writable", &MmapStep::writable, "PROT_WRITE")},
+                     {"vm_flags", "memory_type", "backing"}),
+      Kind<MunmapStep>("unmap a mapping", {Name("span", &MunmapStep::span, "the mapping")}, {}),
+      Kind<AllocPageableStep>("malloc/new",
+                              {Name("as", &AllocPageableStep::as, "name"),
+                               Size("length", &AllocPageableStep::length, kRequired, "bytes")},
+                              {}),
+      Kind<AllocPinnedStep>("cudaMallocHost / cudaHostAlloc",
+                            {Name("as", &AllocPinnedStep::as, "name"),
+                             Size("length", &AllocPinnedStep::length, kRequired, "bytes"),
+                             Flags("flags", &AllocPinnedStep::flags, kRegisterFlagsHelp)},
+                            {}),
+      Kind<AllocDeviceStep>("cudaMalloc",
+                            {Name("as", &AllocDeviceStep::as, "name"),
+                             Size("length", &AllocDeviceStep::length, kRequired, "bytes")},
+                            {}),
+      Kind<ContextStep>("create or switch CUDA contexts",
+                        {Choice("action", &ContextStep::action, kRequired,
+                                {{"create", ContextAction::kCreate}, {"use", ContextAction::kUse}},
+                                "create or use"),
+                         Name("name", &ContextStep::name, "context name; 'primary' is the first"),
+                         Int("device", &ContextStep::device, kOptional, INT64_MIN, INT64_MAX,
+                             "GPU index for create")},
+                        {}),
+      Kind<RegisterStep>("cudaHostRegister",
+                         {Name("span", &RegisterStep::span, "host memory"),
+                          Size("offset", &RegisterStep::offset, kOptional, "into the span"),
+                          WholeOrSize("length", &RegisterStep::length, "the rest of the span", "bytes"),
+                          Flags("flags", &RegisterStep::flags, kRegisterFlagsHelp),
+                          Size("chunk", &RegisterStep::chunk, kOptional,
+                               "register in calls of at most this size (0: one call)")},
+                         {"seconds_max"}),
+      Kind<UnregisterStep>("cudaHostUnregister",
+                           {Name("span", &UnregisterStep::span, "host memory"),
+                            Size("offset", &UnregisterStep::offset, kOptional, "into the span")},
+                           {}),
+      Kind<WriteStep>("CPU writes a pattern through a mapping", PatternSpanArgs<WriteStep>(), {}),
+      Kind<VerifyStep>("CPU reads back and compares with the pattern", PatternSpanArgs<VerifyStep>(),
+                       {"data"}),
+      Kind<MemcpyStep>("CPU memcpy between host spans; measures bandwidth",
+                       {Name("dst", &MemcpyStep::dst, "destination"),
+                        Name("src", &MemcpyStep::src, "source"),
+                        Size("dst_offset", &MemcpyStep::dst_offset, kOptional, "into dst"),
+                        Size("src_offset", &MemcpyStep::src_offset, kOptional, "into src"),
+                        Size("length", &MemcpyStep::length, kRequired, "bytes"), Passes<MemcpyStep>()},
+                       {"mbps", "tolerance"}),
+      Kind<CopyStep>("cudaMemcpy between host and device; measures bandwidth",
+                     {Choice("direction", &CopyStep::direction, kRequired,
+                             {{"h2d", CopyDirection::kHostToDevice}, {"d2h", CopyDirection::kDeviceToHost}},
+                             "h2d or d2h"),
+                      Name("host", &CopyStep::host, "host memory"),
+                      Name("device", &CopyStep::device, "device buffer"),
+                      Size("host_offset", &CopyStep::host_offset, kOptional, "into host"),
+                      Size("device_offset", &CopyStep::device_offset, kOptional, "into device"),
+                      Size("length", &CopyStep::length, kRequired, "bytes"), Passes<CopyStep>()},
+                     {"mbps", "tolerance", "path"}),
+      Kind<StageStep>("copy through a pinned staging buffer: memcpy into it, then DMA",
+                      {Name("src", &StageStep::src, "source host memory"),
+                       Name("staging", &StageStep::staging, "pinned buffer"),
+                       Name("device", &StageStep::device, "device buffer"),
+                       Size("src_offset", &StageStep::src_offset, kOptional, "into src"),
+                       Size("length", &StageStep::length, kRequired, "bytes"), Passes<StageStep>()},
+                      {"mbps", "tolerance"}),
+      Kind<ChecksumStep>("compare a device-side checksum with the host bytes",
+                         {Name("host", &ChecksumStep::host, "host memory"),
+                          Name("device", &ChecksumStep::device, "device buffer"),
+                          Size("host_offset", &ChecksumStep::host_offset, kOptional, "into host"),
+                          Size("device_offset", &ChecksumStep::device_offset, kOptional, "into device"),
+                          Size("length", &ChecksumStep::length, kRequired, "bytes")},
+                         {"data"}),
+      Kind<StreamStep>("a short acquisition: numbered checksummed blocks into the region, to the GPU",
+                       {Name("span", &StreamStep::span, "the ring (a mapping)"),
+                        Name("device", &StreamStep::device, "device buffer (at least one block)"),
+                        Int("blocks", &StreamStep::blocks, kRequired, 1, INT64_MAX, "how many"),
+                        Size("block_size", &StreamStep::block_size, kRequired, "bytes per block"),
+                        Number("rate_hz", &StreamStep::rate_hz, "Hz", "flat out", "producer rate"),
+                        Bool("register", &StreamStep::register_ring, "register the ring first")},
+                       {"drops", "corrupt", "mbps", "tolerance"}),
+      Kind<DoctorStep>("diagnose the machine's facts as `resmem doctor` does",
+                       {Bool("devices", &DoctorStep::devices,
+                             "also check the reserved-memory devices; false: the machine alone, as "
+                             "a recording of it has it")},
+                       {"finding", "no_finding", "findings"}),
+  };
+}
+
+// ---- expectation definitions, bound to Expectation's members ----
+
+template <typename T, typename Convert>
+ExpectDef Expect(const char* name, const char* type, std::string help,
+                 std::optional<Expected<T>> Expectation::*m, Convert convert) {
+  ExpectDef d;
+  d.name = name;
+  d.type = type;
+  d.help = std::move(help);
+  d.set = [m, convert](const RawValue& v, Expectation* out) -> Status {
+    auto r = convert(v);
+    if (!r.ok()) return r.status();
+    out->*m = Expected<T>{std::move(r).value(), v.Text(), v.line};
+    return Status::Ok();
+  };
+  d.describe = [m](const Expectation& e) -> std::optional<std::string> {
+    const auto& x = e.*m;
+    if (!x) return std::nullopt;
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      if (x->value.size() > 3) return "[" + std::to_string(x->value.size()) + " lines]";
+    }
+    return x->written;
+  };
+  return d;
+}
+
+Result<std::string> ToText(const RawValue& v) {
+  if (v.kind != RawValue::Kind::kString) return WrongType("a string", v);
+  return v.str;
+}
+Result<int64_t> ToCount(const RawValue& v) { return ToInt(v, 0, INT64_MAX); }
+Result<uint64_t> ToSizeExpectation(const RawValue& v) {
+  if (v.kind == RawValue::Kind::kFloat) return WrongType("a size like \"3G\" or an integer (bytes)", v);
+  return ToSize(v);
+}
+
+std::vector<ExpectDef> MakeExpectDefs() {
+  using E = Expectation;
+  std::vector<ExpectDef> d = {
+      Expect("error", "error", "the step must fail with it: a CUDA name (cudaErrorInvalidValue, in "
+             "the backend's numbering), an errno name (ENXIO), a signal name (SIGBUS), a number, or "
+             "`any`", &E::error, ToExpectedError),
+      Expect("ok", "bool", "`false`: the step must fail (with any error)", &E::ok, ToBool),
+      Expect("message_contains", "string", "text the step's message or observations contain",
+             &E::message_contains, ToText),
+      Expect("tolerance", "number", "relative tolerance of `mbps`, `usable_ram` and `mem_total` "
+             "(default 0.15)", &E::tolerance, ToNumber),
+      Expect("mbps", "number", "bandwidth in MB/s (MB = 10^6 B, as the seeds computed it), within "
+             "`tolerance`", &E::mbps, ToNumber),
+      Expect("seconds_max", "number", "the step took at most this many seconds", &E::seconds_max,
+             ToNumber),
+      Expect("drops", "integer", "blocks the producer overwrote before they were copied", &E::drops,
+             ToCount),
+      Expect("corrupt", "integer", "blocks whose device checksum differs from their header",
+             &E::corrupt, ToCount),
+      Expect("reservations", "integer", "memmap reservations the booted kernel made",
+             &E::reservations, ToCount),
+      Expect("abi_version", "integer", "the driver's ABI version", &E::abi_version, ToCount),
+      Expect("usable_ram", "size", "usable RAM after boot, within `tolerance`", &E::usable_ram,
+             ToSizeExpectation),
+      Expect("mem_total", "size", "MemTotal after boot, within `tolerance`", &E::mem_total,
+             ToSizeExpectation),
+      Expect("size", "size", "the device's size", &E::size, ToSizeExpectation),
+      Expect("phys", "size", "the device's physical address", &E::phys, ToSizeExpectation),
+      Expect("path", "string", "the copy's path: pinned-dma, pageable-staged", &E::path, ToText),
+      Expect("vm_flags", "string", "the mapping's VM flags: \"pf io\", \"mm\", \"\"", &E::vm_flags,
+             ToText),
+      Expect("memory_type", "string", "the mapping's memory type: WB, WC, UC-, ...", &E::memory_type,
+             ToText),
+      Expect("backing", "string", "what backs the mapping", &E::backing, ToText),
+      Expect("data", "string", "intact, zeros or mismatch", &E::data, ToText),
+      Expect("mode", "string", "the device's mode: pfnmap or pages", &E::mode, ToText),
+      Expect("cache", "string", "the device's cache type: wb, wc or uc", &E::cache, ToText),
+      Expect("cmdline", "string", "the command line the kernel received", &E::cmdline, ToText),
+      Expect("reservation_over_hole", "bool", "a reservation lies over a hole of the firmware map",
+             &E::reservation_over_hole, ToBool),
+      Expect("user_map", "list of strings", "the kernel's \"user:\" lines, all, in order",
+             &E::user_map, ToStringList),
+      Expect("dmesg", "list of strings", "lines the kernel log has in this order (others between)",
+             &E::dmesg, ToStringList),
+      Expect("finding", "list of strings", "finding ids the doctor reports (as `resmem doctor` "
+             "prints them)", &E::finding, ToStringList),
+      Expect("no_finding", "list of strings", "finding ids the doctor does not report",
+             &E::no_finding, ToStringList),
+      Expect("findings", "list of strings", "the doctor's exact list of finding ids, in order",
+             &E::findings, ToStringList),
+  };
+  std::sort(d.begin(), d.end(), [](const ExpectDef& a, const ExpectDef& b) { return a.name < b.name; });
+  return d;
+}
+
+// The definition named `name` in `defs`, or null.
+template <typename Def>
+const Def* FindByName(const std::vector<Def>& defs, const std::string& name) {
+  for (const auto& d : defs)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+std::string Code(const std::string& s) { return "`" + s + "`"; }
+
+// A table cell: '|' would end it.
+std::string Cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string DescribeArg(const ArgDef& a) {
+  std::string type = ArgTypeName(a.type);
+  if (a.type == ArgType::kChoice) type = Join(a.choices, " | ");
+  if (!a.unit.empty()) type += ", " + a.unit;
+  type += a.required ? ", required" : ", default " + a.default_text;
+  return Code(a.name) + " (" + type + "): " + a.help;
+}
+
+}  // namespace
+
+// ---- public ----
+
+std::string RawValue::Text() const {
+  switch (kind) {
+    case Kind::kString: return str;
+    case Kind::kInt: return std::to_string(i);
+    case Kind::kFloat: return NumberText(f);
+    case Kind::kBool: return b ? "true" : "false";
+    case Kind::kList: return Join(list, "|");
+  }
+  return "";
+}
+
+std::string RawValue::TypeName() const {
+  switch (kind) {
+    case Kind::kString: return "a string";
+    case Kind::kInt: return "an integer";
+    case Kind::kFloat: return "a decimal number";
+    case Kind::kBool: return "a boolean";
+    case Kind::kList: return "a list";
+  }
+  return "?";
+}
+
+const char* ArgTypeName(ArgType type) {
+  switch (type) {
+    case ArgType::kSize: return "size";
+    case ArgType::kWholeOrSize: return "size or \"all\"";
+    case ArgType::kName: return "name";
+    case ArgType::kText: return "string";
+    case ArgType::kInt: return "integer";
+    case ArgType::kBool: return "bool";
+    case ArgType::kNumber: return "number";
+    case ArgType::kFlags: return "flags";
+    case ArgType::kChoice: return "choice";
+  }
+  return "?";
+}
+
+const ArgDef* StepDef::FindArg(const std::string& arg) const { return FindByName(args, arg); }
+
+bool StepDef::AllowsExpectation(const std::string& expectation) const {
+  const auto& common = CommonExpectations();
+  return std::find(common.begin(), common.end(), expectation) != common.end() ||
+         std::find(expectations.begin(), expectations.end(), expectation) != expectations.end();
+}
+
+std::vector<std::string> StepDef::AllowedExpectations() const {
+  std::vector<std::string> all = CommonExpectations();
+  all.insert(all.end(), expectations.begin(), expectations.end());
+  return all;
+}
+
+const std::vector<StepDef>& StepDefs() {
+  static const std::vector<StepDef> defs = MakeStepDefs();
+  return defs;
+}
+
+const StepDef* FindStepDef(const std::string& name) { return FindByName(StepDefs(), name); }
+
+const std::vector<std::string>& StepNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& d : StepDefs()) n.push_back(d.name);
+    return n;
+  }();
+  return names;
+}
+
+const char* StepName(const StepArgs& args) {
+  return std::visit([](const auto& kind) { return std::decay_t<decltype(kind)>::kName; }, args);
+}
+
+const std::vector<ExpectDef>& ExpectDefs() {
+  static const std::vector<ExpectDef> defs = MakeExpectDefs();
+  return defs;
+}
+
+const ExpectDef* FindExpectDef(const std::string& name) { return FindByName(ExpectDefs(), name); }
+
+const std::vector<std::string>& CommonExpectations() {
+  static const std::vector<std::string> common = {"error", "message_contains", "ok"};
+  return common;
+}
+
+bool Expectation::empty() const {
+  for (const auto& d : ExpectDefs())
+    if (d.describe(*this)) return false;
+  return true;
+}
+
+std::string Expectation::Describe() const {
+  std::string out;
+  for (const auto& d : ExpectDefs())
+    if (auto text = d.describe(*this)) out += (out.empty() ? "" : ", ") + d.name + "=" + *text;
+  return out.empty() ? "ok" : out;
+}
+
+std::string StepTableMarkdown() {
+  std::string out =
+      "A size is bytes: an integer, or a string such as \"16M\" (K/M/G/T binary) or \"0x1000\". A "
+      "name is one an earlier step gave (`as`, or a context's `name`). Flags are cudaHostRegister "
+      "flag names, one or a list: " + std::string(kRegisterFlagsHelp) + ".\n\n"
+      "| step | what it does | arguments | expectations |\n|---|---|---|---|\n";
+  for (const auto& d : StepDefs()) {
+    std::vector<std::string> args, expects;
+    for (const auto& a : d.args) args.push_back(DescribeArg(a));
+    for (const auto& e : d.expectations) expects.push_back(Code(e));
+    out += "| " + Code(d.name) + " | " + Cell(d.help) + " | " + (args.empty() ? "-" : Cell(Join(args, "; "))) +
+           " | " + (expects.empty() ? "-" : Join(expects)) + " |\n";
+  }
+  std::vector<std::string> common;
+  for (const auto& c : CommonExpectations()) common.push_back(Code(c));
+  out += "\nEvery step also takes " + Join(common) +
+         ". The expectations (`expect = { ... }` or `[step.expect]`):\n\n"
+         "| expectation | value | meaning |\n|---|---|---|\n";
+  for (const auto& e : ExpectDefs()) out += "| " + Code(e.name) + " | " + e.type + " | " + Cell(e.help) + " |\n";
+  return out;
+}
+
+Result<std::string> WithCurrentStepTable(const std::string& doc) {
+  const size_t begin = doc.find(kStepTableBegin);
+  const size_t end = doc.find(kStepTableEnd);
+  if (begin == std::string::npos || end == std::string::npos || end < begin)
+    return Status::InvalidArgument(std::string("the generated step tables' markers are missing: put ") +
+                                   "the line '" + std::string(kStepTableBegin, sizeof kStepTableBegin - 2) +
+                                   "' and, below it, '" + std::string(kStepTableEnd, sizeof kStepTableEnd - 2) +
+                                   "' where the tables go");
+  const size_t body = begin + sizeof kStepTableBegin - 1;
+  return doc.substr(0, body) + StepTableMarkdown() + doc.substr(end);
+}
+
+}  // namespace resmem::scenario

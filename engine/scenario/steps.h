@@ -1,0 +1,210 @@
+// The typed steps of a scenario: one struct per step kind, holding its arguments already
+// converted (sizes in bytes, flags as bits, choices as enums), and one Expectation struct holding
+// what a step must show. The loader (scenario.cc, through the definitions in step_defs.h) builds
+// them once from the file; the runner executes them and reads no string of the file again.
+// A struct's member defaults are the step's defaults (docs/scenarios.md prints them).
+#ifndef RESMEM_ENGINE_SCENARIO_STEPS_H_
+#define RESMEM_ENGINE_SCENARIO_STEPS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "backends/api/gpu.h"
+
+namespace resmem::scenario {
+
+// Data written and checked by write/verify (engine/runner/patterns.h makes the bytes).
+enum class DataPattern { kCounter, kSeeded, kZero };
+enum class ContextAction { kCreate, kUse };
+
+struct BootStep {
+  static constexpr const char* kName = "boot";
+};
+struct OpenStep {
+  static constexpr const char* kName = "open";
+  std::string device;  // "": the first device
+  bool sync = false;
+};
+struct InfoStep {
+  static constexpr const char* kName = "info";
+};
+struct IoctlStep {
+  static constexpr const char* kName = "ioctl";
+  int64_t cmd = 0;
+  bool null_arg = false;
+};
+struct MmapStep {
+  static constexpr const char* kName = "mmap";
+  std::string as;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // none: the rest of the range from offset
+  bool writable = true;
+};
+struct MunmapStep {
+  static constexpr const char* kName = "munmap";
+  std::string span;
+};
+struct AllocPageableStep {
+  static constexpr const char* kName = "alloc_pageable";
+  std::string as;
+  uint64_t length = 0;
+};
+struct AllocPinnedStep {
+  static constexpr const char* kName = "alloc_pinned";
+  std::string as;
+  uint64_t length = 0;
+  uint32_t flags = 0;  // RegisterFlag bits
+};
+struct AllocDeviceStep {
+  static constexpr const char* kName = "alloc_device";
+  std::string as;
+  uint64_t length = 0;
+};
+struct ContextStep {
+  static constexpr const char* kName = "context";
+  ContextAction action = ContextAction::kCreate;
+  std::string name;
+  int64_t device = 0;
+};
+struct RegisterStep {
+  static constexpr const char* kName = "register";
+  std::string span;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // none: the rest of the span from offset
+  uint32_t flags = 0;              // RegisterFlag bits
+  uint64_t chunk = 0;              // 0: one call
+};
+struct UnregisterStep {
+  static constexpr const char* kName = "unregister";
+  std::string span;
+  uint64_t offset = 0;
+};
+// What write and verify take: bytes [offset, offset + length) of a span, and their pattern.
+struct PatternSpan {
+  std::string span;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  DataPattern pattern = DataPattern::kCounter;
+};
+struct WriteStep : PatternSpan {
+  static constexpr const char* kName = "write";
+};
+struct VerifyStep : PatternSpan {
+  static constexpr const char* kName = "verify";
+};
+struct MemcpyStep {
+  static constexpr const char* kName = "memcpy";
+  std::string dst, src;
+  uint64_t dst_offset = 0, src_offset = 0;
+  uint64_t length = 0;
+  int64_t passes = 1;
+};
+struct CopyStep {
+  static constexpr const char* kName = "copy";
+  CopyDirection direction = CopyDirection::kHostToDevice;
+  std::string host, device;
+  uint64_t host_offset = 0, device_offset = 0;
+  uint64_t length = 0;
+  int64_t passes = 1;
+};
+struct StageStep {
+  static constexpr const char* kName = "stage";
+  std::string src, staging, device;
+  uint64_t src_offset = 0;
+  uint64_t length = 0;
+  int64_t passes = 1;
+};
+struct ChecksumStep {
+  static constexpr const char* kName = "checksum";
+  std::string host, device;
+  uint64_t host_offset = 0, device_offset = 0;
+  uint64_t length = 0;
+};
+struct StreamStep {
+  static constexpr const char* kName = "stream";
+  std::string span, device;
+  int64_t blocks = 0;
+  uint64_t block_size = 0;
+  double rate_hz = 0;           // 0: the producer runs flat out
+  bool register_ring = false;   // the argument `register`
+};
+struct DoctorStep {
+  static constexpr const char* kName = "doctor";
+  bool devices = true;
+};
+
+// A step's kind and its arguments. The order is the order of docs/scenarios.md's table.
+using StepArgs =
+    std::variant<BootStep, OpenStep, InfoStep, IoctlStep, MmapStep, MunmapStep, AllocPageableStep,
+                 AllocPinnedStep, AllocDeviceStep, ContextStep, RegisterStep, UnregisterStep,
+                 WriteStep, VerifyStep, MemcpyStep, CopyStep, StageStep, ChecksumStep, StreamStep,
+                 DoctorStep>;
+
+// The kind's name as a file writes it ("mmap").
+const char* StepName(const StepArgs& args);
+
+// An expected value, with the text and line the file gave it (for messages and reports).
+template <typename T>
+struct Expected {
+  T value{};
+  std::string written;
+  int line = 0;
+};
+
+// The error a step must fail with. Errno and signal names are resolved by the loader; a CUDA name
+// is resolved at run time in the backend's numbering (its profile is known only then).
+struct ExpectedError {
+  enum class Kind { kAny, kCudaName, kErrno, kSignal, kCode } kind = Kind::kAny;
+  std::string cuda_name;  // kCudaName
+  int code = 0;           // kErrno, kSignal, kCode
+};
+
+// What one step must show. Every field absent: the step must succeed. Which fields a step kind
+// may carry is in its definition (step_defs.cc).
+struct Expectation {
+  int line = 0;
+  std::optional<Expected<ExpectedError>> error;
+  std::optional<Expected<bool>> ok;
+  std::optional<Expected<std::string>> message_contains;
+  std::optional<Expected<double>> tolerance;  // fraction, for mbps, usable_ram and mem_total
+  std::optional<Expected<double>> mbps, seconds_max;
+  std::optional<Expected<int64_t>> drops, corrupt, reservations, abi_version;
+  std::optional<Expected<uint64_t>> usable_ram, mem_total, size, phys;  // bytes
+  std::optional<Expected<std::string>> path, vm_flags, memory_type, backing, data, mode, cache,
+      cmdline;
+  std::optional<Expected<bool>> reservation_over_hole;
+  std::optional<Expected<std::vector<std::string>>> user_map, dmesg, finding, no_finding, findings;
+
+  bool empty() const;
+  // "key=written, ..." in key order ("ok" when empty); a list longer than 3 entries is
+  // summarised as "[N lines]".
+  std::string Describe() const;
+};
+
+// A backend's own take on a step ([step.on.BACKEND]).
+struct BackendOverride {
+  std::optional<std::string> skip;  // not applicable on this backend: the reason, printed
+  std::optional<Expectation> expect;
+  // The step's arguments on this backend, where the file gives some there (a host stand-in allows
+  // other lengths than the reserved range: [step.on.cuda] length = "4K"): the step's own with
+  // those replaced, checked like the step's own.
+  std::optional<StepArgs> args;
+};
+
+struct Step {
+  StepArgs args;
+  std::string file;  // the scenario file and the line of the step's [[step]], for messages
+  int line = 0;
+  Expectation expect;
+  std::map<std::string, BackendOverride> on;  // keyed by backend name
+
+  const char* name() const { return StepName(args); }
+};
+
+}  // namespace resmem::scenario
+
+#endif  // RESMEM_ENGINE_SCENARIO_STEPS_H_

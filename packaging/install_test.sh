@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# //packaging:install_test: installs resmem-dkms and resmem on this machine for real, checks what
+# each promised, purges both and checks that nothing is left (docs/build.md, "Packages").
+#   dpkg -i both; dkms (through the package's postinst) adds, builds and installs the module for
+#   the kernel of the installed linux-headers-amd64 package (never `uname -r`: the build machine
+#   runs another kernel); dkms's own make.log goes into this log; the installed .ko has that
+#   kernel's vermagic; modprobe parses the modprobe.d example; the udev rule is run by
+#   `udevadm test` against a misc device named resmem0 (below); /usr/bin/resmem --version; a man
+#   page per command of `resmem --help`; the LD_PRELOAD shim loads; then dpkg --purge both and
+#   none of their files, /var/lib/dkms/resmem, the installed .ko, the depmod entry or the group
+#   remains. Loading the module is the QEMU lane's job (//ci/qemu:kmod_lane_test).
+# The udev check: systemd 252 (bookworm) has no `udevadm verify` (it came in 253); its strongest
+# check is `udevadm test`, which parses every rules file (complaints name file:line) and runs the
+# rules against a device, applying owner and mode to its node for real. So it runs in a private
+# mount namespace (unshare -m) with a stand-in sysfs entry /sys/devices/virtual/misc/resmem0
+# (what misc_register makes: subsystem misc, MAJOR/MINOR/DEVNAME in uevent; sd-device accepts a
+# non-sysfs path with SYSTEMD_DEVICE_VERIFY_SYSFS=0), a private /dev and /run: the test checks
+# the node udevadm set (group resmem, 0660) and the host's /dev and /run/udev are not touched.
+# Needs root and dpkg; without them every case reports "skipped" with the reason in the JUnit XML.
+# Installs dkms, udev and linux-headers-amd64 when missing (as the QEMU lane installs its own).
+# Usage: install_test.sh RESMEM_DKMS_DEB RESMEM_DEB
+set -uo pipefail
+
+DKMS_DEB=$(readlink -f "$1")
+TOOLS_DEB=$(readlink -f "$2")
+T=${TEST_TMPDIR:-$(mktemp -d)}
+XML=${XML_OUTPUT_FILE:-$T/test.xml}
+RESULTS="$T/results.tsv"
+: >"$RESULTS"
+CASES=(dpkg_install dkms_installed_for_headers dkms_build_log module_vermagic modprobe_example_parses
+	udev_rule_udevadm_test cli_version_from_usr_bin man_pages preload_shim_loads dpkg_purge
+	nothing_left_after_purge)
+
+log() { echo "install-test: $*"; }
+# record NAME ok|fail|skip MESSAGE
+record() { printf '%s\t%s\t%s\n' "$1" "$2" "${3//$'\n'/ }" >>"$RESULTS"; log "$2 $1${3:+: $3}"; }
+write_xml() {
+	python3 - "$RESULTS" "$XML" <<'PY'
+import html, sys
+rows = [l.rstrip("\n").split("\t", 2) for l in open(sys.argv[1]) if l.strip()]
+fail = sum(1 for r in rows if r[1] == "fail")
+skip = sum(1 for r in rows if r[1] == "skip")
+with open(sys.argv[2], "w") as f:
+    f.write('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="install_test" '
+            'tests="%d" failures="%d" skipped="%d">\n' % (len(rows), fail, skip))
+    for name, status, msg in rows:
+        f.write('<testcase name="%s" classname="packaging">' % html.escape(name))
+        if status == "fail":
+            f.write('<failure message="%s"/>' % html.escape(msg))
+        elif status == "skip":
+            f.write('<skipped message="%s"/>' % html.escape(msg))
+        f.write("<system-out>%s</system-out></testcase>\n" % html.escape(msg))
+    f.write("</testsuite></testsuites>\n")
+PY
+}
+finish() {
+	write_xml
+	local fails
+	fails=$(awk -F'\t' '$2 == "fail"' "$RESULTS" | wc -l)
+	log "$(wc -l <"$RESULTS") cases, $fails failed, $(awk -F'\t' '$2 == "skip"' "$RESULTS" | wc -l) skipped"
+	exit $((fails > 0))
+}
+skip_all() {
+	local c
+	for c in "${CASES[@]}"; do record "$c" skip "skipped: $1"; done
+	finish
+}
+
+[[ $(id -u) == 0 ]] || skip_all "not root (dpkg -i and dkms install need root; CI runs as root)"
+command -v dpkg >/dev/null && command -v dpkg-deb >/dev/null || skip_all "no dpkg (not a Debian machine)"
+[[ -r $DKMS_DEB && -r $TOOLS_DEB ]] || { record dpkg_install fail "packages not found: $1 $2"; finish; }
+VERSION=$(dpkg-deb -f "$TOOLS_DEB" Version)
+[[ $(dpkg-deb -f "$DKMS_DEB" Version) == "$VERSION" ]] || { record dpkg_install fail "the two packages' versions differ"; finish; }
+
+# dpkg takes a lock; another install on the machine (ci/setup.sh, the QEMU lane) may hold it.
+dpkg_waiting() {
+	local out i
+	for i in $(seq 60); do
+		out=$(DEBIAN_FRONTEND=noninteractive dpkg "$@" 2>&1) && { echo "$out"; return 0; }
+		grep -q 'lock' <<<"$out" || { echo "$out"; return 1; }
+		sleep 5
+	done
+	echo "$out"; return 1
+}
+
+for p in resmem resmem-dkms; do
+	if dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q installed; then
+		record dpkg_install fail "$p is already installed here; this test would remove it (dpkg --purge resmem resmem-dkms first)"
+		finish
+	fi
+done
+
+# ---- what the test needs: dkms, udevadm, the lane's kernel headers -----------------------------
+missing=()
+command -v dkms >/dev/null || missing+=(dkms)
+command -v udevadm >/dev/null || missing+=(udev)
+dpkg -s linux-headers-amd64 >/dev/null 2>&1 || missing+=(linux-headers-amd64)
+if ((${#missing[@]})); then
+	log "installing ${missing[*]}"
+	apt_opts=(-y -q --no-install-recommends -o DPkg::Lock::Timeout=300)
+	DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" "${missing[@]}" >"$T/apt.log" 2>&1 ||
+		{ apt-get update -q -o DPkg::Lock::Timeout=300 >>"$T/apt.log" 2>&1 &&
+		  DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$T/apt.log" 2>&1; } ||
+		{ tail -20 "$T/apt.log"; record dpkg_install fail "apt-get install ${missing[*]} failed"; finish; }
+fi
+KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
+[[ -n $KVER && -d /lib/modules/$KVER/build ]] ||
+	{ record dpkg_install fail "no headers of linux-headers-amd64 ('$KVER') under /lib/modules/$KVER/build"; finish; }
+log "resmem $VERSION, kernel headers $KVER (this machine runs $(uname -r))"
+
+# Regular files and links of both packages (their directories, such as /usr/bin, are shared).
+PKG_FILES=$(for d in "$DKMS_DEB" "$TOOLS_DEB"; do dpkg-deb -c "$d"; done | awk '$1 !~ /^d/ {print substr($6, 2)}')
+
+# What the install makes that belongs to dkms and depmod, not to resmem: dkms's signing key pair
+# (made on its first build on a machine) and depmod's index of the kernel. Put back as found.
+before_state() { ls -1 /var/lib/dkms 2>/dev/null | sed 's|^|/var/lib/dkms/|'; ls -1d "/lib/modules/$KVER"/modules.* 2>/dev/null; }
+before_state | sort >"$T/before.txt"
+
+cleanup() {
+	local p
+	for p in resmem resmem-dkms; do
+		if dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed\|config-files\|half'; then
+			log "cleanup: dpkg --purge $p"
+			dpkg_waiting --purge "$p" >/dev/null || log "cleanup: dpkg --purge $p failed"
+		fi
+	done
+	before_state | sort | comm -13 "$T/before.txt" - | while read -r f; do
+		case "$f" in /var/lib/dkms/mok.key | /var/lib/dkms/mok.pub | "/lib/modules/$KVER"/modules.*)
+			rm -f "$f" ;;
+		esac
+	done
+	return 0
+}
+trap 'cleanup' EXIT
+trap 'exit 1' INT TERM
+
+# ---- install -------------------------------------------------------------------------------------
+if out=$(dpkg_waiting -i "$DKMS_DEB" "$TOOLS_DEB"); then
+	echo "$out" | sed 's/^/  dpkg: /'
+	record dpkg_install ok "dpkg -i $(basename "$DKMS_DEB") $(basename "$TOOLS_DEB")"
+else
+	echo "$out" | sed 's/^/  dpkg: /'
+	record dpkg_install fail "dpkg -i failed (output above)"
+fi
+
+# ---- dkms: status and its own build log ----------------------------------------------------------
+status=$(dkms status -m resmem -v "$VERSION" -k "$KVER" 2>&1)
+log "dkms status: $status"
+if grep -q "^resmem/$VERSION, $KVER, [^:]*: installed" <<<"$status"; then
+	record dkms_installed_for_headers ok "$status"
+else
+	record dkms_installed_for_headers fail "dkms status for $KVER: '$status' (want 'resmem/$VERSION, $KVER, ARCH: installed')"
+fi
+MAKELOG=$(find "/var/lib/dkms/resmem/$VERSION/$KVER" -name make.log 2>/dev/null | head -1)
+if [[ -n $MAKELOG ]]; then
+	log "dkms's build log, $MAKELOG:"
+	sed 's/^/  dkms make.log: /' "$MAKELOG"
+	line=$(grep -m1 'LD \[M\].*/resmem\.ko' "$MAKELOG")
+	if head -1 "$MAKELOG" | grep -q "^DKMS make.log for resmem-$VERSION for kernel $KVER" && [[ -n $line ]] &&
+		! grep -qE 'error:|warning:' "$MAKELOG"; then
+		record dkms_build_log ok "$(head -1 "$MAKELOG"): ${line#"${line%%[! ]*}"}"
+	else
+		record dkms_build_log fail "$MAKELOG lacks the header for $KVER or the LD [M] resmem.ko line, or has warnings/errors"
+	fi
+else
+	record dkms_build_log fail "no make.log under /var/lib/dkms/resmem/$VERSION/$KVER (dkms did not build)"
+fi
+
+# ---- the installed module --------------------------------------------------------------------------
+KO=$(ls "/lib/modules/$KVER/updates/dkms"/resmem.ko* 2>/dev/null | head -1)
+if [[ -n $KO ]]; then
+	vermagic=$(/sbin/modinfo -F vermagic "$KO" | awk '{print $1}')
+	dep=$(grep -m1 'updates/dkms/resmem.ko' "/lib/modules/$KVER/modules.dep" 2>/dev/null)
+	if [[ $vermagic == "$KVER" && -n $dep ]]; then
+		record module_vermagic ok "$KO: vermagic $vermagic, modules.dep '$dep'"
+	else
+		record module_vermagic fail "$KO: vermagic '$vermagic' (want $KVER), modules.dep entry '$dep'"
+	fi
+else
+	record module_vermagic fail "no resmem.ko under /lib/modules/$KVER/updates/dkms"
+fi
+
+EXAMPLE=/usr/share/doc/resmem-dkms/examples/resmem.modprobe.conf
+if shown=$(/sbin/modprobe -C "$EXAMPLE" --showconfig 2>&1) && grep -q '^options resmem ranges=' <<<"$shown"; then
+	record modprobe_example_parses ok "modprobe -C $EXAMPLE --showconfig: $(grep -m1 '^options resmem' <<<"$shown")"
+else
+	record modprobe_example_parses fail "modprobe -C $EXAMPLE --showconfig shows no 'options resmem': $shown"
+fi
+
+# ---- the udev rule through udevadm test, in a private mount namespace ---------------------------
+RULE=/lib/udev/rules.d/99-resmem.rules
+if [[ -f $RULE ]]; then
+	unshare -m --propagation private bash -c '
+		set -e
+		mount -t tmpfs none /run
+		mount -t tmpfs none /dev
+		mount -t tmpfs none /sys/devices/virtual/misc
+		d=/sys/devices/virtual/misc/resmem0
+		mkdir "$d"
+		printf "MAJOR=10\nMINOR=250\nDEVNAME=resmem0\n" >"$d/uevent"
+		echo 10:250 >"$d/dev"
+		ln -s ../../../../class/misc "$d/subsystem"
+		mknod -m 0600 /dev/resmem0 c 10 250
+		SYSTEMD_DEVICE_VERIFY_SYSFS=0 udevadm test --action=add "$d" >'"$T"'/udevadm.log 2>&1
+		stat -c "%G %a" /dev/resmem0 >'"$T"'/node.txt
+	' >"$T/unshare.log" 2>&1
+	urc=$?
+	grep -E 'resmem|Setting permissions' "$T/udevadm.log" | sed 's/^/  udevadm: /'
+	node=$(cat "$T/node.txt" 2>/dev/null)
+	complaints=$(grep '99-resmem.rules:' "$T/udevadm.log" | grep -vE '^resmem0: [^ ]*99-resmem\.rules:[0-9]+ (GROUP|MODE) ')
+	if ((urc == 0)) && grep -q "Reading rules file: .*/99-resmem.rules" "$T/udevadm.log" && [[ -z $complaints ]] &&
+		[[ $node == "resmem 660" ]]; then
+		record udev_rule_udevadm_test ok "udevadm test: rule read with no complaint; /dev/resmem0 (misc) got group resmem, mode 0660"
+	else
+		cat "$T/unshare.log"
+		record udev_rule_udevadm_test fail "udevadm test (rc $urc): node '$node' (want 'resmem 660'); complaints: ${complaints:-none}"
+	fi
+else
+	record udev_rule_udevadm_test fail "$RULE is not installed"
+fi
+
+# ---- the command line, its man pages, the shim -----------------------------------------------------
+got=$(/usr/bin/resmem --version 2>&1)
+if [[ $got == "resmem $VERSION" ]]; then
+	record cli_version_from_usr_bin ok "/usr/bin/resmem --version: $got"
+else
+	record cli_version_from_usr_bin fail "/usr/bin/resmem --version printed '$got' (want 'resmem $VERSION')"
+fi
+
+pages=() missing_pages=()
+for page in resmem $(/usr/bin/resmem --help | awk '/^([Ss]ub)?[Cc]ommands:/ {on = 1; next} on && /^  [a-z]/ {print "resmem-" $1} on && /^$/ {exit}'); do
+	if path=$(man -w "$page" 2>/dev/null) && MANWIDTH=80 man -l "$path" 2>/dev/null | grep -q 'NAME'; then
+		pages+=("$path")
+	else
+		missing_pages+=("$page")
+	fi
+done
+if ((${#missing_pages[@]} == 0 && ${#pages[@]} > 1)); then
+	record man_pages ok "${#pages[@]} pages: ${pages[*]}"
+else
+	record man_pages fail "man -w finds no readable page for: ${missing_pages[*]:-the commands (none listed)}"
+fi
+
+SHIM=/usr/lib/x86_64-linux-gnu/resmem/libresmem_fuse_preload.so
+if out=$(LD_PRELOAD=$SHIM /bin/true 2>&1) && [[ -z $out ]]; then
+	record preload_shim_loads ok "LD_PRELOAD=$SHIM /bin/true: no loader complaint"
+else
+	record preload_shim_loads fail "LD_PRELOAD=$SHIM: '$out'"
+fi
+
+# ---- purge, and nothing left --------------------------------------------------------------------
+if out=$(dpkg_waiting --purge resmem resmem-dkms); then
+	echo "$out" | sed 's/^/  dpkg: /'
+	record dpkg_purge ok "dpkg --purge resmem resmem-dkms"
+else
+	echo "$out" | sed 's/^/  dpkg: /'
+	record dpkg_purge fail "dpkg --purge failed (output above)"
+fi
+left=()
+while read -r f; do [[ -n $f && ( -e /$f || -L /$f ) ]] && left+=("/$f"); done <<<"$PKG_FILES"
+for f in "/var/lib/dkms/resmem" "/usr/src/resmem-$VERSION" "/usr/share/doc/resmem-dkms" "/lib/udev/rules.d/99-resmem.rules"; do
+	[[ -e $f ]] && left+=("$f")
+done
+compgen -G "/lib/modules/$KVER/updates/dkms/resmem.ko*" >/dev/null && left+=("/lib/modules/$KVER/updates/dkms/resmem.ko*")
+grep -q 'resmem\.ko' "/lib/modules/$KVER/modules.dep" 2>/dev/null && left+=("the resmem entry of /lib/modules/$KVER/modules.dep")
+getent group resmem >/dev/null && left+=("the group resmem")
+for p in resmem resmem-dkms; do
+	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -qv 'not-installed' && left+=("dpkg status of $p: $(dpkg-query -W -f '${Status}' "$p")")
+done
+checked=$(wc -l <<<"$PKG_FILES")
+if ((${#left[@]} == 0)); then
+	record nothing_left_after_purge ok "none of the $checked package files, /var/lib/dkms/resmem, the .ko, its modules.dep entry, the udev rule, the man pages or the group remains"
+else
+	record nothing_left_after_purge fail "left behind: ${left[*]}"
+fi
+finish
