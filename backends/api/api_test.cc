@@ -42,6 +42,22 @@ TEST(ParseSize, KernelStyleUnits) {
   EXPECT_NE(ParseSize("12Q").status().message().find("unit"), std::string::npos);
 }
 
+// Found by the fuse_control fuzz target (docs/reliability.md, "Fuzzing"): decimal sizes went
+// through a double, so numbers above 2^53 came back as a neighbour.
+TEST(ParseSize, ExactAbove2To53) {
+  EXPECT_EQ(*ParseSize("49570089023552443"), 49570089023552443ull);
+  EXPECT_EQ(*ParseSize("18446744073709551615"), 18446744073709551615ull);
+  EXPECT_FALSE(ParseSize("18446744073709551616").ok());
+  EXPECT_EQ(*ParseSize("16383P"), 16383ull << 50);
+  EXPECT_FALSE(ParseSize("16384P").ok());
+  EXPECT_EQ(*ParseSize("0.5K"), 512u);
+  EXPECT_FALSE(ParseSize("0.3K").ok());
+  EXPECT_FALSE(ParseSize("nan").ok());
+  EXPECT_FALSE(ParseSize("inf").ok());
+  EXPECT_FALSE(ParseSize(".").ok());
+  EXPECT_FALSE(ParseSize("-0").ok());
+}
+
 TEST(FormatSize, Readable) {
   EXPECT_EQ(FormatSize(188ull << 30), "188 GiB");
   EXPECT_EQ(FormatSize(4096), "4 KiB");

@@ -154,25 +154,50 @@ Result<uint64_t> ParseSize(const std::string& text) {
     if (errno || *end) return Status::InvalidArgument("bad hexadecimal size '" + text + "'");
     return static_cast<uint64_t>(v);
   }
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(t.c_str(), &end);
-  if (end == t.c_str() || errno || v < 0)
+  // The number: digits, optionally one '.' and more digits; the unit is the rest.
+  size_t digits = 0;
+  while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
+  size_t number_end = digits;
+  if (number_end < t.size() && t[number_end] == '.') {
+    ++number_end;
+    while (number_end < t.size() && std::isdigit(static_cast<unsigned char>(t[number_end])))
+      ++number_end;
+  }
+  if (number_end == 0 || (digits == 0 && number_end == 1))
     return Status::InvalidArgument("bad size '" + text + "'; write e.g. 16M, 188G, 0x1000 or 4096");
-  std::string unit = Lower(end);
-  double mult = 1;
-  if (unit == "" || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") mult = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tb" || unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "p" || unit == "pb" || unit == "pib") mult = 1024.0 * 1024 * 1024 * 1024 * 1024;
+  const std::string unit = Lower(t.substr(number_end));
+  int shift = 0;
+  if (unit == "" || unit == "b") shift = 0;
+  else if (unit == "k" || unit == "kb" || unit == "kib") shift = 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") shift = 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") shift = 30;
+  else if (unit == "t" || unit == "tb" || unit == "tib") shift = 40;
+  else if (unit == "p" || unit == "pb" || unit == "pib") shift = 50;
   else
-    return Status::InvalidArgument("bad size unit '" + std::string(end) + "' in '" + text +
+    return Status::InvalidArgument("bad size unit '" + t.substr(number_end) + "' in '" + text +
                                    "'; use K, M, G, T (binary) or none");
-  const double bytes = v * mult;
-  if (bytes >= 18446744073709551615.0)
-    return Status::InvalidArgument("size '" + text + "' does not fit in 64 bits");
+  const Status too_big =
+      Status::InvalidArgument("size '" + text + "' does not fit in 64 bits");
+  if (number_end == digits || number_end == digits + 1) {
+    // A whole number ("4096", "188G", "12."): exact integer arithmetic (a double would round
+    // numbers above 2^53 to a neighbour).
+    uint64_t v = 0;
+    for (size_t i = 0; i < digits; ++i) {
+      const uint64_t d = static_cast<uint64_t>(t[i] - '0');
+      if (v > (UINT64_MAX - d) / 10) return too_big;
+      v = v * 10 + d;
+    }
+    if (shift && v > (UINT64_MAX >> shift)) return too_big;
+    return v << shift;
+  }
+  // A fraction ("1.5G"): accepted where it is a whole number of bytes, computed exactly. A
+  // double holds every integer below 2^53 and "1.5" * 2^30 exactly; above 2^53 its result may
+  // be rounded, so such a size must be written as a whole number.
+  errno = 0;
+  const double bytes = std::ldexp(std::strtod(t.substr(0, number_end).c_str(), nullptr), shift);
+  if (errno || bytes >= 9007199254740992.0)  // 2^53
+    return Status::InvalidArgument("size '" + text + "' is too large for a fraction; write it "
+                                   "as a whole number of bytes (or of a smaller unit)");
   if (bytes != std::floor(bytes))
     return Status::InvalidArgument("size '" + text + "' is not a whole number of bytes");
   return static_cast<uint64_t>(bytes);

@@ -324,11 +324,23 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
 
 namespace {
 
+// j[key] for a const j that may be no object or may lack the key: then null (iterates as empty;
+// .value() and .get() on it throw json::type_error, which the public functions below turn into
+// InvalidArgument). nlohmann's const operator[] only asserts that the key exists: undefined
+// behaviour in a release build on a profile written by hand (found by the calibration fuzz
+// target, engine/fuzz/calibration_fuzz.cc).
+const json& Field(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
 // The codes a case or sequence call returned in each run ("code_runs"), or its one "code".
 std::vector<int> CodesOf(const json& entry) {
   std::vector<int> codes;
   if (entry.contains("code_runs"))
-    for (const auto& c : entry["code_runs"]) codes.push_back(c.get<int>());
+    for (const auto& c : Field(entry, "code_runs")) codes.push_back(c.get<int>());
   else
     codes.push_back(entry.value("code", -1));
   return codes;
@@ -337,9 +349,9 @@ std::vector<int> CodesOf(const json& entry) {
 std::vector<double> RunGbpsOf(const json& entry) {
   std::vector<double> v;
   if (entry.contains("run_gbps"))
-    for (const auto& g : entry["run_gbps"]) v.push_back(g.get<double>());
+    for (const auto& g : Field(entry, "run_gbps")) v.push_back(g.get<double>());
   else if (entry.contains("gbps"))
-    v.push_back(entry["gbps"].get<double>());
+    v.push_back(Field(entry, "gbps").get<double>());
   return v;
 }
 
@@ -377,7 +389,8 @@ void AppendCodes(json& merged, const json& entry) {
 
 }  // namespace
 
-Result<BandwidthRange> BandwidthRangeOf(const json& entry) {
+namespace {
+Result<BandwidthRange> BandwidthRangeOfUnchecked(const json& entry) {
   BandwidthRange r;
   r.run_gbps = RunGbpsOf(entry);
   if (r.run_gbps.empty() || *std::min_element(r.run_gbps.begin(), r.run_gbps.end()) <= 0)
@@ -388,9 +401,11 @@ Result<BandwidthRange> BandwidthRangeOf(const json& entry) {
   r.median_gbps = Median(r.run_gbps);
   return r;
 }
+}  // namespace
 
-Result<json> MergeProfiles(const std::vector<json>& profiles,
-                           const std::vector<std::string>& sources) {
+namespace {
+Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
+                                    const std::vector<std::string>& sources) {
   if (profiles.empty()) return Status::InvalidArgument("no profiles to merge");
   if (sources.size() != profiles.size())
     return Status::InvalidArgument("MergeProfiles: one source name per profile");
@@ -419,7 +434,7 @@ Result<json> MergeProfiles(const std::vector<json>& profiles,
   for (size_t i = 0; i < profiles.size(); ++i) {
     const json& p = profiles[i];
     if (p.contains("runs")) {  // a merge: its runs, named inside this source
-      for (json r : p["runs"]) {
+      for (json r : Field(p, "runs")) {
         r["source"] = sources[i] + ": " + r.value("source", std::string("?"));
         out["runs"].push_back(r);
       }
@@ -435,7 +450,7 @@ Result<json> MergeProfiles(const std::vector<json>& profiles,
                              std::to_string(p.value("host_mem_total", uint64_t{0})) + " (" +
                              sources[0] + ": " +
                              std::to_string(first.value("host_mem_total", uint64_t{0})) + ")");
-    for (const auto& c : p["registration"]) {
+    for (const auto& c : Field(p, "registration")) {
       const std::string key = c.value("kind", std::string()) + " " +
                               std::to_string(c.value("size", uint64_t{0})) + " " +
                               std::to_string(c.value("flag_bits", 0u));
@@ -455,11 +470,12 @@ Result<json> MergeProfiles(const std::vector<json>& profiles,
         for (auto& op : fresh["ops"]) op["code_runs"] = json::array();
         m = &sequences.Add(key, fresh);
       }
-      if ((*m)["ops"].size() != s["ops"].size())
+      if ((*m)["ops"].size() != Field(s, "ops").size())
         return Status::InvalidArgument(sources[i] + ": sequence '" + key + "' has " +
-                                       std::to_string(s["ops"].size()) + " calls, an earlier run " +
+                                       std::to_string(Field(s, "ops").size()) + " calls, an earlier run " +
                                        std::to_string((*m)["ops"].size()));
-      for (size_t k = 0; k < s["ops"].size(); ++k) AppendCodes((*m)["ops"][k], s["ops"][k]);
+      for (size_t k = 0; k < Field(s, "ops").size(); ++k)
+        AppendCodes((*m)["ops"][k], Field(s, "ops")[k]);
     }
     for (const auto& b : p.value("bandwidth", json::array())) {
       RESMEM_ASSIGN_OR_RETURN(BandwidthRange r, BandwidthRangeOf(b));
@@ -475,7 +491,7 @@ Result<json> MergeProfiles(const std::vector<json>& profiles,
       for (const auto& g : b.value("pass_gbps", json::array())) (*m)["pass_gbps"].push_back(g);
     }
     if (p.contains("host_memcpy_runs")) {
-      for (const auto& [t, v] : p["host_memcpy_runs"].items())
+      for (const auto& [t, v] : Field(p, "host_memcpy_runs").items())
         for (const auto& g : v) memcpy_runs[t].push_back(g.get<double>());
     } else {
       const json memcpy = p.value("host_memcpy_gbps", json::object());
@@ -500,8 +516,8 @@ Result<json> MergeProfiles(const std::vector<json>& profiles,
   return out;
 }
 
-Result<FidelityReport> CompareWithSim(const json& profile, const std::string& sim_profile,
-                                      double margin) {
+Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
+                                               const std::string& sim_profile, double margin) {
   if (!profile.contains("registration"))
     return Status::InvalidArgument("not a calibration profile (no \"registration\"): make one "
                                    "with resmem calibrate --out FILE");
@@ -539,7 +555,7 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
   };
   // Device attributes.
   RESMEM_ASSIGN_OR_RETURN(DeviceAttributes a, gpu->Attributes(0));
-  const json& d = profile["device"];
+  const json& d = Field(profile, "device");
   auto attr = [&](const char* key, int sim_value) {
     ++r.code_cases;
     int m = d.value(key, -1);
@@ -552,12 +568,12 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
   attr("pageable_memory_access", a.pageable_memory_access);
   attr("async_engine_count", a.async_engine_count);
   // Registration matrix.
-  for (const auto& c : profile["registration"]) {
+  for (const auto& c : Field(profile, "registration")) {
     std::vector<int> measured = CodesOf(c);
     if (measured.empty() || *std::min_element(measured.begin(), measured.end()) < 0)
       continue;  // never reached the driver
     uint64_t size = c.value("size", uint64_t{0});
-    FactsMemory mem(FactsFromJson(c["facts"], size));
+    FactsMemory mem(FactsFromJson(Field(c, "facts"), size));
     uint32_t flags = c.value("flag_bits", 0u);
     Status st = gpu->Register(mem, 0, size, flags);
     if (st.ok()) gpu->Unregister(mem, 0);
@@ -566,9 +582,9 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
                   measured, code_of(st));
   }
   for (const auto& s : profile.value("sequences", json::array())) {
-    FactsMemory mem(FactsFromJson(s["facts"], s.value("size", uint64_t{0})));
+    FactsMemory mem(FactsFromJson(Field(s, "facts"), s.value("size", uint64_t{0})));
     int i = 0;
-    for (const auto& op : s["ops"]) {
+    for (const auto& op : Field(s, "ops")) {
       ++i;
       std::vector<int> measured = CodesOf(op);
       Status st = op.value("op", std::string()) == "register"
@@ -588,7 +604,7 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
   if (max_bw) {
     RESMEM_ASSIGN_OR_RETURN(auto dev, gpu->AllocDevice(max_bw));
     RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu->AllocPinned(max_bw, 0));
-    for (const auto& b : profile["bandwidth"]) {
+    for (const auto& b : Field(profile, "bandwidth")) {
       FidelityReport::Bandwidth row;
       row.cls = b.value("class", std::string());
       row.direction = b.value("direction", std::string());
@@ -596,7 +612,7 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
       RESMEM_ASSIGN_OR_RETURN(row.measured, BandwidthRangeOf(b));
       CopyDirection dir = row.direction == "H2D" ? CopyDirection::kHostToDevice
                                                  : CopyDirection::kDeviceToHost;
-      FactsMemory mem(FactsFromJson(b["facts"], max_bw));
+      FactsMemory mem(FactsFromJson(Field(b, "facts"), max_bw));
       HostMemory* host = row.cls == "pinned" ? pinned.get() : &mem;
       if (row.cls == "registered") RESMEM_RETURN_IF_ERROR(gpu->Register(mem, 0, max_bw, 0));
       auto s = gpu->Copy(dir, *host, 0, *dev, 0, row.size);
@@ -630,6 +646,41 @@ Result<FidelityReport> CompareWithSim(const json& profile, const std::string& si
     }
   }
   return r;
+}
+
+// A profile of the wrong shape (a string where a number belongs, an entry that is no object)
+// makes nlohmann::json throw; it must not escape the module (errors are values).
+Status NotAProfile(const std::string& what, const json::exception& e) {
+  return Status::InvalidArgument(what + " is not a calibration profile of the expected shape (" +
+                                 e.what() + "): make one with resmem calibrate --out FILE");
+}
+
+}  // namespace
+
+Result<BandwidthRange> BandwidthRangeOf(const json& bandwidth_entry) {
+  try {
+    return BandwidthRangeOfUnchecked(bandwidth_entry);
+  } catch (const json::exception& e) {
+    return NotAProfile("a bandwidth entry", e);
+  }
+}
+
+Result<json> MergeProfiles(const std::vector<json>& profiles,
+                           const std::vector<std::string>& sources) {
+  try {
+    return MergeProfilesUnchecked(profiles, sources);
+  } catch (const json::exception& e) {
+    return NotAProfile("an input", e);
+  }
+}
+
+Result<FidelityReport> CompareWithSim(const json& profile, const std::string& sim_profile,
+                                      double margin) {
+  try {
+    return CompareWithSimUnchecked(profile, sim_profile, margin);
+  } catch (const json::exception& e) {
+    return NotAProfile("the profile", e);
+  }
 }
 
 std::string FidelityReport::ToMarkdown() const {

@@ -141,6 +141,17 @@ uint64_t UsableBytes(const std::vector<sim::E820Entry>& table) {
 
 // Unsorted or overlapping firmware ranges are legal (the kernel sanitises them,
 // e820__update_table): warn, keep them.
+// Changes a note's verdict and keeps Imported::errors and ::warnings equal to the number of
+// error and warning notes (the fuzz target engine/fuzz/paste_fuzz.cc checks it: a block parsed
+// together, such as /proc/mtrr, once turned its lines into errors without counting them).
+void SetVerdict(LineNote* note, Verdict v, Imported& out) {
+  if (note->verdict == Verdict::kWarning) --out.warnings;
+  if (note->verdict == Verdict::kError) --out.errors;
+  note->verdict = v;
+  if (v == Verdict::kWarning) ++out.warnings;
+  if (v == Verdict::kError) ++out.errors;
+}
+
 void CheckOrder(const std::vector<std::pair<sim::E820Entry, LineNote*>>& entries, Imported& out) {
   for (size_t i = 1; i < entries.size(); ++i) {
     const auto& cur = entries[i].first;
@@ -154,11 +165,10 @@ void CheckOrder(const std::vector<std::pair<sim::E820Entry, LineNote*>>& entries
               Range(other.start, other.end);
     }
     if (why.empty()) continue;
-    note->verdict = Verdict::kWarning;
+    SetVerdict(note, Verdict::kWarning, out);
     note->what += "; " + why +
                   ": kept as the firmware gave it; the kernel sanitises the map "
                   "(e820__update_table: the higher type wins where ranges overlap)";
-    ++out.warnings;
   }
 }
 
@@ -333,23 +343,26 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
         continue;
       }
       if (LooksLikeMemmapDump(t, &idx, &field, &value)) {
-        auto& e = memmap[idx];
+        // The value is checked before the entry exists: an entry made by a line that is then
+        // refused had no note to name its file (found by the paste fuzz target: memmap_notes[0]
+        // of an empty vector).
         uint64_t v = 0;
-        if (field == "type") {
-          e.type = value;
-        } else {
+        if (field != "type") {
           char* end = nullptr;
           v = std::strtoull(value.c_str(), &end, 16);
           if (value.empty() || *end) {
             note(f, n, Verdict::kError, "/sys/firmware/memmap: '" + value + "' is not hex");
             continue;
           }
-          if (field == "start") e.start = v;
-          else if (v == UINT64_MAX) {
+          if (field == "end" && v == UINT64_MAX) {
             note(f, n, Verdict::kError, "/sys/firmware/memmap: an end of 2^64-1 cannot be held");
             continue;
-          } else e.end = v + 1;
+          }
         }
+        auto& e = memmap[idx];
+        if (field == "type") e.type = value;
+        else if (field == "start") e.start = v;
+        else e.end = v + 1;
         memmap_fields[idx] |= field == "start" ? 1 : field == "end" ? 2 : 4;
         memmap_notes.push_back(note(f, n, Verdict::kUsed, "/sys/firmware/memmap entry " + std::to_string(idx) + " " + field));
         continue;
@@ -544,7 +557,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
     } else {
       const bool hidden = parsed.status().code() == kFailedPrecondition;
       for (size_t i : iomem_notes) {
-        out.notes[i].verdict = hidden ? Verdict::kNotUsed : Verdict::kError;
+        SetVerdict(&out.notes[i], hidden ? Verdict::kNotUsed : Verdict::kError, out);
         out.notes[i].what = hidden ? "/proc/iomem with every address 0: not used" : "/proc/iomem: not used";
       }
       note(inputs.empty() ? "" : out.notes[iomem_notes[0]].file, out.notes[iomem_notes[0]].line,
@@ -562,7 +575,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
   if (!mtrr_text.empty()) {
     auto parsed = ParseMtrr(mtrr_text);
     if (!parsed.ok()) {
-      for (size_t i : mtrr_notes) out.notes[i].verdict = Verdict::kError;
+      for (size_t i : mtrr_notes) SetVerdict(&out.notes[i], Verdict::kError, out);
       note(out.notes[mtrr_notes[0]].file, out.notes[mtrr_notes[0]].line, Verdict::kError,
            parsed.status().message());
     } else {
@@ -576,15 +589,13 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
         if (m.type == MemoryType::kUnknown) r.type_name = m.type_name;
         any_wb = any_wb || m.type == MemoryType::kWriteBack;
         if (m.size == 0 || (m.size & (m.size - 1)) || (m.base & (m.size - 1))) {
-          out.notes[mtrr_notes[k]].verdict = Verdict::kWarning;
+          SetVerdict(&out.notes[mtrr_notes[k]], Verdict::kWarning, out);
           out.notes[mtrr_notes[k]].what += ": size not a power of two or base not aligned to it; not used";
-          ++out.warnings;
           continue;
         }
         if (m.type == MemoryType::kUnknown && m.type_name != "write-through" && m.type_name != "write-protect") {
-          out.notes[mtrr_notes[k]].verdict = Verdict::kWarning;
+          SetVerdict(&out.notes[mtrr_notes[k]], Verdict::kWarning, out);
           out.notes[mtrr_notes[k]].what += ": unknown type '" + m.type_name + "'; not used";
-          ++out.warnings;
           continue;
         }
         out.machine.mtrr.variable.push_back(r);
@@ -604,7 +615,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
     out.firmware_source = "dmesg's firmware map lines";
     for (size_t i = 0; i < bios.size(); ++i) ordered.push_back({bios[i], &out.notes[bios_notes[i]]});
     for (size_t i : memmap_notes) {
-      out.notes[i].verdict = Verdict::kNotUsed;
+      SetVerdict(&out.notes[i], Verdict::kNotUsed, out);
       out.notes[i].what += ": not used, the BIOS-e820 lines give the firmware map";
     }
   } else if (!memmap.empty()) {
@@ -660,8 +671,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
   // lines are the machine's line only when no kernel line was pasted.
   if (have_kernel_cmdline && have_setup_cmdline) {
     LineNote& setup = out.notes[setup_cmdline_note];
-    if (setup.verdict == Verdict::kWarning) --out.warnings;
-    setup.verdict = Verdict::kNotUsed;
+    SetVerdict(&setup, Verdict::kNotUsed, out);
     setup.what += setup_cmdline == kernel_cmdline
                       ? ": the same as the Kernel command line"
                       : ": not used, it differs from the Kernel command line, which includes "
@@ -676,9 +686,8 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
   if (have_proc_cmdline) {
     if (have_kernel_cmdline && kernel_cmdline != proc_cmdline) {
       LineNote& pn = out.notes[proc_cmdline_note];
-      pn.verdict = Verdict::kWarning;
+      SetVerdict(&pn, Verdict::kWarning, out);
       pn.what += ": differs from the logged command line, which is used (pasted from another boot?)";
-      ++out.warnings;
     } else if (have_kernel_cmdline) {
       out.notes[proc_cmdline_note].what += ": the same as the logged command line";
     } else {
@@ -698,7 +707,7 @@ Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& give
     out.machine.cmdline = kernel_cmdline;
     out.machine.cmdline_source = "kernel";
     for (size_t i : grub_notes) {
-      out.notes[i].verdict = Verdict::kNotUsed;
+      SetVerdict(&out.notes[i], Verdict::kNotUsed, out);
       out.notes[i].what += ": not used, the kernel's logged command line is what it received";
     }
   } else if (have_grub_cfg) {

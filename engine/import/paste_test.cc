@@ -237,6 +237,34 @@ TEST(Paste, TheSameMapTwiceIsReadOnce) {
   EXPECT_TRUE(HasNote(im, Verdict::kNotUsed, "the same map line again"));
 }
 
+// Found by the paste fuzz target (engine/fuzz/paste_fuzz.cc): a /proc/mtrr block that does not
+// parse turned its lines into errors without counting them, so `errors` disagreed with the notes.
+TEST(Paste, CountsMatchTheNotesWhenABlockFailsTogether) {
+  auto im = Read(
+      "reg00: base=0x0c0000000 ( 3072MB), size= 1024MB, counm=1: uncachable\n"
+      "BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n");
+  int errors = 0, warnings = 0;
+  for (const auto& n : im.notes) {
+    errors += n.verdict == Verdict::kError;
+    warnings += n.verdict == Verdict::kWarning;
+  }
+  EXPECT_GE(errors, 1);
+  EXPECT_EQ(im.errors, errors);
+  EXPECT_EQ(im.warnings, warnings);
+  ASSERT_NE(NoteOf(im, 1), nullptr);
+  EXPECT_EQ(NoteOf(im, 1)->verdict, Verdict::kError);
+}
+
+// Found by the paste fuzz target: a /sys/firmware/memmap line with a bad value made an entry
+// with no note, and the later error about it read the note of an empty list.
+TEST(Paste, AMemmapDumpLineWithABadValueMakesNoEntry) {
+  auto im = Read("0/start:0rnel rodata\n0/type:System RAM\n");
+  EXPECT_FALSE(im.has_firmware_map);
+  ASSERT_NE(NoteOf(im, 1), nullptr);
+  EXPECT_EQ(NoteOf(im, 1)->verdict, Verdict::kError);
+  EXPECT_TRUE(HasNote(im, Verdict::kError, "entry 0 lacks its start end"));
+}
+
 TEST(Paste, AFileNamedCmdlineIsProcCmdline) {
   auto im = ReadPaste({{"rec/cmdline.txt", "console=ttyS0 memmap=64M$0x40000000\n"},
                        {"memmap", "0/end:0x9fbff\n0/start:0x0\n0/type:System RAM\n"}});

@@ -610,13 +610,7 @@ std::string Substitute(const std::string& text, const std::string& var, const st
 Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
                               const std::string& sweep_var, const std::string& sweep_value) {
   const std::string expanded = Substitute(text, sweep_var, sweep_value);
-  toml::parse_result parsed = toml::parse(expanded, path);
-  if (!parsed) {
-    const auto& err = parsed.error();
-    return Status::InvalidArgument(path + ":" + std::to_string(err.source().begin.line) +
-                                   ": TOML syntax: " + std::string(err.description()));
-  }
-  const toml::table& root = parsed.table();
+  RESMEM_ASSIGN_OR_RETURN(const toml::table root, sim::ParseTomlText(expanded, path));
   Errors errors(path);
   CheckKeys(root, "", {"scenario", "machine", "driver", "cuda", "sweep", "fault", "step"}, errors);
   Scenario s;
@@ -652,15 +646,10 @@ Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
 
 Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path) {
   // Find the sweep first (it decides how many cases the file makes).
-  toml::parse_result parsed = toml::parse(text, path);
-  if (!parsed) {
-    const auto& err = parsed.error();
-    return Status::InvalidArgument(path + ":" + std::to_string(err.source().begin.line) +
-                                   ": TOML syntax: " + std::string(err.description()));
-  }
+  RESMEM_ASSIGN_OR_RETURN(const toml::table parsed, sim::ParseTomlText(text, path));
   std::string var;
   std::vector<std::string> values;
-  if (const toml::node* sw = parsed.table().get("sweep")) {
+  if (const toml::node* sw = parsed.get("sweep")) {
     const auto* t = sw->as_table();
     if (!t || t->size() != 1)
       return Status::InvalidArgument(path + ":" + std::to_string(LineOf(*sw)) +

@@ -25,8 +25,9 @@ MemParsed SimpleStrtoull(const std::string& text, size_t from = 0);
 
 // lib/cmdline.c memparse(): simple_strtoull, then one optional suffix K, M, G (and T, P, E from
 // 3.15; either case) shifting left by 10 per step (bits shifted out are lost). Reads from `from`;
-// `consumed` counts from there and includes the suffix. Unlike the kernel's caller-visible
-// pointer, consumed is 0 when nothing was read.
+// `consumed` counts from there and includes the suffix. The suffix is read even after no digit,
+// as the kernel's switch on *endptr does: "G$4G" is 0 with consumed 1. consumed is 0 only when
+// neither a digit nor a suffix was read.
 MemParsed MemParse(const std::string& text, size_t from = 0);
 MemParsed MemParse(const std::string& text, size_t from, const LinuxRules& rules);
 

@@ -704,7 +704,12 @@ bool HasGrubAssignment(const std::string& text) {
     size_t k = line.find_first_not_of(" \t");
     if (k != std::string::npos) {
       line = line.substr(k);
-      if (line.rfind("export ", 0) == 0) line = line.substr(line.find_first_not_of(' ', 6));
+      if (line.rfind("export ", 0) == 0) {
+        // "export" and blanks alone name nothing (found by the cmdline fuzz target: substr of
+        // npos threw std::out_of_range).
+        const size_t name = line.find_first_not_of(' ', 6);
+        line = name == std::string::npos ? std::string() : line.substr(name);
+      }
       size_t n = 0;
       while (n < line.size() && IsNameChar(line[n])) ++n;
       if (line.rfind("GRUB_", 0) == 0 && n < line.size() && line[n] == '=') return true;

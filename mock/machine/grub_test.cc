@@ -441,5 +441,13 @@ TEST(SpellKernelOptionsForGrub, RefusesWhatGrubsLoaderWouldEscape) {
   EXPECT_FALSE(SpellKernelOptionsForGrub("  ").ok());
 }
 
+// Found by the cmdline fuzz target: a line of "export" and blanks threw std::out_of_range.
+TEST(EtcDefaultGrub, ExportFollowedByBlanksOnlyNamesNothing) {
+  auto t = TraceKernelCmdline("etc-default-grub", "export   \nGRUB_CMDLINE_LINUX=\"mem=4G\"\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->grub_cmdline_linux, "mem=4G");
+  (void)TraceKernelCmdline("etc-default-grub", "export ");
+}
+
 }  // namespace
 }  // namespace resmem::sim

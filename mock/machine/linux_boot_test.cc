@@ -364,14 +364,34 @@ TEST(LinuxMemmap, TrailingTextAfterTheAddressKeepsTheRange) {
 
 TEST(LinuxMemmap, NoSizeChangesNothing) {
   // "if (p == oldp) return -EINVAL;" before userdef is set.
-  auto k = MustBoot(SmallMachine("", "memmap=G$4G memmap= memmap"));
+  auto k = MustBoot(SmallMachine("", "memmap=x$4G memmap= memmap"));
   EXPECT_TRUE(k.reservations.empty());
   EXPECT_TRUE(UserLines(k).empty());
   ASSERT_EQ(k.memory_options.size(), 3u);
   for (const auto& o : k.memory_options) EXPECT_TRUE(HasIssue(o, OptionProblem::kNoEffect));
   // 2.6.32: each one's -EINVAL is printed.
-  k = MustBoot(SmallMachine("2.6.32", "memmap=G$4G memmap= memmap"));
+  k = MustBoot(SmallMachine("2.6.32", "memmap=x$4G memmap= memmap"));
   EXPECT_EQ(Count(k.dmesg, "Malformed early option 'memmap'"), 3);
+}
+
+TEST(LinuxMemmap, ASuffixWithoutDigitsIsASizeOfZero) {
+  // lib/cmdline.c memparse switches on *endptr even when simple_strtoull read no digit: "G" is
+  // 0 with the 'G' consumed, so parse_memmap_one gets past "p == oldp" and sets userdef.
+  // memmap=G$4G adds an empty reserved entry (dropped by the sanitize, the user map printed);
+  // memmap=K is "memmap=0": every RAM byte removed. Found by the differential fuzz target
+  // (engine/fuzz/memmap_diff_fuzz.cc, reproducer in its corpus).
+  auto k = MustBoot(SmallMachine("6.1.0", "memmap=G$4G"));
+  EXPECT_TRUE(k.reservations.empty());
+  EXPECT_FALSE(UserLines(k).empty());
+  ASSERT_EQ(k.memory_options.size(), 1u);
+  EXPECT_TRUE(HasIssue(k.memory_options[0], OptionProblem::kZeroSize));
+  EXPECT_FALSE(k.memory_options[0].rejected);
+  k = MustBoot(SmallMachine("6.1.0", "memmap=K"));
+  EXPECT_EQ(k.usable_ram, 0u);
+  EXPECT_TRUE(HasIssue(k.memory_options[0], OptionProblem::kRemovesAllRam));
+  // mem= keeps its own guard: memparse's 0 is refused.
+  k = MustBoot(SmallMachine("6.1.0", "mem=G"));
+  EXPECT_GT(k.usable_ram, 0u);
 }
 
 TEST(LinuxMemmap, CommaListsSince315) {

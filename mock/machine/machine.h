@@ -139,7 +139,7 @@ enum class OptionProblem {
   kNoStartAddress,     // memmap=nn$ with nothing after the operator: memparse reads 0
   kZeroSize,           // a size of 0: the entry is empty and sanitize drops it
   kRemovesAllRam,      // memmap=0 / memmap=0x: every usable byte removed
-  kNoEffect,           // rejected before changing anything (mem=abc, memmap=G$4G)
+  kNoEffect,           // rejected before changing anything (mem=abc, memmap=x$4G)
   kUnknownForm,        // an operator this kernel version does not know ('!' before 4.1,
                        // '%' before 4.16): the item acts as mem=nn
   kIgnoredAfterDashDash,  // after "--": handed to init, never an early parameter

@@ -496,14 +496,97 @@ Status ApplyMachineTable(const toml::table& t, const std::string& file,
   return rd.status();
 }
 
-Result<MachineSpec> ParseMachineText(const std::string& text, const std::string& file) {
+namespace {
+
+// The first line where a non-ASCII byte stands where TOML 1.0 allows only ASCII: outside
+// strings and comments, or as the first non-blank character after a line-ending backslash of a
+// multi-line basic string (whitespace the parser trims there). 0 when there is none. Tracks
+// comments, "basic", 'literal', """multi-line basic""" and '''multi-line literal''' strings.
+int FirstNonAsciiOutsideStrings(const std::string& t) {
+  enum class In { kCode, kBasic, kLiteral, kMlBasic, kMlLiteral } in = In::kCode;
+  int line = 1;
+  const size_t n = t.size();
+  auto triple = [&](size_t i, char q) {
+    return i + 2 < n && t[i] == q && t[i + 1] == q && t[i + 2] == q;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const char c = t[i];
+    if (c == '\n') ++line;
+    switch (in) {
+      case In::kCode:
+        if (static_cast<unsigned char>(c) >= 0x80) return line;
+        if (c == '#') {
+          while (i + 1 < n && t[i + 1] != '\n') ++i;
+        } else if (triple(i, '"')) {
+          in = In::kMlBasic;
+          i += 2;
+        } else if (triple(i, '\'')) {
+          in = In::kMlLiteral;
+          i += 2;
+        } else if (c == '"') {
+          in = In::kBasic;
+        } else if (c == '\'') {
+          in = In::kLiteral;
+        }
+        break;
+      case In::kBasic:
+        if (c == '\\' && i + 1 < n && t[i + 1] != '\n') ++i;
+        else if (c == '"' || c == '\n') in = In::kCode;
+        break;
+      case In::kLiteral:
+        if (c == '\'' || c == '\n') in = In::kCode;
+        break;
+      case In::kMlBasic:
+        if (c == '\\') {
+          size_t j = i + 1;
+          while (j < n && (t[j] == ' ' || t[j] == '\t')) ++j;
+          if (j < n && (t[j] == '\n' || t[j] == '\r')) {  // a line-ending backslash
+            while (j < n && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r')) {
+              if (t[j] == '\n') ++line;
+              ++j;
+            }
+            if (j < n && static_cast<unsigned char>(t[j]) >= 0x80) return line;
+            i = j - 1;
+          } else {
+            ++i;  // an escape: the next character is not a delimiter
+          }
+        } else if (triple(i, '"')) {
+          i += 2;
+          while (i + 1 < n && t[i + 1] == '"') ++i;  // up to two quotes end the content
+          in = In::kCode;
+        }
+        break;
+      case In::kMlLiteral:
+        if (triple(i, '\'')) {
+          i += 2;
+          while (i + 1 < n && t[i + 1] == '\'') ++i;
+          in = In::kCode;
+        }
+        break;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<toml::table> ParseTomlText(const std::string& text, const std::string& file) {
+  if (const int line = FirstNonAsciiOutsideStrings(text))
+    return Status::InvalidArgument(
+        file + ":" + std::to_string(line) + ": TOML syntax: a non-ASCII character outside a "
+        "string or comment (TOML allows only spaces, tabs and ASCII there); put the text in "
+        "quotes or remove it");
   toml::parse_result parsed = toml::parse(text, file);
   if (!parsed) {
     const auto& err = parsed.error();
     return Status::InvalidArgument(file + ":" + std::to_string(err.source().begin.line) +
                                    ": TOML syntax: " + std::string(err.description()));
   }
-  const toml::table& root = parsed.table();
+  return std::move(parsed).table();
+}
+
+Result<MachineSpec> ParseMachineText(const std::string& text, const std::string& file) {
+  RESMEM_ASSIGN_OR_RETURN(const toml::table root, ParseTomlText(text, file));
   for (const auto& [k, v] : root)
     if (k.str() != "machine")
       return Status::InvalidArgument(file + ":" + std::to_string(LineOf(v)) + ": key '" +

@@ -178,5 +178,25 @@ TEST(MachineFormat, AMachineFileHoldsOnlyAMachineTable) {
   EXPECT_NE(r.status().message().find("m.toml:4: key 'driver'"), std::string::npos);
 }
 
+// Found by the machine_file fuzz target: a non-ASCII character where toml++ 3.3 checks for
+// whitespace reached __builtin_unreachable() (UBSan: "execution reached an unreachable program
+// point", marzer/tomlplusplus issues 190 and 295). ParseTomlText refuses it first.
+TEST(MachineFile, NonAsciiWhereTomlAllowsOnlyAsciiIsRefusedByLine) {
+  auto r = ParseTomlText("s = \"\"\"\\\n\xc2\xa7\"\"\"\n", "f.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("f.toml:2: TOML syntax: a non-ASCII"), std::string::npos)
+      << r.status().message();
+  r = ParseTomlText("a = 1\n\xcc\xaa", "f.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("f.toml:2:"), std::string::npos);
+  EXPECT_FALSE(ParseMachineText("[machine]\nname = \"x\" \xc2\xa1\n", "m.toml").ok());
+  // Inside strings and comments non-ASCII text is TOML's and stays accepted.
+  r = ParseTomlText("a = \"caf\xc3\xa9 \xc2\xb0\" # \xc2\xa7\nb = '\xc2\xb5'\n"
+                    "c = \"\"\"x\n\xc2\xa7\"\"\"\nd = \'\'\'\xc2\xa1\'\'\'\n",
+                    "f.toml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r.value()["b"].value_or(std::string()), "\xc2\xb5");
+}
+
 }  // namespace
 }  // namespace resmem::sim
