@@ -251,5 +251,35 @@ expect = { data = "intact" }
   EXPECT_EQ(r.steps[2].expected, "message_contains=is outside the 4 KiB, ok=false");
 }
 
+// On the simulator a registration's headline gives the model's time (mock/gpu RegisterSeconds:
+// untouched 4 KiB pages at the host's 3.2 GB/s), so a scenario says how long start-up takes.
+TEST(Runner, RegisterHeadlineGivesTheModelledTime) {
+  g_setup = {};
+  g_setup.facts.backing = Backing::kAnonymous;
+  constexpr char kText[] = R"(
+[scenario]
+name = "register-time"
+kind = "check"
+[machine]
+preset = "h100-host"
+[[step]]
+do = "open"
+[[step]]
+do = "mmap"
+as = "m"
+length = "64M"
+[[step]]
+do = "register"
+span = "m"
+expect = { ok = true }
+)";
+  auto loaded = scenario::ParseScenarioText(kText, "reg.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto r = RunScenario((*loaded)[0], MockBackend());
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
+  // 64 MiB / 3.2 GB/s = 0.021 s.
+  EXPECT_NE(r.headline.find("register: ok in 0.021 s (modelled)"), std::string::npos) << r.headline;
+}
+
 }  // namespace
 }  // namespace resmem::engine
