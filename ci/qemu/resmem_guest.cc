@@ -45,22 +45,15 @@
 #include "kmod/uapi/resmem_ioctl.h"
 #include "mock/gpu/sim_gpu.h"
 
+#include "ci/qemu/tap_diag.h"
+
 namespace resmem {
 namespace {
 
 // Every random choice in the lane draws from this seed (printed by each case that draws).
 constexpr uint64_t kSeed = 0x6b6d6f64ull;  // "kmod"
 
-void Diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Diag(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::fputs("# ", stdout);
-  std::vfprintf(stdout, fmt, ap);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-  va_end(ap);
-}
+using guest::Diag;
 
 // errno names, including the ones the module uses that the shared table may not know.
 const char* ErrName(int err) {

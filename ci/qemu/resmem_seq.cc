@@ -75,21 +75,14 @@
 #define O_TMPFILE (020000000 | O_DIRECTORY)
 #endif
 
+#include "ci/qemu/tap_diag.h"
+
 namespace resmem {
 namespace {
 
 constexpr uint64_t kPage = 4096;
 
-void Say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Say(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::fputs("# ", stdout);
-  std::vfprintf(stdout, fmt, ap);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-  va_end(ap);
-}
+using guest::Diag;
 
 std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Fmt(const char* fmt, ...) {
@@ -1211,7 +1204,7 @@ void UnloadHeld(Run* r, std::vector<ThreadState>& ts, long idx, const Op& op) {
   if (Expect(r, idx, op, "delete_module while fds/mappings are held", rc, errno, {EWOULDBLOCK, EBUSY})) r->c->unload_refused++;
   else if (rc == 0) {
     std::string e = LoadModule(r->w);  // keep the run going for the report
-    if (!e.empty()) Say("%s", e.c_str());
+    if (!e.empty()) Diag("%s", e.c_str());
   }
 }
 
@@ -1529,7 +1522,7 @@ int Main(int argc, char** argv) {
   }
   std::string cmd = Fmt("resmem_seq --seed 0x%" PRIx64 " --ops %zu --threads %d --module-name %s --module-file %s%s", seed,
                         nops, threads, w.module_name.c_str(), w.module_file.c_str(), g_huge_optin ? " --huge" : "");
-  Say("seed 0x%" PRIx64 ": replay with: %s%s", seed, cmd.c_str(), keep_text.empty() ? "" : (" --keep " + keep_text).c_str());
+  Diag("seed 0x%" PRIx64 ": replay with: %s%s", seed, cmd.c_str(), keep_text.empty() ? "" : (" --keep " + keep_text).c_str());
   if (list) {
     for (long i : keep) std::printf("%ld %s\n", i, Describe(ops[i]).c_str());
     return 0;
@@ -1546,30 +1539,30 @@ int Main(int argc, char** argv) {
   }
   if (e.empty()) e = FindDevices(&w);
   if (!e.empty()) {
-    Say("setup: %s", e.c_str());
+    Diag("setup: %s", e.c_str());
     return 2;
   }
   {
     std::ifstream f(w.module_file, std::ios::binary);
     w.image.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     if (w.image.empty()) {
-      Say("setup: cannot read the module file %s (needed to reload after unload; --module-file)", w.module_file.c_str());
+      Diag("setup: cannot read the module file %s (needed to reload after unload; --module-file)", w.module_file.c_str());
       return 2;
     }
   }
   std::string rs;
   for (const auto& r : w.ranges) rs += Fmt(" [0x%" PRIx64 "+0x%" PRIx64 ")", r.start, r.size);
-  Say("module %s (%s): ranges%s; %zu devices", w.module_name.c_str(), w.params.c_str(), rs.c_str(), w.devices.size());
+  Diag("module %s (%s): ranges%s; %zu devices", w.module_name.c_str(), w.params.c_str(), rs.c_str(), w.devices.size());
   // kmemleak before: what the kernel already reports is not ours; clear it.
   std::string before = KmemleakScan();
   bool have_kmemleak = before != "-";
   if (have_kmemleak) {
     size_t n = 0;
     for (size_t p = 0; (p = before.find("unreferenced object", p)) != std::string::npos; ++p) ++n;
-    Say("kmemleak: %zu unreferenced objects before the run (not the module's: marked reported)", n);
+    Diag("kmemleak: %zu unreferenced objects before the run (not the module's: marked reported)", n);
     KmemleakClear();
   } else {
-    Say("kmemleak: not available on this kernel (/sys/kernel/debug/kmemleak): leak check left to the debug kernel lane");
+    Diag("kmemleak: not available on this kernel (/sys/kernel/debug/kmemleak): leak check left to the debug kernel lane");
   }
 
   void* shm = mmap(nullptr, sizeof(Counters), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1579,9 +1572,9 @@ int Main(int argc, char** argv) {
   double dt = Now() - t0;
   std::string kinds;
   for (int k = 0; k < kNumKinds; ++k) kinds += Fmt(" %s=%" PRIu64, kKindName[k], c->kinds[k].load());
-  Say("ran %" PRIu64 " ops in %.1f s (%.0f ops/s), %d threads:%s", c->ops.load(), dt, c->ops.load() / std::max(dt, 1e-9),
+  Diag("ran %" PRIu64 " ops in %.1f s (%.0f ops/s), %d threads:%s", c->ops.load(), dt, c->ops.load() / std::max(dt, 1e-9),
       threads, kinds.c_str());
-  Say("results: %" PRIu64 " succeeded as expected, %" PRIu64 " failed with an expected errno; %" PRIu64
+  Diag("results: %" PRIu64 " succeeded as expected, %" PRIu64 " failed with an expected errno; %" PRIu64
       " mappings; pagemap: %" PRIu64 " pages of pages-mode mappings read, %" PRIu64 " present, every PFN its own device's and "
       "inside the ranges; %" PRIu64 " pages of pfnmap mappings read (a hole to pagemap: mm/pagewalk.c); %" PRIu64
       " touched pages matched the device's bytes; %" PRIu64 " bytes written and read back; %" PRIu64
@@ -1590,53 +1583,53 @@ int Main(int argc, char** argv) {
       c->pfnmap_pages_walked.load(), c->content_checked.load(),
       c->bytes_verified.load(), c->forks.load(), c->unload_refused.load(), c->reloads.load());
   if (!failure.empty()) {
-    Say("FAIL (seed 0x%" PRIx64 "): %s", seed, failure.c_str());
+    Diag("FAIL (seed 0x%" PRIx64 "): %s", seed, failure.c_str());
     if (shrink) {
       int runs = 0;
       std::vector<long> small = Shrink(&w, c, ops, keep, threads, shrink_s, Signature(failure), &runs);
       std::string again = RunInChild(&w, c, ops, small, threads, 300);
-      Say("shrunk to %zu ops in %d runs%s; reproducer:", small.size(), runs,
+      Diag("shrunk to %zu ops in %d runs%s; reproducer:", small.size(), runs,
           again.empty() ? " (the shrunk list PASSES when run alone: the failure depends on timing)" : "");
-      Say("  %s --keep %s", cmd.c_str(), KeepList(small).c_str());
-      if (!again.empty()) Say("  which fails with: %s", again.c_str());
-      for (size_t i = 0; i < small.size() && i < 40; ++i) Say("    %ld %s", small[i], Describe(ops[small[i]]).c_str());
+      Diag("  %s --keep %s", cmd.c_str(), KeepList(small).c_str());
+      if (!again.empty()) Diag("  which fails with: %s", again.c_str());
+      for (size_t i = 0; i < small.size() && i < 40; ++i) Diag("    %ld %s", small[i], Describe(ops[small[i]]).c_str());
     }
     return 1;
   }
   // The end: nothing held, unload, nothing left in /proc/iomem, kmemleak clean, load again.
   if (!ModuleLoaded(w)) {
     e = LoadModule(&w);
-    if (!e.empty()) return Say("FAIL: %s", e.c_str()), 1;
+    if (!e.empty()) return Diag("FAIL: %s", e.c_str()), 1;
   }
   if (DeleteModule(w.module_name) != 0) {
-    Say("FAIL (seed 0x%" PRIx64 "): unload after the run failed: %s (a leaked reference)", seed, strerror(errno));
+    Diag("FAIL (seed 0x%" PRIx64 "): unload after the run failed: %s (a leaked reference)", seed, strerror(errno));
     return 1;
   }
   auto left = IomemLines("resmem");
   if (!left.empty()) {
-    Say("FAIL (seed 0x%" PRIx64 "): after the final unload /proc/iomem still lists: %s", seed, left[0].c_str());
+    Diag("FAIL (seed 0x%" PRIx64 "): after the final unload /proc/iomem still lists: %s", seed, left[0].c_str());
     return 1;
   }
-  Say("final unload: /proc/iomem has no resmem entry");
+  Diag("final unload: /proc/iomem has no resmem entry");
   int rc = 0;
   if (have_kmemleak) {
     sleep(6);  // kmemleak reports objects older than 5 s (mm/kmemleak.c jiffies_min_age)
     KmemleakScan();
     std::string rep = KmemleakScan();
     if (rep.find("unreferenced object") != std::string::npos) {
-      Say("FAIL (seed 0x%" PRIx64 "): kmemleak after the run and unload:", seed);
+      Diag("FAIL (seed 0x%" PRIx64 "): kmemleak after the run and unload:", seed);
       std::stringstream in(rep);
       std::string l;
-      for (int i = 0; i < 60 && std::getline(in, l); ++i) Say("  %s", l.c_str());
+      for (int i = 0; i < 60 && std::getline(in, l); ++i) Diag("  %s", l.c_str());
       KmemleakClear();
       rc = 1;
     } else {
-      Say("kmemleak: clean after the run and unload");
+      Diag("kmemleak: clean after the run and unload");
     }
   }
   e = LoadModule(&w);
-  if (!e.empty()) return Say("FAIL: %s", e.c_str()), 1;
-  if (rc == 0) Say("PASS: seed 0x%" PRIx64 ", %" PRIu64 " ops", seed, c->ops.load());
+  if (!e.empty()) return Diag("FAIL: %s", e.c_str()), 1;
+  if (rc == 0) Diag("PASS: seed 0x%" PRIx64 ", %" PRIu64 " ops", seed, c->ops.load());
   return rc;
 }
 
