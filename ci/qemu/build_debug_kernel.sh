@@ -106,9 +106,15 @@ CFG --enable DEBUG_KERNEL \
 	--enable STACKTRACE --enable DEBUG_LIST --enable BUG_ON_DATA_CORRUPTION \
 	--disable PANIC_ON_OOPS --disable DEBUG_INFO --enable DEBUG_INFO_NONE \
 	--disable DEBUG_INFO_DWARF4 --disable DEBUG_INFO_DWARF5 --disable DEBUG_INFO_BTF
-# Nothing the guest does not use (build time on 2 cores): no network, graphics, sound, USB,
+# The guest's udevd (the access cases) needs sockets and nothing of a network: AF_NETLINK for the
+# kernel's uevents and AF_UNIX for its control socket ("Failed to create socket: Function not
+# implemented" without them).
+CFG --enable NET --enable UNIX --disable INET --disable NETDEVICES --disable ETHERNET \
+	--disable NETFILTER --disable WIRELESS --disable WLAN --disable RFKILL --disable NET_9P \
+	--disable ETHTOOL_NETLINK
+# Nothing else the guest does not use (build time on 2 cores): no graphics, sound, USB,
 # wireless, disk filesystems, security modules, virtualization host.
-CFG --disable NET --disable DRM --disable FB --disable SOUND --disable SND --disable USB_SUPPORT \
+CFG --disable DRM --disable FB --disable SOUND --disable SND --disable USB_SUPPORT \
 	--disable WLAN --disable WIRELESS --disable CFG80211 --disable BT --disable HID \
 	--disable INPUT_MOUSE --disable INPUT_JOYSTICK --disable INPUT_TABLET --disable INPUT_TOUCHSCREEN \
 	--disable MD --disable ATA --disable SCSI --disable BLK_DEV_NVME --disable NETWORK_FILESYSTEMS \
@@ -125,7 +131,8 @@ M olddefconfig >/dev/null
 # olddefconfig drops what a dependency forbids: the checkers must have survived.
 for opt in KASAN KASAN_GENERIC KASAN_INLINE PROVE_LOCKING DEBUG_VM DEBUG_KMEMLEAK KCOV MODULES \
 	MODULE_UNLOAD ZONE_DEVICE TRANSPARENT_HUGEPAGE X86_PAT MTRR FIRMWARE_MEMMAP PROC_PAGE_MONITOR \
-	DEVTMPFS BLK_DEV_INITRD RD_GZIP SERIAL_8250_CONSOLE DEBUG_FS TMPFS HUGETLBFS DEBUG_ATOMIC_SLEEP; do
+	DEVTMPFS BLK_DEV_INITRD RD_GZIP SERIAL_8250_CONSOLE DEBUG_FS TMPFS HUGETLBFS DEBUG_ATOMIC_SLEEP \
+	NET UNIX; do
 	grep -q "^CONFIG_$opt=y" "$O/.config" || die "CONFIG_$opt is not =y after olddefconfig (a dependency is off)"
 done
 grep -q '^# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set' "$O/.config" || die "kmemleak would be off by default"

@@ -285,21 +285,120 @@ int CaseFaultSigbus(const std::string& path) {
   return 0;
 }
 
+// Where the seed-002 bug's PTE points. The driver hands remap_pfn_range the kernel virtual address
+// (plus the file's page offset) as the PFN; pfn_pte() shifts it by PAGE_SHIFT and keeps the bits of
+// PTE_PFN_MASK (12..51 on x86-64: arch/x86/include/asm/pgtable_types.h), so the frame the PTE names
+// is bits 0..39 of the KVA. What happens on the first write depends on where that lands:
+//   above MAXPHYADDR (/proc/cpuinfo "address sizes"): the PTE has reserved bits set, the CPU raises
+//     a reserved-bit page fault, the kernel prints "Corrupted page table" and "Bad pagetable" and
+//     kills the writer (arch/x86/mm/fault.c pgtable_bad); the Debian kernel's randomized vmalloc
+//     base lands here;
+//   below it with no RAM there: the write goes to nothing and the writer lives on (seed 002's
+//     silent form: the data is simply not where the driver thinks); KASAN turns off the memory
+//     KASLR (arch/x86/mm/kaslr.c kaslr_memory_enabled), so the debug kernel's fixed vmalloc base
+//     lands here;
+//   inside System RAM: the write would corrupt the guest's own memory; the case does not write.
+struct BadPte {
+  uint64_t phys = 0;
+  unsigned maxphys_bits = 0;
+  bool reserved_bits = false;
+  bool system_ram = false;
+};
+
+unsigned MaxPhysBits() {
+  for (const auto& l : Lines(ReadFile("/proc/cpuinfo"))) {
+    unsigned bits = 0;
+    if (l.find("address sizes") == std::string::npos || l.find(':') == std::string::npos) continue;
+    if (std::sscanf(l.c_str() + l.find(':') + 1, "%u bits physical", &bits) == 1) return bits;
+  }
+  return 0;
+}
+
+bool InSystemRam(uint64_t phys) {
+  for (const auto& l : Lines(ReadFile("/proc/iomem"))) {
+    unsigned long long lo = 0, hi = 0;
+    char name[128] = {0};
+    if (l.empty() || l[0] == ' ') continue;  // top-level entries only
+    if (std::sscanf(l.c_str(), "%llx-%llx : %127[^\n]", &lo, &hi, name) == 3 &&
+        std::string(name) == "System RAM" && phys >= lo && phys <= hi)
+      return true;
+  }
+  return false;
+}
+
 int CaseCorruptedPageTable(const std::string& path) {
   size_t mark = KernelLog().size();
+  const off_t kOffset = 4096;  // the mapping's file offset: pgoff 1
+  int dev = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (dev < 0) return Fail("cannot open " + path);
+  char before = 'z';
+  if (pwrite(dev, &before, 1, kOffset) != 1) return Fail("cannot write the marker byte through write()");
   if (SetFault(1) != 0) return Fail("cannot set fault=1 (is resmem_test.ko loaded?)");
-  int status = 0;
-  TouchInChild(path, &status);
+  int mapped[2], go[2];
+  if (pipe(mapped) != 0 || pipe(go) != 0) return Fail("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    char verdict = 0, ok = 'm';
+    int fd = open(path.c_str(), O_RDWR | O_SYNC);  // O_SYNC as the seed-002 program did
+    void* p = fd < 0 ? MAP_FAILED : mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kOffset);
+    if (p == MAP_FAILED) ok = 'f';
+    if (write(mapped[1], &ok, 1) != 1 || ok != 'm') _exit(11);
+    if (read(go[0], &verdict, 1) != 1 || verdict != 'w') _exit(12);
+    static_cast<volatile char*>(p)[0] = 'a';
+    _exit(0);
+  }
+  if (pid < 0) return Fail("fork failed");
+  char ok = 0;
+  bool child_mapped = read(mapped[0], &ok, 1) == 1 && ok == 'm';
   SetFault(0);
+  // The test build's line names the KVA it handed over: "... kernel virtual address %px as the PFN".
+  uint64_t kaddr = 0;
+  for (const auto& l : NewLogLines(mark)) {
+    size_t at = l.find("kernel virtual address ");
+    if (at != std::string::npos) kaddr = std::strtoull(l.c_str() + at + 23, nullptr, 16);
+  }
+  BadPte pte;
+  pte.phys = ((kaddr + (kOffset >> 12)) << 12) & 0x000ffffffffff000ULL;
+  pte.maxphys_bits = MaxPhysBits();
+  pte.reserved_bits = pte.maxphys_bits > 0 && pte.maxphys_bits < 64 && pte.phys >> pte.maxphys_bits != 0;
+  pte.system_ram = !pte.reserved_bits && InSystemRam(pte.phys);
+  char verdict = child_mapped && kaddr != 0 && !pte.system_ram ? 'w' : 'n';
+  if (write(go[1], &verdict, 1) != 1) verdict = 'n';
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(mapped[0]), close(mapped[1]), close(go[0]), close(go[1]);
+  char after = 0;
+  bool read_back = pread(dev, &after, 1, kOffset) == 1;
+  close(dev);
   bool corrupted = false, bad = false;
   for (const auto& l : NewLogLines(mark)) {
     if (l.find("Corrupted page table") != std::string::npos) corrupted = true;
     if (l.find("Bad pagetable") != std::string::npos) bad = true;
     Diag("console: %s", l.c_str());
   }
-  if (WIFEXITED(status)) return Fail("mmap or the write survived: exit " + std::to_string(WEXITSTATUS(status)));
-  Diag("writer killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  if (!corrupted || !bad) return Fail("console lacks 'Corrupted page table' / 'Bad pagetable'");
+  if (!child_mapped) return Fail("the mmap with the bad PFN failed; the seed-002 bug maps without complaint");
+  if (kaddr == 0) return Fail("the console lacks the test build's 'kernel virtual address ... as the PFN' line");
+  Diag("PTE frame from KVA 0x%" PRIx64 ": phys 0x%" PRIx64 "; MAXPHYADDR %u bits: %s", kaddr, pte.phys,
+       pte.maxphys_bits,
+       pte.reserved_bits ? "reserved bits set" : pte.system_ram ? "inside System RAM" : "below it, no RAM there");
+  if (pte.system_ram) {
+    Diag("the bad PTE maps the guest's own RAM: mmap succeeded silently; not writing through it");
+    return 0;
+  }
+  if (pte.reserved_bits) {
+    if (WIFEXITED(status)) return Fail("the write survived a PTE with reserved bits: exit " + std::to_string(WEXITSTATUS(status)));
+    Diag("writer killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (!corrupted || !bad) return Fail("console lacks 'Corrupted page table' / 'Bad pagetable'");
+    return 0;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Fail("the write through a PTE to phys with no RAM should go nowhere and survive; wait status " +
+                std::to_string(status));
+  if (!read_back) return Fail("cannot read the marker byte back through read()");
+  if (after != before) return Fail("the device's byte changed: the bad PTE reached the reserved range");
+  if (corrupted || bad) return Fail("a reserved-bit fault for a PTE below MAXPHYADDR");
+  Diag("the write went to phys 0x%" PRIx64 ", not to the device (its byte at 0x%lx is still '%c'): seed 002's silent form",
+       pte.phys, static_cast<long>(kOffset), after);
   return 0;
 }
 
