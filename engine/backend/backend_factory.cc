@@ -58,6 +58,10 @@ bool RegisterGpuPart(const std::string& name, GpuFactory f) {
   Registry<GpuFactory>()[name] = std::move(f);
   return true;
 }
+bool RegisterGpuDirectPart(const std::string& name, GpuDirectFactory f) {
+  Registry<GpuDirectFactory>()[name] = std::move(f);
+  return true;
+}
 
 std::vector<std::string> BackendPresetNames() {
   std::vector<std::string> out;
@@ -146,6 +150,16 @@ Result<Backend> MakeBackend(const BackendSpec& spec, PartContext& ctx) {
   b.platform = std::move(platform).value();
   b.regions = std::move(region).value();
   b.gpu = std::move(gpu).value();
+  const std::string gpudirect = ctx.options.count("gpudirect") ? ctx.options.at("gpudirect") : spec.gpu;
+  auto& gpudirects = Registry<GpuDirectFactory>();
+  if (gpudirects.count(gpudirect)) {
+    auto gd = gpudirects[gpudirect](ctx);
+    if (!gd.ok()) return gd.status().WithContext("gpudirect '" + gpudirect + "'");
+    b.gpudirect = std::move(gd).value();
+  } else if (ctx.options.count("gpudirect")) {
+    return Status::InvalidArgument("no gpudirect part '" + gpudirect + "' in this build; have: " +
+                                   Names<GpuDirectFactory>());
+  }
   auto keep = std::make_shared<std::vector<std::shared_ptr<void>>>(ctx.keep_alive);
   b.shared_state = keep;
   return b;

@@ -49,10 +49,14 @@ struct PartContext {
 using PlatformFactory = std::function<Result<std::unique_ptr<Platform>>(PartContext&)>;
 using RegionFactory = std::function<Result<std::unique_ptr<RegionProvider>>(PartContext&)>;
 using GpuFactory = std::function<Result<std::unique_ptr<Gpu>>(PartContext&)>;
+using GpuDirectFactory = std::function<Result<std::unique_ptr<GpuDirect>>(PartContext&)>;
 
 bool RegisterPlatformPart(const std::string& name, PlatformFactory f);
 bool RegisterRegionPart(const std::string& name, RegionFactory f);
 bool RegisterGpuPart(const std::string& name, GpuFactory f);
+// The GPUDirect RDMA path (backends/api/p2p.h) that goes with a gpu part of the same name, or the
+// one `--option gpudirect=NAME` names; a backend whose GPU has none gets a null gpudirect.
+bool RegisterGpuDirectPart(const std::string& name, GpuDirectFactory f);
 
 struct BackendSpec {
   std::string name;  // as the user wrote it

@@ -1,6 +1,7 @@
-// The simulator's parts: platform=sim, region=sim, gpu=sim, all over one simulated world.
+// The simulator's parts: platform=sim, region=sim, gpu=sim (and its gpudirect), over one simulated world.
 #include "engine/backend/backend_factory.h"
 #include "mock/gpu/sim_gpu.h"
+#include "mock/rdma/sim_gpudirect.h"
 
 namespace resmem::engine {
 namespace {
@@ -34,6 +35,12 @@ const bool kSimGpu = RegisterGpuPart("sim", [](PartContext& ctx) -> Result<std::
   }
   options.host_mem_total = mem_total;
   return sim::MakeSimGpu(*profile, host, ctx.clock, ctx.faults, options);
+});
+
+// GPUDirect RDMA on the simulator (mock/rdma): NVIDIA's P2P API, the device and its driver, on the
+// backend's clock.
+const bool kSimGpuDirect = RegisterGpuDirectPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<GpuDirect>> {
+  return std::unique_ptr<GpuDirect>(std::make_unique<sim::SimGpuDirect>(ctx.clock, ctx.seed));
 });
 
 }  // namespace

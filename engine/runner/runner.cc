@@ -150,6 +150,51 @@ class Run {
   Status Do(const scenario::ChecksumStep& step, StepResult* r);
   Status Do(const scenario::StreamStep& step, StepResult* r);
   Status Do(const scenario::DoctorStep& step, StepResult* r);
+  Status Do(const scenario::P2pSetupStep& step, StepResult* r);
+  Status Do(const scenario::P2pAllocStep& step, StepResult* r);
+  Status Do(const scenario::P2pTokensStep& step, StepResult* r);
+  Status Do(const scenario::P2pPinStep& step, StepResult* r);
+  Status Do(const scenario::P2pUnpinStep& step, StepResult* r);
+  Status Do(const scenario::P2pDmaStep& step, StepResult* r);
+  Status Do(const scenario::P2pFreeStep& step, StepResult* r);
+
+  // GPUDirect RDMA: the backend's path, the GPU buffers by name, and what the steps record.
+  Status NeedGpuDirect() {
+    if (!b_.gpudirect)
+      return Status::Unavailable("this backend has no GPUDirect RDMA part (nvidia_p2p_get_pages is a "
+                                 "kernel interface): run the p2p steps on --backend sim, or name one "
+                                 "with --option gpudirect=NAME");
+    return Status::Ok();
+  }
+  struct GpuBuffer {
+    uint64_t va = 0, length = 0;
+  };
+  Result<GpuBuffer> Buffer(const std::string& name) {
+    auto it = gpu_buffers_.find(name);
+    if (it == gpu_buffers_.end())
+      return Status::InvalidArgument("no GPU buffer named '" + name + "': create it with p2p_alloc");
+    return it->second;
+  }
+  // [offset, offset+length) of a buffer, length absent meaning the rest of it.
+  static Result<std::pair<uint64_t, uint64_t>> BufferRange(const GpuBuffer& b, uint64_t offset,
+                                                           const std::optional<uint64_t>& length) {
+    if (offset > b.length) return Status::InvalidArgument("offset is past the buffer's end");
+    const uint64_t len = length.value_or(b.length - offset);
+    if (len > b.length - offset) return Status::InvalidArgument("the range runs past the buffer's end");
+    return std::make_pair(b.va + offset, len);
+  }
+  // The P2P events since `from`, one per line, as the step's observation "events".
+  void RecordEvents(size_t from, StepResult* r) {
+    if (!b_.gpudirect) return;
+    const std::vector<std::string> ev = b_.gpudirect->Events();
+    std::string text;
+    for (size_t i = from; i < ev.size(); ++i) text += (text.empty() ? "" : "\n") + ev[i];
+    r->texts["events"] = text;
+  }
+  size_t EventCount() const { return b_.gpudirect ? b_.gpudirect->Events().size() : 0; }
+  std::map<std::string, GpuBuffer> gpu_buffers_;
+  std::map<std::string, P2pTokens> p2p_tokens_;
+  std::map<std::string, uint64_t> p2p_pins_;
 
   const Scenario& s_;
   Backend& b_;
@@ -521,6 +566,115 @@ Status Run::Do(const scenario::DoctorStep& step, StepResult* r) {
   return Status::Ok();
 }
 
+// ---- GPUDirect RDMA ----
+
+Status Run::Do(const scenario::P2pSetupStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  GpuDirectConfig c;
+  c.gpu = step.gpu;
+  c.iommu = step.iommu;
+  c.path = step.path;
+  c.dma_mask_bits = static_cast<int>(step.dma_mask);
+  if (step.bar1_base) c.bar1_base = step.bar1_base;
+  if (step.link_gbps > 0) c.link_gbps = step.link_gbps;
+  c.unpin = step.unpin;
+  c.callback_waits_for_dma = step.callback_waits;
+  c.put_pages_after_callback = step.put_after_callback;
+  c.built_against_version = static_cast<uint32_t>(step.built_against);
+  gpu_buffers_.clear();
+  p2p_tokens_.clear();
+  p2p_pins_.clear();
+  Status st = b_.gpudirect->Configure(c);
+  RecordEvents(0, r);
+  return st;
+}
+
+Status Run::Do(const scenario::P2pAllocStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  const size_t from = EventCount();
+  auto va = b_.gpudirect->AllocGpu(step.length, static_cast<int>(step.context));
+  RecordEvents(from, r);
+  if (!va.ok()) return va.status();
+  gpu_buffers_[step.as] = {*va, step.length};
+  return Status::Ok();
+}
+
+Status Run::Do(const scenario::P2pTokensStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  RESMEM_ASSIGN_OR_RETURN(GpuBuffer buf, Buffer(step.buffer));
+  RESMEM_ASSIGN_OR_RETURN(P2pTokens t, b_.gpudirect->QueryTokens(buf.va));
+  p2p_tokens_[step.buffer] = t;
+  r->texts["tokens"] = DescribeTokens(t);
+  return Status::Ok();
+}
+
+Status Run::Do(const scenario::P2pPinStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  RESMEM_ASSIGN_OR_RETURN(GpuBuffer buf, Buffer(step.buffer));
+  RESMEM_ASSIGN_OR_RETURN(auto range, BufferRange(buf, step.offset, step.length));
+  P2pTokens tokens;
+  if (step.tokens == scenario::P2pTokenSource::kQuery) {
+    RESMEM_ASSIGN_OR_RETURN(tokens, b_.gpudirect->QueryTokens(buf.va));
+  } else if (step.tokens == scenario::P2pTokenSource::kCached) {
+    auto it = p2p_tokens_.find(step.buffer);
+    if (it == p2p_tokens_.end())
+      return Status::InvalidArgument("tokens = \"cached\" but no p2p_tokens step queried '" + step.buffer + "' before");
+    tokens = it->second;
+  }
+  r->texts["tokens"] = DescribeTokens(tokens);
+  const size_t from = EventCount();
+  auto table = b_.gpudirect->Pin(tokens, range.first, range.second);
+  RecordEvents(from, r);
+  if (!table.ok()) return table.status();
+  p2p_pins_[step.buffer] = table->id;
+  char text[96];
+  std::snprintf(text, sizeof text, "page table version 0x%08" PRIx32 ", %zu pages of %s", table->version,
+                table->physical_addresses.size(), FormatSize(table->page_size).c_str());
+  r->texts["page_table"] = text;
+  return Status::Ok();
+}
+
+Status Run::Do(const scenario::P2pUnpinStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  auto it = p2p_pins_.find(step.buffer);
+  if (it == p2p_pins_.end())
+    return Status::InvalidArgument("no p2p_pin of '" + step.buffer + "' to unpin: pin it first");
+  const size_t from = EventCount();
+  Status st = b_.gpudirect->Unpin(it->second);
+  RecordEvents(from, r);
+  if (st.ok()) p2p_pins_.erase(it);
+  return st;
+}
+
+Status Run::Do(const scenario::P2pDmaStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  RESMEM_ASSIGN_OR_RETURN(GpuBuffer buf, Buffer(step.buffer));
+  RESMEM_ASSIGN_OR_RETURN(auto range, BufferRange(buf, step.offset, step.length));
+  const size_t from = EventCount();
+  auto stats = b_.gpudirect->Dma(range.first, range.second, step.block, static_cast<int>(step.rounds));
+  RecordEvents(from, r);
+  if (!stats.ok()) return stats.status();
+  RecordRate(r, stats->bytes, stats->seconds);
+  r->numbers["transfers"] = static_cast<double>(stats->transfers);
+  r->numbers["pins"] = static_cast<double>(stats->pins);
+  r->numbers["hits"] = static_cast<double>(stats->hits);
+  r->numbers["evictions"] = static_cast<double>(stats->evictions);
+  r->texts["path"] = stats->route;
+  r->texts["data"] = stats->data;
+  r->texts["note"] = stats->note;
+  return Status::Ok();
+}
+
+Status Run::Do(const scenario::P2pFreeStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
+  RESMEM_ASSIGN_OR_RETURN(GpuBuffer buf, Buffer(step.buffer));
+  const size_t from = EventCount();
+  Status st = b_.gpudirect->FreeGpu(buf.va, step.during_dma);
+  RecordEvents(from, r);
+  if (st.ok()) gpu_buffers_.erase(step.buffer);
+  return st;
+}
+
 // ---- judging ----
 
 std::string Observed(const Status& st, const std::string& profile) {
@@ -673,12 +827,30 @@ std::vector<std::string> Judge(const Expectation& e, const Status& st, const Ste
                       " is not " + (t > 0 ? "within " + Fmt("%.0f%%", t * 100) + " of " : "") + (*v)->written);
   }
   const std::pair<const char*, const std::optional<Expected<int64_t>>*> counts[] = {
-      {"reservations", &e.reservations}, {"abi_version", &e.abi_version}};
+      {"reservations", &e.reservations}, {"abi_version", &e.abi_version}, {"pins", &e.pins},
+      {"hits", &e.hits}, {"evictions", &e.evictions}};
   for (const auto& [key, v] : counts) {
     if (!*v) continue;
     auto it = r.numbers.find(key);
     if (it == r.numbers.end() || it->second != static_cast<double>((*v)->value))
-      fails.push_back(std::string(key) + " is not " + (*v)->written);
+      fails.push_back(std::string(key) + " is " + (it == r.numbers.end() ? "not observed" : Fmt("%.0f", it->second)) +
+                      ", expected " + (*v)->written);
+  }
+  if (e.events) {
+    // Each expected text in an event of its own, in the given order.
+    auto ev = r.texts.find("events");
+    const std::vector<std::string> lines = LogLines(ev == r.texts.end() ? "" : ev->second);
+    size_t at = 0;
+    for (size_t k = 0; k < e.events->value.size(); ++k) {
+      const std::string& want = e.events->value[k];
+      while (at < lines.size() && lines[at].find(want) == std::string::npos) ++at;
+      if (at == lines.size()) {
+        fails.push_back("event " + std::to_string(k + 1) + " of the expectation did not happen" +
+                        (k ? " after event " + std::to_string(k) : "") + ": '" + want + "'");
+        break;
+      }
+      ++at;
+    }
   }
   // Texts observed, compared whole.
   auto same_text = [&](const char* key, const std::string& want, const std::string& written) {
@@ -856,6 +1028,13 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
       if (expect->memory_type) shown += r.texts["memory_type"];
       if (expect->drops) shown += Fmt("%.0f drops", r.numbers["drops"]) + Fmt(", %.0f corrupt", r.numbers["corrupt"]);
       if (expect->finding) shown += "found " + expect->finding->written;
+      if (expect->pins || expect->hits || expect->evictions)
+        shown += Fmt("%.0f pins", r.numbers["pins"]) + Fmt(", %.0f hits", r.numbers["hits"]) +
+                 Fmt(", %.0f evictions", r.numbers["evictions"]);
+      if (expect->path && std::holds_alternative<scenario::P2pDmaStep>(step.args))
+        shown += (shown.empty() ? "" : ", ") + r.texts["path"];
+      if (expect->events && !expect->events->value.empty() && shown.empty())
+        shown += "'" + expect->events->value.back() + "'";
       if (expect->reservations && !expect->usable_ram)
         shown += Fmt("%.0f reservations", r.numbers["reservations"]);
       const bool is_register = std::holds_alternative<scenario::RegisterStep>(step.args);

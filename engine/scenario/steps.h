@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "backends/api/gpu.h"
+#include "backends/api/p2p.h"
 
 namespace resmem::scenario {
 
 // Data written and checked by write/verify (engine/runner/patterns.h makes the bytes).
 enum class DataPattern { kCounter, kSeeded, kZero };
 enum class ContextAction { kCreate, kUse };
+// Where a p2p_pin takes its tokens from: queried now, the ones an earlier p2p_tokens step got
+// for that buffer name (stale when the name was allocated again), or zeros.
+enum class P2pTokenSource { kQuery, kCached, kZero };
 
 struct BootStep {
   static constexpr const char* kName = "boot";
@@ -136,13 +140,62 @@ struct DoctorStep {
   static constexpr const char* kName = "doctor";
   bool devices = true;
 };
+// GPUDirect RDMA (backends/api/p2p.h, docs/rdma.md): the machine, GPU memory, pins, the device's DMA.
+struct P2pSetupStep {
+  static constexpr const char* kName = "p2p_setup";
+  std::string gpu = "h100";
+  bool iommu = false;
+  PciePath path = PciePath::kSameSwitch;
+  int64_t dma_mask = 64;
+  uint64_t bar1_base = 0;  // 0: the profile's
+  double link_gbps = 0;    // 0: the profile's
+  UnpinPolicy unpin = UnpinPolicy::kLazy;
+  bool callback_waits = true;
+  bool put_after_callback = false;
+  int64_t built_against = 0;  // 0: the GPU driver's own page-table version
+};
+struct P2pAllocStep {
+  static constexpr const char* kName = "p2p_alloc";
+  std::string as;
+  uint64_t length = 0;
+  int64_t context = 0;
+};
+struct P2pTokensStep {
+  static constexpr const char* kName = "p2p_tokens";
+  std::string buffer;
+};
+struct P2pPinStep {
+  static constexpr const char* kName = "p2p_pin";
+  std::string buffer;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // none: the rest of the buffer
+  P2pTokenSource tokens = P2pTokenSource::kQuery;
+};
+struct P2pUnpinStep {
+  static constexpr const char* kName = "p2p_unpin";
+  std::string buffer;
+};
+struct P2pDmaStep {
+  static constexpr const char* kName = "p2p_dma";
+  std::string buffer;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // none: the rest of the buffer
+  uint64_t block = 0;              // 0: one transfer
+  int64_t rounds = 1;
+};
+struct P2pFreeStep {
+  static constexpr const char* kName = "p2p_free";
+  std::string buffer;
+  bool during_dma = false;
+};
 
 // A step's kind and its arguments. The order is the order of docs/scenarios.md's table.
 using StepArgs =
     std::variant<BootStep, OpenStep, InfoStep, IoctlStep, MmapStep, MunmapStep, AllocPageableStep,
                  AllocPinnedStep, AllocDeviceStep, ContextStep, RegisterStep, UnregisterStep,
                  WriteStep, VerifyStep, MemcpyStep, CopyStep, StageStep, ChecksumStep, StreamStep,
-                 DoctorStep>;
+                 DoctorStep, P2pSetupStep, P2pAllocStep, P2pTokensStep, P2pPinStep, P2pUnpinStep,
+                 P2pDmaStep, P2pFreeStep>;
 
 // The kind's name as a file writes it ("mmap").
 const char* StepName(const StepArgs& args);
@@ -172,12 +225,13 @@ struct Expectation {
   std::optional<Expected<std::string>> message_contains;
   std::optional<Expected<double>> tolerance;  // fraction, for mbps, usable_ram and mem_total
   std::optional<Expected<double>> mbps, seconds_max;
-  std::optional<Expected<int64_t>> drops, corrupt, reservations, abi_version;
+  std::optional<Expected<int64_t>> drops, corrupt, reservations, abi_version, pins, hits, evictions;
   std::optional<Expected<uint64_t>> usable_ram, mem_total, size, phys;  // bytes
   std::optional<Expected<std::string>> path, vm_flags, memory_type, backing, data, mode, cache,
       cmdline;
   std::optional<Expected<bool>> reservation_over_hole;
-  std::optional<Expected<std::vector<std::string>>> user_map, dmesg, finding, no_finding, findings;
+  std::optional<Expected<std::vector<std::string>>> user_map, dmesg, finding, no_finding, findings,
+      events;
 
   bool empty() const;
   // "key=written, ..." in key order ("ok" when empty); a list longer than 3 entries is

@@ -1,0 +1,114 @@
+// The GPUDirect RDMA steps (p2p_*) through the runner on the simulator: what they observe, and that
+// their expectations (pins, hits, evictions, events, path, data) fail when the model disagrees.
+#include <string>
+
+#include "engine/runner/runner.h"
+#include "engine/scenario/scenario.h"
+#include "gtest/gtest.h"
+
+namespace resmem::engine {
+namespace {
+
+constexpr char kHead[] = R"x(
+[scenario]
+name = "p2p"
+kind = "check"
+seed = 1
+[machine]
+preset = "seed000-workstation"
+[[step]]
+do = "p2p_setup"
+gpu = "kepler-guide"
+[[step]]
+do = "p2p_alloc"
+as = "ring"
+length = "224M"
+)x";
+
+ScenarioResult RunText(const std::string& steps, RunOptions options = {}) {
+  auto parsed = scenario::ParseScenarioText(std::string(kHead) + steps, "p2p.toml");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  if (!parsed.ok()) return {};
+  return RunScenario(parsed->front(), options);
+}
+
+TEST(P2pSteps, ARingThatFitsIsPinnedOnceAndObserved) {
+  auto r = RunText(R"x(
+[[step]]
+do = "p2p_dma"
+buffer = "ring"
+block = "32M"
+rounds = 2
+expect = { pins = 7, hits = 7, evictions = 0, path = "same-switch", data = "intact" }
+)x");
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[2].numbers.at("transfers"), 14);
+  EXPECT_GT(r.steps[2].numbers.at("mbps"), 0);
+  EXPECT_NE(r.headline.find("7 pins, 7 hits, 0 evictions"), std::string::npos) << r.headline;
+}
+
+TEST(P2pSteps, AWrongCountFailsAndSaysWhatWasObserved) {
+  auto r = RunText(R"x(
+[[step]]
+do = "p2p_dma"
+buffer = "ring"
+block = "32M"
+rounds = 2
+expect = { hits = 3 }
+)x");
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kFailed);
+  EXPECT_NE(r.reason.find("hits is 7, expected 3"), std::string::npos) << r.reason;
+}
+
+TEST(P2pSteps, EventsMustHappenInTheGivenOrder) {
+  const std::string in_order = R"x(
+[[step]]
+do = "p2p_pin"
+buffer = "ring"
+length = "1M"
+[[step]]
+do = "p2p_free"
+buffer = "ring"
+expect = { events = ["calls free_callback(data)", "driver: forgets page table 1", "nvidia: frees page table 1"] }
+)x";
+  auto ok = RunText(in_order);
+  EXPECT_EQ(ok.verdict, ScenarioVerdict::kPassed) << ok.reason;
+  const std::string swapped = R"x(
+[[step]]
+do = "p2p_pin"
+buffer = "ring"
+length = "1M"
+[[step]]
+do = "p2p_free"
+buffer = "ring"
+expect = { events = ["nvidia: frees page table 1", "driver: forgets page table 1"] }
+)x";
+  auto bad = RunText(swapped);
+  EXPECT_EQ(bad.verdict, ScenarioVerdict::kFailed);
+  EXPECT_NE(bad.reason.find("event 2 of the expectation did not happen after event 1"), std::string::npos)
+      << bad.reason;
+}
+
+TEST(P2pSteps, CachedTokensNeedAnEarlierQuery) {
+  auto r = RunText(R"x(
+[[step]]
+do = "p2p_pin"
+buffer = "ring"
+tokens = "cached"
+)x");
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kFailed);
+  EXPECT_NE(r.reason.find("no p2p_tokens step queried 'ring'"), std::string::npos) << r.reason;
+}
+
+TEST(P2pSteps, AnUnknownGpudirectPartIsAnErrorNamingTheKnownOnes) {
+  RunOptions o;
+  o.options["gpudirect"] = "edu";
+  auto r = RunText("", o);
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kError);
+  EXPECT_NE(r.reason.find("no gpudirect part 'edu'"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("sim"), std::string::npos) << r.reason;
+}
+
+}  // namespace
+}  // namespace resmem::engine
