@@ -236,6 +236,14 @@ std::vector<ArgDef> PatternSpanArgs() {
                                   {"zero", DataPattern::kZero}},
                                  "bytes as a function of their offset (seeded: and of the run's seed)")};
 }
+template <typename K>  // P2pPinStep, P2pDmaStep
+std::vector<ArgDef> P2pRangeArgs(std::vector<ArgDef> own) {
+  std::vector<ArgDef> args = {Name<K>("buffer", &K::buffer, "GPU buffer"),
+                              Size<K>("offset", &K::offset, kOptional, "into the buffer"),
+                              WholeOrSize<K>("length", &K::length, "the rest of the buffer", "bytes")};
+  args.insert(args.end(), own.begin(), own.end());
+  return args;
+}
 constexpr const char* kRegisterFlagsHelp = "default, portable, mapped, iomemory, readonly";
 
 template <typename K>
@@ -379,22 +387,18 @@ std::vector<StepDef> MakeStepDefs() {
       Kind<P2pTokensStep>("cuPointerGetAttribute(P2P_TOKENS) on a buffer; remembers them",
                           {Name("buffer", &P2pTokensStep::buffer, "GPU buffer")}, {}),
       Kind<P2pPinStep>("the driver pins a range with nvidia_p2p_get_pages (and maps it for the device)",
-                       {Name("buffer", &P2pPinStep::buffer, "GPU buffer"),
-                        Size("offset", &P2pPinStep::offset, kOptional, "into the buffer"),
-                        WholeOrSize("length", &P2pPinStep::length, "the rest of the buffer", "bytes"),
-                        Choice("tokens", &P2pPinStep::tokens, kOptional,
-                               {{"query", P2pTokenSource::kQuery}, {"cached", P2pTokenSource::kCached},
-                                {"zero", P2pTokenSource::kZero}},
-                               "query them now, the last p2p_tokens of this name, or zeros")},
+                       P2pRangeArgs<P2pPinStep>(
+                           {Choice("tokens", &P2pPinStep::tokens, kOptional,
+                                   {{"query", P2pTokenSource::kQuery}, {"cached", P2pTokenSource::kCached},
+                                    {"zero", P2pTokenSource::kZero}},
+                                   "query them now, the last p2p_tokens of this name, or zeros")}),
                        {"events"}),
       Kind<P2pUnpinStep>("the driver unpins the buffer's p2p_pin (nvidia_p2p_put_pages)",
                          {Name("buffer", &P2pUnpinStep::buffer, "GPU buffer")}, {"events"}),
       Kind<P2pDmaStep>("the device writes into a GPU buffer, each transfer pinned as the driver's unpin policy says",
-                       {Name("buffer", &P2pDmaStep::buffer, "GPU buffer"),
-                        Size("offset", &P2pDmaStep::offset, kOptional, "into the buffer"),
-                        WholeOrSize("length", &P2pDmaStep::length, "the rest of the buffer", "bytes"),
-                        Size("block", &P2pDmaStep::block, kOptional, "bytes per transfer (0: one transfer)"),
-                        Int("rounds", &P2pDmaStep::rounds, kOptional, 1, 100000, "times over the range")},
+                       P2pRangeArgs<P2pDmaStep>(
+                           {Size("block", &P2pDmaStep::block, kOptional, "bytes per transfer (0: one transfer)"),
+                            Int("rounds", &P2pDmaStep::rounds, kOptional, 1, 100000, "times over the range")}),
                        {"mbps", "tolerance", "path", "data", "pins", "hits", "evictions", "events"}),
       Kind<P2pFreeStep>("cudaFree of a GPU buffer: pins in it are revoked through the free callback",
                         {Name("buffer", &P2pFreeStep::buffer, "GPU buffer"),

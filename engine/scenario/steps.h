@@ -164,23 +164,23 @@ struct P2pTokensStep {
   static constexpr const char* kName = "p2p_tokens";
   std::string buffer;
 };
-struct P2pPinStep {
-  static constexpr const char* kName = "p2p_pin";
+// What p2p_pin and p2p_dma take: bytes [offset, offset + length) of a GPU buffer.
+struct P2pRange {
   std::string buffer;
   uint64_t offset = 0;
   std::optional<uint64_t> length;  // none: the rest of the buffer
+};
+struct P2pPinStep : P2pRange {
+  static constexpr const char* kName = "p2p_pin";
   P2pTokenSource tokens = P2pTokenSource::kQuery;
 };
 struct P2pUnpinStep {
   static constexpr const char* kName = "p2p_unpin";
   std::string buffer;
 };
-struct P2pDmaStep {
+struct P2pDmaStep : P2pRange {
   static constexpr const char* kName = "p2p_dma";
-  std::string buffer;
-  uint64_t offset = 0;
-  std::optional<uint64_t> length;  // none: the rest of the buffer
-  uint64_t block = 0;              // 0: one transfer
+  uint64_t block = 0;  // 0: one transfer
   int64_t rounds = 1;
 };
 struct P2pFreeStep {

@@ -17,12 +17,6 @@ constexpr uint64_t kGiB = 1ull << 30;
 // The kernel's ENOTSUPP (include/linux/errno.h, 524): nv-p2p.c returns it; user space has no name.
 constexpr int kEnotsupp = 524;
 
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 // SplitMix64: a randomized p2pToken per context, fixed by the run's seed.
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -82,6 +76,12 @@ std::vector<P2pGpuProfile> Profiles() {
 
 }  // namespace
 
+std::string HexAddress(uint64_t value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
+  return buf;
+}
+
 bool PageTableVersionCompatible(uint32_t table_version, uint32_t built_against) {
   return (table_version >> 16) == (built_against >> 16) &&
          (table_version & 0xffff) >= (built_against & 0xffff);
@@ -132,7 +132,7 @@ Result<uint64_t> SimNvP2p::Alloc(uint64_t length, int context) {
   }
   allocations_.push_back({va, rounded, context});
   allocated_bytes_ += rounded;
-  Log("cuda: cudaMalloc(" + FormatSize(length) + ") in context " + std::to_string(context) + " -> " + Hex(va));
+  Log("cuda: cudaMalloc(" + FormatSize(length) + ") in context " + std::to_string(context) + " -> " + HexAddress(va));
   return va;
 }
 
@@ -148,7 +148,7 @@ Result<P2pTokens> SimNvP2p::Tokens(uint64_t va) const {
   const Allocation* a = FindAllocation(va, 1);
   // Guide 4.2: cuPointerGetAttribute returns "anything else if pointer points to CPU memory"; the
   // driver API answers an unknown pointer with CUDA_ERROR_INVALID_VALUE (1).
-  if (!a) return Status::Cuda(1, "cuPointerGetAttribute(P2P_TOKENS): " + Hex(va) + " is not GPU memory");
+  if (!a) return Status::Cuda(1, "cuPointerGetAttribute(P2P_TOKENS): " + HexAddress(va) + " is not GPU memory");
   return ContextTokens(a->context);
 }
 
@@ -195,14 +195,14 @@ Result<P2pPageTable> SimNvP2p::GetPages(const P2pTokens& tokens, uint64_t va, ui
     return Status::Errno(EINVAL, "nvidia_p2p_get_pages: p2pToken 0: this driver (" + profile_.name +
                                      ") identifies the VA space only by its tokens; " + fresh);
   if (!a)
-    return Status::Errno(EINVAL, "nvidia_p2p_get_pages: no GPU allocation holds [" + Hex(va) + ", " +
-                                     Hex(va + length) + "): pin memory the program allocated with "
+    return Status::Errno(EINVAL, "nvidia_p2p_get_pages: no GPU allocation holds [" + HexAddress(va) + ", " +
+                                     HexAddress(va + length) + "): pin memory the program allocated with "
                                      "cudaMalloc and has not freed");
   const P2pTokens owner = ContextTokens(a->context);
   if ((tokens.p2p_token != 0 && tokens.p2p_token != owner.p2p_token) ||
       (tokens.va_space_token != 0 && tokens.va_space_token != owner.va_space_token))
     return Status::Errno(EINVAL, "nvidia_p2p_get_pages: invalid token: " + DescribeTokens(tokens) +
-                                     " do not name the VA space that holds " + Hex(va) + " (" +
+                                     " do not name the VA space that holds " + HexAddress(va) + " (" +
                                      DescribeTokens(owner) + "): a freed address can come back in "
                                      "another context with other tokens; " + fresh);
   // RM _isSpaceAvailableForBar1P2PMapping: BAR1 minus what P2P has mapped must hold the reserve
@@ -213,7 +213,7 @@ Result<P2pPageTable> SimNvP2p::GetPages(const P2pTokens& tokens, uint64_t va, ui
     if (!bar1_by_page_.count(p)) ++new_pages;
   const uint64_t need = new_pages * page;
   if (profile_.bar1_bytes < bar1_mapped() + profile_.bar1_reserve + need) {
-    Log("NVRM: no space for BAR1 mappings, length: " + Hex(need));
+    Log("NVRM: no space for BAR1 mappings, length: " + HexAddress(need));
     return Status::Errno(ENOMEM, "nvidia_p2p_get_pages: BAR1 is full: " + FormatSize(bar1_mapped()) +
                                      " of " + FormatSize(profile_.bar1_bytes) + " mapped, " +
                                      FormatSize(profile_.bar1_reserve) + " reserved for the driver, " +
@@ -247,9 +247,9 @@ Result<P2pPageTable> SimNvP2p::GetPages(const P2pTokens& tokens, uint64_t va, ui
   }
   out.id = next_table_++;
   tables_.emplace(out.id, std::move(t));
-  Log("nvidia: get_pages [" + Hex(va) + ", " + Hex(va + length) + ") -> page table " + std::to_string(out.id) +
+  Log("nvidia: get_pages [" + HexAddress(va) + ", " + HexAddress(va + length) + ") -> page table " + std::to_string(out.id) +
       " (" + std::to_string(out.physical_addresses.size()) + " pages of " + FormatSize(page) + " at BAR1 " +
-      Hex(out.physical_addresses.front()) + ")");
+      HexAddress(out.physical_addresses.front()) + ")");
   return out;
 }
 
@@ -286,8 +286,8 @@ Status SimNvP2p::PutPages(const P2pTokens& tokens, uint64_t va, uint64_t table_i
     return Status::Errno(EINVAL, "nvidia_p2p_put_pages: page table " + std::to_string(table_id) +
                                      " was already put: call it once per get_pages");
   if (va != t.va)
-    return Status::Errno(EINVAL, "nvidia_p2p_put_pages: address " + Hex(va) + " is not the pinned range's start " +
-                                     Hex(t.va) + ": pass the address given to get_pages");
+    return Status::Errno(EINVAL, "nvidia_p2p_put_pages: address " + HexAddress(va) + " is not the pinned range's start " +
+                                     HexAddress(t.va) + ": pass the address given to get_pages");
   const P2pTokens owner = ContextTokens(t.context);
   if ((tokens.p2p_token != 0 && tokens.p2p_token != owner.p2p_token) ||
       (tokens.va_space_token != 0 && tokens.va_space_token != owner.va_space_token))
@@ -327,7 +327,7 @@ Result<std::vector<uint64_t>> SimNvP2p::DmaMapPages(uint64_t table_id, const Map
     out.push_back(*bus);
   }
   Log("nvidia: dma_map_pages page table " + std::to_string(table_id) + " -> " + std::to_string(out.size()) +
-      " DMA addresses from " + Hex(out.front()));
+      " DMA addresses from " + HexAddress(out.front()));
   return out;
 }
 
@@ -344,9 +344,9 @@ bool SimNvP2p::revoked(uint64_t table_id) const {
 Status SimNvP2p::Free(uint64_t va) {
   auto a = std::find_if(allocations_.begin(), allocations_.end(), [&](const Allocation& x) { return x.va == va; });
   if (a == allocations_.end())
-    return Status::Cuda(1, "cudaFree(" + Hex(va) + "): not the start of a GPU allocation");
+    return Status::Cuda(1, "cudaFree(" + HexAddress(va) + "): not the start of a GPU allocation");
   const Allocation gone = *a;
-  Log("cuda: cudaFree(" + Hex(va) + ")");
+  Log("cuda: cudaFree(" + HexAddress(va) + ")");
   for (auto& [id, t] : tables_) {
     if (t.state != Table::State::kLive || t.va + t.length <= gone.va || t.va >= gone.va + gone.length) continue;
     // nv-p2p.c nv_p2p_mem_info_free_callback: the device driver's callback runs first, while the
@@ -364,7 +364,7 @@ Status SimNvP2p::Free(uint64_t va) {
   free_ranges_.push_back({gone.va, gone.length});
   std::sort(free_ranges_.begin(), free_ranges_.end());
   allocations_.erase(std::find_if(allocations_.begin(), allocations_.end(), [&](const Allocation& x) { return x.va == va; }));
-  Log("cuda: GPU memory at " + Hex(va) + " freed");
+  Log("cuda: GPU memory at " + HexAddress(va) + " freed");
   return Status::Ok();
 }
 

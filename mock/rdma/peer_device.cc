@@ -6,15 +6,10 @@
 #include <cstdio>
 
 #include "backends/api/memory.h"
+#include "mock/rdma/nv_p2p.h"
 
 namespace resmem::sim {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 constexpr uint64_t k4GiB = 1ull << 32;
 
@@ -41,8 +36,8 @@ Result<uint64_t> SimPeerDevice::MapResource(uint64_t phys, uint64_t len) {
   // !dma_capable(dev, addr, size) it prints "DMA addr %pad+%zu overflow (mask %llx, bus limit
   // %llx)" once and returns DMA_MAPPING_ERROR.
   if (len == 0 || phys > dma_mask() || len - 1 > dma_mask() - phys)
-    return Status::Errno(EIO, "DMA addr " + Hex(phys) + "+" + std::to_string(len) + " overflow (mask " +
-                                  Hex(dma_mask()) + "): BAR1 lies above what the device's " +
+    return Status::Errno(EIO, "DMA addr " + HexAddress(phys) + "+" + std::to_string(len) + " overflow (mask " +
+                                  HexAddress(dma_mask()) + "): BAR1 lies above what the device's " +
                                   std::to_string(spec_.dma_mask_bits) + "-bit DMA mask reaches; give "
                                   "the device a wider mask (dma_set_mask), turn the IOMMU on (it maps "
                                   "the BAR below the mask), or place BAR1 below " +
@@ -64,7 +59,7 @@ Result<PeerWrite> SimPeerDevice::Write(const std::vector<uint64_t>& bus_addresse
   // same from the PCI devices' point of view. This makes it incompatible with IOMMUs". A device
   // emitting BAR1's physical addresses through an IOMMU that never mapped them is faulted.
   if (spec_.iommu && !translated)
-    return Status::Errno(EIO, "the IOMMU blocked the device's writes to BAR1 " + Hex(bus_addresses.front()) +
+    return Status::Errno(EIO, "the IOMMU blocked the device's writes to BAR1 " + HexAddress(bus_addresses.front()) +
                               ": nothing mapped that address for the device (guide 2.2: RDMA for "
                               "GPUDirect is \"incompatible with IOMMUs and hence they must be "
                               "disabled\"): boot with the IOMMU off (intel_iommu=off, amd_iommu=off), "
@@ -75,8 +70,8 @@ Result<PeerWrite> SimPeerDevice::Write(const std::vector<uint64_t>& bus_addresse
     // address with the upper bits dropped, somewhere else in the machine.
     if (!translated && (a > dma_mask() || page - 1 > dma_mask() - a)) {
       w.data = "misdirected";
-      w.note = "BAR1 page " + Hex(a) + " is above the device's " + std::to_string(spec_.dma_mask_bits) +
-               "-bit DMA mask: its writes land at " + Hex(a & dma_mask()) +
+      w.note = "BAR1 page " + HexAddress(a) + " is above the device's " + std::to_string(spec_.dma_mask_bits) +
+               "-bit DMA mask: its writes land at " + HexAddress(a & dma_mask()) +
                " instead; map the pages for the device (nvidia_p2p_dma_map_pages checks the mask) or "
                "place BAR1 below " + FormatSize(dma_mask() + 1);
       break;

@@ -9,15 +9,6 @@
 #include "backends/api/memory.h"
 
 namespace resmem::sim {
-namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
-}  // namespace
 
 SimGpuDirect::SimGpuDirect(std::shared_ptr<Clock> clock, uint64_t seed)
     : clock_(std::move(clock)), seed_(seed) {}
@@ -29,7 +20,7 @@ Status SimGpuDirect::Configure(const GpuDirectConfig& config) {
                                    " is not a DMA mask width: give 32 to 64 bits");
   if (config.bar1_base) {
     if (*config.bar1_base % profile.bar1_bytes != 0)
-      return Status::InvalidArgument("bar1_base " + Hex(*config.bar1_base) + " is not aligned to BAR1's size (" +
+      return Status::InvalidArgument("bar1_base " + HexAddress(*config.bar1_base) + " is not aligned to BAR1's size (" +
                                      FormatSize(profile.bar1_bytes) + "), as a PCI BAR must be");
     profile.bar1_base = *config.bar1_base;
   }
@@ -100,7 +91,7 @@ Status SimGpuDirect::FreeGpu(uint64_t va, bool dma_in_flight) {
   if (st.ok() && dma_in_flight && !config_.callback_waits_for_dma)
     // Guide 4.4: the callback exists so the driver can "wait for DMA to complete"; one that
     // returns earlier lets the device write on into memory the NVIDIA driver has freed.
-    nv_->Log("device: kept writing into " + Hex(va) + " after the free callback returned, into GPU memory "
+    nv_->Log("device: kept writing into " + HexAddress(va) + " after the free callback returned, into GPU memory "
              "that is freed (use-after-free by DMA): the callback must wait for pending transfers (guide 4.4)");
   return st;
 }
@@ -131,12 +122,12 @@ Result<uint64_t> SimGpuDirect::PinAndMap(uint64_t va, uint64_t length, const P2p
   const uint64_t id = table->id;
   *data = id;
   pins_[id];  // the record exists before any callback can run
-  nv_->Log("driver: page table " + std::to_string(id) + " version " + Hex(table->version));
+  nv_->Log("driver: page table " + std::to_string(id) + " version " + HexAddress(table->version));
   if (!PageTableVersionCompatible(table->version, config_.built_against_version)) {
     (void)nv_->PutPages(tokens, va, id);
     pins_.erase(id);
-    return Status::Errno(EINVAL, "incompatible page table version " + Hex(table->version) + ": the driver was "
-                                     "built against nv-p2p.h's " + Hex(config_.built_against_version) +
+    return Status::Errno(EINVAL, "incompatible page table version " + HexAddress(table->version) + ": the driver was "
+                                     "built against nv-p2p.h's " + HexAddress(config_.built_against_version) +
                                      " (NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE: same major, minor at "
                                      "least the built one); rebuild it against this GPU driver's nv-p2p.h");
   }
@@ -213,13 +204,13 @@ Result<P2pDmaStats> SimGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t blo
         // Guide 2.4: the tokens are queried for every pointer, right before pinning.
         auto tokens = nv_->Tokens(addr);
         if (!tokens.ok())
-          return Status::Errno(EINVAL, "transfer " + std::to_string(stats.transfers + 1) + " to " + Hex(addr) +
+          return Status::Errno(EINVAL, "transfer " + std::to_string(stats.transfers + 1) + " to " + HexAddress(addr) +
                                            ": " + tokens.status().message() + "; it was freed or never "
                                            "allocated: a range whose GPU memory is freed is revoked, DMA "
                                            "only into memory the program holds");
         auto pinned = PinAndMap(addr, len, *tokens, true, &stats.evictions);
         if (!pinned.ok())
-          return pinned.status().WithContext("transfer " + std::to_string(stats.transfers + 1) + " to " + Hex(addr));
+          return pinned.status().WithContext("transfer " + std::to_string(stats.transfers + 1) + " to " + HexAddress(addr));
         id = *pinned;
         ++stats.pins;
       }
