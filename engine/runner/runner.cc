@@ -669,9 +669,10 @@ Status Run::Do(const scenario::P2pFreeStep& step, StepResult* r) {
   RESMEM_RETURN_IF_ERROR(NeedGpuDirect());
   RESMEM_ASSIGN_OR_RETURN(GpuBuffer buf, Buffer(step.buffer));
   const size_t from = EventCount();
+  // The name keeps the address, as a program's pointer outlives cudaFree: a later step that uses
+  // it asks the model what a dangling GPU pointer does.
   Status st = b_.gpudirect->FreeGpu(buf.va, step.during_dma);
   RecordEvents(from, r);
-  if (st.ok()) gpu_buffers_.erase(step.buffer);
   return st;
 }
 
@@ -1029,7 +1030,7 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
       if (expect->drops) shown += Fmt("%.0f drops", r.numbers["drops"]) + Fmt(", %.0f corrupt", r.numbers["corrupt"]);
       if (expect->finding) shown += "found " + expect->finding->written;
       if (expect->pins || expect->hits || expect->evictions)
-        shown += Fmt("%.0f pins", r.numbers["pins"]) + Fmt(", %.0f hits", r.numbers["hits"]) +
+        shown += (shown.empty() ? "" : ", ") + Fmt("%.0f pins", r.numbers["pins"]) + Fmt(", %.0f hits", r.numbers["hits"]) +
                  Fmt(", %.0f evictions", r.numbers["evictions"]);
       if (expect->path && std::holds_alternative<scenario::P2pDmaStep>(step.args))
         shown += (shown.empty() ? "" : ", ") + r.texts["path"];

@@ -167,6 +167,20 @@ TEST(SimGpuDirect, PutPagesAfterTheCallbackIsAUseAfterFree) {
   EXPECT_GE(At(good.gd.Events(), "was revoked by the free callback: no nvidia_p2p_put_pages"), 0);
 }
 
+TEST(SimGpuDirect, ACachedPinKeptPastTheCallbackWritesThroughARevokedTable) {
+  GpuDirectConfig c = Config("h100");
+  c.put_pages_after_callback = true;
+  Rig r(c);
+  auto va = r.gd.AllocGpu(4 * kMiB, 0);
+  ASSERT_TRUE(r.gd.Dma(*va, 4 * kMiB, 0, 1).ok());
+  ASSERT_TRUE(r.gd.FreeGpu(*va, false).ok());
+  auto s = r.gd.Dma(*va, 4 * kMiB, 0, 1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->hits, 1u);
+  EXPECT_EQ(s->data, "misdirected");
+  EXPECT_GE(At(r.gd.Events(), "revoked and freed"), 0);
+}
+
 TEST(SimGpuDirect, ACallbackThatDoesNotWaitLetsTheDeviceWriteFreedMemory) {
   GpuDirectConfig c = Config("h100");
   c.callback_waits_for_dma = false;
