@@ -16,8 +16,10 @@ constexpr uint64_t k4GiB = 1ull << 32;
 }  // namespace
 
 SimPeerDevice::SimPeerDevice(PeerDeviceSpec spec) : spec_(spec) {
-  // drivers/iommu/dma-iommu.c iommu_dma_alloc_iova: a PCI device is first given an address below
-  // 4 GiB ("Try to get PCI devices a SAC address"), allocated downwards from the limit.
+  // drivers/iommu/dma-iommu.c iommu_dma_alloc_iova (Linux 6.1): a PCI device is first given an
+  // address below 4 GiB ("Try to get PCI devices a SAC address"), allocated downwards from the
+  // limit; never above its mask either way. (Later kernels keep the 4 GiB try for some devices
+  // only, which changes the addresses, not whether they fit the mask.)
   next_iova_ = std::min<uint64_t>(dma_mask(), k4GiB - 1) + 1;
 }
 
