@@ -576,7 +576,7 @@ Status Run::Do(const scenario::P2pSetupStep& step, StepResult* r) {
   c.path = step.path;
   c.dma_mask_bits = static_cast<int>(step.dma_mask);
   if (step.bar1_base) c.bar1_base = step.bar1_base;
-  if (step.link_gbps > 0) c.link_gbps = step.link_gbps;
+  if (step.link_gbps != 0) c.link_gbps = step.link_gbps;  // Configure refuses one below 0
   c.unpin = step.unpin;
   c.callback_waits_for_dma = step.callback_waits;
   c.put_pages_after_callback = step.put_after_callback;

@@ -219,7 +219,16 @@ Result<P2pDmaStats> SimGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t blo
       if (nv_->revoked(id))
         nv_->Log("device: writes through page table " + std::to_string(id) + ", which the NVIDIA driver "
                  "revoked and freed: its BAR1 pages may now be someone else's");
-      RESMEM_ASSIGN_OR_RETURN(PeerWrite w, device_->Write(rec.bus, page, len, rec.translated));
+      auto written = device_->Write(rec.bus, page, len, rec.translated);
+      if (!written.ok()) {
+        if (config_.unpin == UnpinPolicy::kAfterEach) {
+          (void)nv_->PutPages(rec.tokens, rec.va, id);  // unpinned after the transfer, failed or not
+          pins_.erase(id);
+        }
+        return written.status().WithContext("transfer " + std::to_string(stats.transfers + 1) + " to " +
+                                            HexAddress(addr));
+      }
+      PeerWrite w = *written;
       if (nv_->revoked(id)) {
         w.data = "misdirected";
         w.note = "the transfer used page table " + std::to_string(id) + " after the free callback revoked it";

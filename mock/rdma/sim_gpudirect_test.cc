@@ -253,11 +253,14 @@ TEST(SimGpuDirect, GuideEraDriverBehindAnIommuIsBlocked) {
 }
 
 TEST(SimGpuDirect, CrossSocketFailsAndSameSwitchWorks) {
-  GpuDirectConfig c = Config("h100");
+  GpuDirectConfig c = Config("h100", UnpinPolicy::kAfterEach);
   c.path = PciePath::kCrossSocket;
   Rig x(c);
   auto va = x.gd.AllocGpu(4 * kMiB, 0);
-  EXPECT_EQ(x.gd.Dma(*va, 4 * kMiB, 0, 1).status().code(), EIO);
+  auto failed = x.gd.Dma(*va, 4 * kMiB, 0, 1);
+  EXPECT_EQ(failed.status().code(), EIO);
+  EXPECT_NE(failed.status().message().find("transfer 1"), std::string::npos);
+  EXPECT_EQ(x.gd.nvidia()->bar1_mapped(), 0u);  // pinned for the transfer, unpinned after it
   c.path = PciePath::kSameSwitch;
   Rig s(c);
   auto vb = s.gd.AllocGpu(4 * kMiB, 0);
