@@ -42,6 +42,9 @@ RESMEM_BIN="$SRC/engine/cli/resmem_static"
 SEQ_BIN="$SRC/ci/qemu/resmem_seq"
 [[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/ci/qemu/resmem_seq"
 [[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //ci/qemu:resmem_seq"
+EDU_BIN="$SRC/ci/qemu/resmem_edu_guest"
+[[ -x "$EDU_BIN" ]] || EDU_BIN="$SRC/bazel-bin/ci/qemu/resmem_edu_guest"
+[[ -x "$EDU_BIN" ]] || die "resmem_edu_guest not found; run: bazel build //ci/qemu:resmem_edu_guest"
 PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
@@ -120,8 +123,8 @@ fi
 
 # ---- 3. build the modules ------------------------------------------------------------------------
 mkdir -p "$WORK/kmod/uapi"
-cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c} "$WORK/kmod/"
-cp "$SRC/kmod/uapi/resmem_ioctl.h" "$WORK/kmod/uapi/"
+cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c,resmem_edu.c} "$WORK/kmod/"
+cp "$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h} "$WORK/kmod/uapi/"
 chmod -R u+w "$WORK/kmod"
 make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
 	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
@@ -147,7 +150,7 @@ if [[ $DRIVER_BUILD == dkms ]]; then
 	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
 	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
 fi
-for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko"; do
+for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko"; do
 	vm=$(/sbin/modinfo -F vermagic "$ko" | awk '{print $1}')
 	[[ "$vm" == "$KVER" ]] || die "$ko vermagic '$vm' does not match kernel $KVER"
 done
@@ -159,11 +162,12 @@ R="$WORK/root"
 mkdir -p "$R"/{bin,dev,proc,sys,tmp}
 cp /bin/busybox "$R/bin/busybox"
 cp "$INIT" "$R/init" && chmod 755 "$R/init"
-cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$R/"
+cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$R/"
 echo "$DRIVER_ORIGIN" >"$R/resmem.ko.origin"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
 cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 cp "$SEQ_BIN" "$R/resmem_seq" && chmod 755 "$R/resmem_seq"
+cp "$EDU_BIN" "$R/resmem_edu_guest" && chmod 755 "$R/resmem_edu_guest"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
@@ -197,12 +201,16 @@ APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 # The debug kernel: every report counts (kasan_multi_shot), and a log large enough to keep them.
 [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
+# QEMU's edu, the DMA producer of the edu cases (kmod/resmem_edu.c, docs/rdma.md): one with a 64-bit
+# DMA mask and one with a 32-bit mask (a card that needs its buffer below 4 GiB), at fixed slots so
+# that probe order, which dma_bits= follows, is fixed too.
+EDU_DEVICES=(-device edu,addr=0x10,dma_mask=0xffffffffffffffff -device edu,addr=0x11,dma_mask=0xffffffff)
 CONSOLE="$WORK/console.log"
 log "booting $KVER (TCG, -m 5G)"
 set +e
 timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -cpu max -m 5G -smp 2 -no-reboot \
 	-display none -serial stdio -monitor none -kernel "$VMLINUZ" -initrd "$WORK/initramfs.cpio.gz" \
-	-append "$APPEND" </dev/null >"$CONSOLE" 2>&1
+	"${EDU_DEVICES[@]}" -append "$APPEND" </dev/null >"$CONSOLE" 2>&1
 QRC=$?
 set -e
 tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
