@@ -32,6 +32,9 @@
  *    the device for its own transfer only: dma_map_page where the memory has struct pages (pages
  *    mode, or reserved pages inside a memory section with System RAM), dma_map_resource where it
  *    has none. Completion is the device's interrupt, with a timeout.
+ *  - TEST_UNMAPPED (the lane's IOMMU boot): the device writes to a bus address nobody mapped;
+ *    the driver reads the range back and answers EIO when the write did not land (the IOMMU's
+ *    DMAR fault line names the device and the address), never a silent success.
  *  - Removal of the device (unbind) while files are open: later calls get ENODEV.
  */
 #define RESMEM_EXTENSION 1
@@ -48,6 +51,7 @@
 #include <linux/ktime.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/random.h>
 
 #include "uapi/resmem_edu_ioctl.h"
 
@@ -361,6 +365,72 @@ static long edu_ioctl_write(struct edu_client *c, void __user *uarg)
 	return copy_to_user(uarg, &req, sizeof(req)) ? -EFAULT : 0;
 }
 
+/*
+ * TEST: the device writes to a bus address nobody mapped (the range's physical address, as a
+ * driver that forgets the DMA API would hand it over); the IOMMU must stop it, and the driver says
+ * so after reading the range back (uapi: RESMEM_EDU_IOC_TEST_UNMAPPED).
+ */
+#define EDU_TEST_BYTES 64
+static long edu_ioctl_test_unmapped(struct edu_client *c, void __user *uarg)
+{
+	struct edu_dev *edu = c->edu;
+	struct resmem_edu_test_unmapped req;
+	struct resmem_dev *d;
+	long ret = 0;
+	u64 bus;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.reserved || !IS_ALIGNED(req.offset, EDU_TEST_BYTES))
+		return -EINVAL;
+	mutex_lock(&edu->lock);
+	d = c->target;
+	if (edu->gone)
+		ret = -ENODEV;
+	else if (edu->broken)
+		ret = -EIO;
+	else if (!d)
+		ret = -ENOTCONN;
+	else if (req.offset >= d->size)
+		ret = -EINVAL;
+	if (ret)
+		goto unlock;
+	bus = d->phys + req.offset;
+	if (!edu_translated(edu)) {
+		pr_info("%s: TEST unmapped write refused: no IOMMU translates for the device, so bus address 0x%llx is RAM and the write would land (-EOPNOTSUPP)\n",
+			edu->name, bus);
+		ret = -EOPNOTSUPP;
+		goto unlock;
+	}
+	if (iommu_iova_to_phys(iommu_get_domain_for_dev(&edu->pdev->dev), bus)) {
+		pr_info("%s: TEST unmapped write refused: bus address 0x%llx is mapped for the device (-EBUSY)\n",
+			edu->name, bus);
+		ret = -EBUSY;
+		goto unlock;
+	}
+	get_random_bytes(edu->staging, EDU_TEST_BYTES);
+	ret = edu_dma(edu, edu->staging_dma, EDU_BUF_ADDR, EDU_TEST_BYTES, EDU_CMD_RAM_TO_DEVICE);
+	if (!ret)
+		ret = edu_dma(edu, EDU_BUF_ADDR, bus, EDU_TEST_BYTES, EDU_CMD_DEVICE_TO_RAM);
+	if (ret)
+		goto unlock;
+	req.bus_addr = bus;
+	req.landed = !memcmp(resmem_kaddr(d, req.offset), edu->staging, EDU_TEST_BYTES);
+	if (req.landed) {
+		pr_err("%s: TEST: the device's write to unmapped bus address 0x%llx landed in %s: nothing stopped it\n",
+		       edu->name, bus, d->name);
+	} else {
+		pr_err("%s: TEST: the device's write to unmapped bus address 0x%llx did not reach %s: the IOMMU blocked it (its DMAR fault line names the device and the address) (-EIO)\n",
+		       edu->name, bus, d->name);
+		ret = -EIO;
+	}
+unlock:
+	mutex_unlock(&edu->lock);
+	if ((!ret || ret == -EIO) && copy_to_user(uarg, &req, sizeof(req)))
+		return -EFAULT;
+	return ret;
+}
+
 static long edu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct edu_client *c = file->private_data;
@@ -373,6 +443,8 @@ static long edu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return edu_ioctl_attach(c, uarg);
 	case RESMEM_EDU_IOC_WRITE:
 		return edu_ioctl_write(c, uarg);
+	case RESMEM_EDU_IOC_TEST_UNMAPPED:
+		return edu_ioctl_test_unmapped(c, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -81,6 +81,27 @@ udev_up() {
 
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
 
+# ---- the IOMMU boot (kmod_lane.sh: q35 with intel-iommu, resmem_suite=iommu; docs/rdma.md) -----
+# Only the edu cases that need a translating IOMMU: the DMA API gives the device IOVAs (a 32-bit
+# device then reaches a range above 4 GiB), and a DMA to a bus address nobody mapped faults.
+E=/resmem_edu_guest
+if [ "$resmem_suite" = iommu ]; then
+	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
+	if load /resmem_edu.ko 'ranges=64M$0x40000000,1G$0x100000000' dma_bits=64,32; then
+		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
+		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 4 2 iommu
+		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 4 2 iommu
+		t edu_iommu_unmapped_dma_faults             $E unmapped /dev/resmem_edu0 /dev/resmem0
+		t edu_iommu_unload                          rmmod resmem_edu
+	else
+		t edu_iommu_module_loads false
+	fi
+	t iommu_kernel_log_clean_at_end sh -c "! dmesg | grep -E 'BUG:|WARNING:|general protection|Kernel panic'"
+	echo "1..$N"
+	echo "resmem-guest: done, $FAILED failed"
+	poweroff -f
+fi
+
 # Which driver every case below loads: the lane's build of it (dkms from the resmem-dkms package
 # by default; /resmem.ko.origin says), checked against the sha256 the lane passed on the command line.
 t driver_module_origin sh -c 'echo "/resmem.ko: built by $(cat /resmem.ko.origin)"; s=$(sha256sum /resmem.ko | cut -d" " -f1); echo "sha256 $s, the lane built $resmem_ko_sha256"; [ -n "$resmem_ko_sha256" ] && [ "$s" = "$resmem_ko_sha256" ]'
@@ -175,7 +196,6 @@ fi
 # resmem_edu.ko is resmem plus the edu driver: resmem0 pfnmap and resmem1 pages below 4 GiB,
 # resmem2 pfnmap above it; resmem_edu0 is the lane's edu with a 64-bit DMA mask (00:10.0),
 # resmem_edu1 the one with a 32-bit mask (00:11.0), as kmod_lane.sh sets dma_mask.
-E=/resmem_edu_guest
 # resmem_only= skips the unload cases above: what they leave loaded would hold the ranges.
 for m in resmem resmem_test; do grep -q "^$m " /proc/modules && rmmod $m; done
 if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mode=pfnmap,pages,pfnmap dma_bits=64,32; then

@@ -162,11 +162,15 @@ std::string BlockProblem(const uint8_t* at, uint64_t len, uint64_t seq, int slot
 
 // ---- the device produces, the reader checks ----------------------------------------------------
 
-// blocks EDU RESMEM BLOCK_BYTES BLOCKS SLOTS: the stream's ring with the device as its producer.
+// blocks EDU RESMEM BLOCK_BYTES BLOCKS SLOTS [iommu]: the stream's ring with the device as its
+// producer. With "iommu" the device's DMA must be translated (the bus address is an IOVA).
 int CaseBlocks(const std::string& edu_path, const std::string& res_path, uint64_t block,
-               uint64_t blocks, int slots) {
+               uint64_t blocks, int slots, bool want_iommu) {
   Pair p;
   if (!OpenPair(edu_path, res_path, &p)) return 1;
+  const bool translated = p.edu_info.flags & RESMEM_EDU_TRANSLATED;
+  if (want_iommu != translated)
+    return Fail(want_iommu ? "expected an IOMMU to translate for the device" : "expected direct DMA");
   if (!block || block % 4096 || slots < 2 || block * slots > p.res_info.size)
     return Fail("bad block size or slots for this range");
   if (int err = Attach(p)) return Fail(std::string("ATTACH -> ") + ErrName(err));
@@ -242,8 +246,10 @@ int CaseBlocks(const std::string& edu_path, const std::string& res_path, uint64_
   Diag("the device wrote block 0 to bus address 0x%" PRIx64 " (range at phys 0x%llx); wall %.2f s",
        first_bus, static_cast<unsigned long long>(p.res_info.phys_addr), wall);
   if (producer_err) return Fail(std::string("WRITE -> ") + ErrName(producer_err));
-  if (!(p.edu_info.flags & RESMEM_EDU_TRANSLATED) && first_bus != p.res_info.phys_addr)
+  if (!translated && first_bus != p.res_info.phys_addr)
     return Fail("without an IOMMU the bus address must be the physical address");
+  if (translated && first_bus == p.res_info.phys_addr)
+    return Fail("through the IOMMU the bus address should be an IOVA, not the physical address");
   if (commands != blocks * (block / 4096) * 2)
     return Fail("expected two DMA commands per 4 KiB page");
   if (delivered != blocks) return Fail("not every block arrived whole");
@@ -327,6 +333,45 @@ int CaseBadRequests(const std::string& edu_path, const std::string& res_path) {
   return failures ? Fail(std::to_string(failures) + " answers wrong") : 0;
 }
 
+// unmapped EDU RESMEM: behind an IOMMU the device writes to a bus address nobody mapped. The
+// IOMMU must block it: the kernel logs a DMAR fault naming the device and the address, the driver
+// answers EIO, and the range keeps what it held.
+int CaseUnmapped(const std::string& edu_path, const std::string& res_path) {
+  Pair p;
+  if (!OpenPair(edu_path, res_path, &p)) return 1;
+  if (int err = Attach(p)) return Fail(std::string("ATTACH -> ") + ErrName(err));
+  uint8_t* m = MapPoisoned(p, 4096);
+  if (!m) return 1;
+  KmsgSince log;
+  resmem_edu_test_unmapped t{};
+  t.offset = 0;
+  const int err = ioctl(p.edu, RESMEM_EDU_IOC_TEST_UNMAPPED, &t) == 0 ? 0 : errno;
+  Diag("TEST_UNMAPPED: the device wrote to bus address 0x%llx -> %s, landed %u",
+       static_cast<unsigned long long>(t.bus_addr), err ? ErrName(err) : "0", t.landed);
+  bool intact = true;
+  for (int i = 0; i < 4096; ++i) intact &= m[i] == kPoison;
+  munmap(m, 4096);
+  // The fault interrupt may be handled after the ioctl returned: wait up to 2 s for its line.
+  const std::string pci = std::string(p.edu_info.pci_name).substr(5);  // "00:10.0"
+  char addr[40];
+  std::snprintf(addr, sizeof addr, "fault addr 0x%llx", static_cast<unsigned long long>(t.bus_addr));
+  bool dmar = false, driver = false;
+  for (int i = 0; i < 20 && !(dmar && driver); ++i) {
+    for (const auto& l : log.Lines()) {
+      Diag("console: %s", l.c_str());
+      dmar |= l.find("DMAR: [DMA Write") != std::string::npos &&
+              l.find("[" + pci + "]") != std::string::npos && l.find(addr) != std::string::npos;
+      driver |= l.find("did not reach") != std::string::npos && l.find("-EIO") != std::string::npos;
+    }
+    if (!(dmar && driver)) usleep(100000);
+  }
+  if (err != EIO || t.landed) return Fail("expected EIO from the driver and nothing landed");
+  if (!intact) return Fail("the range changed: the write reached memory");
+  if (!dmar) return Fail(std::string("no DMAR fault line naming [") + pci + "] and " + addr);
+  if (!driver) return Fail("no driver line saying the write did not reach the range (-EIO)");
+  return 0;
+}
+
 // bench EDU RESMEM SIZES BLOCKS: MB/s of the device's DMA into the range per block size, and of the
 // CPU copying the same blocks through the mapping (TCG: a comparison inside this guest only).
 int Bench(const std::string& edu_path, const std::string& res_path, const std::string& sizes,
@@ -379,8 +424,9 @@ int Bench(const std::string& edu_path, const std::string& res_path, const std::s
 int Usage() {
   std::fprintf(stderr,
                "usage: resmem_edu_guest CASE ARGS\n"
-               "  blocks EDU RESMEM BLOCK_BYTES BLOCKS SLOTS   the device writes numbered blocks, the\n"
-               "                                               reader checks them in the mapping\n"
+               "  blocks EDU RESMEM BLOCK_BYTES BLOCKS SLOTS [iommu]   the device writes numbered\n"
+               "                                 blocks, the reader checks them in the mapping\n"
+               "  unmapped EDU RESMEM            behind an IOMMU: a write to an unmapped address faults\n"
                "  refused EDU RESMEM             ATTACH refused (ERANGE) with the reason in dmesg\n"
                "  bad-requests EDU RESMEM        the errnos of bad ATTACH/WRITE requests\n"
                "  bench EDU RESMEM SIZES BLOCKS  MB/s per block size (SIZES: 4096,16384,...)\n");
@@ -391,9 +437,10 @@ int Main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 4) return Usage();
   const std::string c = argv[1], edu = argv[2], res = argv[3];
-  if (c == "blocks" && argc == 7)
+  if (c == "blocks" && (argc == 7 || (argc == 8 && std::string(argv[7]) == "iommu")))
     return CaseBlocks(edu, res, std::strtoull(argv[4], nullptr, 0),
-                      std::strtoull(argv[5], nullptr, 0), std::atoi(argv[6]));
+                      std::strtoull(argv[5], nullptr, 0), std::atoi(argv[6]), argc == 8);
+  if (c == "unmapped" && argc == 4) return CaseUnmapped(edu, res);
   if (c == "refused" && argc == 4) return CaseRefused(edu, res);
   if (c == "bad-requests" && argc == 4) return CaseBadRequests(edu, res);
   if (c == "bench" && argc == 6) return Bench(edu, res, argv[4], std::atoi(argv[5]));

@@ -65,4 +65,22 @@ struct resmem_edu_write {
 };
 #define RESMEM_EDU_IOC_WRITE _IOWR('R', 34, struct resmem_edu_write)
 
+/*
+ * TEST (the QEMU lane's IOMMU boot): the device writes 64 bytes to a bus address that nobody
+ * mapped: the attached range's physical address + offset used as if it were a bus address, the
+ * bug of a driver that hands a device physical addresses behind an IOMMU. The driver then reads
+ * the range back: the bytes did not land (the IOMMU blocked the write and the kernel logs a DMAR
+ * fault) -> EIO, with a dmesg line; they landed -> 0 with landed = 1 (silent corruption).
+ * Errors: ENOTCONN, EINVAL (offset not 64-byte aligned or past the range, reserved != 0),
+ * EOPNOTSUPP (no IOMMU translates for the device: the write would land in RAM), EBUSY (that bus
+ * address happens to be mapped), ENODEV.
+ */
+struct resmem_edu_test_unmapped {
+	__u64 offset;   /* in: offset in the attached range, 64-byte aligned */
+	__u32 reserved; /* in: 0 */
+	__u32 landed;   /* out: 1 when the bytes reached the range anyway */
+	__u64 bus_addr; /* out: the bus address the device was told */
+};
+#define RESMEM_EDU_IOC_TEST_UNMAPPED _IOWR('R', 40, struct resmem_edu_test_unmapped)
+
 #endif /* RESMEM_UAPI_RESMEM_EDU_IOCTL_H */
