@@ -70,8 +70,8 @@
 #define EDU_IRQ_DMA 0x100
 #define EDU_BUF_ADDR 0x40000
 #define EDU_BUF_SIZE 4096
-/* edu completes a command after 100 ms of virtual time; a slow TCG host gets ten times that. */
-#define EDU_DMA_TIMEOUT_MS 1000
+/* edu completes a command after 100 ms of virtual time; a loaded TCG host gets fifty times that. */
+#define EDU_DMA_TIMEOUT_MS 5000
 /* hw/misc/edu.c edu_instance_init: dma_mask = (1UL << 28) - 1 */
 #define EDU_DEFAULT_DMA_BITS 28
 
@@ -317,6 +317,16 @@ static long edu_ioctl_attach(struct edu_client *c, void __user *uarg)
 	return copy_to_user(uarg, &req, sizeof(req)) ? -EFAULT : 0;
 }
 
+/* Whether a transfer may start: the device is there and answering, a range is attached. */
+static int edu_usable(struct edu_dev *edu, struct resmem_dev *target)
+{
+	if (edu->gone)
+		return -ENODEV;
+	if (edu->broken)
+		return -EIO;
+	return target ? 0 : -ENOTCONN;
+}
+
 static long edu_ioctl_write(struct edu_client *c, void __user *uarg)
 {
 	struct edu_dev *edu = c->edu;
@@ -335,19 +345,14 @@ static long edu_ioctl_write(struct edu_client *c, void __user *uarg)
 	if (mutex_lock_interruptible(&edu->lock))
 		return -EINTR;
 	d = c->target;
-	if (edu->gone) {
-		ret = -ENODEV;
-	} else if (edu->broken) {
-		ret = -EIO;
-	} else if (!d) {
-		ret = -ENOTCONN;
-	} else if (req.offset >= d->size || req.length > d->size - req.offset) {
+	ret = edu_usable(edu, d);
+	if (!ret && (req.offset >= d->size || req.length > d->size - req.offset)) {
 		pr_info_ratelimited("%s: write refused: offset 0x%llx + length 0x%llx runs past the end of %s (size 0x%llx) (-EINVAL)\n",
 				    edu->name, req.offset, req.length, d->name, d->size);
 		ret = -EINVAL;
-	} else {
-		ret = edu_check_reach(edu, d);
 	}
+	if (!ret)
+		ret = edu_check_reach(edu, d);
 	t0 = ktime_get();
 	while (!ret && done < req.length) {
 		phys_addr_t pa = d->phys + req.offset + done;
@@ -385,13 +390,8 @@ static long edu_ioctl_test_unmapped(struct edu_client *c, void __user *uarg)
 		return -EINVAL;
 	mutex_lock(&edu->lock);
 	d = c->target;
-	if (edu->gone)
-		ret = -ENODEV;
-	else if (edu->broken)
-		ret = -EIO;
-	else if (!d)
-		ret = -ENOTCONN;
-	else if (req.offset >= d->size)
+	ret = edu_usable(edu, d);
+	if (!ret && req.offset >= d->size)
 		ret = -EINVAL;
 	if (ret)
 		goto unlock;
