@@ -10,10 +10,12 @@
  *   0x80 DMA source, 0x88 destination, 0x90 count, 0x98 command: bit 0 run (cleared when done),
  *   bit 1 direction (0: RAM -> the device's buffer, 1: the buffer -> RAM), bit 2 raise interrupt
  *   0x100 when done. The buffer is 4 KiB at device address 0x40000. A command takes effect from a
- *   100 ms timer of the virtual clock (edu.c dma_rw -> timer_mod), so edu moves 4 KiB per two
- *   commands, about 20 KB/s: it shows that and where the device writes, not how fast a card would.
- *   A transfer outside the buffer aborts QEMU 7.2 (edu_check_range -> hw_error): counts never
- *   exceed 4 KiB here. The device ANDs every address with its dma_mask property, 0x0fffffff unless
+ *   100 ms timer of the virtual clock (edu.c dma_rw -> timer_mod). A transfer outside the buffer
+ *   aborts QEMU (edu_check_range -> hw_error), and QEMU 7.2's check is off by one: a transfer that
+ *   reaches the buffer's last byte counts as outside ("DMA range 0x40000-0x40fff out of bounds
+ *   (0x40000-0x40fff)", seen in the lane), so pieces here are 2 KiB at 0x40000. edu thus moves
+ *   2 KiB per two commands, about 10 KB/s: it shows that and where the device writes, not how fast
+ *   a card would. The device ANDs every address with its dma_mask property, 0x0fffffff unless
  *   set (edu_instance_init; edu_clamp_addr prints "EDU: clamping DMA" on QEMU's stdout): a
  *   device told a buffer above its mask writes somewhere else. The driver cannot read the mask
  *   from the device: dma_bits= tells it, as a real driver knows its card's width from the datasheet.
@@ -27,8 +29,8 @@
  *    The driver checks before mapping: the DMA API would otherwise bounce a page through swiotlb
  *    (dma_direct_map_page), which is a CPU copy, or WARN (dma_direct_map_resource).
  *  - WRITE copies the caller's bytes into a DMA-coherent staging page (the block's content comes
- *    from there) and has the device move them, at most a page per command pair, into the range:
- *    the write into the reserved memory is the device's DMA. Each page of the target is mapped for
+ *    from there) and has the device move them, 2 KiB per command pair, into the range:
+ *    the write into the reserved memory is the device's DMA. Each piece of the target is mapped for
  *    the device for its own transfer only: dma_map_page where the memory has struct pages (pages
  *    mode, or reserved pages inside a memory section with System RAM), dma_map_resource where it
  *    has none. Completion is the device's interrupt, with a timeout.
@@ -70,6 +72,7 @@
 #define EDU_IRQ_DMA 0x100
 #define EDU_BUF_ADDR 0x40000
 #define EDU_BUF_SIZE 4096
+#define EDU_PIECE RESMEM_EDU_PIECE /* bytes per command pair: 2 KiB, see the head of this file */
 /* edu completes a command after 100 ms of virtual time; a loaded TCG host gets fifty times that. */
 #define EDU_DMA_TIMEOUT_MS 5000
 /* hw/misc/edu.c edu_instance_init: dma_mask = (1UL << 28) - 1 */
@@ -211,7 +214,7 @@ static int edu_dma(struct edu_dev *edu, u64 src, u64 dst, u32 count, u32 directi
 	return -ETIMEDOUT;
 }
 
-/* One page or less of the block: user bytes -> staging -> device buffer -> the reserved range. */
+/* One piece of the block (inside one page): user bytes -> staging -> device buffer -> the reserved range. */
 static int edu_write_piece(struct edu_dev *edu, const void __user *from, phys_addr_t pa, u32 n,
 			   struct resmem_edu_write *req)
 {
@@ -356,7 +359,8 @@ static long edu_ioctl_write(struct edu_client *c, void __user *uarg)
 	t0 = ktime_get();
 	while (!ret && done < req.length) {
 		phys_addr_t pa = d->phys + req.offset + done;
-		u32 n = min_t(u64, req.length - done, PAGE_SIZE - offset_in_page(pa));
+		u32 n = min_t(u64, min_t(u64, req.length - done, EDU_PIECE),
+			      PAGE_SIZE - offset_in_page(pa));
 
 		ret = edu_write_piece(edu, u64_to_user_ptr(req.data + done), pa, n, &req);
 		done += n;

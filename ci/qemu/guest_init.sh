@@ -89,8 +89,8 @@ if [ "$resmem_suite" = iommu ]; then
 	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
 	if load /resmem_edu.ko 'ranges=64M$0x40000000,1G$0x100000000' dma_bits=64,32; then
 		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
-		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 4 2 iommu
-		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 4 2 iommu
+		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
+		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 3 2 iommu
 		t edu_iommu_unmapped_dma_faults             $E unmapped /dev/resmem_edu0 /dev/resmem0
 		t edu_iommu_unload                          rmmod resmem_edu
 	else
@@ -200,13 +200,13 @@ fi
 for m in resmem resmem_test; do grep -q "^$m " /proc/modules && rmmod $m; done
 if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mode=pfnmap,pages,pfnmap dma_bits=64,32; then
 	dmesg | grep 'resmem_edu: resmem_edu' | sed 's/^/# console: /'
-	t edu_dma_blocks_into_reserved                  $E blocks /dev/resmem_edu0 /dev/resmem0 8192 6 3
-	t edu_dma_blocks_into_reserved_pages            $E blocks /dev/resmem_edu0 /dev/resmem1 4096 4 2
-	t edu_dma_64bit_reaches_above_4g                $E blocks /dev/resmem_edu0 /dev/resmem2 4096 4 2
-	t edu_dma_32bit_below_4g_works                  $E blocks /dev/resmem_edu1 /dev/resmem0 4096 4 2
+	t edu_dma_blocks_into_reserved                  $E blocks /dev/resmem_edu0 /dev/resmem0 8192 4 2
+	t edu_dma_blocks_into_reserved_pages            $E blocks /dev/resmem_edu0 /dev/resmem1 4096 3 2
+	t edu_dma_64bit_reaches_above_4g                $E blocks /dev/resmem_edu0 /dev/resmem2 4096 3 2
+	t edu_dma_32bit_below_4g_works                  $E blocks /dev/resmem_edu1 /dev/resmem0 4096 3 2
 	t edu_dma_mask_refuses_above_4g                 $E refused /dev/resmem_edu1 /dev/resmem2
 	t edu_dma_bad_requests                          $E bad-requests /dev/resmem_edu0 /dev/resmem0
-	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,16384,65536 2
+	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,16384,65536 1
 	t edu_unload                                    rmmod resmem_edu
 else
 	t edu_module_loads false

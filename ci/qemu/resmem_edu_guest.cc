@@ -250,8 +250,8 @@ int CaseBlocks(const std::string& edu_path, const std::string& res_path, uint64_
     return Fail("without an IOMMU the bus address must be the physical address");
   if (translated && first_bus == p.res_info.phys_addr)
     return Fail("through the IOMMU the bus address should be an IOVA, not the physical address");
-  if (commands != blocks * (block / 4096) * 2)
-    return Fail("expected two DMA commands per 4 KiB page");
+  if (commands != blocks * (block / RESMEM_EDU_PIECE) * 2)
+    return Fail("expected two DMA commands per piece of RESMEM_EDU_PIECE bytes");
   if (delivered != blocks) return Fail("not every block arrived whole");
   return 0;
 }

@@ -5,7 +5,7 @@
  *
  * Use: open /dev/resmem_eduN, ATTACH an open /dev/resmemN (the range the device may write), then
  * WRITE blocks: the driver copies the caller's bytes into a DMA-coherent staging buffer and the
- * device's DMA engine moves them, 4 KiB per command, into the range at the given offset. Readers
+ * device's DMA engine moves them, a piece per two commands, into the range at the given offset. Readers
  * see them through their mapping of /dev/resmemN.
  *
  * The ioctl numbers share RESMEM_IOC_MAGIC with kmod/uapi/resmem_ioctl.h; this device uses 32-47.
@@ -16,7 +16,11 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-/* Bytes one RESMEM_EDU_IOC_WRITE moves at most (256 commands of 4 KiB, about 50 s on edu). */
+/* Bytes per piece at most: one command into the device's buffer, one out (QEMU 7.2's edu refuses
+ * a transfer that reaches its buffer's last byte, so not the whole 4 KiB). A piece never crosses a
+ * page of the target. */
+#define RESMEM_EDU_PIECE 2048
+/* Bytes one RESMEM_EDU_IOC_WRITE moves at most (1024 commands, about 100 s on edu). */
 #define RESMEM_EDU_MAX_WRITE (1u << 20)
 
 /* resmem_edu_info.flags */
@@ -59,7 +63,7 @@ struct resmem_edu_write {
 	__u64 length;    /* in: bytes */
 	__u64 offset;    /* in: byte offset in the attached range */
 	__u32 reserved;  /* in: 0 */
-	__u32 commands;  /* out: DMA commands the device ran (two per 4 KiB: in, then out) */
+	__u32 commands;  /* out: DMA commands the device ran (two per piece: in, then out) */
 	__u64 dma_addr;  /* out: bus address the device wrote the first byte to */
 	__u64 device_ns; /* out: from the first command to the last completion */
 };
