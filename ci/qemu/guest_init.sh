@@ -87,7 +87,7 @@ FUNC='ranges=64M$0x40000000,64M$0x44000000'
 E=/resmem_edu_guest
 if [ "$resmem_suite" = iommu ]; then
 	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
-	if load /resmem_edu.ko 'ranges=64M$0x40000000,1G$0x100000000' dma_bits=64,32; then
+	if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x100000000' dma_bits=64,32; then
 		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
 		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
 		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 3 2 iommu

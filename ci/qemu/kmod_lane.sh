@@ -225,12 +225,13 @@ BOOTS=1
 if [[ -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* ]]; then
 	BOOTS=2
 	IAPPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4 intel_iommu=on resmem_suite=iommu'
-	IAPPEND+=' memmap=64M$0x40000000 memmap=1G$0x100000000'
+	IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
 	[[ -n "${RESMEM_ONLY:-}" ]] && IAPPEND+=" resmem_only=$RESMEM_ONLY"
 	[[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && IAPPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
-	log "booting $KVER again: q35 with intel-iommu (TCG, -m 5G)"
+	# -m 3G: q35 puts 2 GiB below 4 GiB and 1 GiB at 4 GiB; less memory for kmemleak to scan.
+	log "booting $KVER again: q35 with intel-iommu (TCG, -m 3G)"
 	set +e
-	timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 5G -smp 2 \
+	timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 3G -smp 2 \
 		-no-reboot -display none -serial stdio -monitor none -kernel "$VMLINUZ" \
 		-initrd "$WORK/initramfs.cpio.gz" -device intel-iommu "${EDU_DEVICES[@]}" -append "$IAPPEND" \
 		</dev/null >"$CONSOLE.iommu" 2>&1
