@@ -206,7 +206,7 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mod
 	t edu_dma_32bit_below_4g_works                  $E blocks /dev/resmem_edu1 /dev/resmem0 4096 3 2
 	t edu_dma_mask_refuses_above_4g                 $E refused /dev/resmem_edu1 /dev/resmem2
 	t edu_dma_bad_requests                          $E bad-requests /dev/resmem_edu0 /dev/resmem0
-	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,16384,65536 1
+	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,8192,16384 1
 	t edu_unload                                    rmmod resmem_edu
 else
 	t edu_module_loads false
