@@ -805,6 +805,12 @@ static void resmem_remove_all(void)
 		resmem_destroy(devices[--nr_devices]);
 }
 
+#ifdef RESMEM_EXTENSION
+/* A build that adds a part to the driver (kmod/resmem_edu.c) defines these after this file. */
+static int resmem_extension_init(void);
+static void resmem_extension_exit(void);
+#endif
+
 static int __init resmem_init(void)
 {
 	int ret = 0, i;
@@ -842,6 +848,11 @@ static int __init resmem_init(void)
 		pr_err("no range given: load with ranges=64M$0x40000000 (the memmap= you booted with) or phys=/size= (-EINVAL)\n");
 		return -EINVAL;
 	}
+#ifdef RESMEM_EXTENSION
+	ret = resmem_extension_init();
+	if (ret)
+		goto fail;
+#endif
 	return 0;
 
 fail:
@@ -851,6 +862,9 @@ fail:
 
 static void __exit resmem_exit(void)
 {
+#ifdef RESMEM_EXTENSION
+	resmem_extension_exit();
+#endif
 	resmem_remove_all();
 }
 

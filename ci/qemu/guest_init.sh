@@ -5,7 +5,8 @@
 #   memmap=1G$0x100000000                          RAM above 4 GiB, for the benchmark
 #   memmap=64M$0xbe000000 memmap=64M$0xc0000000   half RAM half PCI hole; PCI hole (QEMU -m 5G)
 #   memmap=64M$0xfc000000                          IOAPIC/HPET/LAPIC/BIOS area below 4 GiB
-# Unknown kernel parameters arrive as environment variables: resmem_only=NAME runs one case.
+# Unknown kernel parameters arrive as environment variables: resmem_only=NAME runs one case
+# (a shell pattern: resmem_only='edu_*' runs those).
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -53,7 +54,7 @@ kcheck() {
 # tap NAME COMMAND...: one case. Output lines of the command are diagnostics ("# ...").
 tap() {
 	name=$1; shift
-	if [ -n "$resmem_only" ] && [ "$resmem_only" != "$name" ]; then return 0; fi
+	if [ -n "$resmem_only" ]; then case "$name" in $resmem_only) ;; *) return 0;; esac; fi
 	N=$((N + 1))
 	echo "# case $name: $*"
 	"$@" 2>&1 | sed -e 's/^\([^#]\)/# \1/'
@@ -79,6 +80,27 @@ udev_up() {
 }
 
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
+
+# ---- the IOMMU boot (kmod_lane.sh: q35 with intel-iommu, resmem_suite=iommu; docs/rdma.md) -----
+# Only the edu cases that need a translating IOMMU: the DMA API gives the device IOVAs (a 32-bit
+# device then reaches a range above 4 GiB), and a DMA to a bus address nobody mapped faults.
+E=/resmem_edu_guest
+if [ "$resmem_suite" = iommu ]; then
+	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
+	if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x100000000' dma_bits=64,32; then
+		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
+		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
+		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 3 2 iommu
+		t edu_iommu_unmapped_dma_faults             $E unmapped /dev/resmem_edu0 /dev/resmem0
+		t edu_iommu_unload                          rmmod resmem_edu
+	else
+		t edu_iommu_module_loads false
+	fi
+	t iommu_kernel_log_clean_at_end sh -c "! dmesg | grep -E 'BUG:|WARNING:|general protection|Kernel panic'"
+	echo "1..$N"
+	echo "resmem-guest: done, $FAILED failed"
+	poweroff -f
+fi
 
 # Which driver every case below loads: the lane's build of it (dkms from the resmem-dkms package
 # by default; /resmem.ko.origin says), checked against the sha256 the lane passed on the command line.
@@ -168,6 +190,26 @@ if load /resmem.ko 'ranges=1G$0x100000000,64M$0x40000000,64M$0x44000000' mode=pa
 	rmmod resmem
 else
 	t bench_module_loads false
+fi
+
+# ---- the device as producer (docs/rdma.md): QEMU's edu DMAs numbered blocks into the ranges ----
+# resmem_edu.ko is resmem plus the edu driver: resmem0 pfnmap and resmem1 pages below 4 GiB,
+# resmem2 pfnmap above it; resmem_edu0 is the lane's edu with a 64-bit DMA mask (00:10.0),
+# resmem_edu1 the one with a 32-bit mask (00:11.0), as kmod_lane.sh sets dma_mask.
+# resmem_only= skips the unload cases above: what they leave loaded would hold the ranges.
+for m in resmem resmem_test; do grep -q "^$m " /proc/modules && rmmod $m; done
+if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mode=pfnmap,pages,pfnmap dma_bits=64,32; then
+	dmesg | grep 'resmem_edu: resmem_edu' | sed 's/^/# console: /'
+	t edu_dma_blocks_into_reserved                  $E blocks /dev/resmem_edu0 /dev/resmem0 8192 4 2
+	t edu_dma_blocks_into_reserved_pages            $E blocks /dev/resmem_edu0 /dev/resmem1 4096 3 2
+	t edu_dma_64bit_reaches_above_4g                $E blocks /dev/resmem_edu0 /dev/resmem2 4096 3 2
+	t edu_dma_32bit_below_4g_works                  $E blocks /dev/resmem_edu1 /dev/resmem0 4096 3 2
+	t edu_dma_mask_refuses_above_4g                 $E refused /dev/resmem_edu1 /dev/resmem2
+	t edu_dma_bad_requests                          $E bad-requests /dev/resmem_edu0 /dev/resmem0
+	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,8192,16384 1
+	t edu_unload                                    rmmod resmem_edu
+else
+	t edu_module_loads false
 fi
 
 # A last look for trouble (the seed-002 "Bad pagetable" oops is the one expected kernel complaint).

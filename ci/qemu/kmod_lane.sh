@@ -15,13 +15,15 @@
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case.
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
-# RESMEM_QEMU_TIMEOUT (seconds, default 900), RESMEM_ONLY (run one guest case by name),
+# RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
+# matches this shell pattern),
 # RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, ci/qemu/resmem_seq.cc).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
 # with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
 # Debian headers); RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any KASAN, lockdep,
 # DEBUG_VM, WARN or kmemleak report it caused.
-# RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
+# RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko). RESMEM_IOMMU_BOOT=0 leaves
+# out the second boot (q35 with intel-iommu, the edu_iommu_* cases: docs/rdma.md).
 set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
@@ -42,6 +44,9 @@ RESMEM_BIN="$SRC/engine/cli/resmem_static"
 SEQ_BIN="$SRC/ci/qemu/resmem_seq"
 [[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/ci/qemu/resmem_seq"
 [[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //ci/qemu:resmem_seq"
+EDU_BIN="$SRC/ci/qemu/resmem_edu_guest"
+[[ -x "$EDU_BIN" ]] || EDU_BIN="$SRC/bazel-bin/ci/qemu/resmem_edu_guest"
+[[ -x "$EDU_BIN" ]] || die "resmem_edu_guest not found; run: bazel build //ci/qemu:resmem_edu_guest"
 PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
@@ -120,8 +125,8 @@ fi
 
 # ---- 3. build the modules ------------------------------------------------------------------------
 mkdir -p "$WORK/kmod/uapi"
-cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c} "$WORK/kmod/"
-cp "$SRC/kmod/uapi/resmem_ioctl.h" "$WORK/kmod/uapi/"
+cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c,resmem_edu.c} "$WORK/kmod/"
+cp "$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h} "$WORK/kmod/uapi/"
 chmod -R u+w "$WORK/kmod"
 make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
 	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
@@ -147,7 +152,7 @@ if [[ $DRIVER_BUILD == dkms ]]; then
 	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
 	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
 fi
-for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko"; do
+for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko"; do
 	vm=$(/sbin/modinfo -F vermagic "$ko" | awk '{print $1}')
 	[[ "$vm" == "$KVER" ]] || die "$ko vermagic '$vm' does not match kernel $KVER"
 done
@@ -159,11 +164,12 @@ R="$WORK/root"
 mkdir -p "$R"/{bin,dev,proc,sys,tmp}
 cp /bin/busybox "$R/bin/busybox"
 cp "$INIT" "$R/init" && chmod 755 "$R/init"
-cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$R/"
+cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$R/"
 echo "$DRIVER_ORIGIN" >"$R/resmem.ko.origin"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
 cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 cp "$SEQ_BIN" "$R/resmem_seq" && chmod 755 "$R/resmem_seq"
+cp "$EDU_BIN" "$R/resmem_edu_guest" && chmod 755 "$R/resmem_edu_guest"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
@@ -197,26 +203,56 @@ APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 # The debug kernel: every report counts (kasan_multi_shot), and a log large enough to keep them.
 [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
+# QEMU's edu, the DMA producer of the edu cases (kmod/resmem_edu.c, docs/rdma.md): one with a 64-bit
+# DMA mask and one with a 32-bit mask (a card that needs its buffer below 4 GiB), at fixed slots so
+# that probe order, which dma_bits= follows, is fixed too.
+EDU_DEVICES=(-device edu,addr=0x10,dma_mask=0xffffffffffffffff -device edu,addr=0x11,dma_mask=0xffffffff)
 CONSOLE="$WORK/console.log"
 log "booting $KVER (TCG, -m 5G)"
 set +e
 timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -cpu max -m 5G -smp 2 -no-reboot \
 	-display none -serial stdio -monitor none -kernel "$VMLINUZ" -initrd "$WORK/initramfs.cpio.gz" \
-	-append "$APPEND" </dev/null >"$CONSOLE" 2>&1
+	"${EDU_DEVICES[@]}" -append "$APPEND" </dev/null >"$CONSOLE" 2>&1
 QRC=$?
 set -e
 tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
 cat "$CONSOLE.txt"
-[[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] && cp "$CONSOLE.txt" "$TEST_UNDECLARED_OUTPUTS_DIR/console.log"
 log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
+
+# ---- 5b. the IOMMU boot (docs/rdma.md): a q35 guest with intel-iommu runs the edu cases that need
+# a translating IOMMU (guest_init.sh, resmem_suite=iommu): DMA through the DMA API works, a DMA to a
+# bus address nobody mapped faults. Its console is appended to the first one's; each boot prints
+# its own TAP plan. Left out when RESMEM_ONLY names no edu case, or with RESMEM_IOMMU_BOOT=0.
+BOOTS=1
+if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* ) ]]; then
+	BOOTS=2
+	IAPPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4 intel_iommu=on resmem_suite=iommu'
+	IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
+	[[ -n "${RESMEM_ONLY:-}" ]] && IAPPEND+=" resmem_only=$RESMEM_ONLY"
+	[[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && IAPPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
+	# -m 3G: q35 puts 2 GiB below 4 GiB and 1 GiB at 4 GiB; less memory for kmemleak to scan.
+	log "booting $KVER again: q35 with intel-iommu (TCG, -m 3G)"
+	set +e
+	timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 3G -smp 2 \
+		-no-reboot -display none -serial stdio -monitor none -kernel "$VMLINUZ" \
+		-initrd "$WORK/initramfs.cpio.gz" -device intel-iommu "${EDU_DEVICES[@]}" -append "$IAPPEND" \
+		</dev/null >"$CONSOLE.iommu" 2>&1
+	IRC=$?
+	set -e
+	tr -d '\r' <"$CONSOLE.iommu" | tee -a "$CONSOLE.txt"
+	((QRC == 0)) && QRC=$IRC
+	log "qemu (IOMMU boot) exit $IRC after $(($(date +%s) - T0)) s in all"
+fi
+[[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] && cp "$CONSOLE.txt" "$TEST_UNDECLARED_OUTPUTS_DIR/console.log"
 
 # ---- 6. TAP -> JUnit ---------------------------------------------------------------------------
 XML="${XML_OUTPUT_FILE:-$WORK/test.xml}"
-python3 - "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" "${TEST_UNDECLARED_OUTPUTS_DIR:-}" <<'PY'
+python3 - "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" "${TEST_UNDECLARED_OUTPUTS_DIR:-}" "$BOOTS" <<'PY'
 import difflib, os, re, sys, html
 console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 golden_path, work, only, outdir = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
-cases, diag, plan = [], [], None
+boots = int(sys.argv[8])
+cases, diag, plans = [], [], []
 # Transcript name -> the mode and cache its device was loaded with (guest_init.sh).
 parity_devices = {"pfnmap": ("pfnmap", "wb"), "pages": ("pages", "wb"), "wc": ("pfnmap", "wc"),
                   "uc": ("pfnmap", "uc")}
@@ -231,7 +267,7 @@ for line in open(console, errors="replace"):
         cases.append((m.group(3), m.group(1) is None, diag))
         diag = []
     elif re.match(r"^1\.\.(\d+)$", line):
-        plan = int(line[3:])
+        plans.append(int(line[3:]))  # one plan per boot
     elif line.startswith("# "):
         diag.append(line[2:])
 # The device-parity transcript (mock/parity, docs/parity.md): the live module's must equal the
@@ -267,10 +303,19 @@ for mode in parity_devices:
 if parity["pfnmap"]:
     print("kmod-lane: to accept the live transcript as the new golden file: cp %s mock/parity/golden/kmod.txt"
           % os.path.join(outdir or work, "kmod_parity_pfnmap.txt"))
+# QEMU's edu prints "EDU: clamping DMA A to B!" on QEMU's stdout (this console) when an address
+# exceeds its dma_mask and it writes to A & mask instead (hw/misc/edu.c edu_clamp_addr): the silent
+# misdirected write that the driver's mask check exists to prevent. None may appear.
+if any(c[0].startswith("edu_") for c in cases):
+    clamped = [l.rstrip("\n") for l in open(console, errors="replace") if "EDU: clamping" in l]
+    cases.append(("edu_device_never_clamped_an_address", not clamped,
+                  clamped or ["no 'EDU: clamping DMA' line from QEMU on the console"]))
 problems = []
+plan = sum(plans) if len(plans) == boots else None
 if plan is None:
-    problems.append("the guest never printed its TAP plan (crashed, hung or timed out; qemu exit %d)" % qrc)
-elif plan != len([c for c in cases if not c[0].startswith("parity_transcript_")]):
+    problems.append("%d of %d guest boots printed their TAP plan (the others crashed, hung or timed out; qemu exit %d)"
+                    % (len(plans), boots, qrc))
+elif plan != len([c for c in cases if not c[0].startswith(("parity_transcript_", "edu_device_never"))]):
     problems.append("plan says %d cases, console shows %d" % (plan, len(cases)))
 failed = [c for c in cases if not c[1]]
 with open(xml, "w") as f:
