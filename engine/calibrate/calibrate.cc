@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <limits>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +43,49 @@ std::string Percent(double fraction) {
   return text;
 }
 
+// A whole number a profile gives for KEY, as T. nlohmann's value<T>() converts any number with a
+// plain cast: a float out of T's range (1.6e68 as uint64_t) is undefined behaviour and a negative
+// one wraps (found by the calibration fuzz target's long run, corpus regress-float-size). Here a
+// float must be whole and in range, an integer in range; else json::out_of_range, which the public
+// functions below turn into InvalidArgument naming the key.
+template <typename T>
+T WholeNumber(const json& v, const char* key) {
+  constexpr int kDigits = std::numeric_limits<T>::digits;
+  const double lo = std::numeric_limits<T>::is_signed ? -std::ldexp(1.0, kDigits) : 0.0;
+  const double hi = std::ldexp(1.0, kDigits);  // exclusive
+  auto refuse = [&](const std::string& value) {
+    return json::out_of_range::create(
+        406, std::string(key) + " is " + value + ", not a whole number that fits " +
+                 (std::numeric_limits<T>::is_signed ? "a signed " : "an unsigned ") +
+                 std::to_string(kDigits + (std::numeric_limits<T>::is_signed ? 1 : 0)) + "-bit integer",
+        &v);
+  };
+  if (!v.is_number()) throw json::type_error::create(302, std::string(key) + " must be a number", &v);
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || d < lo || d >= hi) throw refuse(v.dump());
+    return static_cast<T>(d);
+  }
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw refuse(v.dump());
+    return static_cast<T>(u);
+  }
+  const int64_t i = v.get<int64_t>();
+  if (i < 0 ? !std::numeric_limits<T>::is_signed || i < static_cast<int64_t>(std::numeric_limits<T>::min())
+            : static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+    throw refuse(v.dump());
+  return static_cast<T>(i);
+}
+
+// j[KEY] as WholeNumber<T>, or FALLBACK when j is an object without KEY (json::value's contract).
+template <typename T>
+T WholeOr(const json& j, const char* key, T fallback) {
+  if (!j.is_object()) throw json::type_error::create(306, std::string("cannot read ") + key + " from a non-object", &j);
+  const auto it = j.find(key);
+  return it == j.end() ? fallback : WholeNumber<T>(*it, key);
+}
+
 json FactsToJson(const MappingFacts& f) {
   return {{"readable", f.readable}, {"writable", f.writable},   {"shared", f.shared},
           {"vm_io", f.vm_io},       {"vm_pfnmap", f.vm_pfnmap}, {"vm_mixedmap", f.vm_mixedmap},
@@ -59,7 +104,7 @@ MappingFacts FactsFromJson(const json& j, uint64_t length) {
   f.vm_mixedmap = j.value("vm_mixedmap", false);
   f.locked = j.value("locked", false);
   f.backing = ParseBacking(j.value("backing", "unknown")).value_or(Backing::kUnknown);
-  f.page_size = j.value("page_size", uint64_t{4096});
+  f.page_size = WholeOr<uint64_t>(j, "page_size", 4096);
   f.pinned = j.value("pinned", false);
   f.origin = "profile";
   return f;
@@ -340,9 +385,9 @@ const json& Field(const json& j, const char* key) {
 std::vector<int> CodesOf(const json& entry) {
   std::vector<int> codes;
   if (entry.contains("code_runs"))
-    for (const auto& c : Field(entry, "code_runs")) codes.push_back(c.get<int>());
+    for (const auto& c : Field(entry, "code_runs")) codes.push_back(WholeNumber<int>(c, "code_runs"));
   else
-    codes.push_back(entry.value("code", -1));
+    codes.push_back(WholeOr<int>(entry, "code", -1));
   return codes;
 }
 
@@ -357,7 +402,7 @@ std::vector<double> RunGbpsOf(const json& entry) {
 
 std::string BandwidthKey(const json& b) {
   return b.value("class", std::string()) + " " + b.value("direction", std::string()) + " " +
-         FormatSize(b.value("size", uint64_t{0}));
+         FormatSize(WholeOr<uint64_t>(b, "size", 0));
 }
 
 // Entries of one array of several profiles, merged by key in first-seen order.
@@ -441,19 +486,19 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
     } else {
       json run = {{"source", sources[i]},
                   {"backend", p.value("backend", std::string())},
-                  {"host_mem_total", p.value("host_mem_total", uint64_t{0})}};
+                  {"host_mem_total", WholeOr<uint64_t>(p, "host_mem_total", 0)}};
       if (p.contains("date")) run["date"] = p["date"];
       out["runs"].push_back(run);
     }
-    if (p.value("host_mem_total", uint64_t{0}) != first.value("host_mem_total", uint64_t{0}))
+    if (WholeOr<uint64_t>(p, "host_mem_total", 0) != WholeOr<uint64_t>(first, "host_mem_total", 0))
       out["notes"].push_back(sources[i] + ": host_mem_total " +
-                             std::to_string(p.value("host_mem_total", uint64_t{0})) + " (" +
+                             std::to_string(WholeOr<uint64_t>(p, "host_mem_total", 0)) + " (" +
                              sources[0] + ": " +
-                             std::to_string(first.value("host_mem_total", uint64_t{0})) + ")");
+                             std::to_string(WholeOr<uint64_t>(first, "host_mem_total", 0)) + ")");
     for (const auto& c : Field(p, "registration")) {
       const std::string key = c.value("kind", std::string()) + " " +
-                              std::to_string(c.value("size", uint64_t{0})) + " " +
-                              std::to_string(c.value("flag_bits", 0u));
+                              std::to_string(WholeOr<uint64_t>(c, "size", 0)) + " " +
+                              std::to_string(WholeOr<uint32_t>(c, "flag_bits", 0u));
       json* m = registration.Find(key);
       if (!m) {
         json fresh = c;
@@ -528,7 +573,7 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
   RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
   auto clock = std::make_shared<VirtualClock>();
   sim::SimGpuOptions so;
-  so.host_mem_total = profile.value("host_mem_total", uint64_t{0});
+  so.host_mem_total = WholeOr<uint64_t>(profile, "host_mem_total", 0);
   auto gpu = sim::MakeSimGpu(cp, machine.perf, clock, std::make_shared<FaultInjector>(1), so);
   FidelityReport r;
   r.sim_profile = sim_profile;
@@ -572,9 +617,9 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
     std::vector<int> measured = CodesOf(c);
     if (measured.empty() || *std::min_element(measured.begin(), measured.end()) < 0)
       continue;  // never reached the driver
-    uint64_t size = c.value("size", uint64_t{0});
+    uint64_t size = WholeOr<uint64_t>(c, "size", 0);
     FactsMemory mem(FactsFromJson(Field(c, "facts"), size));
-    uint32_t flags = c.value("flag_bits", 0u);
+    uint32_t flags = WholeOr<uint32_t>(c, "flag_bits", 0u);
     Status st = gpu->Register(mem, 0, size, flags);
     if (st.ok()) gpu->Unregister(mem, 0);
     compare_codes("register " + c.value("kind", std::string("?")) + " " + FormatSize(size) + " " +
@@ -582,15 +627,15 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
                   measured, code_of(st));
   }
   for (const auto& s : profile.value("sequences", json::array())) {
-    FactsMemory mem(FactsFromJson(Field(s, "facts"), s.value("size", uint64_t{0})));
+    FactsMemory mem(FactsFromJson(Field(s, "facts"), WholeOr<uint64_t>(s, "size", 0)));
     int i = 0;
     for (const auto& op : Field(s, "ops")) {
       ++i;
       std::vector<int> measured = CodesOf(op);
       Status st = op.value("op", std::string()) == "register"
-                      ? gpu->Register(mem, op.value("offset", uint64_t{0}),
-                                      op.value("length", uint64_t{0}), op.value("flag_bits", 0u))
-                      : gpu->Unregister(mem, op.value("offset", uint64_t{0}));
+                      ? gpu->Register(mem, WholeOr<uint64_t>(op, "offset", 0),
+                                      WholeOr<uint64_t>(op, "length", 0), WholeOr<uint32_t>(op, "flag_bits", 0u))
+                      : gpu->Unregister(mem, WholeOr<uint64_t>(op, "offset", 0));
       if (measured.empty() || *std::min_element(measured.begin(), measured.end()) < 0) continue;
       compare_codes("sequence '" + s.value("name", std::string()) + "' call " +
                         std::to_string(i) + " (" + op.value("op", std::string()) + ")",
@@ -600,7 +645,7 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
   // Bandwidth classes: the simulator's rate against the measured spread, widened by the margin.
   uint64_t max_bw = 0;
   for (const auto& b : profile.value("bandwidth", json::array()))
-    max_bw = std::max(max_bw, b.value("size", uint64_t{0}));
+    max_bw = std::max(max_bw, WholeOr<uint64_t>(b, "size", 0));
   if (max_bw) {
     RESMEM_ASSIGN_OR_RETURN(auto dev, gpu->AllocDevice(max_bw));
     RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu->AllocPinned(max_bw, 0));
@@ -608,7 +653,7 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
       FidelityReport::Bandwidth row;
       row.cls = b.value("class", std::string());
       row.direction = b.value("direction", std::string());
-      row.size = b.value("size", uint64_t{0});
+      row.size = WholeOr<uint64_t>(b, "size", 0);
       RESMEM_ASSIGN_OR_RETURN(row.measured, BandwidthRangeOf(b));
       CopyDirection dir = row.direction == "H2D" ? CopyDirection::kHostToDevice
                                                  : CopyDirection::kDeviceToHost;

@@ -55,6 +55,26 @@ TEST(Calibrate, AnEditedCodeIsListedAsADisagreement) {
   EXPECT_FALSE(CompareWithSim(nlohmann::json::object()).ok());
 }
 
+TEST(Calibrate, ANumberThatIsNoWholeNumberInRangeIsRefusedByName) {
+  // The calibration fuzz target's long run: a float size out of uint64_t's range was cast
+  // (undefined behaviour); now it, a fraction and a negative number are refused, naming the key.
+  auto b = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(b.ok());
+  auto profile = RunCalibration(*b->gpu, *b->clock, Small());
+  ASSERT_TRUE(profile.ok());
+  for (const nlohmann::json bad : {nlohmann::json(1.67779e+68), nlohmann::json(1.5), nlohmann::json(-4096)}) {
+    nlohmann::json edited = *profile;
+    edited["registration"][0]["size"] = bad;
+    auto report = CompareWithSim(edited);
+    ASSERT_FALSE(report.ok()) << bad.dump();
+    EXPECT_NE(report.status().message().find("size is " + bad.dump()), std::string::npos)
+        << report.status().ToString();
+  }
+  nlohmann::json whole = *profile;
+  whole["registration"][0]["size"] = whole["registration"][0]["size"].get<double>();  // 65536.0
+  EXPECT_TRUE(CompareWithSim(whole).ok());
+}
+
 // One sim calibration shared by the range tests below.
 const nlohmann::json& SimProfile() {
   static const nlohmann::json* profile = [] {

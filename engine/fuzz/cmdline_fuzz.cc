@@ -70,7 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (kernel.panic.empty()) {
     for (size_t i = 0; i < kernel.e820.size(); ++i) {
       const E820Entry& e = kernel.e820[i];
-      if (e.end <= e.start) Finding("an empty or inverted entry in the booted map");
+      // i386 before 2.6.27 keeps the table unsanitized (linux_rules.h sanitizes_user_map): a
+      // memmap= of size 0 or past 2^64 stands in it as written, as print_memory_map shows.
+      if (e.end <= e.start && spec.arch != "i386")
+        Finding("an empty or inverted entry in the booted map");
       if (i > 0 && kernel.e820[i - 1].end > e.start && spec.arch != "i386")
         Finding("overlapping or unsorted entries in a sanitized booted map");
     }

@@ -540,6 +540,10 @@ int FirstNonAsciiOutsideStrings(const std::string& t) {
         if (c == '\\') {
           size_t j = i + 1;
           while (j < n && (t[j] == ' ' || t[j] == '\t')) ++j;
+          // A backslash and blanks before anything but a line end is no valid escape; toml++
+          // still trims the blanks first and so meets the non-ASCII character the same way
+          // (the machine_file fuzz target's long run, corpus regress-backslash-blank-nonascii).
+          if (j > i + 1 && j < n && static_cast<unsigned char>(t[j]) >= 0x80) return line;
           if (j < n && (t[j] == '\n' || t[j] == '\r')) {  // a line-ending backslash
             while (j < n && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r')) {
               if (t[j] == '\n') ++line;
