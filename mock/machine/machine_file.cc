@@ -540,10 +540,11 @@ int FirstNonAsciiOutsideStrings(const std::string& t) {
         if (c == '\\') {
           size_t j = i + 1;
           while (j < n && (t[j] == ' ' || t[j] == '\t')) ++j;
-          // A backslash and blanks before anything but a line end is no valid escape; toml++
-          // still trims the blanks first and so meets the non-ASCII character the same way
-          // (the machine_file fuzz target's long run, corpus regress-backslash-blank-nonascii).
-          if (j > i + 1 && j < n && static_cast<unsigned char>(t[j]) >= 0x80) return line;
+          // A backslash, blanks or not, before a non-ASCII character is no valid escape; toml++
+          // asks is_whitespace() of the character right after the backslash, and trims blanks
+          // with the same test, so it meets the character the same way (the machine_file fuzz
+          // target's long runs, corpus regress-backslash-blank-nonascii, -backslash-nonascii).
+          if (j < n && static_cast<unsigned char>(t[j]) >= 0x80) return line;
           if (j < n && (t[j] == '\n' || t[j] == '\r')) {  // a line-ending backslash
             while (j < n && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r')) {
               if (t[j] == '\n') ++line;

@@ -196,6 +196,10 @@ TEST(MachineFile, NonAsciiWhereTomlAllowsOnlyAsciiIsRefusedByLine) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("f.toml:1: TOML syntax: a non-ASCII"), std::string::npos)
       << r.status().message();
+  r = ParseTomlText("s = \"\"\"\\\xc8\x8d\"\"\"\n", "f.toml");  // no blank between
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("f.toml:1: TOML syntax: a non-ASCII"), std::string::npos)
+      << r.status().message();
   // Inside strings and comments non-ASCII text is TOML's and stays accepted.
   r = ParseTomlText("a = \"caf\xc3\xa9 \xc2\xb0\" # \xc2\xa7\nb = '\xc2\xb5'\n"
                     "c = \"\"\"x\n\xc2\xa7\"\"\"\nd = \'\'\'\xc2\xa1\'\'\'\n",
