@@ -509,12 +509,26 @@ int FirstNonAsciiOutsideStrings(const std::string& t) {
   auto triple = [&](size_t i, char q) {
     return i + 2 < n && t[i] == q && t[i + 1] == q && t[i + 2] == q;
   };
+  // The last character in code other than a blank: a quote opens a string only where a key or
+  // a value may start (after a line start, '=', '[', '{', ',' or a dotted key's '.'). Elsewhere
+  // (a quote in the middle of a bare value such as `0xad_l"x`) toml++ reads on through the
+  // token, asking is_value_terminator() of each character, so what follows stays "code" here.
+  char last = '\n';
+  auto opens_string = [&]() {
+    return last == '\n' || last == '\r' || last == '=' || last == '[' || last == '{' || last == ',' ||
+           last == '.';
+  };
   for (size_t i = 0; i < n; ++i) {
     const char c = t[i];
     if (c == '\n') ++line;
     switch (in) {
       case In::kCode:
         if (static_cast<unsigned char>(c) >= 0x80) return line;
+        if ((c == '"' || c == '\'') && !opens_string()) {
+          last = c;
+          break;
+        }
+        if (c != ' ' && c != '\t' && c != '#') last = c;
         if (c == '#') {
           while (i + 1 < n && t[i + 1] != '\n') ++i;
         } else if (triple(i, '"')) {

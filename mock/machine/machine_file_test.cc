@@ -200,6 +200,13 @@ TEST(MachineFile, NonAsciiWhereTomlAllowsOnlyAsciiIsRefusedByLine) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("f.toml:1: TOML syntax: a non-ASCII"), std::string::npos)
       << r.status().message();
+  // A quote in the middle of a bare value opens no string: toml++ reads on through the token.
+  r = ParseTomlText("a = 0xad_l\"x\xd0\xb9\"\n", "f.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("f.toml:1: TOML syntax: a non-ASCII"), std::string::npos)
+      << r.status().message();
+  r = ParseTomlText("\"k\xc3\xa9\" = [\"\xc3\xa9\", {x.\"\xc3\xa9\" = '\xc3\xa9'}]\n", "f.toml");
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
   // Inside strings and comments non-ASCII text is TOML's and stays accepted.
   r = ParseTomlText("a = \"caf\xc3\xa9 \xc2\xb0\" # \xc2\xa7\nb = '\xc2\xb5'\n"
                     "c = \"\"\"x\n\xc2\xa7\"\"\"\nd = \'\'\'\xc2\xa1\'\'\'\n",
