@@ -48,6 +48,19 @@ expect = { pins = 7, hits = 7, evictions = 0, path = "same-switch", data = "inta
   EXPECT_NE(r.headline.find("7 pins, 7 hits, 0 evictions"), std::string::npos) << r.headline;
 }
 
+TEST(P2pSteps, TheHeadlineSeparatesWhatOneStepShows) {
+  // A rate, a data verdict and a path from one step read as three parts, not "MB/sdata".
+  auto r = RunText(R"x(
+[[step]]
+do = "p2p_dma"
+buffer = "ring"
+block = "32M"
+expect = { mbps = 5690, tolerance = 0.01, data = "intact", path = "same-switch" }
+)x");
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
+  EXPECT_NE(r.headline.find(" MB/s, data intact, same-switch"), std::string::npos) << r.headline;
+}
+
 TEST(P2pSteps, AWrongCountFailsAndSaysWhatWasObserved) {
   auto r = RunText(R"x(
 [[step]]

@@ -1020,34 +1020,36 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
     std::vector<std::string> fails = Judge(*expect, st, r, profile);
     if (fails.empty()) {
       r.verdict = StepVerdict::kPass;
-      // The headline strings together what the expected steps showed.
-      std::string shown;
-      if (!st.ok()) shown = r.observed.substr(0, r.observed.find(':'));
-      if (expect->mbps && r.numbers.count("mbps")) shown += Fmt("%.1f MB/s", r.numbers["mbps"]);
-      if (expect->data) shown += "data " + r.texts["data"];
-      if (expect->usable_ram) shown += "usable RAM " + FormatSize(static_cast<uint64_t>(r.numbers["usable_ram"]));
-      if (expect->memory_type) shown += r.texts["memory_type"];
-      if (expect->drops) shown += Fmt("%.0f drops", r.numbers["drops"]) + Fmt(", %.0f corrupt", r.numbers["corrupt"]);
-      if (expect->finding) shown += "found " + expect->finding->written;
+      // The headline strings together what the expected steps showed, one part each, joined
+      // by ", " (a step that shows a rate and a data verdict reads "54500.0 MB/s, data intact").
+      std::vector<std::string> parts;
+      if (!st.ok()) parts.push_back(r.observed.substr(0, r.observed.find(':')));
+      if (expect->mbps && r.numbers.count("mbps")) parts.push_back(Fmt("%.1f MB/s", r.numbers["mbps"]));
+      if (expect->data) parts.push_back("data " + r.texts["data"]);
+      if (expect->usable_ram) parts.push_back("usable RAM " + FormatSize(static_cast<uint64_t>(r.numbers["usable_ram"])));
+      if (expect->memory_type) parts.push_back(r.texts["memory_type"]);
+      if (expect->drops) parts.push_back(Fmt("%.0f drops", r.numbers["drops"]) + Fmt(", %.0f corrupt", r.numbers["corrupt"]));
+      if (expect->finding) parts.push_back("found " + expect->finding->written);
       if (expect->pins || expect->hits || expect->evictions)
-        shown += (shown.empty() ? "" : ", ") + Fmt("%.0f pins", r.numbers["pins"]) + Fmt(", %.0f hits", r.numbers["hits"]) +
-                 Fmt(", %.0f evictions", r.numbers["evictions"]);
-      if (expect->path && std::holds_alternative<scenario::P2pDmaStep>(step.args))
-        shown += (shown.empty() ? "" : ", ") + r.texts["path"];
-      if (expect->events && !expect->events->value.empty() && shown.empty())
-        shown += "'" + expect->events->value.back() + "'";
+        parts.push_back(Fmt("%.0f pins", r.numbers["pins"]) + Fmt(", %.0f hits", r.numbers["hits"]) +
+                        Fmt(", %.0f evictions", r.numbers["evictions"]));
+      if (expect->path && std::holds_alternative<scenario::P2pDmaStep>(step.args)) parts.push_back(r.texts["path"]);
+      if (expect->events && !expect->events->value.empty() && parts.empty())
+        parts.push_back("'" + expect->events->value.back() + "'");
       if (expect->reservations && !expect->usable_ram)
-        shown += Fmt("%.0f reservations", r.numbers["reservations"]);
+        parts.push_back(Fmt("%.0f reservations", r.numbers["reservations"]));
       const bool is_register = std::holds_alternative<scenario::RegisterStep>(step.args);
-      if (is_register && st.ok() && r.numbers["calls"] > 1) shown += Fmt("registered in %.0f calls", r.numbers["calls"]);
+      if (is_register && st.ok() && r.numbers["calls"] > 1) parts.push_back(Fmt("registered in %.0f calls", r.numbers["calls"]));
       // A registration's time: measured where the clock is real; on the simulator the model's
       // (mock/gpu RegisterSeconds, calibrated on the H100: docs/benchmarks.md "Registration
-      // time"), so a 188 GB scenario says how long start-up takes.
+      // time"), so a 188 GB scenario says how long start-up takes. It qualifies the part before.
       if (is_register && st.ok() && r.numbers.count("seconds")) {
         const bool modelled = std::dynamic_pointer_cast<VirtualClock>(b.clock) != nullptr;
-        shown += (shown.empty() ? std::string("ok") : std::string()) +
-                 Fmt(modelled ? " in %.3g s (modelled)" : " in %.3g s", r.numbers["seconds"]);
+        if (parts.empty()) parts.push_back("ok");
+        parts.back() += Fmt(modelled ? " in %.3g s (modelled)" : " in %.3g s", r.numbers["seconds"]);
       }
+      std::string shown;
+      for (const auto& part : parts) shown += (shown.empty() ? "" : ", ") + part;
       if (!shown.empty()) headline += (headline.empty() ? "" : "; ") + r.op + ": " + shown;
     } else {
       r.verdict = StepVerdict::kFail;
