@@ -40,52 +40,14 @@ namespace resmem {
 namespace {
 
 using guest::Diag;
+using guest::ErrName;
+using guest::Fail;
+using guest::KmsgSince;
 
 constexpr uint64_t kSeed = 0x656475ull;  // "edu": the blocks' fill seeds derive from it
 constexpr uint8_t kPoison = 0xa5;        // what the reader writes before the device does
 
 uint64_t FillSeed(int slot) { return pattern::Mix(kSeed * 7919 + slot); }
-
-const char* ErrName(int err) {
-  if (err == ERANGE) return "ERANGE";
-  if (err == ENOTCONN) return "ENOTCONN";
-  const char* n = ErrnoName(err);
-  return n && *n ? n : "E?";
-}
-
-int Fail(const std::string& why) {
-  Diag("FAIL: %s", why.c_str());
-  return 1;
-}
-
-// Kernel log records written after construction (/dev/kmsg, read without blocking).
-class KmsgSince {
- public:
-  KmsgSince() : fd_(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
-    if (fd_ >= 0) lseek(fd_, 0, SEEK_END);
-  }
-  ~KmsgSince() {
-    if (fd_ >= 0) close(fd_);
-  }
-  // The message text of each new record ("prio,seq,time,flags;TEXT").
-  std::vector<std::string> Lines() {
-    std::vector<std::string> out;
-    char rec[8192];
-    for (;;) {
-      ssize_t n = fd_ < 0 ? -1 : read(fd_, rec, sizeof rec - 1);
-      if (n < 0 && errno == EPIPE) continue;  // overwritten records: skip ahead
-      if (n <= 0) break;
-      std::string r(rec, static_cast<size_t>(n));
-      size_t semi = r.find(';');
-      r = semi == std::string::npos ? r : r.substr(semi + 1);
-      out.push_back(r.substr(0, r.find('\n')));
-    }
-    return out;
-  }
-
- private:
-  int fd_;
-};
 
 // An edu device and a resmem device, opened; the edu file attached to the range when asked.
 struct Pair {

@@ -54,25 +54,8 @@ namespace {
 constexpr uint64_t kSeed = 0x6b6d6f64ull;  // "kmod"
 
 using guest::Diag;
-
-// errno names, including the ones the module uses that the shared table may not know.
-const char* ErrName(int err) {
-  switch (err) {
-    case EDOM: return "EDOM";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    case EOVERFLOW: return "EOVERFLOW";
-    case ERANGE: return "ERANGE";
-    default: {
-      const char* n = ErrnoName(err);
-      return n && *n ? n : "E?";
-    }
-  }
-}
-
-int Fail(const std::string& why) {
-  Diag("FAIL: %s", why.c_str());
-  return 1;
-}
+using guest::ErrName;
+using guest::Fail;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);

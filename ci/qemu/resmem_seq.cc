@@ -52,6 +52,7 @@
 #include <new>
 #include <set>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -287,7 +288,7 @@ struct Run {
   std::string failure;
   std::atomic<int> fail_guard{0};
   int result_fd = -1;  // pipe to the parent: the failure message
-  int kmsg = -1;
+  std::optional<guest::KmsgSince> kmsg;  // opened when the run starts
 };
 
 // --huge: the module's 2 MiB entries asked for with huge=1 on a kernel where they are not the
@@ -1228,21 +1229,11 @@ const char* BadKernelLine(const std::string& l) {
 }
 
 // New records of /dev/kmsg since the last call: the first bad one, or "".
-std::string DrainKmsg(int kmsg) {
-  if (kmsg < 0) return "";
+std::string DrainKmsg(std::optional<guest::KmsgSince>& kmsg) {
+  if (!kmsg) return "";
   std::string first;
-  char rec[8192];
-  for (;;) {
-    ssize_t n = read(kmsg, rec, sizeof rec - 1);
-    if (n < 0) {
-      if (errno == EPIPE) continue;  // overwritten records: go on
-      break;
-    }
-    rec[n] = 0;
-    std::string line = rec;
-    size_t semi = line.find(';');
-    if (semi != std::string::npos) line = line.substr(semi + 1);
-    line = Trim(line.substr(0, line.find('\n')));
+  for (const std::string& record : kmsg->Lines()) {
+    const std::string line = Trim(record);
     if (first.empty() && BadKernelLine(line)) first = line;
   }
   return first;
@@ -1258,8 +1249,7 @@ std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std
   run.c = c;
   run.result_fd = result_fd;
   g_run = &run;
-  run.kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (run.kmsg >= 0) lseek(run.kmsg, 0, SEEK_END);
+  run.kmsg.emplace();
   struct sigaction sa {};
   sa.sa_sigaction = OnSignal;
   sa.sa_flags = SA_SIGINFO;
