@@ -42,6 +42,7 @@
 #include "backends/fault/rng.h"
 #include "backends/kmod/kmod_region.h"
 #include "backends/kmod/smaps.h"
+#include "backends/platform/proc_parsers.h"
 #include "kmod/uapi/resmem_ioctl.h"
 #include "mock/gpu/sim_gpu.h"
 
@@ -288,24 +289,18 @@ struct BadPte {
   bool system_ram = false;
 };
 
+// MAXPHYADDR from /proc/cpuinfo (0 when it does not say).
 unsigned MaxPhysBits() {
-  for (const auto& l : Lines(ReadFile("/proc/cpuinfo"))) {
-    unsigned bits = 0;
-    if (l.find("address sizes") == std::string::npos || l.find(':') == std::string::npos) continue;
-    if (std::sscanf(l.c_str() + l.find(':') + 1, "%u bits physical", &bits) == 1) return bits;
-  }
-  return 0;
+  auto bits = ParsePhysAddressBits(ReadFile("/proc/cpuinfo"));
+  return bits.ok() && *bits > 0 ? static_cast<unsigned>(*bits) : 0;
 }
 
+// Whether a top-level "System RAM" entry of /proc/iomem holds phys.
 bool InSystemRam(uint64_t phys) {
-  for (const auto& l : Lines(ReadFile("/proc/iomem"))) {
-    unsigned long long lo = 0, hi = 0;
-    char name[128] = {0};
-    if (l.empty() || l[0] == ' ') continue;  // top-level entries only
-    if (std::sscanf(l.c_str(), "%llx-%llx : %127[^\n]", &lo, &hi, name) == 3 &&
-        std::string(name) == "System RAM" && phys >= lo && phys <= hi)
-      return true;
-  }
+  auto iomem = ParseIomem(ReadFile("/proc/iomem"));
+  if (!iomem.ok()) return false;
+  for (const auto& e : *iomem)
+    if (e.depth == 0 && e.name == "System RAM" && phys >= e.start && phys < e.end) return true;
   return false;
 }
 
