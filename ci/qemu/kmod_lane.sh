@@ -194,25 +194,34 @@ printf 'passwd: files\ngroup: files\n' >"$R/etc/nsswitch.conf"
 (cd "$R" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initramfs.cpio.gz")
 
 # ---- 5. boot ------------------------------------------------------------------------------------
-APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
+# What both boots pass the guest: the console, no reboot on panic, and for the debug kernel every
+# report counted (kasan_multi_shot) with a log large enough to keep them.
+COMMON_APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
+[[ -n "${RESMEM_ONLY:-}" ]] && COMMON_APPEND+=" resmem_only=$RESMEM_ONLY"
+[[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && COMMON_APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
+APPEND="$COMMON_APPEND"
 APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
-[[ -n "${RESMEM_ONLY:-}" ]] && APPEND+=" resmem_only=$RESMEM_ONLY"
 [[ -n "${RESMEM_SEQ_OPS:-}" ]] && APPEND+=" resmem_seq_ops=$RESMEM_SEQ_OPS"
 [[ -n "${RESMEM_SEQ_SEED:-}" ]] && APPEND+=" resmem_seq_seed=$RESMEM_SEQ_SEED"
-# The debug kernel: every report counts (kasan_multi_shot), and a log large enough to keep them.
-[[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
 # QEMU's edu, the DMA producer of the edu cases (kmod/resmem_edu.c, docs/rdma.md): one with a 64-bit
 # DMA mask and one with a 32-bit mask (a card that needs its buffer below 4 GiB), at fixed slots so
 # that probe order, which dma_bits= follows, is fixed too.
 EDU_DEVICES=(-device edu,addr=0x10,dma_mask=0xffffffffffffffff -device edu,addr=0x11,dma_mask=0xffffffff)
+# boot OUT MEMORY APPEND [QEMU ARGS...]: one TCG boot of the lane's kernel and initramfs with the
+# edu devices, its console in OUT; returns QEMU's exit status (124: RESMEM_QEMU_TIMEOUT ran out).
+boot() {
+	local out=$1 mem=$2 append=$3
+	shift 3
+	timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg "$@" -cpu max -m "$mem" -smp 2 \
+		-no-reboot -display none -serial stdio -monitor none -kernel "$VMLINUZ" \
+		-initrd "$WORK/initramfs.cpio.gz" "${EDU_DEVICES[@]}" -append "$append" </dev/null >"$out" 2>&1
+}
 CONSOLE="$WORK/console.log"
 log "booting $KVER (TCG, -m 5G)"
 set +e
-timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -cpu max -m 5G -smp 2 -no-reboot \
-	-display none -serial stdio -monitor none -kernel "$VMLINUZ" -initrd "$WORK/initramfs.cpio.gz" \
-	"${EDU_DEVICES[@]}" -append "$APPEND" </dev/null >"$CONSOLE" 2>&1
+boot "$CONSOLE" 5G "$APPEND"
 QRC=$?
 set -e
 tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
@@ -226,17 +235,12 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 BOOTS=1
 if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* ) ]]; then
 	BOOTS=2
-	IAPPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4 intel_iommu=on resmem_suite=iommu'
+	IAPPEND="$COMMON_APPEND intel_iommu=on resmem_suite=iommu"
 	IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
-	[[ -n "${RESMEM_ONLY:-}" ]] && IAPPEND+=" resmem_only=$RESMEM_ONLY"
-	[[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && IAPPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
 	# -m 3G: q35 puts 2 GiB below 4 GiB and 1 GiB at 4 GiB; less memory for kmemleak to scan.
 	log "booting $KVER again: q35 with intel-iommu (TCG, -m 3G)"
 	set +e
-	timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 3G -smp 2 \
-		-no-reboot -display none -serial stdio -monitor none -kernel "$VMLINUZ" \
-		-initrd "$WORK/initramfs.cpio.gz" -device intel-iommu "${EDU_DEVICES[@]}" -append "$IAPPEND" \
-		</dev/null >"$CONSOLE.iommu" 2>&1
+	boot "$CONSOLE.iommu" 3G "$IAPPEND" -M q35 -device intel-iommu
 	IRC=$?
 	set -e
 	tr -d '\r' <"$CONSOLE.iommu" | tee -a "$CONSOLE.txt"
