@@ -80,6 +80,8 @@ udev_up() {
 }
 
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
+# What no boot may end with in its kernel log (the *kernel_log_clean_at_end cases).
+KEND='BUG:|WARNING:|general protection|Kernel panic'
 
 # ---- the IOMMU boot (kmod_lane.sh: q35 with intel-iommu, resmem_suite=iommu; docs/rdma.md) -----
 # Only the edu cases that need a translating IOMMU: the DMA API gives the device IOVAs (a 32-bit
@@ -96,7 +98,7 @@ if [ "$resmem_suite" = iommu ]; then
 	else
 		t edu_iommu_module_loads false
 	fi
-	t iommu_kernel_log_clean_at_end sh -c "! dmesg | grep -E 'BUG:|WARNING:|general protection|Kernel panic'"
+	t iommu_kernel_log_clean_at_end sh -c "! dmesg | grep -E '$KEND'"
 	echo "1..$N"
 	echo "resmem-guest: done, $FAILED failed"
 	poweroff -f
@@ -213,7 +215,7 @@ else
 fi
 
 # A last look for trouble (the seed-002 "Bad pagetable" oops is the one expected kernel complaint).
-t kernel_log_clean_at_end sh -c "! dmesg | grep -E 'BUG:|WARNING:|general protection|Kernel panic'"
+t kernel_log_clean_at_end sh -c "! dmesg | grep -E '$KEND'"
 
 echo "1..$N"
 echo "resmem-guest: done, $FAILED failed"
