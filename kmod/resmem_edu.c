@@ -37,12 +37,15 @@
  *  - TEST_UNMAPPED (the lane's IOMMU boot): the device writes to a bus address nobody mapped;
  *    the driver reads the range back and answers EIO when the write did not land (the IOMMU's
  *    DMAR fault line names the device and the address), never a silent success.
+ *  - TEST_FAULTS: the device's failures (an error, a write that never lands, a flipped bit, a late
+ *    completion), seeded, per open file: what the stream's reader must catch.
  *  - Removal of the device (unbind) while files are open: later calls get ENODEV.
  */
 #define RESMEM_EXTENSION 1
 #include "resmem.c"
 
 #include <linux/completion.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/file.h>
 #include <linux/idr.h>
@@ -104,10 +107,20 @@ struct edu_dev {
 	struct kref ref;   /* probe's, and one per open file */
 };
 
+/* The device's failures as this file's WRITEs see them (uapi: RESMEM_EDU_IOC_TEST_FAULTS). */
+struct edu_faults {
+	u64 state;    /* splitmix64: the caller's seed decides every choice */
+	u32 permille; /* per piece; 0: off */
+	u32 kinds;    /* RESMEM_EDU_FAULT_* */
+	u64 pieces;
+	u64 injected[RESMEM_EDU_FAULT_KINDS];
+};
+
 /* One open file of /dev/resmem_eduN. */
 struct edu_client {
 	struct edu_dev *edu;
 	struct resmem_dev *target; /* attached range, or NULL */
+	struct edu_faults faults;  /* guarded by edu->lock */
 };
 
 static DEFINE_IDA(edu_ida);
@@ -214,15 +227,60 @@ static int edu_dma(struct edu_dev *edu, u64 src, u64 dst, u32 count, u32 directi
 	return -ETIMEDOUT;
 }
 
-/* One piece of the block (inside one page): user bytes -> staging -> device buffer -> the reserved range. */
-static int edu_write_piece(struct edu_dev *edu, const void __user *from, phys_addr_t pa, u32 n,
-			   struct resmem_edu_write *req)
+/* ---- injected faults ----------------------------------------------------------------------- */
+
+static u64 edu_fault_next(struct edu_faults *f)
+{
+	u64 z = (f->state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The fault of the next piece: a RESMEM_EDU_FAULT_* bit, or 0; *r gets a draw for its details. */
+static u32 edu_fault_pick(struct edu_faults *f, u64 *r)
+{
+	u64 x;
+	int k, pick;
+
+	f->pieces++;
+	if (!f->permille)
+		return 0;
+	x = edu_fault_next(f);
+	if (x % 1000 >= f->permille)
+		return 0;
+	pick = (x / 1000) % hweight32(f->kinds);
+	for (k = 0; k < RESMEM_EDU_FAULT_KINDS; k++)
+		if ((f->kinds & BIT(k)) && pick-- == 0)
+			break;
+	f->injected[k]++;
+	*r = edu_fault_next(f);
+	return BIT(k);
+}
+
+/* One piece of the block (inside one page): user bytes -> staging -> device buffer -> the
+ * reserved range, with the fault the file's test settings pick for it. */
+static int edu_write_piece(struct edu_dev *edu, struct edu_faults *f, const void __user *from,
+			   phys_addr_t pa, u32 n, struct resmem_edu_write *req)
 {
 	dma_addr_t target;
+	u64 r = 0;
+	u32 fault;
 	int ret;
 
 	if (copy_from_user(edu->staging, from, n))
 		return -EFAULT;
+	fault = edu_fault_pick(f, &r);
+	if (fault == RESMEM_EDU_FAULT_ERROR) {
+		pr_err_ratelimited("%s: TEST: injected fault: the device reported the piece at [mem 0x%llx-0x%llx] failed; the write stops here (-EIO)\n",
+				   edu->name, (u64)pa, (u64)pa + n - 1);
+		return -EIO;
+	}
+	if (fault == RESMEM_EDU_FAULT_FLIP)
+		((u8 *)edu->staging)[r % n] ^= 1u << ((r >> 32) & 7);
+	if (fault == RESMEM_EDU_FAULT_DELAY)
+		msleep(1 + (r % 20));
 	ret = edu_map(edu, pa, n, &target);
 	if (ret)
 		return ret;
@@ -231,7 +289,9 @@ static int edu_write_piece(struct edu_dev *edu, const void __user *from, phys_ad
 	ret = edu_dma(edu, edu->staging_dma, EDU_BUF_ADDR, n, EDU_CMD_RAM_TO_DEVICE);
 	if (!ret) {
 		req->commands++;
-		ret = edu_dma(edu, EDU_BUF_ADDR, target, n, EDU_CMD_DEVICE_TO_RAM);
+		/* DROP: the device signals the write into RAM done without moving the bytes. */
+		if (fault != RESMEM_EDU_FAULT_DROP)
+			ret = edu_dma(edu, EDU_BUF_ADDR, target, n, EDU_CMD_DEVICE_TO_RAM);
 		if (!ret)
 			req->commands++;
 	}
@@ -362,7 +422,7 @@ static long edu_ioctl_write(struct edu_client *c, void __user *uarg)
 		u32 n = min_t(u64, min_t(u64, req.length - done, EDU_PIECE),
 			      PAGE_SIZE - offset_in_page(pa));
 
-		ret = edu_write_piece(edu, u64_to_user_ptr(req.data + done), pa, n, &req);
+		ret = edu_write_piece(edu, &c->faults, u64_to_user_ptr(req.data + done), pa, n, &req);
 		done += n;
 		if (!ret && done < req.length && fatal_signal_pending(current))
 			ret = -EINTR;
@@ -435,6 +495,43 @@ unlock:
 	return ret;
 }
 
+/* TEST: sets or reads this file's injected device faults (uapi: RESMEM_EDU_IOC_TEST_FAULTS). */
+static long edu_ioctl_test_faults(struct edu_client *c, void __user *uarg)
+{
+	struct edu_dev *edu = c->edu;
+	struct resmem_edu_test_faults req;
+	struct edu_faults *f = &c->faults;
+	u32 all = BIT(RESMEM_EDU_FAULT_KINDS) - 1;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.reserved || (req.flags & ~RESMEM_EDU_FAULTS_QUERY))
+		return -EINVAL;
+	if (!(req.flags & RESMEM_EDU_FAULTS_QUERY) &&
+	    (req.permille > 1000 || (req.kinds & ~all) || (req.permille && !req.kinds))) {
+		pr_info_ratelimited("%s: TEST: faults refused: permille %u (0 to 1000), kinds 0x%x (a nonzero set of 0x%x when permille > 0) (-EINVAL)\n",
+				    edu->name, req.permille, req.kinds, all);
+		return -EINVAL;
+	}
+	mutex_lock(&edu->lock);
+	if (edu->gone) {
+		mutex_unlock(&edu->lock);
+		return -ENODEV;
+	}
+	if (!(req.flags & RESMEM_EDU_FAULTS_QUERY)) {
+		memset(f, 0, sizeof(*f));
+		f->state = req.seed;
+		f->permille = req.permille;
+		f->kinds = req.kinds;
+		pr_info("%s: TEST: injected faults: %u per 1000 pieces, kinds 0x%x, seed 0x%llx\n",
+			edu->name, req.permille, req.kinds, req.seed);
+	}
+	req.pieces = f->pieces;
+	memcpy(req.injected, f->injected, sizeof(req.injected));
+	mutex_unlock(&edu->lock);
+	return copy_to_user(uarg, &req, sizeof(req)) ? -EFAULT : 0;
+}
+
 static long edu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct edu_client *c = file->private_data;
@@ -449,6 +546,8 @@ static long edu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return edu_ioctl_write(c, uarg);
 	case RESMEM_EDU_IOC_TEST_UNMAPPED:
 		return edu_ioctl_test_unmapped(c, uarg);
+	case RESMEM_EDU_IOC_TEST_FAULTS:
+		return edu_ioctl_test_faults(c, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -5,6 +5,9 @@
 //   fill      otherwise: a SplitMix64 value of (fill_seed, i), fixed for a slot, so any flipped or
 //             missing byte shows.
 // A producer fills a slot once and then rewrites only the stamps per block (one word per page).
+// That sees a stale page, not a stale part of one: a producer whose transfers are smaller than a
+// page (a device's DMA in pieces) gives every block its own fill_seed, or a piece that never
+// landed keeps the slot's earlier bytes, equal but for the stamps (ci/qemu/resmem_edu_guest.cc).
 #ifndef RESMEM_BACKENDS_CUDA_BLOCK_PATTERN_H_
 #define RESMEM_BACKENDS_CUDA_BLOCK_PATTERN_H_
 

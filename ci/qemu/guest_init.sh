@@ -160,10 +160,10 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	# Random syscall sequences (ci/qemu/resmem_seq.cc): seeded, replayable, shrinking; the module
 	# is unloaded and loaded again along the way and at the end.
 	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
-		--threads 4 --module-name resmem --module-file /resmem.ko
+		--threads 4 --module-name resmem --module-file /resmem.ko --kcov-sites "${resmem_kcov_sites:-0}"
 	# The same with 2 MiB entries asked for (huge=1), where the kernel does not default to them.
 	t d_random_syscall_sequences_huge /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
-		--threads 4 --module-name resmem --module-file /resmem.ko --huge
+		--threads 4 --module-name resmem --module-file /resmem.ko --huge --kcov-sites "${resmem_kcov_sites:-0}"
 	t d_unload_after_unmap                          rmmod resmem
 else
 	t module_loads false
@@ -209,6 +209,7 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mod
 	t edu_dma_mask_refuses_above_4g                 $E refused /dev/resmem_edu1 /dev/resmem2
 	t edu_dma_bad_requests                          $E bad-requests /dev/resmem_edu0 /dev/resmem0
 	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,8192,16384 1
+	t edu_dma_faults_lose_nothing                   $E faults /dev/resmem_edu0 /dev/resmem0 4096 32 4 0x5eed 300
 	t edu_unload                                    rmmod resmem_edu
 else
 	t edu_module_loads false

@@ -3,7 +3,7 @@
 // sequences"). Statically linked: the guest has only busybox.
 //
 //   resmem_seq [--seed S] [--ops N] [--threads T] [--module-name resmem] [--module-file /resmem.ko]
-//              [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge]
+//              [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge] [--kcov-sites N]
 //
 // The op list is a pure function of (seed, ops, threads): each op carries a kind, a thread and six
 // random words that are interpreted against the state at run time (the k-th open fd, the k-th
@@ -26,6 +26,8 @@
 // with (read back from /sys/module/NAME/parameters): the module must never expose other memory.
 // New kernel log lines with BUG/WARNING/KASAN/lockdep/Oops fail the run. At the end the module is
 // unloaded (/proc/iomem clean), kmemleak scanned (no unreferenced object), and loaded again.
+// On a KCOV kernel the run also says how many of the module's instrumented sites its ops reached
+// (--kcov-sites: how many there are, counted in the .ko by the lane).
 //
 // Exit: 0 pass, 1 failure (seed and reproducer printed), 2 usage or setup error.
 #include <fcntl.h>
@@ -265,7 +267,8 @@ struct Slot {
 struct Counters {
   std::atomic<uint64_t> ops{0}, ok{0}, expected_errors{0}, pfn_checked{0}, pages_present{0},
       pfnmap_pages_walked{0}, content_checked{0},
-      mappings{0}, forks{0}, unload_refused{0}, reloads{0}, bytes_verified{0}, kinds[kNumKinds];
+      mappings{0}, forks{0}, unload_refused{0}, reloads{0}, bytes_verified{0}, kinds[kNumKinds],
+      kcov_pcs{0}, kcov_outside{0}, kcov_overflows{0};
 };
 
 constexpr uint64_t kArenaLen = 160ull << 20;
@@ -1239,6 +1242,108 @@ std::string DrainKmsg(std::optional<guest::KmsgSince>& kmsg) {
   return first;
 }
 
+// ---- KCOV: which of the module's instrumented sites the run reached ---------------------------
+// On a kernel with KCOV the lane builds the module with KCOV_INSTRUMENT=y (kmod_lane.sh): each of
+// its basic blocks calls __sanitizer_cov_trace_pc, which appends the call's return address, less
+// the kernel's KASLR offset (kernel/kcov.c canonicalize_ip), to the buffer of the calling task
+// when that task has enabled KCOV (Documentation/dev-tools/kcov.rst: KCOV_INIT_TRACE, mmap,
+// KCOV_ENABLE). Every worker thread enables it for itself; after each op its PCs become offsets
+// into the module's core (/proc/modules: base and size, read per epoch, as a reload moves it)
+// and bits of a bitmap shared with the parent. What forked children and the barrier ops do in the
+// module is not counted (other tasks; the main thread).
+#define RESMEM_KCOV_INIT_TRACE _IOR('c', 1, unsigned long)
+#define RESMEM_KCOV_ENABLE _IO('c', 100)
+#define RESMEM_KCOV_DISABLE _IO('c', 101)
+constexpr unsigned long kKcovWords = 1ul << 16;  // per thread, per op at most
+constexpr uint64_t kKcovSpan = 8ull << 20;       // module core bytes the bitmap covers
+
+struct Kcov {
+  bool on = false;
+  uint64_t kaslr = 0;         // added back to each PC
+  uint8_t* bitmap = nullptr;  // kKcovSpan bits, MAP_SHARED
+  std::atomic<uint64_t> base{0}, size{0};  // the module's core in this epoch; 0: not loaded
+};
+Kcov g_kcov;
+
+// The kernel's KASLR offset: _text in /proc/kallsyms less its link address (x86-64
+// __START_KERNEL = __START_KERNEL_map + CONFIG_PHYSICAL_START, 0xffffffff81000000 with the default
+// 16 MiB start; the lane's kernels keep it). 0 when kallsyms hides addresses.
+uint64_t KaslrOffset() {
+  std::ifstream f("/proc/kallsyms");
+  std::string addr, type, name;
+  while (f >> addr >> type >> name)
+    if (name == "_text") {
+      uint64_t a = std::strtoull(addr.c_str(), nullptr, 16);
+      return a ? a - 0xffffffff81000000ull : 0;
+    }
+  return 0;
+}
+
+// Reads the module's core (base, size) from /proc/modules into g_kcov; 0,0 when not loaded.
+void KcovFindModule(const std::string& name) {
+  std::ifstream f("/proc/modules");
+  std::string line;
+  uint64_t base = 0, size = 0;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string n, sz, refs, deps, state, addr;
+    if (in >> n >> sz >> refs >> deps >> state >> addr && n == name) {
+      base = std::strtoull(addr.c_str(), nullptr, 16);
+      size = std::strtoull(sz.c_str(), nullptr, 10);
+    }
+  }
+  g_kcov.base = base;
+  g_kcov.size = size;
+}
+
+// One worker thread's KCOV buffer, enabled for its lifetime.
+class KcovThread {
+ public:
+  KcovThread() {
+    if (!g_kcov.on) return;
+    fd_ = open("/sys/kernel/debug/kcov", O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) return;
+    if (ioctl(fd_, RESMEM_KCOV_INIT_TRACE, kKcovWords) == 0) {
+      void* m = mmap(nullptr, kKcovWords * sizeof(unsigned long), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+      if (m != MAP_FAILED) cover_ = static_cast<unsigned long*>(m);
+    }
+    if (!cover_ || ioctl(fd_, RESMEM_KCOV_ENABLE, 0 /* KCOV_TRACE_PC */) != 0) Close();
+    else __atomic_store_n(&cover_[0], 0, __ATOMIC_RELAXED);
+  }
+  ~KcovThread() { Close(); }
+  // Folds the PCs since the last call into the shared bitmap.
+  void Fold(Counters* c) {
+    if (!cover_) return;
+    unsigned long n = __atomic_load_n(&cover_[0], __ATOMIC_RELAXED);
+    if (n >= kKcovWords - 1) c->kcov_overflows++, n = kKcovWords - 1;
+    const uint64_t base = g_kcov.base, size = std::min<uint64_t>(g_kcov.size, kKcovSpan);
+    for (unsigned long i = 1; i <= n; ++i) {
+      const uint64_t pc = cover_[i] + g_kcov.kaslr;
+      if (!base || pc < base || pc - base >= size) {
+        c->kcov_outside++;
+        continue;
+      }
+      const uint64_t off = pc - base;
+      __atomic_fetch_or(&g_kcov.bitmap[off / 8], static_cast<uint8_t>(1u << (off % 8)), __ATOMIC_RELAXED);
+      c->kcov_pcs++;
+    }
+    __atomic_store_n(&cover_[0], 0, __ATOMIC_RELAXED);
+  }
+
+ private:
+  void Close() {
+    if (cover_) {
+      ioctl(fd_, RESMEM_KCOV_DISABLE, 0);
+      munmap(cover_, kKcovWords * sizeof(unsigned long));
+      cover_ = nullptr;
+    }
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+  unsigned long* cover_ = nullptr;
+};
+
 // ---- running a list -------------------------------------------------------------------------
 
 // Runs ops[keep] in this process (the caller forked it). Returns "" or the failure.
@@ -1272,9 +1377,11 @@ std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std
     size_t end = k;
     while (end < keep.size() && ops[keep[end]].kind != kUnloadHeld && ops[keep[end]].kind != kUnloadReload) ++end;
     std::vector<std::thread> workers;
+    if (g_kcov.on) KcovFindModule(w->module_name);
     for (int th = 0; th < threads; ++th) {
       workers.emplace_back([&, th] {
         ThreadState& t = ts[th];
+        KcovThread kcov;
         for (size_t j = k; j < end && !run.stop; ++j) {
           const Op& op = ops[keep[j]];
           if (op.thread != th) continue;
@@ -1297,6 +1404,7 @@ std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std
             case kFork: DoFork(&run, t, keep[j], op); break;
             default: break;
           }
+          kcov.Fold(c);
         }
       });
     }
@@ -1462,7 +1570,7 @@ void KmemleakClear() {
 int Usage(const char* why) {
   std::fprintf(stderr,
                "resmem_seq: %s\nusage: resmem_seq [--seed S] [--ops N] [--threads T] [--module-name resmem] "
-               "[--module-file /resmem.ko] [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge]\n",
+               "[--module-file /resmem.ko] [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge] [--kcov-sites N]\n",
                why);
   return 2;
 }
@@ -1473,6 +1581,7 @@ int Main(int argc, char** argv) {
   size_t nops = 10000;
   int threads = 4;
   double shrink_s = 300;
+  uint64_t kcov_sites = 0;  // the module's instrumented sites (kmod_lane.sh counts them); 0: unknown
   std::string keep_text;
   World w;
   for (int i = 1; i < argc; ++i) {
@@ -1494,6 +1603,7 @@ int Main(int argc, char** argv) {
     else if (a == "--shrink-seconds") shrink_s = std::atof(next("--shrink-seconds"));
     else if (a == "--list") list = true;
     else if (a == "--huge") g_huge_optin = true;
+    else if (a == "--kcov-sites") kcov_sites = std::strtoull(next("--kcov-sites"), nullptr, 0);
     else return Usage(("unknown argument '" + a + "'").c_str());
   }
   if (threads < 1 || threads > 16) return Usage("--threads must be 1..16");
@@ -1557,6 +1667,15 @@ int Main(int argc, char** argv) {
 
   void* shm = mmap(nullptr, sizeof(Counters), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   Counters* c = new (shm) Counters();
+  if (access("/sys/kernel/debug/kcov", R_OK | W_OK) == 0) {
+    void* bm = mmap(nullptr, kKcovSpan / 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (bm != MAP_FAILED) {
+      g_kcov.bitmap = static_cast<uint8_t*>(bm);
+      g_kcov.kaslr = KaslrOffset();
+      g_kcov.on = true;
+    }
+  }
+  if (!g_kcov.on) Diag("kcov: not available on this kernel (/sys/kernel/debug/kcov): no coverage figure");
   double t0 = Now();
   std::string failure = RunInChild(&w, c, ops, keep, threads, 3000);
   double dt = Now() - t0;
@@ -1572,6 +1691,15 @@ int Main(int argc, char** argv) {
       c->ok.load(), c->expected_errors.load(), c->mappings.load(), c->pfn_checked.load(), c->pages_present.load(),
       c->pfnmap_pages_walked.load(), c->content_checked.load(),
       c->bytes_verified.load(), c->forks.load(), c->unload_refused.load(), c->reloads.load());
+  if (g_kcov.on) {
+    uint64_t sites = 0;
+    for (uint64_t i = 0; i < kKcovSpan / 8; ++i) sites += __builtin_popcount(g_kcov.bitmap[i]);
+    const std::string of = kcov_sites ? Fmt(" of its %" PRIu64 " = %.1f%%", kcov_sites, 100.0 * sites / kcov_sites) : "";
+    Diag("kcov: the workers' ops reached %" PRIu64 " distinct instrumented sites of %s%s (%" PRIu64
+         " PCs in the module, %" PRIu64 " elsewhere, %" PRIu64 " buffer overflows; KASLR offset 0x%" PRIx64 ")",
+         sites, w.module_name.c_str(), of.c_str(), c->kcov_pcs.load(), c->kcov_outside.load(),
+         c->kcov_overflows.load(), g_kcov.kaslr);
+  }
   if (!failure.empty()) {
     Diag("FAIL (seed 0x%" PRIx64 "): %s", seed, failure.c_str());
     if (shrink) {

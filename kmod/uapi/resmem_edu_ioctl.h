@@ -87,4 +87,37 @@ struct resmem_edu_test_unmapped {
 };
 #define RESMEM_EDU_IOC_TEST_UNMAPPED _IOWR('R', 40, struct resmem_edu_test_unmapped)
 
+/*
+ * TEST: faults of the device injected into this open file's WRITEs (docs/reliability.md, "faults that
+ * lose nothing"). The edu device itself never fails, so the driver plays the
+ * device's failures, a piece at a time (a piece: RESMEM_EDU_PIECE bytes, two commands): each piece
+ * gets a fault with probability permille/1000, its kind chosen among `kinds`, every choice from a
+ * splitmix64 sequence of `seed` (the same seed and writes give the same faults). Kinds:
+ *   ERROR  the device reports the piece failed: WRITE stops there with EIO (a prefix of the block
+ *          may have landed) and dmesg says which piece; the caller may write the block again;
+ *   DROP   the device signals completion of the write into RAM without moving the bytes;
+ *   FLIP   one bit of the piece changes on its way (an error the device does not see);
+ *   DELAY  the piece completes 1 to 20 ms late.
+ * DROP and FLIP are silent to the driver: only the reader's check of the block can see them.
+ * With RESMEM_EDU_FAULTS_QUERY nothing changes and the counts come back. The faults end with the
+ * file. Errors: EINVAL (permille above 1000, unknown kinds, no kind with permille > 0, unknown
+ * flags, reserved != 0), ENODEV.
+ */
+#define RESMEM_EDU_FAULT_ERROR (1u << 0)
+#define RESMEM_EDU_FAULT_DROP (1u << 1)
+#define RESMEM_EDU_FAULT_FLIP (1u << 2)
+#define RESMEM_EDU_FAULT_DELAY (1u << 3)
+#define RESMEM_EDU_FAULT_KINDS 4 /* bits above: the order of injected[] */
+#define RESMEM_EDU_FAULTS_QUERY (1u << 0) /* resmem_edu_test_faults.flags */
+struct resmem_edu_test_faults {
+	__u64 seed;        /* in: decides every choice */
+	__u32 permille;    /* in: per piece, 0 (off) to 1000 */
+	__u32 kinds;       /* in: RESMEM_EDU_FAULT_* */
+	__u32 flags;       /* in: RESMEM_EDU_FAULTS_QUERY or 0 */
+	__u32 reserved;    /* in: 0 */
+	__u64 pieces;      /* out: pieces written since the faults were set */
+	__u64 injected[RESMEM_EDU_FAULT_KINDS]; /* out: faults of each kind since then */
+};
+#define RESMEM_EDU_IOC_TEST_FAULTS _IOWR('R', 41, struct resmem_edu_test_faults)
+
 #endif /* RESMEM_UAPI_RESMEM_EDU_IOCTL_H */
