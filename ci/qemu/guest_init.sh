@@ -94,7 +94,15 @@ if [ "$resmem_suite" = iommu ]; then
 		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
 		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 3 2 iommu
 		t edu_iommu_unmapped_dma_faults             $E unmapped /dev/resmem_edu0 /dev/resmem0
+		# GPUDirect RDMA behind the IOMMU: nvidia_p2p_dma_map_pages gives edu IOVAs of the BAR.
+		if load /nv_p2p_standin.ko; then
+			t p2p_iommu_pin_gives_iova              /resmem_p2p_guest pin /dev/resmem_edu0 iommu
+			t p2p_iommu_dma                         /resmem_p2p_guest dma /dev/resmem_edu0 4096 2
+		else
+			t p2p_iommu_provider_loads false
+		fi
 		t edu_iommu_unload                          rmmod resmem_edu
+		grep -q '^nv_p2p_standin ' /proc/modules && t p2p_iommu_provider_unload rmmod nv_p2p_standin
 	else
 		t edu_iommu_module_loads false
 	fi
@@ -212,6 +220,36 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mod
 	t edu_unload                                    rmmod resmem_edu
 else
 	t edu_module_loads false
+fi
+
+# ---- GPUDirect RDMA (docs/rdma.md "GPUDirect RDMA in the guest"): edu writes into "GPU memory",
+# the BAR of QEMU's ivshmem-plain served by nv_p2p_standin.ko (the guide's nvidia_p2p_* calls), peer
+# to peer; resmem_edu.ko resolves those calls when a file first asks (symbol_get), so it loads and
+# answers ENOPKG without the provider. resmem0 only: the P2P cases need no reserved range.
+P=/resmem_p2p_guest
+grep -q '^resmem_edu ' /proc/modules && rmmod resmem_edu
+if load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
+	t p2p_provider_absent                           $P absent /dev/resmem_edu0
+	if load /nv_p2p_standin.ko; then
+		dmesg | grep 'nv_p2p_standin: ' | sed 's/^/# console: /'
+		t p2p_pin                               $P pin /dev/resmem_edu0
+		t p2p_dma                               $P dma /dev/resmem_edu0 8192 3
+		t p2p_dma_32bit_device                  $P dma /dev/resmem_edu1 4096 2
+		t p2p_revoke_in_flight                  $P revoke /dev/resmem_edu0
+		t p2p_misaligned                        $P errors /dev/resmem_edu0 misaligned
+		t p2p_bad_token                         $P errors /dev/resmem_edu0 bad_token
+		t p2p_bad_version                       $P errors /dev/resmem_edu0 bad_version
+		t p2p_bar_full                          $P bar-full /dev/resmem_edu0
+		t p2p_lazy_unpin                        $P lazy-unpin /dev/resmem_edu0
+		t p2p_bench                             $P bench /dev/resmem_edu0 4096,8192,16384 100
+		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
+		t p2p_nothing_leaked                    $P no-leaks
+		t p2p_unload                            sh -c 'rmmod resmem_edu && rmmod nv_p2p_standin'
+	else
+		t p2p_provider_loads false
+	fi
+else
+	t p2p_module_loads false
 fi
 
 # A last look for trouble (the seed-002 "Bad pagetable" oops is the one expected kernel complaint).
