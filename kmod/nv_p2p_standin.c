@@ -183,7 +183,8 @@ static int sp_check_pin(u64 p2p_token, u32 va_space_token, u64 va, u64 len,
 		return -EINVAL;
 	}
 	if (sp->pinned + len > sp->window) {
-		pr_err("get_pages refused: no BAR space for P2P mappings: %llu of %llu bytes mapped by %u pins, %llu more asked; unpin ranges no longer in use (lazy unpinning evicts, the guide's 2.1) or load with a smaller bar_reserve= (-ENOMEM)\n",
+		/* A warning, not an error: a driver with lazy unpinning evicts on it (the guide's 2.1). */
+		pr_warn("get_pages refused: no BAR space for P2P mappings: %llu of %llu bytes mapped by %u pins, %llu more asked; unpin ranges no longer in use (lazy unpinning evicts, the guide's 2.1) or load with a smaller bar_reserve= (-ENOMEM)\n",
 		       sp->pinned, sp->window, sp_live, len);
 		return -ENOMEM;
 	}

@@ -255,6 +255,7 @@ static int edu_p2p_pin(struct edu_p2p *p, const struct resmem_edu_p2p_write *req
 		       struct edu_p2p_pin **out, u64 *pin_ns, u32 *evicted)
 {
 	struct edu_p2p_pin *pin;
+	u64 evict_ns;
 	ktime_t t0;
 	int ret;
 
@@ -284,7 +285,9 @@ static int edu_p2p_pin(struct edu_p2p *p, const struct resmem_edu_p2p_write *req
 	init_waitqueue_head(&pin->wq);
 	INIT_LIST_HEAD(&pin->lru);
 	t0 = ktime_get();
+	evict_ns = p->unpin_ns;
 	ret = edu_p2p_get_pages(p, pin, cache, evicted);
+	evict_ns = p->unpin_ns - evict_ns; /* counted as unpin time, not pin time */
 	if (ret) {
 		pr_info("%s: nvidia_p2p_get_pages of [0x%llx-0x%llx] failed (%d): the provider's line above says why\n",
 			p->edu->name, req->va, req->va + req->length - 1, ret);
@@ -305,7 +308,7 @@ static int edu_p2p_pin(struct edu_p2p *p, const struct resmem_edu_p2p_write *req
 			ret = -EINVAL;
 		}
 	}
-	*pin_ns += ktime_to_ns(ktime_sub(ktime_get(), t0));
+	*pin_ns = ktime_to_ns(ktime_sub(ktime_get(), t0)) - evict_ns;
 	p->pin_ns += *pin_ns;
 	if (ret) {
 		/* Not used: give it back (a callback that came meanwhile frees it instead). */
@@ -384,6 +387,7 @@ static long edu_p2p_ioctl_write(struct edu_client *c, void __user *uarg)
 	struct resmem_edu_p2p_write req;
 	struct edu_p2p_pin *pin;
 	struct edu_p2p *p;
+	u64 unpin_before;
 	bool cache;
 	long ret;
 
@@ -405,6 +409,7 @@ static long edu_p2p_ioctl_write(struct edu_client *c, void __user *uarg)
 	ret = edu->gone ? -ENODEV : edu->broken ? -EIO : edu_p2p_state(c, &p);
 	if (ret)
 		goto unlock;
+	unpin_before = p->unpin_ns;
 	ret = edu_p2p_pin(p, &req, cache, &pin, &req.pin_ns, &req.evicted);
 	if (ret < 0)
 		goto unlock;
@@ -428,12 +433,9 @@ static long edu_p2p_ioctl_write(struct edu_client *c, void __user *uarg)
 			edu->name, pin->va, pin->va + pin->len - 1);
 		ret = -ECANCELED;
 	}
-	if (!cache) {
-		u64 before = p->unpin_ns;
-
+	if (!cache)
 		edu_p2p_drop(p, pin);
-		req.unpin_ns = p->unpin_ns - before;
-	}
+	req.unpin_ns = p->unpin_ns - unpin_before;
 unlock:
 	mutex_unlock(&edu->lock);
 	if (ret && ret != -ECANCELED)

@@ -538,17 +538,15 @@ int CaseLazyUnpin(const std::string& edu_path) {
     int edu = OpenEdu(edu_path);
     if (edu < 0) return 1;
     LruModel model(2);
-    uint64_t pin_ns = 0, unpin_ns = 0;
     std::string trace;
     for (int i = 0; i < n; ++i) {
       const int k = seq[i];
       model.Use(k);
       auto b = Block(2048, 100 * mode + i);
+      std::memset(maps[k], kPoison, kGpuPage);
       resmem_edu_p2p_write w;
       const int e = P2pWrite(edu, r[k], len, 2048 * (i % 8), b.data(), 2048,
                              mode ? RESMEM_EDU_P2P_NO_CACHE : 0, &w);
-      pin_ns += w.pin_ns;
-      unpin_ns += w.unpin_ns;
       std::string why = e ? "P2P_WRITE -> " + Err(e) : Check(maps[k], kGpuPage, 2048 * (i % 8), 2048, 100 * mode + i);
       if (!why.empty()) {
         Diag("transfer %d into range %c: %s", i, 'A' + k, why.c_str());
@@ -560,11 +558,12 @@ int CaseLazyUnpin(const std::string& edu_path) {
     Stats(edu, &s);
     per_transfer_us[mode] = (s.pin_ns + s.unpin_ns) / 1e3 / n;
     Diag("%s: %s", mode_name[mode], trace.c_str());
-    Diag("%s: %d transfers, pins %llu, hits %llu, evictions %llu, unpins %llu; pin+unpin %.1f us "
-         "per transfer (pins of %llu MiB, %llu GPU pages each)",
+    Diag("%s: %d transfers, pins %llu, hits %llu, evictions %llu, unpins %llu; per transfer: "
+         "pin %.1f us + unpin %.1f us = %.1f us (ranges of %llu KiB, %llu GPU pages each)",
          mode_name[mode], n, (unsigned long long)s.pins, (unsigned long long)s.hits,
-         (unsigned long long)s.evictions, (unsigned long long)s.unpins, per_transfer_us[mode],
-         (unsigned long long)len >> 20, (unsigned long long)len / kGpuPage);
+         (unsigned long long)s.evictions, (unsigned long long)s.unpins, s.pin_ns / 1e3 / n,
+         s.unpin_ns / 1e3 / n, per_transfer_us[mode], (unsigned long long)len >> 10,
+         (unsigned long long)len / kGpuPage);
     if (mode == 0 && (s.pins != model.pins || s.hits != model.hits || s.evictions != model.evictions)) {
       Diag("WRONG: an LRU of two predicts pins %llu, hits %llu, evictions %llu",
            (unsigned long long)model.pins, (unsigned long long)model.hits,
