@@ -363,7 +363,10 @@ static int edu_p2p_transfer(struct edu_p2p *p, struct edu_p2p_pin *pin,
 			ret = -ECANCELED;
 			break;
 		}
-		bus = pin->mapping->dma_addresses[off >> 16] + within;
+		if (req->flags & RESMEM_EDU_P2P_PHYS_ADDR) /* TEST: the guide's 2013 way */
+			bus = pin->table->pages[off >> 16]->physical_address + within;
+		else
+			bus = pin->mapping->dma_addresses[off >> 16] + within;
 		if (!req->commands)
 			req->bus_addr = bus;
 		ret = edu_p2p_piece(edu, u64_to_user_ptr(req->data + req->written), bus, n);
@@ -393,8 +396,8 @@ static long edu_p2p_ioctl_write(struct edu_client *c, void __user *uarg)
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags & ~RESMEM_EDU_P2P_NO_CACHE || req.data_len > RESMEM_EDU_MAX_WRITE ||
-	    !req.length || req.offset > req.length || req.data_len > req.length - req.offset) {
+	if (req.flags & ~(RESMEM_EDU_P2P_NO_CACHE | RESMEM_EDU_P2P_PHYS_ADDR) ||
+	    req.data_len > RESMEM_EDU_MAX_WRITE || !req.length || req.offset > req.length || req.data_len > req.length - req.offset) {
 		pr_info_ratelimited("%s: P2P write refused: flags 0x%x, %llu bytes at offset 0x%llx of a %llu-byte range (at most %u bytes, inside the range) (-EINVAL)\n",
 				    edu->name, req.flags, req.data_len, req.offset, req.length,
 				    RESMEM_EDU_MAX_WRITE);

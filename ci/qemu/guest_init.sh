@@ -98,6 +98,7 @@ if [ "$resmem_suite" = iommu ]; then
 		if load /nv_p2p_standin.ko; then
 			t p2p_iommu_pin_gives_iova              /resmem_p2p_guest pin /dev/resmem_edu0 iommu
 			t p2p_iommu_dma                         /resmem_p2p_guest dma /dev/resmem_edu0 4096 2
+			t p2p_iommu_guide_phys_addr_faults      /resmem_p2p_guest phys-addr /dev/resmem_edu0 iommu
 		else
 			t p2p_iommu_provider_loads false
 		fi
@@ -242,9 +243,11 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		t p2p_bar_full                          $P bar-full /dev/resmem_edu0
 		t p2p_lazy_unpin                        $P lazy-unpin /dev/resmem_edu0
 		t p2p_bench                             $P bench /dev/resmem_edu0 4096,8192,16384 100
+		t p2p_guide_phys_addr_without_iommu     $P phys-addr /dev/resmem_edu0
 		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
 		t p2p_nothing_leaked                    $P no-leaks
-		t p2p_unload                            sh -c 'rmmod resmem_edu && rmmod nv_p2p_standin'
+		t p2p_provider_held_by_driver           $P held /dev/resmem_edu0
+		t p2p_unload                            sh -c '! grep -q "^nv_p2p_standin " /proc/modules || rmmod nv_p2p_standin; rmmod resmem_edu'
 	else
 		t p2p_provider_loads false
 	fi

@@ -15,6 +15,13 @@
 
 /* resmem_edu_p2p_write.flags */
 #define RESMEM_EDU_P2P_NO_CACHE (1u << 0) /* pin before and unpin after this transfer */
+/*
+ * TEST: give the device the page table's physical addresses instead of dma_map_pages' bus
+ * addresses, as the 2013 guide's drivers did (it has no DMA mapping call: "all physical addresses
+ * are the same from the PCI devices' point of view", 1.1). Works without an IOMMU; behind one the
+ * writes fault and nothing lands (the guide's 2.2: "incompatible with IOMMUs").
+ */
+#define RESMEM_EDU_P2P_PHYS_ADDR (1u << 1)
 
 /*
  * The device writes [data, data+data_len) at offset of the GPU range [va, va+length), which the
