@@ -37,7 +37,9 @@
 
 #include <linux/bitmap.h>
 #include <linux/dma-buf.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
+#include <linux/iommu.h>
 #include <linux/kref.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -74,10 +76,14 @@ struct sp_ctx {
 	u32 va_space_token;
 };
 
+struct sp_dev;
+
 struct sp_alloc {
 	struct kref ref; /* the context's, and one per exported dma-buf */
 	struct list_head link; /* ctx->allocs, while the context holds it */
+	struct list_head all;  /* sp_allocs, likewise */
 	struct sp_ctx *ctx;    /* NULL once freed by the context */
+	struct sp_dev *dev;    /* the BAR it lies in */
 	u64 va, len, bar_off;
 	bool dying;
 	int dmabufs;
@@ -117,6 +123,7 @@ static DEFINE_MUTEX(sp_lock);
 static struct sp_dev *sp;
 static LIST_HEAD(sp_contexts);
 static LIST_HEAD(sp_tables);
+static LIST_HEAD(sp_allocs);
 static u32 sp_next_token = 1;
 static u32 sp_live, sp_unfreed, sp_mappings, sp_revocations, sp_put_after_revoke, sp_dmabufs;
 
@@ -137,6 +144,24 @@ static struct sp_table *sp_find_table(struct nvidia_p2p_page_table *pt)
 }
 
 /* ---- the exported API (kmod/nv_p2p_standin.h) ------------------------------------------------ */
+
+/*
+ * Whether `dev` can reach [pa, pa+len) of the BAR. Without an IOMMU translating for it the bus
+ * address is the physical address, and past the device's DMA mask the kernel's dma_map_resource
+ * would WARN and fail (kernel/dma/direct.c dma_direct_map_resource: "DMA addr ... overflow"); the
+ * NVIDIA driver answers -EIO there (the simulator's rule, mock/rdma/nv_p2p.cc). Checked first.
+ */
+static int sp_check_reach(struct device *dev, phys_addr_t pa, u64 len, const char *what)
+{
+	struct iommu_domain *dom = iommu_get_domain_for_dev(dev);
+	u64 limit = min_not_zero(dma_get_mask(dev), dev->bus_dma_limit);
+
+	if ((dom && (dom->type & __IOMMU_DOMAIN_PAGING)) || pa + len - 1 <= limit)
+		return 0;
+	pr_err("%s refused: BAR [mem 0x%llx-0x%llx] lies beyond %s's DMA mask 0x%llx and no IOMMU translates for it; put the BAR below the mask, use a device with a wider mask, or enable the IOMMU (-EIO)\n",
+	       what, (u64)pa, (u64)pa + len - 1, dev_name(dev), limit);
+	return -EIO;
+}
 
 static struct sp_alloc *sp_find_alloc(struct sp_ctx *ctx, u64 va, u64 len)
 {
@@ -366,6 +391,10 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer, struct nvidia_p2p_page_table 
 		ret = -EINVAL;
 		goto fail;
 	}
+	ret = sp_check_reach(&peer->dev, t->page_array[0].physical_address, t->len,
+			     "dma_map_pages");
+	if (ret)
+		goto fail;
 	m->m.dma_addresses = kvcalloc(t->t.entries, sizeof(u64), GFP_KERNEL);
 	if (!m->m.dma_addresses) {
 		ret = -ENOMEM;
@@ -438,7 +467,7 @@ static void sp_alloc_release(struct kref *ref)
 {
 	struct sp_alloc *a = container_of(ref, struct sp_alloc, ref);
 
-	if (sp) {
+	if (sp && sp == a->dev) { /* the device may have gone while a dma-buf held the range */
 		bitmap_clear(sp->bitmap, a->bar_off / SP_GPU_PAGE, a->len / SP_GPU_PAGE);
 		sp->allocated -= a->len;
 	}
@@ -491,9 +520,45 @@ static u32 sp_free_alloc(struct sp_alloc *a, u64 *callback_ns)
 	if (a->ctx && a->ctx->mapping)
 		unmap_mapping_range(a->ctx->mapping, a->va, a->len, 1);
 	list_del(&a->link);
+	list_del(&a->all);
 	a->ctx = NULL;
 	kref_put(&a->ref, sp_alloc_release);
 	return n;
+}
+
+/*
+ * Frees every allocation on `list` (a context's, linked by .link, or sp_allocs, by .all) and
+ * waits for those another thread is freeing (a context exiting while the device goes). Under
+ * sp_lock.
+ */
+static void sp_free_list(struct list_head *list, bool global)
+{
+	struct sp_alloc *a, *found;
+	u64 ns = 0;
+
+	while (!list_empty(list)) {
+		found = NULL;
+		if (global) {
+			list_for_each_entry(a, list, all)
+				if (!a->dying) {
+					found = a;
+					break;
+				}
+		} else {
+			list_for_each_entry(a, list, link)
+				if (!a->dying) {
+					found = a;
+					break;
+				}
+		}
+		if (found) {
+			sp_free_alloc(found, &ns);
+		} else {
+			mutex_unlock(&sp_lock);
+			msleep(1);
+			mutex_lock(&sp_lock);
+		}
+	}
 }
 
 static long sp_ioctl_alloc(struct sp_ctx *ctx, void __user *uarg)
@@ -526,10 +591,12 @@ static long sp_ioctl_alloc(struct sp_ctx *ctx, void __user *uarg)
 	bitmap_set(sp->bitmap, first, pages);
 	kref_init(&a->ref);
 	a->ctx = ctx;
+	a->dev = sp;
 	a->bar_off = (u64)first * SP_GPU_PAGE;
 	a->len = (u64)pages * SP_GPU_PAGE;
 	a->va = sp_va_base(ctx->va_space_token) + a->bar_off;
 	list_add_tail(&a->link, &ctx->allocs);
+	list_add_tail(&a->all, &sp_allocs);
 	sp->allocated += a->len;
 	req.va = a->va;
 	req.bar_offset = a->bar_off;
@@ -614,8 +681,17 @@ static struct sg_table *sp_dmabuf_map(struct dma_buf_attachment *at, enum dma_da
 	u32 n = b->len / SP_GPU_PAGE, i;
 	struct scatterlist *sg;
 	struct sg_table *sgt;
+	phys_addr_t base;
 	int ret;
 
+	mutex_lock(&sp_lock);
+	base = sp && sp == b->alloc->dev ? sp->phys + b->off : 0;
+	mutex_unlock(&sp_lock);
+	if (!base)
+		return ERR_PTR(-ENODEV); /* the GPU went while the dma-buf was open */
+	ret = sp_check_reach(at->dev, base, b->len, "dma-buf map");
+	if (ret)
+		return ERR_PTR(ret);
 	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
@@ -623,7 +699,7 @@ static struct sg_table *sp_dmabuf_map(struct dma_buf_attachment *at, enum dma_da
 	if (ret)
 		goto free;
 	for_each_sgtable_sg(sgt, sg, i) {
-		phys_addr_t pa = sp->phys + b->off + (u64)i * SP_GPU_PAGE;
+		phys_addr_t pa = base + (u64)i * SP_GPU_PAGE;
 		dma_addr_t d = dma_map_resource(at->dev, pa, SP_GPU_PAGE, dir, 0);
 
 		if (dma_mapping_error(at->dev, d)) {
@@ -757,12 +833,10 @@ static int sp_open(struct inode *inode, struct file *file)
 static int sp_release(struct inode *inode, struct file *file)
 {
 	struct sp_ctx *ctx = file->private_data;
-	u64 ns = 0;
 
 	mutex_lock(&sp_lock);
 	ctx->mapping = NULL; /* the file goes: no mapping is left to zap */
-	while (!list_empty(&ctx->allocs))
-		sp_free_alloc(list_first_entry(&ctx->allocs, struct sp_alloc, link), &ns);
+	sp_free_list(&ctx->allocs, false);
 	list_del(&ctx->link);
 	mutex_unlock(&sp_lock);
 	kfree(ctx);
@@ -894,14 +968,10 @@ free:
 static void sp_remove(struct pci_dev *pdev)
 {
 	struct sp_dev *d = pci_get_drvdata(pdev);
-	struct sp_ctx *ctx;
-	u64 ns = 0;
 
 	misc_deregister(&d->misc);
 	mutex_lock(&sp_lock);
-	list_for_each_entry(ctx, &sp_contexts, link)
-		while (!list_empty(&ctx->allocs))
-			sp_free_alloc(list_first_entry(&ctx->allocs, struct sp_alloc, link), &ns);
+	sp_free_list(&sp_allocs, true);
 	sp = NULL;
 	mutex_unlock(&sp_lock);
 	bitmap_free(d->bitmap);

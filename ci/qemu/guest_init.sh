@@ -246,6 +246,12 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		t p2p_guide_phys_addr_without_iommu     $P phys-addr /dev/resmem_edu0
 		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
 		t p2p_nothing_leaked                    $P no-leaks
+		# resmem_edu1 told a 28-bit mask (edu's default width): the BAR, below 4 GiB, is beyond it.
+		if rmmod resmem_edu && load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,28; then
+			t p2p_dma_mask_refused          $P mask-refused /dev/resmem_edu1
+		else
+			t p2p_dma_mask_reload           false
+		fi
 		t p2p_provider_held_by_driver           $P held /dev/resmem_edu0
 		t p2p_unload                            sh -c '! grep -q "^nv_p2p_standin " /proc/modules || rmmod nv_p2p_standin; rmmod resmem_edu'
 	else

@@ -796,6 +796,51 @@ int CasePhysAddr(const std::string& edu_path, bool iommu) {
   return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
 }
 
+// mask-refused EDU: a device whose DMA mask ends below the BAR, no IOMMU: the provider refuses to
+// map the BAR for it (EIO and the reason) for a pin and for a dma-buf, instead of the kernel's
+// WARN; nothing stays pinned.
+int CaseMaskRefused(const std::string& edu_path) {
+  Context ctx;
+  if (!ctx.Open()) return 1;
+  nv_p2p_standin_alloc a;
+  if (int e = ctx.Alloc(kGpuPage, &a)) return Fail("ALLOC -> " + Err(e));
+  int edu = OpenEdu(edu_path);
+  if (edu < 0) return 1;
+  resmem_edu_info ei{};
+  ioctl(edu, RESMEM_EDU_IOC_INFO, &ei);
+  char mask[40];
+  std::snprintf(mask, sizeof mask, "DMA mask 0x%llx", (unsigned long long)ei.dma_mask);
+  int failures = 0;
+  KmsgSince log;
+  std::vector<std::string> seen;
+  resmem_edu_p2p_write w;
+  int e = P2pWrite(edu, a, kGpuPage, 0, nullptr, 0, 0, &w);
+  bool said = Said(log, &seen, {"dma_map_pages refused", mask, "-EIO"});
+  Diag("%s (%u-bit mask) pins a range of the BAR -> %s%s", ei.name, ei.dma_bits, Err(e).c_str(),
+       said ? "" : "  <- no dmesg line naming the mask");
+  failures += e != EIO || !said;
+  nv_p2p_standin_export x{};
+  x.va = a.va;
+  x.length = kGpuPage;
+  if (ioctl(ctx.fd, NV_P2P_STANDIN_IOC_EXPORT_DMABUF, &x)) return Fail("EXPORT_DMABUF failed");
+  uint64_t word = 1;
+  resmem_edu_dmabuf_write d{};
+  d.fd = x.fd;
+  d.data = reinterpret_cast<uintptr_t>(&word);
+  d.data_len = 8;
+  e = ioctl(edu, RESMEM_EDU_IOC_DMABUF_WRITE, &d) ? errno : 0;
+  seen.clear();
+  said = Said(log, &seen, {"dma-buf map refused", mask, "-EIO"});
+  Diag("the same device imports a dma-buf of it -> %s%s", Err(e).c_str(),
+       said ? "" : "  <- no dmesg line naming the mask");
+  failures += e != EIO || !said;
+  close(x.fd);
+  close(edu);
+  ctx.Free(a.va);
+  if (!Leftovers(ctx).empty()) ++failures;
+  return failures ? Fail(std::to_string(failures) + " answers wrong") : 0;
+}
+
 // held EDU: while a file of the driver holds the nvidia_p2p_* calls (symbol_get), the provider
 // cannot unload; when the file closes it can. Unloads the provider.
 int CaseHeld(const std::string& edu_path) {
@@ -836,7 +881,8 @@ int Usage() {
                "usage: resmem_p2p_guest CASE ARGS (EDU: /dev/resmem_eduN)\n"
                "  absent EDU | pin EDU [iommu] | dma EDU BLOCK BLOCKS | revoke EDU\n"
                "  errors EDU misaligned|bad_token|bad_version | bar-full EDU | lazy-unpin EDU\n"
-               "  bench EDU SIZES PINS | dmabuf EDU | phys-addr EDU [iommu] | held EDU | no-leaks\n");
+               "  bench EDU SIZES PINS | dmabuf EDU | phys-addr EDU [iommu] | held EDU\n"
+               "  mask-refused EDU | no-leaks\n");
   return 2;
 }
 
@@ -861,6 +907,7 @@ int Main(int argc, char** argv) {
   if (c == "phys-addr" && (argc == 3 || (argc == 4 && std::string(argv[3]) == "iommu")))
     return CasePhysAddr(edu, argc == 4);
   if (c == "held" && argc == 3) return CaseHeld(edu);
+  if (c == "mask-refused" && argc == 3) return CaseMaskRefused(edu);
   return Usage();
 }
 
