@@ -163,6 +163,48 @@ std::string Leftovers(const Context& ctx) {
   return "";
 }
 
+// A case's checks: each wrong one is a "WRONG:" line; the case fails if any was wrong.
+struct Checks {
+  int failures = 0;
+  void Want(bool ok, const std::string& what) {
+    if (!ok) Diag("WRONG: %s", what.c_str());
+    failures += !ok;
+  }
+  void NothingLeaked(const Context& ctx) {
+    Want(Leftovers(ctx).empty(), "nothing left pinned, mapped or exported");
+  }
+  int Result() const { return failures ? Fail(std::to_string(failures) + " checks wrong") : 0; }
+};
+
+// What most cases start from: a context with one allocation of `len` bytes (its BAR pages mapped
+// and poisoned when asked) and an open edu device. Closes and unmaps what is left at the end; the
+// context's exit then frees the allocation.
+struct Rig {
+  Context ctx;
+  nv_p2p_standin_info info{};
+  nv_p2p_standin_alloc a{};
+  uint8_t* m = nullptr;
+  uint64_t len = 0;
+  int edu = -1;
+  ~Rig() {
+    CloseEdu();
+    if (m) munmap(m, len);
+  }
+  bool Setup(const std::string& edu_path, uint64_t length, bool map) {
+    len = length;
+    if (!ctx.Open()) return false;
+    if (int e = ctx.Info(&info)) return !Fail("INFO -> " + Err(e));
+    if (int e = ctx.Alloc(len, &a)) return !Fail("ALLOC -> " + Err(e));
+    if (map && !(m = ctx.Map(a.va, len, true))) return false;
+    edu = OpenEdu(edu_path);
+    return edu >= 0;
+  }
+  void CloseEdu() {  // unpins what the file holds
+    if (edu >= 0) close(edu);
+    edu = -1;
+  }
+};
+
 // ---- cases ----------------------------------------------------------------------------------
 
 // absent EDU: no provider loaded: ENOPKG and the line saying what to load.
@@ -187,25 +229,19 @@ int CaseAbsent(const std::string& edu_path) {
 // pin EDU: the page table as the guide describes it, the bus address, the cache hit, and the
 // provider's counters before and after FLUSH.
 int CasePin(const std::string& edu_path, bool iommu) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
-  nv_p2p_standin_info info;
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Info(&info)) return Fail("INFO -> " + Err(e));
-  if (int e = ctx.Alloc(16 * kGpuPage, &a)) return Fail("ALLOC -> " + Err(e));
+  Rig r;
+  if (!r.Setup(edu_path, 16 * kGpuPage, false)) return 1;
+  const auto& info = r.info;
+  const auto& a = r.a;
+  const int edu = r.edu;
   Diag("GPU: %s BAR [0x%llx-0x%llx], P2P window %llu MiB; cudaMalloc(1 MiB) -> va 0x%llx, "
        "p2pToken 0x%llx, vaSpaceToken 0x%x, BAR offset 0x%llx",
        info.pci_name, (unsigned long long)info.bar_phys,
        (unsigned long long)(info.bar_phys + info.bar_size - 1),
        (unsigned long long)info.p2p_window >> 20, (unsigned long long)a.va,
        (unsigned long long)a.p2p_token, a.va_space_token, (unsigned long long)a.bar_offset);
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
-  int failures = 0;
-  auto want = [&](bool ok, const char* what) {
-    if (!ok) Diag("WRONG: %s", what);
-    failures += !ok;
-  };
+  Checks ck;
+  auto want = [&](bool ok, const char* what) { ck.Want(ok, what); };
   resmem_edu_p2p_write w;
   int e = P2pWrite(edu, a, 16 * kGpuPage, 3 * kGpuPage + 100, nullptr, 0, 0, &w);
   Diag("pin [0x%llx, +1 MiB) -> %s: version 0x%08x, page_size code %u, %u entries; byte 3*64K+100 at "
@@ -222,7 +258,7 @@ int CasePin(const std::string& edu_path, bool iommu) {
        iommu ? "behind the IOMMU the bus address is an IOVA" : "without an IOMMU bus = physical");
   want(!w.hit, "first pin is a miss");
   nv_p2p_standin_info after;
-  ctx.Info(&after);
+  r.ctx.Info(&after);
   want(after.live_tables == info.live_tables + 1 && after.dma_mappings == info.dma_mappings + 1 &&
            after.pinned_bytes == info.pinned_bytes + 16 * kGpuPage,
        "provider: one more live table, one more DMA mapping, 1 MiB more pinned");
@@ -232,66 +268,52 @@ int CasePin(const std::string& edu_path, bool iommu) {
   const int flushed = ioctl(edu, RESMEM_EDU_IOC_P2P_FLUSH);
   Diag("FLUSH -> %d pins unpinned", flushed);
   want(flushed == 1, "FLUSH unpins the one pin");
-  close(edu);
-  ctx.Free(a.va);
-  std::string left = Leftovers(ctx);
-  want(left.empty(), "nothing left pinned or mapped");
-  return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
+  r.CloseEdu();
+  ck.NothingLeaked(r.ctx);
+  return ck.Result();
 }
 
 // dma EDU: blocks written by the device into GPU memory peer to peer, read through the BAR.
 int CaseDma(const std::string& edu_path, uint64_t block, int blocks) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
   const uint64_t len = 4 * kGpuPage;
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Alloc(len, &a)) return Fail("ALLOC -> " + Err(e));
-  uint8_t* m = ctx.Map(a.va, len, true);
-  if (!m) return 1;
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
-  int failures = 0;
+  Rig r;
+  if (!r.Setup(edu_path, len, true)) return 1;
+  Checks ck;
   double device_s = 0;
   for (int seq = 0; seq < blocks; ++seq) {
     // Each block straddles a 64 KiB GPU page boundary: two entries of the page table.
     const uint64_t at = (seq + 1) * kGpuPage - block / 2;
     auto b = Block(block, seq);
     resmem_edu_p2p_write w;
-    const int e = P2pWrite(edu, a, len, at, b.data(), block, 0, &w);
+    const int e = P2pWrite(r.edu, r.a, len, at, b.data(), block, 0, &w);
     device_s += w.device_ns / 1e9;
-    std::string why = e ? "P2P_WRITE -> " + Err(e) : Check(m, len, at, block, seq);
+    std::string why = e ? "P2P_WRITE -> " + Err(e) : Check(r.m, len, at, block, seq);
     Diag("block %d: %" PRIu64 " B at offset 0x%" PRIx64 " (bus 0x%llx, phys 0x%llx), %u commands, "
          "%s, %.0f ms: %s", seq, block, at, (unsigned long long)w.bus_addr,
          (unsigned long long)w.phys_addr, w.commands, w.hit ? "cached pin" : "new pin",
          w.device_ns / 1e6, why.empty() ? "intact in the BAR" : why.c_str());
-    failures += !why.empty();
+    ck.Want(why.empty(), "the block arrives whole");
   }
   resmem_edu_p2p_stats s;
-  Stats(edu, &s);
+  Stats(r.edu, &s);
   Diag("%d blocks, device %.4f MB/s; pins %llu, hits %llu", blocks,
        blocks * block / device_s / 1e6, (unsigned long long)s.pins, (unsigned long long)s.hits);
-  if (s.pins != 1 || s.hits != static_cast<uint64_t>(blocks - 1)) {
-    Diag("WRONG: one pin and %d hits expected", blocks - 1);
-    ++failures;
-  }
-  close(edu);
-  munmap(m, len);
-  return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
+  ck.Want(s.pins == 1 && s.hits == static_cast<uint64_t>(blocks - 1),
+          "one pin, the other blocks from the cache");
+  return ck.Result();
 }
 
 // revoke EDU: cudaFree while the device is writing: the callback stops and waits, nothing more
 // lands, put_pages is never called, nothing leaks, the driver keeps working.
 int CaseRevoke(const std::string& edu_path) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
   const uint64_t len = 2 * kGpuPage, data_len = kGpuPage;
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Alloc(len, &a)) return Fail("ALLOC -> " + Err(e));
-  uint8_t* m = ctx.Map(a.va, len, true);
-  if (!m) return 1;
-  munmap(m, len);
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
+  Rig r;
+  if (!r.Setup(edu_path, len, true)) return 1;  // poisons the BAR pages
+  Context& ctx = r.ctx;
+  const auto& a = r.a;
+  const int edu = r.edu;
+  munmap(r.m, len);  // FREE would take these pages away from under the mapping
+  r.m = nullptr;
   KmsgSince log;
   auto b = Block(data_len, 7);
   resmem_edu_p2p_write w;
@@ -309,11 +331,8 @@ int CaseRevoke(const std::string& edu_path) {
   Diag("the transfer -> %s: %llu of %llu bytes written, %u commands", Err(we).c_str(),
        (unsigned long long)w.written, (unsigned long long)data_len, w.commands);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // anything late would land now
-  int failures = 0;
-  auto want = [&](bool ok, const std::string& what) {
-    if (!ok) Diag("WRONG: %s", what.c_str());
-    failures += !ok;
-  };
+  Checks ck;
+  auto want = [&](bool ok, const std::string& what) { ck.Want(ok, what); };
   want(fe == 0 && f.revoked == 1, "FREE revokes the one pin");
   want(we == ECANCELED, "the transfer ends with ECANCELED");
   want(w.written > 0 && w.written < data_len, "the transfer was cut short mid-way");
@@ -322,7 +341,7 @@ int CaseRevoke(const std::string& edu_path) {
   nv_p2p_standin_alloc again;
   if (int e = ctx.Alloc(len, &again)) return Fail("ALLOC again -> " + Err(e));
   want(again.bar_offset == a.bar_offset, "the allocation comes back at the same BAR offset");
-  m = ctx.Map(again.va, len, false);
+  uint8_t* m = r.m = ctx.Map(again.va, len, false);
   if (!m) return 1;
   const uint64_t bad = pattern::CountMismatches(m, w.written, 7, pattern::Mix(kSeed + 7));
   uint64_t late = 0;
@@ -350,11 +369,9 @@ int CaseRevoke(const std::string& edu_path) {
   std::string why = e2 ? "P2P_WRITE -> " + Err(e2) : Check(m, len, 4096, 4096, 8);
   Diag("a transfer into the new allocation afterwards: %s", why.empty() ? "intact" : why.c_str());
   want(why.empty(), "the driver keeps working after a revocation");
-  munmap(m, len);
-  close(edu);
-  ctx.Free(again.va);
-  want(Leftovers(ctx).empty(), "nothing leaked");
-  return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
+  r.CloseEdu();
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // errors EDU WHICH: each refusal with its errno and its dmesg line.
@@ -366,7 +383,7 @@ int CaseErrors(const std::string& edu_path, const std::string& which) {
   if (int e = other.Alloc(kGpuPage, &b)) return Fail("ALLOC -> " + Err(e));
   int edu = OpenEdu(edu_path);
   if (edu < 0) return 1;
-  int failures = 0;
+  Checks ck;
   KmsgSince log;
   std::vector<std::string> seen;
   auto expect = [&](const std::string& what, int got, int want,
@@ -374,7 +391,7 @@ int CaseErrors(const std::string& edu_path, const std::string& which) {
     const bool said = line.size() == 0 || Said(log, &seen, line);
     Diag("%s -> %s%s", what.c_str(), Err(got).c_str(),
          got != want ? "  <- WRONG errno" : said ? "" : "  <- no dmesg line with the reason");
-    failures += got != want || !said;
+    ck.failures += got != want || !said;
     seen.clear();
   };
   resmem_edu_p2p_write w;
@@ -436,8 +453,8 @@ int CaseErrors(const std::string& edu_path, const std::string& which) {
   }
   close(edu);  // unpins what the good requests pinned
   ctx.Free(a.va);
-  if (!Leftovers(ctx).empty()) ++failures;
-  return failures ? Fail(std::to_string(failures) + " answers wrong") : 0;
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // bar_full EDU: pins of one file fill the P2P window; another file's pin gets ENOMEM and the
@@ -461,12 +478,12 @@ int CaseBarFull(const std::string& edu_path) {
        (unsigned long long)piece >> 10, (unsigned long long)fourth >> 10);
   int holder = OpenEdu(edu_path), asker = OpenEdu(edu_path);
   if (holder < 0 || asker < 0) return 1;
-  int failures = 0;
+  Checks ck;
   resmem_edu_p2p_write w;
   for (int i = 0; i < 3; ++i) {
     const int e = P2pWrite(holder, al[i], piece, 0, nullptr, 0, 0, &w);
     Diag("file 1 pins allocation %d -> %s", i, Err(e).c_str());
-    failures += e != 0;
+    ck.failures += e != 0;
   }
   KmsgSince log;
   std::vector<std::string> seen;
@@ -474,21 +491,21 @@ int CaseBarFull(const std::string& edu_path) {
   const bool said = Said(log, &seen, {"no BAR space for P2P mappings", "-ENOMEM"});
   Diag("file 2 pins allocation 3 (its cache is empty: nothing to evict) -> %s%s", Err(e).c_str(),
        said ? "" : "  <- no dmesg line with the reason");
-  failures += e != ENOMEM || !said;
+  ck.failures += e != ENOMEM || !said;
   nv_p2p_standin_alloc big;
   e = ctx.Alloc(info.bar_size, &big);
   const bool said2 = Said(log, &seen, {"cudaMalloc", "no free run", "-ENOMEM"});
   Diag("cudaMalloc of the whole BAR while it is allocated -> %s%s", Err(e).c_str(),
        said2 ? "" : "  <- no dmesg line with the reason");
-  failures += e != ENOMEM || !said2;
+  ck.failures += e != ENOMEM || !said2;
   close(holder);
   e = P2pWrite(asker, al[3], fourth, 0, nullptr, 0, 0, &w);
   Diag("after file 1 closed (its pins put back) file 2's pin -> %s", Err(e).c_str());
-  failures += e != 0;
+  ck.failures += e != 0;
   close(asker);
   for (auto& x : al) ctx.Free(x.va);
-  if (!Leftovers(ctx).empty()) ++failures;
-  return failures ? Fail(std::to_string(failures) + " answers wrong") : 0;
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // An LRU cache of pins as the guide's 2.1 describes it, to predict the driver's counts.
@@ -545,7 +562,7 @@ int CaseLazyUnpin(const std::string& edu_path) {
   }
   const int seq[] = {0, 1, 0, 2, 0, 1, 2, 2, 0, 1};
   const int n = sizeof seq / sizeof seq[0];
-  int failures = 0;
+  Checks ck;
   const char* mode_name[2] = {"lazy (cached)", "pin and unpin each transfer"};
   double per_transfer_us[2] = {0, 0};
   for (int mode = 0; mode < 2; ++mode) {
@@ -564,7 +581,7 @@ int CaseLazyUnpin(const std::string& edu_path) {
       std::string why = e ? "P2P_WRITE -> " + Err(e) : Check(maps[k], kGpuPage, 2048 * (i % 8), 2048, 100 * mode + i);
       if (!why.empty()) {
         Diag("transfer %d into range %c: %s", i, 'A' + k, why.c_str());
-        ++failures;
+        ++ck.failures;
       }
       trace += std::string(1, 'A' + k) + (w.hit ? "(hit) " : w.evicted ? "(evict+pin) " : "(pin) ");
     }
@@ -582,11 +599,11 @@ int CaseLazyUnpin(const std::string& edu_path) {
       Diag("WRONG: an LRU of two predicts pins %llu, hits %llu, evictions %llu",
            (unsigned long long)model.pins, (unsigned long long)model.hits,
            (unsigned long long)model.evictions);
-      ++failures;
+      ++ck.failures;
     }
     if (mode == 1 && (s.pins != static_cast<uint64_t>(n) || s.hits || s.unpins != static_cast<uint64_t>(n))) {
       Diag("WRONG: without the cache every transfer pins and unpins");
-      ++failures;
+      ++ck.failures;
     }
     close(edu);
   }
@@ -596,23 +613,22 @@ int CaseLazyUnpin(const std::string& edu_path) {
     munmap(maps[i], kGpuPage);
     ctx.Free(r[i].va);
   }
-  if (!Leftovers(ctx).empty()) ++failures;
-  return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // bench EDU SIZES PINS: device DMA into the BAR, MB/s per block size; pin cost per transfer with
 // and without the cache over PINS pin-only transfers of a 1 MiB range.
 int CaseBench(const std::string& edu_path, const std::string& sizes, int pins) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
   const uint64_t len = 16 * kGpuPage;
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Alloc(len, &a)) return Fail("ALLOC -> " + Err(e));
-  uint8_t* m = ctx.Map(a.va, len, true);
-  if (!m) return 1;
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
-  int failures = 0, seq = 0;
+  Rig r;
+  if (!r.Setup(edu_path, len, true)) return 1;
+  Context& ctx = r.ctx;
+  const auto& a = r.a;
+  const int edu = r.edu;
+  uint8_t* const m = r.m;
+  Checks ck;
+  int seq = 0;
   for (const char* s = sizes.c_str(); *s;) {
     char* end;
     const uint64_t block = std::strtoull(s, &end, 0);
@@ -622,7 +638,7 @@ int CaseBench(const std::string& edu_path, const std::string& sizes, int pins) {
     resmem_edu_p2p_write w;
     const int e = P2pWrite(edu, a, len, 0, b.data(), block, 0, &w);
     std::string why = e ? "P2P_WRITE -> " + Err(e) : Check(m, len, 0, block, seq);
-    failures += !why.empty();
+    ck.Want(why.empty(), "the block arrives whole");
     // The CPU writing the same block into the BAR through the mapping, for about 0.2 s.
     int reps = 0;
     double cpu_s = 0;
@@ -657,32 +673,23 @@ int CaseBench(const std::string& edu_path, const std::string& sizes, int pins) {
          (unsigned long long)(s1.pins - s0.pins), (unsigned long long)(s1.hits - s0.hits),
          (s1.pin_ns - s0.pin_ns) / 1e3 / pins, (s1.unpin_ns - s0.unpin_ns) / 1e3 / pins);
   }
-  close(edu);
-  munmap(m, len);
-  ctx.Free(a.va);
-  if (!Leftovers(ctx).empty()) ++failures;
-  return failures ? Fail("blocks arrived wrong or something leaked") : 0;
+  r.CloseEdu();
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // dmabuf EDU: the provider exports a range as a dma-buf; the driver imports the fd, maps the
 // attachment for the device, and the device writes through the sg list's bus addresses.
 int CaseDmabuf(const std::string& edu_path) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
-  nv_p2p_standin_info info;
-  ctx.Info(&info);
   const uint64_t len = 4 * kGpuPage;
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Alloc(len, &a)) return Fail("ALLOC -> " + Err(e));
-  uint8_t* m = ctx.Map(a.va, len, true);
-  if (!m) return 1;
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
-  int failures = 0;
-  auto want = [&](bool ok, const std::string& what) {
-    if (!ok) Diag("WRONG: %s", what.c_str());
-    failures += !ok;
-  };
+  Rig r;
+  if (!r.Setup(edu_path, len, true)) return 1;
+  Context& ctx = r.ctx;
+  const auto& a = r.a;
+  const int edu = r.edu;
+  uint8_t* const m = r.m;
+  Checks ck;
+  auto want = [&](bool ok, const std::string& what) { ck.Want(ok, what); };
   nv_p2p_standin_export x{};
   x.va = a.va + kGpuPage;
   x.length = 2 * kGpuPage;
@@ -732,10 +739,9 @@ int CaseDmabuf(const std::string& edu_path) {
   e = ctx.Free(a.va);
   Diag("cudaFree after the dma-buf's fd closed -> %s", Err(e).c_str());
   want(e == 0, "freed once the dma-buf is gone");
-  close(edu);
-  munmap(m, len);
-  want(Leftovers(ctx).empty(), "nothing leaked");
-  return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
+  r.CloseEdu();
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // phys-addr EDU [iommu]: the 2013 guide's way, the device given the page table's physical
@@ -743,21 +749,14 @@ int CaseDmabuf(const std::string& edu_path) {
 // lands; behind one the write faults (the DMAR line names the device and the address) and nothing
 // lands, while the same transfer through nvidia_p2p_dma_map_pages' addresses does.
 int CasePhysAddr(const std::string& edu_path, bool iommu) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
-  nv_p2p_standin_info info;
-  ctx.Info(&info);
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Alloc(kGpuPage, &a)) return Fail("ALLOC -> " + Err(e));
-  uint8_t* m = ctx.Map(a.va, kGpuPage, true);
-  if (!m) return 1;
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
-  int failures = 0;
-  auto want = [&](bool ok, const std::string& what) {
-    if (!ok) Diag("WRONG: %s", what.c_str());
-    failures += !ok;
-  };
+  Rig r;
+  if (!r.Setup(edu_path, kGpuPage, true)) return 1;
+  const auto& a = r.a;
+  const int edu = r.edu;
+  uint8_t* const m = r.m;
+  const auto& info = r.info;
+  Checks ck;
+  auto want = [&](bool ok, const std::string& what) { ck.Want(ok, what); };
   KmsgSince log;
   auto b = Block(2048, 31);
   resmem_edu_p2p_write w;
@@ -790,27 +789,23 @@ int CasePhysAddr(const std::string& edu_path, bool iommu) {
          (unsigned long long)w.bus_addr, why.empty() ? "the data landed" : why.c_str());
     want(why.empty() && w.bus_addr != phys, "the mapped IOVA reaches the BAR");
   }
-  close(edu);
-  munmap(m, kGpuPage);
-  ctx.Free(a.va);
-  return failures ? Fail(std::to_string(failures) + " checks wrong") : 0;
+  return ck.Result();
 }
 
 // mask-refused EDU: a device whose DMA mask ends below the BAR, no IOMMU: the provider refuses to
 // map the BAR for it (EIO and the reason) for a pin and for a dma-buf, instead of the kernel's
 // WARN; nothing stays pinned.
 int CaseMaskRefused(const std::string& edu_path) {
-  Context ctx;
-  if (!ctx.Open()) return 1;
-  nv_p2p_standin_alloc a;
-  if (int e = ctx.Alloc(kGpuPage, &a)) return Fail("ALLOC -> " + Err(e));
-  int edu = OpenEdu(edu_path);
-  if (edu < 0) return 1;
+  Rig r;
+  if (!r.Setup(edu_path, kGpuPage, false)) return 1;
+  Context& ctx = r.ctx;
+  const auto& a = r.a;
+  const int edu = r.edu;
   resmem_edu_info ei{};
   ioctl(edu, RESMEM_EDU_IOC_INFO, &ei);
   char mask[40];
   std::snprintf(mask, sizeof mask, "DMA mask 0x%llx", (unsigned long long)ei.dma_mask);
-  int failures = 0;
+  Checks ck;
   KmsgSince log;
   std::vector<std::string> seen;
   resmem_edu_p2p_write w;
@@ -818,7 +813,7 @@ int CaseMaskRefused(const std::string& edu_path) {
   bool said = Said(log, &seen, {"dma_map_pages refused", mask, "-EIO"});
   Diag("%s (%u-bit mask) pins a range of the BAR -> %s%s", ei.name, ei.dma_bits, Err(e).c_str(),
        said ? "" : "  <- no dmesg line naming the mask");
-  failures += e != EIO || !said;
+  ck.Want(e == EIO && said, "the pin refused with EIO and the reason");
   nv_p2p_standin_export x{};
   x.va = a.va;
   x.length = kGpuPage;
@@ -833,12 +828,11 @@ int CaseMaskRefused(const std::string& edu_path) {
   said = Said(log, &seen, {"dma-buf map refused", mask, "-EIO"});
   Diag("the same device imports a dma-buf of it -> %s%s", Err(e).c_str(),
        said ? "" : "  <- no dmesg line naming the mask");
-  failures += e != EIO || !said;
+  ck.Want(e == EIO && said, "the dma-buf map refused with EIO and the reason");
   close(x.fd);
-  close(edu);
-  ctx.Free(a.va);
-  if (!Leftovers(ctx).empty()) ++failures;
-  return failures ? Fail(std::to_string(failures) + " answers wrong") : 0;
+  r.CloseEdu();
+  ck.NothingLeaked(ctx);
+  return ck.Result();
 }
 
 // held EDU: while a file of the driver holds the nvidia_p2p_* calls (symbol_get), the provider
