@@ -95,7 +95,9 @@ if [ "$resmem_suite" = iommu ]; then
 		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 3 2 iommu
 		t edu_iommu_unmapped_dma_faults             $E unmapped /dev/resmem_edu0 /dev/resmem0
 		# GPUDirect RDMA behind the IOMMU: nvidia_p2p_dma_map_pages gives edu IOVAs of the BAR.
-		if load /nv_p2p_standin.ko; then
+		if [ "$resmem_p2p" = 0 ]; then
+			echo "# the GPUDirect RDMA cases are left out (resmem_p2p=0: kmod_lane.sh RESMEM_P2P=0)"
+		elif load /nv_p2p_standin.ko; then
 			t p2p_iommu_pin_gives_iova              /resmem_p2p_guest pin /dev/resmem_edu0 iommu
 			t p2p_iommu_dma                         /resmem_p2p_guest dma /dev/resmem_edu0 4096 2
 			t p2p_iommu_guide_phys_addr_faults      /resmem_p2p_guest phys-addr /dev/resmem_edu0 iommu
@@ -229,7 +231,9 @@ fi
 # answers ENOPKG without the provider. resmem0 only: the P2P cases need no reserved range.
 P=/resmem_p2p_guest
 grep -q '^resmem_edu ' /proc/modules && rmmod resmem_edu
-if load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
+if [ "$resmem_p2p" = 0 ]; then
+	echo "# the GPUDirect RDMA and dma-buf cases are left out (resmem_p2p=0: kmod_lane.sh RESMEM_P2P=0)"
+elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 	t p2p_provider_absent                           $P absent /dev/resmem_edu0
 	if load /nv_p2p_standin.ko; then
 		dmesg | grep 'nv_p2p_standin: ' | sed 's/^/# console: /'

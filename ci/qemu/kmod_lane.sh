@@ -23,7 +23,8 @@
 # Debian headers); RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any KASAN, lockdep,
 # DEBUG_VM, WARN or kmemleak report it caused.
 # RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko). RESMEM_IOMMU_BOOT=0 leaves
-# out the second boot (q35 with intel-iommu, the edu_iommu_* cases: docs/rdma.md).
+# out the second boot (q35 with intel-iommu, the edu_iommu_* cases: docs/rdma.md). RESMEM_P2P=0
+# leaves out the GPUDirect RDMA and dma-buf cases (p2p_*, dmabuf_import) of both boots.
 set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
@@ -203,6 +204,10 @@ printf 'passwd: files\ngroup: files\n' >"$R/etc/nsswitch.conf"
 COMMON_APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
 [[ -n "${RESMEM_ONLY:-}" ]] && COMMON_APPEND+=" resmem_only=$RESMEM_ONLY"
 [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && COMMON_APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
+if [[ "${RESMEM_P2P:-1}" == 0 ]]; then
+	COMMON_APPEND+=" resmem_p2p=0"
+	log "the GPUDirect RDMA and dma-buf cases are left out (RESMEM_P2P=0)"
+fi
 APPEND="$COMMON_APPEND"
 APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
