@@ -810,6 +810,28 @@ unlock:
 
 /* ---- the character device: a context per open file ---------------------------------------------- */
 
+/* VA bases (token * 4 GiB) stay below 2^40, the guide's 4.1: tokens 1 to 255. */
+#define SP_MAX_TOKEN 255
+
+/* The next vaSpaceToken no live context holds, or 0. Under sp_lock. */
+static u32 sp_free_token(void)
+{
+	struct sp_ctx *ctx;
+	int tries;
+
+	for (tries = 0; tries < SP_MAX_TOKEN; tries++) {
+		u32 t = sp_next_token;
+		bool used = false;
+
+		sp_next_token = t % SP_MAX_TOKEN + 1;
+		list_for_each_entry(ctx, &sp_contexts, link)
+			used |= ctx->va_space_token == t;
+		if (!used)
+			return t;
+	}
+	return 0;
+}
+
 static int sp_open(struct inode *inode, struct file *file)
 {
 	struct sp_ctx *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
@@ -820,11 +842,16 @@ static int sp_open(struct inode *inode, struct file *file)
 	ctx->mapping = file->f_mapping;
 	ctx->p2p_token = get_random_u64(); /* the guide's 2.4: "randomized" */
 	mutex_lock(&sp_lock);
-	ctx->va_space_token = sp_next_token++;
-	if (sp_next_token > 0xff) /* VA bases stay below 2^40 (the guide's 4.1) */
-		sp_next_token = 1;
-	list_add(&ctx->link, &sp_contexts);
+	ctx->va_space_token = sp_free_token();
+	if (ctx->va_space_token)
+		list_add(&ctx->link, &sp_contexts);
 	mutex_unlock(&sp_lock);
+	if (!ctx->va_space_token) {
+		pr_info("open refused: all %d VA spaces are in use; close a context (-EMFILE)\n",
+			SP_MAX_TOKEN);
+		kfree(ctx);
+		return -EMFILE;
+	}
 	file->private_data = ctx;
 	return 0;
 }

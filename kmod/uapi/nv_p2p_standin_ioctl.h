@@ -5,7 +5,7 @@
  * ivshmem-plain device (docs/rdma.md "GPUDirect RDMA in the guest").
  *
  * An open file is a CUDA context: its own VA space, with a vaSpaceToken and a random 64-bit
- * p2pToken (the guide's 2.4). ALLOC stands in for cudaMalloc followed by cuPointerGetAttribute(
+ * p2pToken (the guide's 2.4); 255 at once at most (open: EMFILE). ALLOC stands in for cudaMalloc followed by cuPointerGetAttribute(
  * CU_POINTER_ATTRIBUTE_P2P_TOKENS), FREE for cudaFree (every pin of the range is revoked through
  * its free callback before FREE returns), close for the process's exit (the same, for all of
  * them). mmap at offset = an allocation's VA maps its BAR pages (as gdrcopy maps BAR1): the way a
