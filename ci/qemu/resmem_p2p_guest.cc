@@ -583,7 +583,10 @@ int CaseLazyUnpin(const std::string& edu_path) {
         Diag("transfer %d into range %c: %s", i, 'A' + k, why.c_str());
         ++ck.failures;
       }
-      trace += std::string(1, 'A' + k) + (w.hit ? "(hit) " : w.evicted ? "(evict+pin) " : "(pin) ");
+      char step[64];
+      std::snprintf(step, sizeof step, "%c(%s %.0f+%.0f us) ", 'A' + k,
+                    w.hit ? "hit" : w.evicted ? "evict+pin" : "pin", w.pin_ns / 1e3, w.unpin_ns / 1e3);
+      trace += step;
     }
     resmem_edu_p2p_stats s;
     Stats(edu, &s);
