@@ -83,7 +83,7 @@ struct sp_alloc {
 	struct list_head link; /* ctx->allocs, while the context holds it */
 	struct list_head all;  /* sp_allocs, likewise */
 	struct sp_ctx *ctx;    /* NULL once freed by the context */
-	struct sp_dev *dev;    /* the BAR it lies in */
+	u64 generation;        /* of the device whose BAR it lies in (sp_dev.generation) */
 	u64 va, len, bar_off;
 	bool dying;
 	int dmabufs;
@@ -115,6 +115,7 @@ struct sp_dev {
 	u64 size, window;
 	unsigned long *bitmap; /* one bit per 64 KiB of the BAR: allocated */
 	u64 pinned, allocated;
+	u64 generation; /* one per probe: allocations of a device that went are told apart */
 	struct miscdevice misc;
 };
 
@@ -125,6 +126,7 @@ static LIST_HEAD(sp_contexts);
 static LIST_HEAD(sp_tables);
 static LIST_HEAD(sp_allocs);
 static u32 sp_next_token = 1;
+static u64 sp_generation;
 static u32 sp_live, sp_unfreed, sp_mappings, sp_revocations, sp_put_after_revoke, sp_dmabufs;
 
 /* A context's VAs: 4 GiB per VA space from vaSpaceToken * 4 GiB, inside the guide's 40 bits (4.1). */
@@ -467,7 +469,8 @@ static void sp_alloc_release(struct kref *ref)
 {
 	struct sp_alloc *a = container_of(ref, struct sp_alloc, ref);
 
-	if (sp && sp == a->dev) { /* the device may have gone while a dma-buf held the range */
+	/* The device may have gone (and another come) while a dma-buf held the range. */
+	if (sp && sp->generation == a->generation) {
 		bitmap_clear(sp->bitmap, a->bar_off / SP_GPU_PAGE, a->len / SP_GPU_PAGE);
 		sp->allocated -= a->len;
 	}
@@ -591,7 +594,7 @@ static long sp_ioctl_alloc(struct sp_ctx *ctx, void __user *uarg)
 	bitmap_set(sp->bitmap, first, pages);
 	kref_init(&a->ref);
 	a->ctx = ctx;
-	a->dev = sp;
+	a->generation = sp->generation;
 	a->bar_off = (u64)first * SP_GPU_PAGE;
 	a->len = (u64)pages * SP_GPU_PAGE;
 	a->va = sp_va_base(ctx->va_space_token) + a->bar_off;
@@ -685,7 +688,7 @@ static struct sg_table *sp_dmabuf_map(struct dma_buf_attachment *at, enum dma_da
 	int ret;
 
 	mutex_lock(&sp_lock);
-	base = sp && sp == b->alloc->dev ? sp->phys + b->off : 0;
+	base = sp && sp->generation == b->alloc->generation ? sp->phys + b->off : 0;
 	mutex_unlock(&sp_lock);
 	if (!base)
 		return ERR_PTR(-ENODEV); /* the GPU went while the dma-buf was open */
@@ -966,6 +969,7 @@ static int sp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	d->misc.fops = &sp_fops;
 	d->misc.mode = 0600;
 	mutex_lock(&sp_lock);
+	d->generation = ++sp_generation;
 	sp = d;
 	mutex_unlock(&sp_lock);
 	ret = misc_register(&d->misc);

@@ -249,6 +249,7 @@ elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		t p2p_bench                             $P bench /dev/resmem_edu0 4096,8192,16384 100
 		t p2p_guide_phys_addr_without_iommu     $P phys-addr /dev/resmem_edu0
 		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
+		t p2p_gpu_unbind_revokes                $P unbind /dev/resmem_edu0
 		t p2p_nothing_leaked                    $P no-leaks
 		# resmem_edu1 told a 28-bit mask (edu's default width): the BAR, below 4 GiB, is beyond it.
 		if rmmod resmem_edu && load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,28; then

@@ -861,6 +861,70 @@ int CaseHeld(const std::string& edu_path) {
   return 0;
 }
 
+bool WriteSysfs(const std::string& path, const std::string& value) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  const bool ok = f && std::fputs(value.c_str(), f) >= 0;
+  const bool closed = f && std::fclose(f) == 0;
+  if (!ok || !closed) Diag("cannot write %s to %s: %s", value.c_str(), path.c_str(), std::strerror(errno));
+  return ok && closed;
+}
+
+// unbind EDU: the GPU goes (its PCI device unbound from the provider) while a driver file holds a
+// pin and a dma-buf of the memory is open: the pin is revoked through the free callback, the
+// context's calls and the driver's new pins are refused, the dma-buf maps nothing; the GPU bound
+// again works.
+int CaseUnbind(const std::string& edu_path) {
+  Rig r;
+  if (!r.Setup(edu_path, 2 * kGpuPage, false)) return 1;
+  Checks ck;
+  const std::string pci = r.info.pci_name, drv = "/sys/bus/pci/drivers/nv_p2p_standin/";
+  resmem_edu_p2p_write w;
+  if (int e = P2pWrite(r.edu, r.a, 2 * kGpuPage, 0, nullptr, 0, 0, &w)) return Fail("pin -> " + Err(e));
+  nv_p2p_standin_export x{};
+  x.va = r.a.va;
+  x.length = kGpuPage;
+  if (ioctl(r.ctx.fd, NV_P2P_STANDIN_IOC_EXPORT_DMABUF, &x)) return Fail("EXPORT_DMABUF failed");
+  KmsgSince log;
+  std::vector<std::string> seen;
+  ck.Want(WriteSysfs(drv + "unbind", pci), "unbind " + pci);
+  ck.Want(Said(log, &seen, {"revoking", "calling its free callback"}), "the provider revokes the pin");
+  ck.Want(Said(log, &seen, {"free callback for GPU range", "put_pages will not be called"}),
+          "the driver's free callback ran");
+  resmem_edu_p2p_stats st;
+  Stats(r.edu, &st);
+  Diag("after the unbind: driver revoked %llu, cached %u", (unsigned long long)st.revoked, st.cached);
+  ck.Want(st.revoked == 1 && st.cached == 0, "the pin was revoked, nothing cached");
+  nv_p2p_standin_alloc more;
+  int e = r.ctx.Alloc(kGpuPage, &more);
+  Diag("cudaMalloc with the GPU gone -> %s", Err(e).c_str());
+  ck.Want(e == ENODEV, "ALLOC: ENODEV");
+  e = P2pWrite(r.edu, r.a, 2 * kGpuPage, 0, nullptr, 0, 0, &w);
+  Diag("a new pin with the GPU gone -> %s", Err(e).c_str());
+  ck.Want(e == EIO, "get_pages: EIO (no GPU)");
+  uint64_t word = 1;
+  resmem_edu_dmabuf_write d{};
+  d.fd = x.fd;
+  d.data = reinterpret_cast<uintptr_t>(&word);
+  d.data_len = 8;
+  e = ioctl(r.edu, RESMEM_EDU_IOC_DMABUF_WRITE, &d) ? errno : 0;
+  Diag("a write into the dma-buf with the GPU gone -> %s", Err(e).c_str());
+  ck.Want(e == ENODEV, "the dma-buf maps nothing: ENODEV");
+  close(x.fd);
+  r.CloseEdu();
+  ck.Want(WriteSysfs(drv + "bind", pci), "bind " + pci + " again");
+  ck.Want(Said(log, &seen, {"GPU memory and BAR"}), "the provider's probe line again");
+  Rig again;
+  if (!again.Setup(edu_path, kGpuPage, true)) return Fail("the GPU bound again does not work");
+  auto b = Block(2048, 41);
+  e = P2pWrite(again.edu, again.a, kGpuPage, 0, b.data(), 2048, 0, &w);
+  std::string why = e ? "P2P_WRITE -> " + Err(e) : Check(again.m, kGpuPage, 0, 2048, 41);
+  Diag("a transfer into the GPU bound again: %s", why.empty() ? "intact" : why.c_str());
+  ck.Want(why.empty(), "the GPU bound again works");
+  again.CloseEdu();
+  ck.NothingLeaked(again.ctx);
+  return ck.Result();
+}
+
 // leaks: the provider's counters at the end of the run.
 int CaseNoLeaks() {
   Context ctx;
@@ -879,7 +943,7 @@ int Usage() {
                "  absent EDU | pin EDU [iommu] | dma EDU BLOCK BLOCKS | revoke EDU\n"
                "  errors EDU misaligned|bad_token|bad_version | bar-full EDU | lazy-unpin EDU\n"
                "  bench EDU SIZES PINS | dmabuf EDU | phys-addr EDU [iommu] | held EDU\n"
-               "  mask-refused EDU | no-leaks\n");
+               "  mask-refused EDU | unbind EDU | no-leaks\n");
   return 2;
 }
 
@@ -905,6 +969,7 @@ int Main(int argc, char** argv) {
     return CasePhysAddr(edu, argc == 4);
   if (c == "held" && argc == 3) return CaseHeld(edu);
   if (c == "mask-refused" && argc == 3) return CaseMaskRefused(edu);
+  if (c == "unbind" && argc == 3) return CaseUnbind(edu);
   return Usage();
 }
 
