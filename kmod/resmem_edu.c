@@ -116,12 +116,19 @@ struct edu_faults {
 	u64 injected[RESMEM_EDU_FAULT_KINDS];
 };
 
+struct edu_p2p;
+
 /* One open file of /dev/resmem_eduN. */
 struct edu_client {
 	struct edu_dev *edu;
 	struct resmem_dev *target; /* attached range, or NULL */
 	struct edu_faults faults;  /* guarded by edu->lock */
+	struct edu_p2p *p2p;       /* GPUDirect RDMA state (resmem_edu_p2p.c), or NULL */
 };
+
+/* The GPUDirect RDMA and dma-buf part, kmod/resmem_edu_p2p.c (included at the end). */
+static long edu_p2p_ioctl(struct edu_client *c, unsigned int cmd, void __user *uarg);
+static void edu_p2p_release(struct edu_client *c);
 
 static DEFINE_IDA(edu_ida);
 
@@ -318,6 +325,7 @@ static int edu_release(struct inode *inode, struct file *file)
 {
 	struct edu_client *c = file->private_data;
 
+	edu_p2p_release(c);
 	kref_put(&c->edu->ref, edu_free);
 	kfree(c);
 	return 0;
@@ -549,7 +557,7 @@ static long edu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case RESMEM_EDU_IOC_TEST_FAULTS:
 		return edu_ioctl_test_faults(c, uarg);
 	default:
-		return -ENOTTY;
+		return edu_p2p_ioctl(c, cmd, uarg);
 	}
 }
 
@@ -725,3 +733,5 @@ static void resmem_extension_exit(void)
 {
 	pci_unregister_driver(&edu_driver);
 }
+
+#include "resmem_edu_p2p.c"

@@ -94,7 +94,18 @@ if [ "$resmem_suite" = iommu ]; then
 		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
 		t edu_iommu_32bit_reaches_above_4g          $E blocks /dev/resmem_edu1 /dev/resmem1 4096 3 2 iommu
 		t edu_iommu_unmapped_dma_faults             $E unmapped /dev/resmem_edu0 /dev/resmem0
+		# GPUDirect RDMA behind the IOMMU: nvidia_p2p_dma_map_pages gives edu IOVAs of the BAR.
+		if [ "$resmem_p2p" = 0 ]; then
+			echo "# the GPUDirect RDMA cases are left out (resmem_p2p=0: kmod_lane.sh RESMEM_P2P=0)"
+		elif load /nv_p2p_standin.ko; then
+			t p2p_iommu_pin_gives_iova              /resmem_p2p_guest pin /dev/resmem_edu0 iommu
+			t p2p_iommu_dma                         /resmem_p2p_guest dma /dev/resmem_edu0 4096 2
+			t p2p_iommu_guide_phys_addr_faults      /resmem_p2p_guest phys-addr /dev/resmem_edu0 iommu
+		else
+			t p2p_iommu_provider_loads false
+		fi
 		t edu_iommu_unload                          rmmod resmem_edu
+		grep -q '^nv_p2p_standin ' /proc/modules && t p2p_iommu_provider_unload rmmod nv_p2p_standin
 	else
 		t edu_iommu_module_loads false
 	fi
@@ -213,6 +224,47 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mod
 	t edu_unload                                    rmmod resmem_edu
 else
 	t edu_module_loads false
+fi
+
+# ---- GPUDirect RDMA (docs/rdma.md "GPUDirect RDMA in the guest"): edu writes into "GPU memory",
+# the BAR of QEMU's ivshmem-plain served by nv_p2p_standin.ko (the guide's nvidia_p2p_* calls), peer
+# to peer; resmem_edu.ko resolves those calls when a file first asks (symbol_get), so it loads and
+# answers ENOPKG without the provider. resmem0 only: the P2P cases need no reserved range.
+P=/resmem_p2p_guest
+grep -q '^resmem_edu ' /proc/modules && rmmod resmem_edu
+if [ "$resmem_p2p" = 0 ]; then
+	echo "# the GPUDirect RDMA and dma-buf cases are left out (resmem_p2p=0: kmod_lane.sh RESMEM_P2P=0)"
+elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
+	t p2p_provider_absent                           $P absent /dev/resmem_edu0
+	if load /nv_p2p_standin.ko; then
+		dmesg | grep 'nv_p2p_standin: ' | sed 's/^/# console: /'
+		t p2p_pin                               $P pin /dev/resmem_edu0
+		t p2p_dma                               $P dma /dev/resmem_edu0 8192 3
+		t p2p_dma_32bit_device                  $P dma /dev/resmem_edu1 4096 2
+		t p2p_revoke_in_flight                  $P revoke /dev/resmem_edu0
+		t p2p_misaligned                        $P errors /dev/resmem_edu0 misaligned
+		t p2p_bad_token                         $P errors /dev/resmem_edu0 bad_token
+		t p2p_bad_version                       $P errors /dev/resmem_edu0 bad_version
+		t p2p_bar_full                          $P bar-full /dev/resmem_edu0
+		t p2p_lazy_unpin                        $P lazy-unpin /dev/resmem_edu0
+		t p2p_bench                             $P bench /dev/resmem_edu0 4096,8192,16384 100
+		t p2p_guide_phys_addr_without_iommu     $P phys-addr /dev/resmem_edu0
+		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
+		t p2p_gpu_unbind_revokes                $P unbind /dev/resmem_edu0
+		t p2p_nothing_leaked                    $P no-leaks
+		# resmem_edu1 told a 28-bit mask (edu's default width): the BAR, below 4 GiB, is beyond it.
+		if rmmod resmem_edu && load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,28; then
+			t p2p_dma_mask_refused          $P mask-refused /dev/resmem_edu1
+		else
+			t p2p_dma_mask_reload           false
+		fi
+		t p2p_provider_held_by_driver           $P held /dev/resmem_edu0
+		t p2p_unload                            sh -c '! grep -q "^nv_p2p_standin " /proc/modules || rmmod nv_p2p_standin; rmmod resmem_edu'
+	else
+		t p2p_provider_loads false
+	fi
+else
+	t p2p_module_loads false
 fi
 
 # A last look for trouble (the seed-002 "Bad pagetable" oops is the one expected kernel complaint).

@@ -23,8 +23,10 @@
 # Debian headers); RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any KASAN, lockdep,
 # DEBUG_VM, WARN or kmemleak report it caused.
 # RESMEM_BOOT_BAD (debug kernel: the pattern of a report during boot, see boot() below; a test sets
-# it to exercise the retry). RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko). RESMEM_IOMMU_BOOT=0 leaves
-# out the second boot (q35 with intel-iommu, the edu_iommu_* cases: docs/rdma.md).
+# it to exercise the retry). RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
+# RESMEM_IOMMU_BOOT=0 leaves out the second boot (q35 with intel-iommu, the edu_iommu_* cases:
+# docs/rdma.md). RESMEM_P2P=0 leaves out the GPUDirect RDMA and dma-buf cases (p2p_*,
+# dmabuf_import) of both boots.
 set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
@@ -48,6 +50,9 @@ SEQ_BIN="$SRC/ci/qemu/resmem_seq"
 EDU_BIN="$SRC/ci/qemu/resmem_edu_guest"
 [[ -x "$EDU_BIN" ]] || EDU_BIN="$SRC/bazel-bin/ci/qemu/resmem_edu_guest"
 [[ -x "$EDU_BIN" ]] || die "resmem_edu_guest not found; run: bazel build //ci/qemu:resmem_edu_guest"
+P2P_BIN="$SRC/ci/qemu/resmem_p2p_guest"
+[[ -x "$P2P_BIN" ]] || P2P_BIN="$SRC/bazel-bin/ci/qemu/resmem_p2p_guest"
+[[ -x "$P2P_BIN" ]] || die "resmem_p2p_guest not found; run: bazel build //ci/qemu:resmem_p2p_guest"
 PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
@@ -126,8 +131,8 @@ fi
 
 # ---- 3. build the modules ------------------------------------------------------------------------
 mkdir -p "$WORK/kmod/uapi"
-cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c,resmem_edu.c} "$WORK/kmod/"
-cp "$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h} "$WORK/kmod/uapi/"
+cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c,resmem_edu.c,resmem_edu_p2p.c,nv_p2p_standin.c,nv_p2p_standin.h} "$WORK/kmod/"
+cp "$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h,resmem_edu_p2p_ioctl.h,nv_p2p_standin_ioctl.h} "$WORK/kmod/uapi/"
 chmod -R u+w "$WORK/kmod"
 make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
 	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
@@ -153,7 +158,7 @@ if [[ $DRIVER_BUILD == dkms ]]; then
 	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
 	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
 fi
-for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko"; do
+for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$WORK/kmod/nv_p2p_standin.ko"; do
 	vm=$(/sbin/modinfo -F vermagic "$ko" | awk '{print $1}')
 	[[ "$vm" == "$KVER" ]] || die "$ko vermagic '$vm' does not match kernel $KVER"
 done
@@ -165,12 +170,13 @@ R="$WORK/root"
 mkdir -p "$R"/{bin,dev,proc,sys,tmp}
 cp /bin/busybox "$R/bin/busybox"
 cp "$INIT" "$R/init" && chmod 755 "$R/init"
-cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$R/"
+cp "$DRIVER_KO" "$R/resmem.ko" && cp "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$WORK/kmod/nv_p2p_standin.ko" "$R/"
 echo "$DRIVER_ORIGIN" >"$R/resmem.ko.origin"
 cp "$GUEST_BIN" "$R/resmem_guest" && chmod 755 "$R/resmem_guest"
 cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 cp "$SEQ_BIN" "$R/resmem_seq" && chmod 755 "$R/resmem_seq"
 cp "$EDU_BIN" "$R/resmem_edu_guest" && chmod 755 "$R/resmem_edu_guest"
+cp "$P2P_BIN" "$R/resmem_p2p_guest" && chmod 755 "$R/resmem_p2p_guest"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
@@ -200,6 +206,10 @@ printf 'passwd: files\ngroup: files\n' >"$R/etc/nsswitch.conf"
 COMMON_APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
 [[ -n "${RESMEM_ONLY:-}" ]] && COMMON_APPEND+=" resmem_only=$RESMEM_ONLY"
 [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && COMMON_APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
+if [[ "${RESMEM_P2P:-1}" == 0 ]]; then
+	COMMON_APPEND+=" resmem_p2p=0"
+	log "the GPUDirect RDMA and dma-buf cases are left out (RESMEM_P2P=0)"
+fi
 APPEND="$COMMON_APPEND"
 APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
@@ -217,6 +227,10 @@ fi
 # DMA mask and one with a 32-bit mask (a card that needs its buffer below 4 GiB), at fixed slots so
 # that probe order, which dma_bits= follows, is fixed too.
 EDU_DEVICES=(-device edu,addr=0x10,dma_mask=0xffffffffffffffff -device edu,addr=0x11,dma_mask=0xffffffff)
+# QEMU's ivshmem-plain, 64 MiB of host RAM behind its BAR2: the "GPU memory" and BAR of the stand-in
+# provider nv_p2p_standin.ko (the p2p_* and dmabuf_* cases, docs/rdma.md "GPUDirect RDMA in the
+# guest"), at a fixed slot next to the edu devices.
+EDU_DEVICES+=(-object memory-backend-ram,id=gpumem,size=64M -device ivshmem-plain,memdev=gpumem,addr=0x12)
 # boot OUT MEMORY APPEND [QEMU ARGS...]: one TCG boot of the lane's kernel and initramfs with the
 # edu devices, its console in OUT; returns QEMU's exit status (124: RESMEM_QEMU_TIMEOUT ran out).
 # The debug kernel's own boot can report before any module is loaded: on the loaded build machine
@@ -266,7 +280,7 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 # bus address nobody mapped faults. Its console is appended to the first one's; each boot prints
 # its own TAP plan. Left out when RESMEM_ONLY names no edu case, or with RESMEM_IOMMU_BOOT=0.
 BOOTS=1
-if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* ) ]]; then
+if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* || "$RESMEM_ONLY" == p2p* ) ]]; then
 	BOOTS=2
 	IAPPEND="$COMMON_APPEND intel_iommu=on resmem_suite=iommu"
 	IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'

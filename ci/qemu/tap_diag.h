@@ -43,6 +43,7 @@ inline const char* ErrName(int err) {
     case EOVERFLOW: return "EOVERFLOW";
     case ERANGE: return "ERANGE";
     case ENOTCONN: return "ENOTCONN";
+    case ENOPKG: return "ENOPKG";
     default: {
       const char* n = ErrnoName(err);
       return n && *n ? n : "E?";
