@@ -46,12 +46,12 @@ Result<std::unique_ptr<CudaManaged>> CudaManaged::Create(int device) {
   int concurrent = 0;
   if ((err = cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, device)) != cudaSuccess)
     return Err(err, "cudaDeviceGetAttribute(ConcurrentManagedAccess)");
-  if (!concurrent)
-    return Status::Unavailable("device " + std::to_string(device) +
-                               " reports cudaDevAttrConcurrentManagedAccess 0: managed memory does not "
-                               "migrate on faults there (pre-Pascal, or Windows); use --backend sim");
   std::unique_ptr<CudaManaged> m(new CudaManaged());
   m->device_ = device;
+  if (!concurrent)
+    m->unavailable_ = "device " + std::to_string(device) +
+                      " reports cudaDevAttrConcurrentManagedAccess 0: managed memory does not migrate on "
+                      "faults there (pre-Pascal, or Windows); use --backend sim";
   cudaStream_t s;
   if ((err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess)
     return Err(err, "cudaStreamCreate");
@@ -101,6 +101,7 @@ Status CudaManaged::ReserveDevice(uint64_t leave_free) {
 }
 
 Result<uint64_t> CudaManaged::Alloc(uint64_t bytes) {
+  if (!unavailable_.empty()) return Status::Unavailable(unavailable_);
   cudaSetDevice(device_);
   void* p = nullptr;
   cudaError_t err = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/api/managed.h"
@@ -18,8 +19,9 @@ namespace resmem::cuda {
 
 class CudaManaged : public ManagedMemory {
  public:
-  // Unavailable where there is no GPU (the runtime's code, and --backend sim as the way out), or
-  // where the device cannot migrate on faults (cudaDevAttrConcurrentManagedAccess 0).
+  // Unavailable where there is no GPU (the runtime's code, and --backend sim as the way out). Where
+  // the device cannot migrate on faults (cudaDevAttrConcurrentManagedAccess 0) it is made, and
+  // Alloc says so.
   static Result<std::unique_ptr<CudaManaged>> Create(int device = 0);
   ~CudaManaged() override;
 
@@ -55,6 +57,7 @@ class CudaManaged : public ManagedMemory {
   std::map<uint64_t, Allocation> allocs_;
   uint64_t next_id_ = 1, writes_ = 0;
   std::vector<void*> ballast_;                // ReserveDevice's cudaMalloc pieces
+  std::string unavailable_;                   // why Alloc refuses, where it does
 };
 
 }  // namespace resmem::cuda
