@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -180,14 +181,14 @@ class SimManaged : public ManagedMemory {
     return s;
   }
   Result<ManagedStats> Finish(ManagedStats* s) {
-    if (thrash_.detected)
-      s->events.push_back("uvm: thrashing detected on " + Size(thrash_.detected * m_.chunk) +
+    if (!thrash_.detected.empty())
+      s->events.push_back("uvm: thrashing detected on " + Size(thrash_.detected.size() * m_.chunk) +
                           ", the faulting processor throttled " + std::to_string(thrash_.throttles) + " times");
-    if (thrash_.pinned)
-      s->events.push_back("uvm: pinned " + Size(thrash_.pinned * m_.chunk) +
+    if (!thrash_.pinned.empty())
+      s->events.push_back("uvm: pinned " + Size(thrash_.pinned.size() * m_.chunk) +
                           " in system memory; the GPU maps it remotely");
-    if (thrash_.unmitigated)
-      s->events.push_back("uvm: " + Size(thrash_.unmitigated * m_.chunk) +
+    if (!thrash_.unmitigated.empty())
+      s->events.push_back("uvm: " + Size(thrash_.unmitigated.size() * m_.chunk) +
                           " keeps thrashing: its preferred location is the GPU, so it is never pinned");
     s->seconds = t_;
     clock_->Charge(t_);
@@ -266,15 +267,17 @@ class SimManaged : public ManagedMemory {
       const uint64_t end = std::min<uint64_t>(start + size, a.chunks.size());
       uint64_t at = 1;  // the faulting chunk
       for (uint64_t k = start; k < end; ++k)
-        if (k != i && a.chunks[k].loc == dest) ++at;
+        if (k != i && (a.chunks[k].loc == dest || a.chunks[k].dup)) ++at;  // a copy is there too
       if (at * 100 > size * m_.prefetch_threshold_pct) best = {start, end};
     }
     return best;
   }
 
   // The heuristic's view of one migration of chunk `c` (uvm_perf_thrashing.c).
+  // Events carry the time their touch began: the chunks of one touch are serviced in batches that
+  // overlap, and a throttled processor naps once per touch, not once per chunk.
   void ThrashEvent(Chunk& c) {
-    const double now = Now();
+    const double now = touch_start_;
     const double since = c.last_event < 0 ? 1e300 : now - c.last_event;
     c.last_event = now;
     // Once thrashing, a page stays so until an epoch passes without events; before that, only
@@ -286,18 +289,17 @@ class SimManaged : public ManagedMemory {
       if (c.events < m_.thrashing_threshold) return;
     }
     if (c.preferred == Loc::kGpu) {
-      ++thrash_.unmitigated;
+      thrash_.unmitigated.insert(&c);
       c.events = 0;
       return;
     }
-    if (c.throttles == 0) ++thrash_.detected;
-    t_ += m_.thrashing_nap_lapses * m_.thrashing_lapse_seconds;
-    ++thrash_.throttles;
+    thrash_.detected.insert(&c);
+    throttled_ = true;
     if (++c.throttles >= m_.thrashing_pin_threshold) {
       c.pinned_until = now + m_.thrashing_pin_lapses * m_.thrashing_lapse_seconds;
       c.throttles = 0;
       c.events = 0;
-      ++thrash_.pinned;
+      thrash_.pinned.insert(&c);
     }
   }
 
@@ -308,6 +310,8 @@ class SimManaged : public ManagedMemory {
     const Loc other = by == Processor::kGpu ? Loc::kCpu : Loc::kGpu;
     const double local_gbps = by == Processor::kGpu ? m_.hbm_gbps : m_.cpu_gbps;
     const double remote_gbps = p_.link_h2d_gbps * m_.remote_fraction_of_link;
+    touch_start_ = Now();
+    throttled_ = false;
     for (uint64_t i = offset / m_.chunk; i * m_.chunk < offset + length; ++i) {
       Chunk& c = a.chunks[i];
       const uint64_t lo = std::max(offset, i * m_.chunk);
@@ -345,7 +349,7 @@ class SimManaged : public ManagedMemory {
       uint64_t moved = 0;
       for (uint64_t k = from; k < to; ++k) {
         Chunk& m = a.chunks[k];
-        if (m.loc == me) continue;
+        if (m.loc == me || m.dup) continue;  // here already, or a read-only copy is
         if (me == Loc::kGpu) MakeRoom(a, k, s);
         const bool had_data = m.loc != Loc::kNone;
         if (had_data) {
@@ -365,10 +369,17 @@ class SimManaged : public ManagedMemory {
       ++s->faults;
       s->migrated += moved;
     }
+    if (throttled_) {  // the heuristic's nap for the faulting processor
+      t_ += m_.thrashing_nap_lapses * m_.thrashing_lapse_seconds;
+      ++thrash_.throttles;
+    }
   }
 
+  // What the heuristic did during one operation: the chunks it saw thrashing, pinned, or left
+  // thrashing (a preferred location on the GPU), and its throttles.
   struct Thrash {
-    uint64_t detected = 0, throttles = 0, pinned = 0, unmitigated = 0;
+    std::set<const Chunk*> detected, pinned, unmitigated;
+    uint64_t throttles = 0;
   };
 
   CudaProfile p_;
@@ -379,6 +390,8 @@ class SimManaged : public ManagedMemory {
   uint64_t gpu_capacity_ = 0, gpu_used_ = 0;  // in chunks
   uint64_t evictions_ = 0;
   double t_ = 0;  // the cost of the operation under way
+  double touch_start_ = 0;
+  bool throttled_ = false;
   Thrash thrash_;
 };
 
