@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,11 @@ struct Chunk {
 };
 
 struct Allocation {
+  uint64_t id = 0;
   uint64_t bytes = 0;
   std::vector<Chunk> chunks;
-  std::vector<double> block_use;  // last touch per VA block, for LRU eviction
+  std::vector<double> block_use;    // last touch per VA block, for LRU eviction
+  std::vector<uint32_t> block_gpu;  // chunks per VA block that take GPU memory
 };
 
 std::string Size(uint64_t b) {
@@ -75,9 +78,11 @@ class SimManaged : public ManagedMemory {
     RESMEM_RETURN_IF_ERROR(NeedSupport());
     if (bytes == 0) return Status::Cuda(p_.error_invalid_value, "cudaMallocManaged of 0 bytes");
     Allocation a;
+    a.id = next_id_;
     a.bytes = bytes;
     a.chunks.resize((bytes + m_.chunk - 1) / m_.chunk);
     a.block_use.assign((bytes + m_.va_block - 1) / m_.va_block, -1);
+    a.block_gpu.assign(a.block_use.size(), 0);
     allocs_[next_id_] = std::move(a);
     return next_id_++;
   }
@@ -85,7 +90,12 @@ class SimManaged : public ManagedMemory {
   Status Free(uint64_t id) override {
     auto it = allocs_.find(id);
     if (it == allocs_.end()) return Status::Cuda(p_.error_invalid_value, "cudaFree of an unknown pointer");
-    for (const Chunk& c : it->second.chunks) gpu_used_ -= OnGpu(c);
+    Allocation& a = it->second;
+    for (uint64_t b = 0; b < a.block_gpu.size(); ++b)
+      if (a.block_gpu[b]) {
+        lru_.erase({a.block_use[b], a.id, b});
+        gpu_used_ -= a.block_gpu[b];
+      }
     allocs_.erase(it);
     return Status::Ok();
   }
@@ -121,7 +131,7 @@ class SimManaged : public ManagedMemory {
       if (there) { Use(*a, i); continue; }
       if (dest == Loc::kGpu) MakeRoom(*a, i, &s);
       if (c.loc != Loc::kNone) moved += m_.chunk;
-      Place(c, dest, c.read_mostly && c.loc != Loc::kNone);
+      Place(*a, i, dest, c.read_mostly && c.loc != Loc::kNone);
       Use(*a, i);
     }
     const double link = (to == Processor::kGpu ? p_.link_h2d_gbps : p_.link_d2h_gbps) * m_.prefetch_efficiency;
@@ -198,61 +208,56 @@ class SimManaged : public ManagedMemory {
   static bool OnGpu(const Chunk& c) {
     return c.loc == Loc::kGpu || (c.loc == Loc::kCpu && c.dup);
   }
-  void Use(Allocation& a, uint64_t i) { a.block_use[i * m_.chunk / m_.va_block] = Now(); }
-  // Moves (or copies, for a read-only duplicate) a chunk to `dest`, keeping the GPU count.
-  void Place(Chunk& c, Loc dest, bool duplicate) {
-    gpu_used_ -= OnGpu(c);
+  void Use(Allocation& a, uint64_t i) {
+    const uint64_t b = i * m_.chunk / m_.va_block;
+    if (a.block_gpu[b]) lru_.erase({a.block_use[b], a.id, b});
+    a.block_use[b] = Now();
+    if (a.block_gpu[b]) lru_.insert({a.block_use[b], a.id, b});
+  }
+  // Chunk i of `a` starts (+1) or stops (-1) taking GPU memory: the counts and the LRU order.
+  void GpuDelta(Allocation& a, uint64_t i, int delta) {
+    if (delta == 0) return;
+    const uint64_t b = i * m_.chunk / m_.va_block;
+    if (delta > 0 && a.block_gpu[b]++ == 0) lru_.insert({a.block_use[b], a.id, b});
+    if (delta < 0 && --a.block_gpu[b] == 0) lru_.erase({a.block_use[b], a.id, b});
+    gpu_used_ += delta;
+  }
+  // Moves (or copies, for a read-only duplicate) chunk i to `dest`, keeping the GPU count.
+  void Place(Allocation& a, uint64_t i, Loc dest, bool duplicate) {
+    Chunk& c = a.chunks[i];
+    const int before = OnGpu(c);
     if (duplicate && c.loc != Loc::kNone && c.loc != dest) {
       c.dup = true;
     } else {
       c.loc = dest;
       c.dup = false;
     }
-    gpu_used_ += OnGpu(c);
+    GpuDelta(a, i, static_cast<int>(OnGpu(c)) - before);
   }
 
   // Frees GPU memory for one chunk by evicting the least recently used VA block of any
   // allocation, never the block of chunk `keep` of `owner`.
   void MakeRoom(Allocation& owner, uint64_t keep, ManagedStats* s) {
+    const uint64_t keep_block = keep * m_.chunk / m_.va_block;
     while (gpu_used_ + 1 > gpu_capacity_) {
-      Allocation* victim = nullptr;
-      uint64_t vblock = 0;
-      double oldest = 0;
-      for (auto& [id, a] : allocs_)
-        for (uint64_t b = 0; b < a.block_use.size(); ++b) {
-          if (&a == &owner && b == keep * m_.chunk / m_.va_block) continue;
-          if (!BlockOnGpu(a, b)) continue;
-          if (!victim || a.block_use[b] < oldest) {
-            victim = &a;
-            vblock = b;
-            oldest = a.block_use[b];
-          }
-        }
-      if (!victim) return;  // nothing evictable: the caller overfills (cannot happen with >= 2 blocks)
+      auto it = lru_.begin();
+      if (it != lru_.end() && std::get<1>(*it) == owner.id && std::get<2>(*it) == keep_block) ++it;
+      if (it == lru_.end()) return;  // nothing else to evict: the GPU holds just this block
+      Allocation& victim = allocs_.at(std::get<1>(*it));
+      const uint64_t vblock = std::get<2>(*it);
       uint64_t written = 0;
       const uint64_t per = m_.va_block / m_.chunk;
-      for (uint64_t i = vblock * per; i < std::min<uint64_t>((vblock + 1) * per, victim->chunks.size()); ++i) {
-        Chunk& c = victim->chunks[i];
-        if (c.loc == Loc::kGpu) {
-          if (!c.dup) written += m_.chunk;  // a CPU copy already holds the data otherwise
-          gpu_used_ -= 1;
-          c.loc = Loc::kCpu;
-          c.dup = false;
-        } else if (c.loc == Loc::kCpu && c.dup) {
-          gpu_used_ -= 1;
-          c.dup = false;
-        }
+      for (uint64_t i = vblock * per; i < std::min<uint64_t>((vblock + 1) * per, victim.chunks.size()); ++i) {
+        Chunk& c = victim.chunks[i];
+        if (!OnGpu(c)) continue;
+        if (c.loc == Loc::kGpu && !c.dup) written += m_.chunk;  // else a CPU copy holds the data
+        c.loc = Loc::kCpu;
+        c.dup = false;
+        GpuDelta(victim, i, -1);
       }
       t_ += m_.evict_block_seconds + written / (p_.link_d2h_gbps * 1e9);
       s->evicted += written;
-      ++evictions_;
     }
-  }
-  bool BlockOnGpu(const Allocation& a, uint64_t b) const {
-    const uint64_t per = m_.va_block / m_.chunk;
-    for (uint64_t i = b * per; i < std::min<uint64_t>((b + 1) * per, a.chunks.size()); ++i)
-      if (OnGpu(a.chunks[i])) return true;
-    return false;
   }
 
   // The chunks one fault at chunk `i` moves to `dest`: the largest aligned subregion of its VA
@@ -327,7 +332,7 @@ class SimManaged : public ManagedMemory {
       if (local) {  // a write to a duplicated page: the other copies are invalidated
         t_ += (by == Processor::kGpu ? m_.gpu_fault_seconds : m_.cpu_fault_seconds) + b / (local_gbps * 1e9);
         ++s->faults;
-        Place(c, me, false);
+        Place(a, i, me, false);
         continue;
       }
       // The GPU reaches system memory through a mapping where one is allowed: accessed-by, a
@@ -360,7 +365,7 @@ class SimManaged : public ManagedMemory {
           }
           moved += m_.chunk;
         }
-        Place(m, me, m.read_mostly && !write && had_data);
+        Place(a, k, me, m.read_mostly && !write && had_data);
         if (me == Loc::kCpu) m.gpu_mapped = m.accessed_by_gpu;
       }
       const double link = by == Processor::kGpu ? p_.link_h2d_gbps : p_.link_d2h_gbps;
@@ -388,7 +393,7 @@ class SimManaged : public ManagedMemory {
   std::map<uint64_t, Allocation> allocs_;
   uint64_t next_id_ = 1;
   uint64_t gpu_capacity_ = 0, gpu_used_ = 0;  // in chunks
-  uint64_t evictions_ = 0;
+  std::set<std::tuple<double, uint64_t, uint64_t>> lru_;  // (last use, allocation, block) on the GPU
   double t_ = 0;  // the cost of the operation under way
   double touch_start_ = 0;
   bool throttled_ = false;
