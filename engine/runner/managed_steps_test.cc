@@ -58,7 +58,7 @@ expect = { faults = 1, migrated = "1M", mbps_min = 40000 }
   EXPECT_EQ(r.verdict, ScenarioVerdict::kFailed);
   const std::string& note = r.steps[2].note;
   EXPECT_NE(note.find("faults is 192, expected 1"), std::string::npos) << note;
-  EXPECT_NE(note.find("migrated 64.0 MiB is not 1M"), std::string::npos) << note;
+  EXPECT_NE(note.find("migrated 64 MiB is not 1M"), std::string::npos) << note;
   EXPECT_NE(note.find("is below 40000"), std::string::npos) << note;
 }
 
