@@ -10,6 +10,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "backends/api/managed.h"
 #include "backends/api/p2p.h"
 #include "backends/api/platform.h"
 #include "backends/api/region.h"
@@ -25,6 +26,7 @@ struct Backend {
   std::unique_ptr<RegionProvider> regions;
   std::unique_ptr<Gpu> gpu;         // null when this backend has no GPU side
   std::unique_ptr<GpuDirect> gpudirect;  // GPUDirect RDMA (p2p.h); null when the backend has none
+  std::unique_ptr<ManagedMemory> managed;  // managed memory (managed.h); null when the backend has none
   // Members destroyed in reverse order; objects the parts share (a simulated machine) live here.
   std::shared_ptr<void> shared_state;
 };

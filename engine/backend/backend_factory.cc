@@ -58,6 +58,11 @@ bool RegisterGpuPart(const std::string& name, GpuFactory f) {
   Registry<GpuFactory>()[name] = std::move(f);
   return true;
 }
+bool RegisterManagedPart(const std::string& name, ManagedFactory f) {
+  Registry<ManagedFactory>()[name] = std::move(f);
+  return true;
+}
+
 bool RegisterGpuDirectPart(const std::string& name, GpuDirectFactory f) {
   Registry<GpuDirectFactory>()[name] = std::move(f);
   return true;
@@ -159,6 +164,11 @@ Result<Backend> MakeBackend(const BackendSpec& spec, PartContext& ctx) {
   } else if (ctx.options.count("gpudirect")) {
     return Status::InvalidArgument("no gpudirect part '" + gpudirect + "' in this build; have: " +
                                    Names<GpuDirectFactory>());
+  }
+  if (auto& managed = Registry<ManagedFactory>(); managed.count(spec.gpu)) {
+    auto m = managed[spec.gpu](ctx);
+    if (!m.ok()) return m.status().WithContext("managed memory of gpu '" + spec.gpu + "'");
+    b.managed = std::move(m).value();
   }
   auto keep = std::make_shared<std::vector<std::shared_ptr<void>>>(ctx.keep_alive);
   b.shared_state = keep;

@@ -50,6 +50,7 @@ using PlatformFactory = std::function<Result<std::unique_ptr<Platform>>(PartCont
 using RegionFactory = std::function<Result<std::unique_ptr<RegionProvider>>(PartContext&)>;
 using GpuFactory = std::function<Result<std::unique_ptr<Gpu>>(PartContext&)>;
 using GpuDirectFactory = std::function<Result<std::unique_ptr<GpuDirect>>(PartContext&)>;
+using ManagedFactory = std::function<Result<std::unique_ptr<ManagedMemory>>(PartContext&)>;
 
 bool RegisterPlatformPart(const std::string& name, PlatformFactory f);
 bool RegisterRegionPart(const std::string& name, RegionFactory f);
@@ -57,6 +58,9 @@ bool RegisterGpuPart(const std::string& name, GpuFactory f);
 // The GPUDirect RDMA path (backends/api/p2p.h) that goes with a gpu part of the same name, or the
 // one `--option gpudirect=NAME` names; a backend whose GPU has none gets a null gpudirect.
 bool RegisterGpuDirectPart(const std::string& name, GpuDirectFactory f);
+// Managed memory (backends/api/managed.h) that goes with a gpu part of the same name; a backend
+// whose GPU has none gets a null managed.
+bool RegisterManagedPart(const std::string& name, ManagedFactory f);
 
 struct BackendSpec {
   std::string name;  // as the user wrote it

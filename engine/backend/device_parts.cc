@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_gpu.h"
+#include "backends/cuda/cuda_managed.h"
 #include "backends/fuse/fuse_region.h"
 #include "backends/host/host_region.h"
 #include "engine/backend/backend_factory.h"
@@ -86,6 +87,15 @@ const bool kCudaGpu = RegisterGpuPart("cuda", [](PartContext& ctx) -> Result<std
   if (!gpu.ok()) return gpu.status();
   (*gpu)->set_faults(ctx.faults);  // the scenario's fault points fire inside the real backend too
   return std::unique_ptr<Gpu>(std::move(gpu).value());
+});
+
+// Managed memory on the real GPU (backends/cuda/cuda_managed), on the same device.
+const bool kCudaManaged = RegisterManagedPart("cuda", [](PartContext& ctx) -> Result<std::unique_ptr<ManagedMemory>> {
+  int device = 0;
+  if (ctx.options.count("cuda_device")) device = std::atoi(ctx.options.at("cuda_device").c_str());
+  auto m = cuda::CudaManaged::Create(device);
+  if (!m.ok()) return m.status();
+  return std::unique_ptr<ManagedMemory>(std::move(m).value());
 });
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The simulator's parts: platform=sim, region=sim, gpu=sim (and its gpudirect), over one simulated world.
 #include "engine/backend/backend_factory.h"
 #include "mock/gpu/sim_gpu.h"
+#include "mock/gpu/sim_managed.h"
 #include "mock/rdma/sim_gpudirect.h"
 
 namespace resmem::engine {
@@ -41,6 +42,14 @@ const bool kSimGpu = RegisterGpuPart("sim", [](PartContext& ctx) -> Result<std::
 // backend's clock.
 const bool kSimGpuDirect = RegisterGpuDirectPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<GpuDirect>> {
   return std::unique_ptr<GpuDirect>(std::make_unique<sim::SimGpuDirect>(ctx.clock, ctx.seed));
+});
+
+// Managed memory on the simulator (mock/gpu/sim_managed): the CUDA profile's link and GPU memory,
+// on the backend's clock.
+const bool kSimManaged = RegisterManagedPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<ManagedMemory>> {
+  auto profile = sim::CudaProfileByName(ctx.cuda_profile);
+  if (!profile.ok()) return profile.status();
+  return sim::MakeSimManaged(*profile, sim::ManagedModelFor(*profile), ctx.clock);
 });
 
 }  // namespace

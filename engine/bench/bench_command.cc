@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/bench/bench.h"
+#include "engine/bench/managed_bench.h"
 #include "engine/bench/registration.h"
 #include "engine/cli/command.h"
 #include "engine/cli/values.h"
@@ -23,6 +24,8 @@ struct BenchArgs {
   bool registration = false;          // --registration: cudaHostRegister time instead
   RegistrationOptions reg;
   std::vector<std::string> reg_pieces, reg_state;
+  bool managed = false;               // --managed: managed memory (seed 004) instead
+  ManagedBenchOptions managed_options;
 };
 
 int Fail(const Status& st, int code) {
@@ -38,6 +41,7 @@ std::vector<std::string> PathNames() {
 
 int Run(const BenchArgs& a);
 int RunRegistration(const BenchArgs& a);
+int RunManaged(const BenchArgs& a);
 
 cli::Action Define(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
@@ -102,8 +106,46 @@ cli::Action Define(CLI::App& app) {
       ->type_name("N")
       ->check(CLI::Range(1, 1000))
       ->group(reg);
+  const std::string man = "managed memory (--managed)";
+  app.add_flag("--managed", a->managed,
+               "managed memory instead (seed 004): first-touch migration, prefetch, fault-back, "
+               "ping-pong, as ratios to pinned cudaMemcpy of the same run")
+      ->group(man);
+  cli::AddSizeOption(app, "--managed-size", &a->managed_options.size,
+                     "bytes per migration row (default 1G)")
+      ->group(man);
+  cli::AddSizeOption(app, "--pingpong-size", &a->managed_options.pingpong_size,
+                     "bytes each side writes per ping-pong round (default 2M)")
+      ->group(man);
+  app.add_option("--pingpong-rounds", a->managed_options.pingpong_rounds, "rounds per ping-pong pass (default 100)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000))
+      ->group(man);
   transfer::AddStagingOptions(app, &o.staging);
-  return [a] { return a->registration ? RunRegistration(*a) : Run(*a); };
+  return [a] { return a->managed ? RunManaged(*a) : a->registration ? RunRegistration(*a) : Run(*a); };
+}
+
+int RunManaged(const BenchArgs& a) {
+  auto backend = transfer::MakeGpuBackend(a.backend, a.options.seed);
+  if (!backend.ok())
+    return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
+                                                                          : cli::kExitBadInput);
+  auto managed = MakeBenchManaged(a.backend, backend->clock);
+  if (!managed.ok())
+    return Fail(managed.status(), managed.status().code() == kUnavailable ? cli::kExitUnavailable
+                                                                          : cli::kExitBadInput);
+  ManagedBenchOptions o = a.managed_options;
+  o.passes = a.options.passes;
+  auto r = RunManagedBench(*backend->gpu, **managed, backend->name, o);
+  if (!r.ok())
+    return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput : cli::kExitInternal);
+  std::fputs(r->ToTable().c_str(), stdout);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    out << r->ToJson() << "\n";
+    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
+  }
+  return r->DataMismatch() ? cli::kExitCheckFailed : cli::kExitOk;
 }
 
 int RunRegistration(const BenchArgs& a) {

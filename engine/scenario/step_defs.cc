@@ -244,6 +244,22 @@ std::vector<ArgDef> P2pRangeArgs(std::vector<ArgDef> own) {
   args.insert(args.end(), own.begin(), own.end());
   return args;
 }
+template <typename K>  // the managed steps' ranges
+std::vector<ArgDef> ManagedRangeArgs(std::vector<ArgDef> own) {
+  std::vector<ArgDef> args = {Name<K>("buffer", &K::buffer, "managed allocation"),
+                              Size<K>("offset", &K::offset, kOptional, "into the allocation"),
+                              WholeOrSize<K>("length", &K::length, "the rest of the allocation", "bytes")};
+  args.insert(args.end(), own.begin(), own.end());
+  return args;
+}
+template <typename K>
+ArgDef ProcessorChoice(const char* name, Processor K::*m, std::string help) {
+  return Choice<K, Processor>(name, m, kOptional, {{"gpu", Processor::kGpu}, {"cpu", Processor::kCpu}},
+                              std::move(help));
+}
+const std::vector<std::string> kManagedExpectations = {
+    "mbps", "mbps_min", "mbps_max", "tolerance", "seconds_max", "data",
+    "faults", "migrated", "evicted", "remote", "events"};
 constexpr const char* kRegisterFlagsHelp = "default, portable, mapped, iomemory, readonly";
 
 template <typename K>
@@ -324,7 +340,7 @@ std::vector<StepDef> MakeStepDefs() {
                       Size("host_offset", &CopyStep::host_offset, kOptional, "into host"),
                       Size("device_offset", &CopyStep::device_offset, kOptional, "into device"),
                       Size("length", &CopyStep::length, kRequired, "bytes"), Passes<CopyStep>()},
-                     {"mbps", "tolerance", "path"}),
+                     {"mbps", "tolerance", "path", "mbps_min", "mbps_max"}),
       Kind<StageStep>("copy through a pinned staging buffer: memcpy into it, then DMA",
                       {Name("src", &StageStep::src, "source host memory"),
                        Name("staging", &StageStep::staging, "pinned buffer"),
@@ -404,6 +420,42 @@ std::vector<StepDef> MakeStepDefs() {
                         {Name("buffer", &P2pFreeStep::buffer, "GPU buffer"),
                          Bool("during_dma", &P2pFreeStep::during_dma, "the device is writing into it")},
                         {"events"}),
+      // ---- managed memory (seed 004) ----
+      Kind<GpuReserveStep>("cudaMalloc GPU memory until only `leave` is free (a smaller GPU, for oversubscription)",
+                           {Size("leave", &GpuReserveStep::leave, kRequired, "bytes left free")}, {}),
+      Kind<ManagedAllocStep>("cudaMallocManaged",
+                             {Name("as", &ManagedAllocStep::as, "name of the allocation"),
+                              Size("length", &ManagedAllocStep::length, kRequired, "bytes")},
+                             {}),
+      Kind<ManagedTouchStep>("a kernel (by = gpu) or the CPU touches every word of a managed range; pages elsewhere fault and migrate",
+                             ManagedRangeArgs<ManagedTouchStep>(
+                                 {ProcessorChoice("by", &ManagedTouchStep::by, "who touches it"),
+                                  Bool("write", &ManagedTouchStep::write, "write the words (else read and check them)"),
+                                  Int("rounds", &ManagedTouchStep::rounds, kOptional, 1, 100000, "times over the range")}),
+                             kManagedExpectations),
+      Kind<ManagedPrefetchStep>("cudaMemPrefetchAsync of a managed range to a processor, synchronised",
+                                ManagedRangeArgs<ManagedPrefetchStep>(
+                                    {ProcessorChoice("to", &ManagedPrefetchStep::to, "destination")}),
+                                kManagedExpectations),
+      Kind<ManagedAdviseStep>("cudaMemAdvise on a managed range",
+                              ManagedRangeArgs<ManagedAdviseStep>(
+                                  {Choice("advice", &ManagedAdviseStep::advice, kRequired,
+                                          {{"read-mostly", ManagedAdvice::kReadMostly},
+                                           {"preferred-location", ManagedAdvice::kPreferredLocation},
+                                           {"accessed-by", ManagedAdvice::kAccessedBy}},
+                                          "cudaMemAdviseSetReadMostly, SetPreferredLocation, SetAccessedBy"),
+                                   ProcessorChoice("target", &ManagedAdviseStep::target, "the advice's location")}),
+                              {}),
+      Kind<ManagedPingPongStep>("the GPU and the CPU take turns writing a managed range, `rounds` times each",
+                                ManagedRangeArgs<ManagedPingPongStep>(
+                                    {Int("rounds", &ManagedPingPongStep::rounds, kOptional, 1, 100000, "turns of each side")}),
+                                kManagedExpectations),
+      Kind<ManagedFreeStep>("cudaFree of a managed allocation",
+                            {Name("buffer", &ManagedFreeStep::buffer, "managed allocation")}, {}),
+      Kind<BarReadStep>("the CPU reads GPU memory through a BAR mapping (uncached loads across PCIe)",
+                        {Name("device", &BarReadStep::device, "device buffer (alloc_device)"),
+                         Size("length", &BarReadStep::length, kRequired, "bytes")},
+                        {"mbps", "mbps_min", "mbps_max", "tolerance", "seconds_max", "events"}),
   };
 }
 
@@ -476,8 +528,18 @@ std::vector<ExpectDef> MakeExpectDefs() {
       Expect("pins", "integer", "nvidia_p2p_get_pages calls a p2p_dma made", &E::pins, ToCount),
       Expect("hits", "integer", "transfers a kept pin served (lazy unpinning)", &E::hits, ToCount),
       Expect("evictions", "integer", "pins given back to make room in BAR1", &E::evictions, ToCount),
-      Expect("events", "list of strings", "texts the step's P2P events contain, one event each, in "
+      Expect("events", "list of strings", "texts the step's P2P or managed-memory events contain, one event each, in "
              "this order (others between)", &E::events, ToStringList),
+      Expect("mbps_min", "number", "bandwidth at least this many MB/s", &E::mbps_min, ToNumber),
+      Expect("mbps_max", "number", "bandwidth at most this many MB/s", &E::mbps_max, ToNumber),
+      Expect("faults", "integer", "page-fault groups the managed-memory model serviced (simulator)",
+             &E::faults, ToCount),
+      Expect("migrated", "size", "bytes the managed-memory model moved between system and GPU "
+             "memory (simulator)", &E::migrated, ToSizeExpectation),
+      Expect("evicted", "size", "bytes pushed out of a full GPU memory (simulator)", &E::evicted,
+             ToSizeExpectation),
+      Expect("remote", "size", "bytes the GPU reached over the link through a mapping instead of "
+             "migrating (simulator)", &E::remote, ToSizeExpectation),
       Expect("vm_flags", "string", "the mapping's VM flags: \"pf io\", \"mm\", \"\"", &E::vm_flags,
              ToText),
       Expect("memory_type", "string", "the mapping's memory type: WB, WC, UC-, ...", &E::memory_type,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/api/gpu.h"
+#include "backends/api/managed.h"
 #include "backends/api/p2p.h"
 
 namespace resmem::scenario {
@@ -189,13 +190,61 @@ struct P2pFreeStep {
   bool during_dma = false;
 };
 
+// Managed memory and BAR reads (backends/api/managed.h, docs/seed004.md): GPU memory shrunk by a
+// ballast, managed allocations, a processor touching them, prefetch, advice, ping-pong.
+struct GpuReserveStep {
+  static constexpr const char* kName = "gpu_reserve";
+  uint64_t leave = 0;
+};
+struct ManagedAllocStep {
+  static constexpr const char* kName = "managed_alloc";
+  std::string as;
+  uint64_t length = 0;
+};
+// What the managed steps take: bytes [offset, offset + length) of a managed allocation.
+struct ManagedRange {
+  std::string buffer;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // none: the rest of the allocation
+};
+struct ManagedTouchStep : ManagedRange {
+  static constexpr const char* kName = "managed_touch";
+  Processor by = Processor::kGpu;
+  bool write = false;
+  int64_t rounds = 1;
+};
+struct ManagedPrefetchStep : ManagedRange {
+  static constexpr const char* kName = "managed_prefetch";
+  Processor to = Processor::kGpu;
+};
+struct ManagedAdviseStep : ManagedRange {
+  static constexpr const char* kName = "managed_advise";
+  ManagedAdvice advice = ManagedAdvice::kReadMostly;
+  Processor target = Processor::kGpu;
+};
+struct ManagedPingPongStep : ManagedRange {
+  static constexpr const char* kName = "managed_pingpong";
+  int64_t rounds = 1;
+};
+struct ManagedFreeStep {
+  static constexpr const char* kName = "managed_free";
+  std::string buffer;
+};
+struct BarReadStep {
+  static constexpr const char* kName = "bar_read";
+  std::string device;
+  uint64_t length = 0;
+};
+
 // A step's kind and its arguments. The order is the order of docs/scenarios.md's table.
 using StepArgs =
     std::variant<BootStep, OpenStep, InfoStep, IoctlStep, MmapStep, MunmapStep, AllocPageableStep,
                  AllocPinnedStep, AllocDeviceStep, ContextStep, RegisterStep, UnregisterStep,
                  WriteStep, VerifyStep, MemcpyStep, CopyStep, StageStep, ChecksumStep, StreamStep,
                  DoctorStep, P2pSetupStep, P2pAllocStep, P2pTokensStep, P2pPinStep, P2pUnpinStep,
-                 P2pDmaStep, P2pFreeStep>;
+                 P2pDmaStep, P2pFreeStep, GpuReserveStep, ManagedAllocStep, ManagedTouchStep,
+                 ManagedPrefetchStep, ManagedAdviseStep, ManagedPingPongStep, ManagedFreeStep,
+                 BarReadStep>;
 
 // The kind's name as a file writes it ("mmap").
 const char* StepName(const StepArgs& args);
@@ -227,6 +276,10 @@ struct Expectation {
   std::optional<Expected<double>> mbps, seconds_max;
   std::optional<Expected<int64_t>> drops, corrupt, reservations, abi_version, pins, hits, evictions;
   std::optional<Expected<uint64_t>> usable_ram, mem_total, size, phys;  // bytes
+  // Managed memory (seed 004): a rate bound, the model's fault groups and bytes moved.
+  std::optional<Expected<double>> mbps_min, mbps_max;
+  std::optional<Expected<int64_t>> faults;
+  std::optional<Expected<uint64_t>> migrated, evicted, remote;  // bytes
   std::optional<Expected<std::string>> path, vm_flags, memory_type, backing, data, mode, cache,
       cmdline;
   std::optional<Expected<bool>> reservation_over_hole;
