@@ -353,8 +353,13 @@ int CaseRevoke(const std::string& edu_path) {
   want(late == 0, "nothing landed after the stop");
   std::vector<std::string> seen;
   want(Said(log, &seen, {"revoking", "calling its free callback"}), "provider's revoking line");
-  want(Said(log, &seen, {"free callback for GPU range", "in flight", "put_pages will not be called"}),
-       "driver's free callback line: waited for the DMA in flight, no put_pages");
+  // The callback almost always finds a piece in flight (a piece is two 100 ms commands, the gap
+  // between pieces microseconds); either way the transfer must stop, which the checks above see.
+  want(Said(log, &seen, {"free callback for GPU range", "put_pages will not be called"}),
+       "driver's free callback line: no put_pages");
+  Diag("the callback %s", Said(log, &seen, {"free callback for GPU range", "was in flight"})
+                              ? "waited for the DMA command in flight"
+                              : "found no DMA command in flight (it came between two pieces)");
   want(Said(log, &seen, {"stopped after", "revoked", "-ECANCELED"}), "driver's stop line");
   resmem_edu_p2p_stats s;
   Stats(edu, &s);
