@@ -3,6 +3,10 @@
 #include <cuda.h>  // driver API types only; the functions are reached through entry points
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 #include <cinttypes>
@@ -17,6 +21,8 @@ namespace {
 using CtxSetCurrentFn = CUresult (*)(CUcontext);
 using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 using CtxCreateFn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+using GetHandleForRangeFn = CUresult (*)(void*, CUdeviceptr, size_t, CUmemRangeHandleType,
+                                         unsigned long long);
 
 std::string Hex(uint64_t v) {
   char b[32];
@@ -138,6 +144,8 @@ Result<std::unique_ptr<CudaGpu>> CudaGpu::Create(int device) {
                                    cudaEnableDefault, &q);
   cudaGetDriverEntryPointByVersion("cuCtxCreate", &gpu->fn_ctx_create_, 12050,
                                    cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange",
+                                   &gpu->fn_get_handle_for_range_, 11070, cudaEnableDefault, &q);
   cudaGetLastError();
   CUcontext primary = nullptr;
   if (gpu->fn_ctx_get_current_)
@@ -204,14 +212,18 @@ Result<DeviceAttributes> CudaGpu::Attributes(int device) {
   return a;
 }
 
-Result<int> CudaGpu::CreateContext(int device) {
+Result<int> CudaGpu::CreateContext(int device) { return CreateContextWithFlags(device, 0); }
+
+Result<int> CudaGpu::CreateContextWithFlags(int device, uint32_t flags) {
   if (!fn_ctx_create_)
     return Status::Unsupported("cuCtxCreate is not offered by this driver's entry points");
   CUcontext ctx = nullptr;
-  CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, 0, device);
+  const unsigned ctx_flags = (flags & kDeviceMapHost) ? CU_CTX_MAP_HOST : 0;
+  CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, ctx_flags, device);
   if (r != CUDA_SUCCESS)
     return Status::Cuda(static_cast<int>(r), "cuCtxCreate(device " + std::to_string(device) +
-                                                 ") -> " + std::to_string(r));
+                                                 ", flags " + Hex(ctx_flags) + ") -> " +
+                                                 std::to_string(r));
   std::lock_guard<std::mutex> l(mu_);
   contexts_.push_back(ctx);
   context_device_.push_back(device);
@@ -259,7 +271,8 @@ Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_
   if (FaultOutcome f = CheckFault("gpu.alloc", 0, bytes); IsErrorFault(f)) return f.status;
   void* p = nullptr;
   unsigned alloc_flags = (flags & kRegisterPortable ? cudaHostAllocPortable : 0) |
-                         (flags & kRegisterMapped ? cudaHostAllocMapped : 0);
+                         (flags & kRegisterMapped ? cudaHostAllocMapped : 0) |
+                         (flags & kAllocWriteCombined ? cudaHostAllocWriteCombined : 0);
   cudaError_t err = cudaHostAlloc(&p, bytes, alloc_flags);
   if (err != cudaSuccess)
     return CudaError(err, "cudaHostAlloc(" + FormatSize(bytes) + ", " + RegisterFlagsName(flags) + ")");
@@ -271,6 +284,7 @@ Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_
   f.locked = true;
   f.pinned_context = current_.load();
   f.portable = flags & kRegisterPortable;
+  f.memory_type = flags & kAllocWriteCombined ? MemoryType::kWriteCombining : MemoryType::kWriteBack;
   f.origin = "cudaHostAlloc";
   return std::unique_ptr<HostMemory>(new PinnedMemory(p, bytes, f));
 }
@@ -496,6 +510,137 @@ Result<uint64_t> CudaGpu::CountPatternMismatches(DeviceBuffer& dev, uint64_t off
   if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
   if (err != cudaSuccess) return CudaError(err, "pattern check kernel");
   return static_cast<uint64_t>(*host_count);
+}
+
+Status CudaGpu::SetDeviceFlags(uint32_t flags) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  const unsigned f = (flags & kDeviceMapHost) ? cudaDeviceMapHost : 0;
+  cudaError_t err = cudaSetDeviceFlags(f);
+  if (err != cudaSuccess) return CudaError(err, "cudaSetDeviceFlags(" + Hex(f) + ")");
+  return Status::Ok();
+}
+
+Result<PipelineStats> CudaGpu::CopyKernelPipeline(HostMemory& host, DeviceBuffer& dev,
+                                                  const PipelineSpec& spec) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  const uint64_t block = spec.block_size;
+  const std::string what = "copy/kernel pipeline of " + std::to_string(spec.blocks) + " x " +
+                           FormatSize(block) + " on " + std::to_string(spec.streams) + " stream(s)";
+  if (block == 0 || spec.blocks < 1 || (spec.streams != 1 && spec.streams != 2))
+    return Status::InvalidArgument(what + ": give a block size > 0, at least one block and 1 or 2 streams");
+  if (spec.host_offset > host.size() || host.size() - spec.host_offset < block)
+    return Status::InvalidArgument(what + ": the host span holds no whole block past the offset");
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, spec.host_offset, block, "pipeline"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, 0, 2 * block, "pipeline (two device slots)"));
+  const uint64_t host_slots = (host.size() - spec.host_offset) / block;
+  const uint64_t busy_ns = static_cast<uint64_t>(spec.kernel_us * 1e3);
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  unsigned long long* sum = nullptr;
+  cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&sum), sizeof *sum);
+  for (int i = 0; i < 2 && err == cudaSuccess; ++i)
+    err = cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking);
+  auto release = [&] {
+    for (cudaStream_t st : streams)
+      if (st) cudaStreamDestroy(st);
+    if (sum) cudaFree(sum);
+  };
+  if (err != cudaSuccess) {
+    release();
+    return CudaError(err, what + ": streams");
+  }
+  auto copy = [&](int i, cudaStream_t st) {
+    return cudaMemcpyAsync(b->ptr() + (i % 2) * block, h + (i % host_slots) * block, block,
+                           cudaMemcpyHostToDevice, st);
+  };
+  auto kernel = [&](int i, cudaStream_t st) {
+    return static_cast<cudaError_t>(
+        LaunchReadAndHold(b->ptr() + (i % 2) * block, block, busy_ns, sum, st));
+  };
+  auto timed = [&](auto issue) -> Result<double> {
+    const double t0 = Now();
+    cudaError_t e = issue();
+    for (cudaStream_t st : streams)
+      if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) return CudaError(e, what);
+    return Now() - t0;
+  };
+  PipelineStats st;
+  st.bytes = block * static_cast<uint64_t>(spec.blocks);
+  // One untimed round warms the copy engine and loads the kernel; then each part alone.
+  Result<double> warm = timed([&] {
+    cudaError_t e = copy(0, streams[0]);
+    return e == cudaSuccess ? kernel(0, streams[0]) : e;
+  });
+  Result<double> c = warm.ok() ? timed([&] { return copy(0, streams[0]); }) : warm;
+  Result<double> k = c.ok() ? timed([&] { return kernel(0, streams[0]); }) : c;
+  Result<double> all = k.ok() ? timed([&] {
+    for (int i = 0; i < spec.blocks; ++i) {
+      cudaStream_t s = streams[spec.streams == 2 ? i % 2 : 0];
+      cudaError_t e = copy(i, s);
+      if (e == cudaSuccess) e = kernel(i, s);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }) : k;
+  release();
+  if (!all.ok()) return all.status();
+  st.copy_seconds = *c;
+  st.kernel_seconds = *k;
+  st.seconds = *all;
+  const double serial = spec.blocks * (*c + *k);
+  st.ratio_to_serial = serial > 0 ? st.seconds / serial : 0;
+  cudaPointerAttributes attrs;
+  const bool pinned = cudaPointerGetAttributes(&attrs, h) == cudaSuccess &&
+                      attrs.type == cudaMemoryTypeHost;
+  cudaGetLastError();
+  // The path says what was asked and what the timeline shows: overlapped when the whole took
+  // less than 90% of copy + kernel done one after the other.
+  const bool overlapped = st.ratio_to_serial < 0.9;
+  st.path = overlapped ? "overlapped (" + std::to_string(spec.streams) + " stream" +
+                             (spec.streams == 2 ? "s)" : ")")
+                       : spec.streams == 1 ? std::string("serial (1 stream)")
+                       : pinned ? std::string("serial (2 streams, no overlap seen)")
+                                : std::string("serial (pageable host memory: cudaMemcpyAsync is synchronous)");
+  return st;
+}
+
+Result<DmaBufExport> CudaGpu::ExportRange(uint64_t address, uint64_t length, const std::string& what) {
+  if (!fn_get_handle_for_range_)
+    return Status::Unsupported(what + ": this driver offers no cuMemGetHandleForAddressRange entry "
+                                      "point (CUDA 11.7 and later have it)");
+  int fd = -1;
+  CUresult r = reinterpret_cast<GetHandleForRangeFn>(fn_get_handle_for_range_)(
+      &fd, static_cast<CUdeviceptr>(address), length, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+  if (r != CUDA_SUCCESS) {
+    cudaGetLastError();
+    return Status::Cuda(static_cast<int>(r), what + " -> " + CudaCodeText(static_cast<int>(r)));
+  }
+  DmaBufExport e;
+  const off_t end = lseek(fd, 0, SEEK_END);
+  close(fd);
+  if (end < 0) return Status::Errno(errno, what + ": lseek(SEEK_END) of the dma-buf fd failed");
+  e.size = static_cast<uint64_t>(end);
+  return e;
+}
+
+Result<DmaBufExport> CudaGpu::ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  auto* b = dynamic_cast<CudaBuffer*>(&dev);
+  if (b == nullptr)
+    return Status::InvalidArgument("dma-buf export: device buffer was not allocated by the CUDA backend");
+  // The range is passed as asked, even past the buffer's end: what the driver says is the case.
+  return ExportRange(reinterpret_cast<uint64_t>(b->ptr()) + offset, length,
+                     "cuMemGetHandleForAddressRange(cudaMalloc " + FormatSize(dev.size()) + " +" +
+                         Hex(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)");
+}
+
+Result<DmaBufExport> CudaGpu::ExportDmaBufHost(HostMemory& host, uint64_t offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  if (host.data() == nullptr)
+    return Status::InvalidArgument("dma-buf export: " + host.Describe() + " is not addressable here");
+  return ExportRange(reinterpret_cast<uint64_t>(host.data()) + offset, length,
+                     "cuMemGetHandleForAddressRange(" + host.Describe() + " +" + Hex(offset) + ", " +
+                         std::to_string(length) + " bytes, DMA_BUF_FD)");
 }
 
 Status RegisterInChunks(Gpu& gpu, HostMemory& mem, uint64_t offset, uint64_t length,
