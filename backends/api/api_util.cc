@@ -344,6 +344,9 @@ Result<PipelineStats> Gpu::CopyKernelPipeline(HostMemory&, DeviceBuffer&, const 
 Result<DmaBufExport> Gpu::ExportDmaBuf(DeviceBuffer&, uint64_t, uint64_t) {
   return NotOffered(*this, "cuMemGetHandleForAddressRange (dma-buf)");
 }
+Result<std::unique_ptr<DeviceBuffer>> Gpu::AllocDeviceVmm(uint64_t, bool) {
+  return NotOffered(*this, "cuMemCreate (VMM device memory)");
+}
 Result<DmaBufExport> Gpu::ExportDmaBufHost(HostMemory&, uint64_t, uint64_t) {
   return NotOffered(*this, "cuMemGetHandleForAddressRange (dma-buf)");
 }

@@ -147,6 +147,10 @@ class Gpu {
   // of host memory (ExportDmaBufHost). Errors carry the CUresult number (1 invalid value, 801
   // not supported: the same numbers as the runtime's).
   virtual Result<DmaBufExport> ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length);
+  // Device memory made the VMM way (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess),
+  // `bytes` rounded up to the allocation granularity; rdma_capable sets the allocation's
+  // gpuDirectRDMACapable flag. ExportDmaBuf takes it like a cudaMalloc buffer.
+  virtual Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable);
   virtual Result<DmaBufExport> ExportDmaBufHost(HostMemory& host, uint64_t offset,
                                                 uint64_t length);
 };

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
+#include <type_traits>
 #include <chrono>
 #include <thread>
 #include <cinttypes>
@@ -43,8 +45,15 @@ double Now() {
 
 class CudaBuffer : public DeviceBuffer {
  public:
-  CudaBuffer(void* p, uint64_t size, int device) : p_(p), size_(size), device_(device) {}
-  ~CudaBuffer() override { cudaFree(p_); }
+  // `release` frees the memory (cudaFree when none is given: a cudaMalloc buffer).
+  CudaBuffer(void* p, uint64_t size, int device, std::function<void()> release = nullptr)
+      : p_(p), size_(size), device_(device), release_(std::move(release)) {}
+  ~CudaBuffer() override {
+    if (release_)
+      release_();
+    else
+      cudaFree(p_);
+  }
   uint64_t size() const override { return size_; }
   int device() const override { return device_; }
   uint8_t* ptr() { return static_cast<uint8_t*>(p_); }
@@ -53,6 +62,7 @@ class CudaBuffer : public DeviceBuffer {
   void* p_;
   uint64_t size_;
   int device_;
+  std::function<void()> release_;
 };
 
 class PinnedMemory : public HostMemory {
@@ -641,6 +651,86 @@ Result<DmaBufExport> CudaGpu::ExportDmaBufHost(HostMemory& host, uint64_t offset
   return ExportRange(reinterpret_cast<uint64_t>(host.data()) + offset, length,
                      "cuMemGetHandleForAddressRange(" + host.Describe() + " +" + Hex(offset) + ", " +
                          std::to_string(length) + " bytes, DMA_BUF_FD)");
+}
+
+// The VMM calls, reached through entry points (CUDA 10.2: version 10020).
+struct CudaGpu::VmmFns {
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                     unsigned long long) = nullptr;
+  CUresult (*release)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = nullptr;
+  CUresult (*address_free)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = nullptr;
+  CUresult (*unmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
+  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) = nullptr;
+};
+
+Result<std::unique_ptr<DeviceBuffer>> CudaGpu::AllocDeviceVmm(uint64_t bytes, bool rdma_capable) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  if (!vmm_) {
+    auto f = std::make_shared<VmmFns>();
+    cudaDriverEntryPointQueryResult q;
+    auto get = [&](const char* name, auto** fn) {
+      void* p = nullptr;
+      cudaGetDriverEntryPointByVersion(name, &p, 10020, cudaEnableDefault, &q);
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
+      return p != nullptr;
+    };
+    const bool all = get("cuMemCreate", &f->create) && get("cuMemRelease", &f->release) &&
+                     get("cuMemAddressReserve", &f->reserve) &&
+                     get("cuMemAddressFree", &f->address_free) && get("cuMemMap", &f->map) &&
+                     get("cuMemUnmap", &f->unmap) && get("cuMemSetAccess", &f->set_access) &&
+                     get("cuMemGetAllocationGranularity", &f->granularity);
+    cudaGetLastError();
+    if (!all) return Status::Unsupported("this driver's entry points lack the VMM calls (cuMemCreate, ...)");
+    vmm_ = f;
+  }
+  const VmmFns& f = *vmm_;
+  const int device = context_device_[current_.load()];
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.allocFlags.gpuDirectRDMACapable = rdma_capable ? 1 : 0;
+  const std::string what = "cuMemCreate(" + FormatSize(bytes) + (rdma_capable ? ", gpuDirectRDMACapable" : "") + ")";
+  auto fail = [&](CUresult r, const char* call) {
+    return Status::Cuda(static_cast<int>(r), what + ": " + call + " -> " + CudaCodeText(static_cast<int>(r)));
+  };
+  size_t gran = 0;
+  if (CUresult r = f.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
+    return fail(r, "cuMemGetAllocationGranularity");
+  if (gran == 0) gran = 2 << 20;
+  const uint64_t size = (bytes + gran - 1) / gran * gran;
+  CUmemGenericAllocationHandle handle = 0;
+  if (CUresult r = f.create(&handle, size, &prop, 0); r != CUDA_SUCCESS) return fail(r, "cuMemCreate");
+  CUdeviceptr va = 0;
+  if (CUresult r = f.reserve(&va, size, gran, 0, 0); r != CUDA_SUCCESS) {
+    f.release(handle);
+    return fail(r, "cuMemAddressReserve");
+  }
+  if (CUresult r = f.map(va, size, 0, handle, 0); r != CUDA_SUCCESS) {
+    f.address_free(va, size);
+    f.release(handle);
+    return fail(r, "cuMemMap");
+  }
+  CUmemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (CUresult r = f.set_access(va, size, &access, 1); r != CUDA_SUCCESS) {
+    f.unmap(va, size);
+    f.address_free(va, size);
+    f.release(handle);
+    return fail(r, "cuMemSetAccess");
+  }
+  std::shared_ptr<VmmFns> keep = vmm_;
+  auto release = [keep, va, size, handle] {
+    keep->unmap(va, size);
+    keep->address_free(va, size);
+    keep->release(handle);
+  };
+  return std::unique_ptr<DeviceBuffer>(
+      new CudaBuffer(reinterpret_cast<void*>(va), size, device, std::move(release)));
 }
 
 Status RegisterInChunks(Gpu& gpu, HostMemory& mem, uint64_t offset, uint64_t length,

@@ -63,6 +63,10 @@ class CudaGpu : public Gpu {
   // lseek(SEEK_END) and the fd closed. Errors carry the CUresult.
   Result<DmaBufExport> ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length) override;
   Result<DmaBufExport> ExportDmaBufHost(HostMemory& host, uint64_t offset, uint64_t length) override;
+  // cuMemCreate (pinned device memory on the current context's device, gpuDirectRDMACapable as
+  // asked), cuMemAddressReserve, cuMemMap, cuMemSetAccess read-write for that device; all
+  // through entry points. Freed in reverse order with the buffer.
+  Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable) override;
 
   // ---- beyond the Gpu interface ----
   // Zero-copy: a kernel moves the bytes through the device's view of host memory: the mapped
@@ -116,6 +120,8 @@ class CudaGpu : public Gpu {
   void* fn_ctx_create_ = nullptr;
   void* fn_ctx_get_current_ = nullptr;
   void* fn_get_handle_for_range_ = nullptr;  // cuMemGetHandleForAddressRange (CUDA 11.7+)
+  struct VmmFns;                              // cuMemCreate and friends (cuda_gpu.cc)
+  std::shared_ptr<VmmFns> vmm_;
   Result<DmaBufExport> ExportRange(uint64_t address, uint64_t length, const std::string& what);
   std::shared_ptr<FaultInjector> faults_;
   FaultOutcome CheckFault(const char* point, uint64_t address, uint64_t length);

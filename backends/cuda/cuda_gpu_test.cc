@@ -261,6 +261,14 @@ TEST_F(CudaGpuTest, DmaBufExportOfDeviceMemory) {
   auto host = gpu_->ExportDmaBufHost(**pinned, 0, n);
   EXPECT_FALSE(host.ok());
   EXPECT_EQ(host.status().code(), 1) << host.status().ToString();
+  // VMM memory made RDMA-capable (FACTS: GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED 1) exports too,
+  // and moves data like cudaMalloc memory.
+  auto vmm = gpu_->AllocDeviceVmm(n, true);
+  ASSERT_TRUE(vmm.ok()) << vmm.status().ToString();
+  auto e = gpu_->ExportDmaBuf(**vmm, 0, (*vmm)->size());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->size, (*vmm)->size());
+  EXPECT_TRUE(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **vmm, 0, n).ok());
 }
 
 }  // namespace

@@ -168,9 +168,10 @@ Result<double> MemcpyGbps(int threads, uint64_t bytes, int passes) {
 // The dma-buf cases: device allocations of 4 MiB (cudaMalloc gives 2 MiB-aligned pointers,
 // FACTS.md), 64 KiB and 1 GiB; offsets and sizes aligned to 4 KiB (the host page, cuda.h's
 // rule), 32 KiB, 64 KiB (a GPU page) and 2 MiB, and not aligned; size 0; past the end; host
-// memory pinned by cudaMallocHost, registered, and pageable.
+// memory pinned by cudaMallocHost, registered, and pageable; VMM memory (cuMemCreate) with and
+// without gpuDirectRDMACapable.
 struct DmaBufCase {
-  std::string name, target;  // target: device, pinned, registered, pageable
+  std::string name, target;  // target: device, vmm, vmm-no-rdma, pinned, registered, pageable
   uint64_t alloc = 0, offset = 0, length = 0;
 };
 std::vector<DmaBufCase> DmaBufCases() {
@@ -191,6 +192,9 @@ std::vector<DmaBufCase> DmaBufCases() {
       {"64K whole", "device", 64 * K, 0, 64 * K},
       {"64K +4K 60K", "device", 64 * K, 4 * K, 60 * K},
       {"1G whole", "device", 1024 * M, 0, 1024 * M},
+      {"VMM 4M whole", "vmm", 4 * M, 0, 4 * M},
+      {"VMM 4M +64K 64K", "vmm", 4 * M, 64 * K, 64 * K},
+      {"VMM 4M whole, not RDMA-capable", "vmm-no-rdma", 4 * M, 0, 4 * M},
       {"cudaMallocHost 4M whole", "pinned", 4 * M, 0, 4 * M},
       {"registered anon 4M whole", "registered", 4 * M, 0, 4 * M},
       {"pageable anon 4M whole", "pageable", 4 * M, 0, 4 * M},
@@ -360,8 +364,9 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
     Result<DmaBufExport> e = Status::Internal("not run");
     std::unique_ptr<DeviceBuffer> dev;
     std::unique_ptr<HostMemory> host;
-    if (c.target == "device") {
-      auto d = gpu.AllocDevice(c.alloc);
+    if (c.target == "device" || c.target == "vmm" || c.target == "vmm-no-rdma") {
+      auto d = c.target == "device" ? gpu.AllocDevice(c.alloc)
+                                    : gpu.AllocDeviceVmm(c.alloc, c.target == "vmm");
       if (!d.ok()) {
         profile["skipped"].push_back("dmabuf " + c.name + ": " + d.status().ToString());
         continue;
@@ -740,8 +745,9 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
     const uint64_t alloc = WholeOr<uint64_t>(c, "alloc", 0), offset = WholeOr<uint64_t>(c, "offset", 0),
                    length = WholeOr<uint64_t>(c, "length", 0);
     Result<DmaBufExport> e = Status::Internal("no such target");
-    if (target == "device") {
-      RESMEM_ASSIGN_OR_RETURN(auto dev, gpu->AllocDevice(alloc));
+    if (target == "device" || target == "vmm" || target == "vmm-no-rdma") {
+      RESMEM_ASSIGN_OR_RETURN(auto dev, target == "device" ? gpu->AllocDevice(alloc)
+                                                           : gpu->AllocDeviceVmm(alloc, target == "vmm"));
       e = gpu->ExportDmaBuf(*dev, offset, length);
     } else if (target == "pinned") {
       RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu->AllocPinned(alloc, 0));

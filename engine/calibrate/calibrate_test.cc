@@ -49,7 +49,7 @@ TEST(Calibrate, DmaBufCasesRecordReplayAndMerge) {
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   ASSERT_TRUE(profile->contains("dmabuf"));
   const auto& cases = (*profile)["dmabuf"];
-  EXPECT_EQ(cases.size(), 18u);
+  EXPECT_EQ(cases.size(), 21u);
   int ok = 0, refused = 0;
   for (const auto& c : cases) {
     if (c["code"] == 0) {
@@ -60,8 +60,8 @@ TEST(Calibrate, DmaBufCasesRecordReplayAndMerge) {
       EXPECT_EQ(c["code"], 1) << c.dump();
     }
   }
-  EXPECT_EQ(ok, 10);
-  EXPECT_EQ(refused, 8);
+  EXPECT_EQ(ok, 12);
+  EXPECT_EQ(refused, 9);
   auto merged = MergeProfiles({*profile, *profile}, {"a.json", "b.json"});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ((*merged)["dmabuf"][0]["code_runs"].size(), 2u);

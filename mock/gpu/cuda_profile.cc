@@ -47,6 +47,7 @@
 // | the call exists                                         | no (CUDA 11.7+) | yes | cuda.h 13.0; FACTS "DMA_BUF_SUPPORTED 1" |
 // | device memory, offset and size multiples of 4 KiB       | -        | 0, fd size = length | cuda.h "dptr and size aligned to the host page size"; FACTS "4 KiB to 1 GiB: success, lseek(SEEK_END) is the size; at +4 KiB offset: success" |
 // | offset or size not a multiple of 4 KiB; size 0; past the allocation | - | 1 (to be confirmed on the H100) | cuda.h (alignment); size 0 and past-end: assumption |
+// | cuMemCreate (VMM) memory with / without gpuDirectRDMACapable | -   | 0 / 1 (to be confirmed on the H100) | cuda.h: VMM ranges must be fully mapped; GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED "specifying the GPUDirect RDMA flag with cuMemCreate"; FACTS: that attribute is 1 |
 // | cudaMallocHost / registered / pageable host memory      | -        | 1         | FACTS "on cudaMallocHost memory: 1"; cuda.h: host allocations need CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED |
 #include <cstdint>
 

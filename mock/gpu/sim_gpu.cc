@@ -75,6 +75,9 @@ class SimDeviceBuffer : public DeviceBuffer {
   uint64_t size() const override { return size_; }
   int device() const override { return device_; }
   SparseBytes& bytes() { return bytes_; }
+  // Made with cuMemCreate (VMM); whether its allocation asked for gpuDirectRDMACapable.
+  bool vmm = false;
+  bool rdma_capable = false;
 
  private:
   uint64_t size_;
@@ -351,6 +354,19 @@ class SimGpu : public Gpu {
     return std::unique_ptr<DeviceBuffer>(new SimDeviceBuffer(bytes, device, state));
   }
 
+  // cuMemCreate rounds nothing itself: the size must be a multiple of the granularity (2 MiB on
+  // the H100; cuMemGetAllocationGranularity), which the backend rounds up to, as CudaGpu does.
+  Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable) override {
+    if (!profile_.has_dmabuf_export)
+      return Status::Unsupported("cuMemCreate does not exist in " + profile_.name + " (CUDA 10.2+)");
+    constexpr uint64_t kGranularity = 2ull << 20;
+    RESMEM_ASSIGN_OR_RETURN(auto dev, AllocDevice((bytes + kGranularity - 1) / kGranularity * kGranularity));
+    auto* sdev = static_cast<SimDeviceBuffer*>(dev.get());
+    sdev->vmm = true;
+    sdev->rdma_capable = rdma_capable;
+    return dev;
+  }
+
   Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
                          DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) override {
     const bool h2d = dir == CopyDirection::kHostToDevice;
@@ -499,8 +515,15 @@ class SimGpu : public Gpu {
     const std::string what = "cuMemGetHandleForAddressRange(device buffer of " + FormatSize(dev.size()) +
                              " +" + Hex(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)";
     RESMEM_RETURN_IF_ERROR(DmaBufOffered(what));
-    if (!dynamic_cast<SimDeviceBuffer*>(&dev))
-      return Cuda(profile_.error_invalid_value, what + ": not a device allocation of this GPU");
+    const auto* sdev = dynamic_cast<const SimDeviceBuffer*>(&dev);
+    if (!sdev) return Cuda(profile_.error_invalid_value, what + ": not a device allocation of this GPU");
+    // VMM memory without gpuDirectRDMACapable (cuda.h: the attribute
+    // GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is about "specifying the GPUDirect RDMA flag with
+    // cuMemCreate"): refused (assumption, to be confirmed on the H100).
+    if (sdev->vmm && !sdev->rdma_capable)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": a cuMemCreate allocation without gpuDirectRDMACapable; set "
+                         "allocFlags.gpuDirectRDMACapable = 1 in its CUmemAllocationProp");
     RESMEM_RETURN_IF_ERROR(DmaBufRange(what, offset, length, dev.size()));
     DmaBufExport e;
     e.size = length;

@@ -958,6 +958,13 @@ TEST(Seed001Test, DmaBufExportFollowsTheHostPageRule) {
   auto pinned = fx.gpu->AllocPinned(kMiB, 0);
   ASSERT_TRUE(pinned.ok());
   EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBufHost(**pinned, 0, kMiB).status()), 1);  // FACTS
+  // VMM memory: exported with gpuDirectRDMACapable, refused without; sizes round to 2 MiB.
+  auto vmm = fx.gpu->AllocDeviceVmm(3 * kMiB, true);
+  auto plain_vmm = fx.gpu->AllocDeviceVmm(kMiB, false);
+  ASSERT_TRUE(vmm.ok() && plain_vmm.ok());
+  EXPECT_EQ((*vmm)->size(), 4 * kMiB);
+  EXPECT_TRUE(fx.gpu->ExportDmaBuf(**vmm, 0, 4 * kMiB).ok());
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBuf(**plain_vmm, 0, 2 * kMiB).status()), 1);
   // CUDA 4.1 had no such call.
   Fixture old("cuda-4.1-r285");
   auto d41 = old.gpu->AllocDevice(kMiB);
