@@ -128,6 +128,25 @@ class Run {
     if (!b_.gpu) return Status::Unavailable("this backend has no GPU part");
     return Status::Ok();
   }
+  // A copy between named host memory and a named device buffer, `passes` times: its median rate
+  // and the path of the last pass. `copy(host, dev)` makes one.
+  template <typename F>
+  Status MeasureCopy(const std::string& host_name, const std::string& device_name, int64_t passes_arg,
+                     StepResult* r, F copy) {
+    RESMEM_RETURN_IF_ERROR(NeedGpu());
+    RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(host_name));
+    RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(device_name));
+    RESMEM_ASSIGN_OR_RETURN(int passes, Passes(passes_arg));
+    CopyStats cs;
+    RESMEM_ASSIGN_OR_RETURN(double seconds, MedianSeconds(passes, [&]() -> Result<double> {
+      RESMEM_ASSIGN_OR_RETURN(cs, copy(*host, *dev));
+      return cs.seconds;
+    }));
+    RecordRate(r, cs.bytes, seconds);
+    r->texts["path"] = cs.path;
+    if (passes > 1) r->numbers["passes"] = passes;
+    return Status::Ok();
+  }
   uint64_t PatternSeed() const { return seed_; }
 
   Status Boot(const Step& step, StepResult* r);
@@ -441,37 +460,15 @@ Status Run::Do(const scenario::MemcpyStep& step, StepResult* r) {
 }
 
 Status Run::Do(const scenario::CopyStep& step, StepResult* r) {
-  RESMEM_RETURN_IF_ERROR(NeedGpu());
-  RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(step.host));
-  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(step.device));
-  RESMEM_ASSIGN_OR_RETURN(int passes, Passes(step.passes));
-  CopyStats cs;
-  RESMEM_ASSIGN_OR_RETURN(double seconds, MedianSeconds(passes, [&]() -> Result<double> {
-    RESMEM_ASSIGN_OR_RETURN(cs, b_.gpu->Copy(step.direction, *host, step.host_offset, *dev,
-                                             step.device_offset, step.length));
-    return cs.seconds;
-  }));
-  RecordRate(r, cs.bytes, seconds);
-  r->texts["path"] = cs.path;
-  if (passes > 1) r->numbers["passes"] = passes;
-  return Status::Ok();
+  return MeasureCopy(step.host, step.device, step.passes, r, [&](HostMemory& host, DeviceBuffer& dev) {
+    return b_.gpu->Copy(step.direction, host, step.host_offset, dev, step.device_offset, step.length);
+  });
 }
 
 Status Run::Do(const scenario::ZeroCopyStep& step, StepResult* r) {
-  RESMEM_RETURN_IF_ERROR(NeedGpu());
-  RESMEM_ASSIGN_OR_RETURN(HostMemory * host, Span(step.host));
-  RESMEM_ASSIGN_OR_RETURN(DeviceBuffer * dev, Device(step.device));
-  RESMEM_ASSIGN_OR_RETURN(int passes, Passes(step.passes));
-  CopyStats cs;
-  RESMEM_ASSIGN_OR_RETURN(double seconds, MedianSeconds(passes, [&]() -> Result<double> {
-    RESMEM_ASSIGN_OR_RETURN(cs, b_.gpu->CopyMapped(step.direction, *host, step.host_offset, *dev,
-                                                   step.device_offset, step.length));
-    return cs.seconds;
-  }));
-  RecordRate(r, cs.bytes, seconds);
-  r->texts["path"] = cs.path;
-  if (passes > 1) r->numbers["passes"] = passes;
-  return Status::Ok();
+  return MeasureCopy(step.host, step.device, step.passes, r, [&](HostMemory& host, DeviceBuffer& dev) {
+    return b_.gpu->CopyMapped(step.direction, host, step.host_offset, dev, step.device_offset, step.length);
+  });
 }
 
 Status Run::Do(const scenario::OverlapStep& step, StepResult* r) {

@@ -222,7 +222,7 @@ ArgDef Choice(const char* name, E K::*m, Need need, std::vector<std::pair<std::s
 constexpr int64_t kMaxPasses = 1000;
 template <typename K>
 ArgDef Passes() {
-  return Int("passes", &K::passes, kOptional, 1, kMaxPasses,
+  return Int<K>("passes", &K::passes, kOptional, 1, kMaxPasses,
              "measure N times and judge the median (FACTS.md: one pass on the GPU machine can "
              "drop 10-50%)");
 }
@@ -235,6 +235,17 @@ std::vector<ArgDef> PatternSpanArgs() {
                                  {{"counter", DataPattern::kCounter}, {"seeded", DataPattern::kSeeded},
                                   {"zero", DataPattern::kZero}},
                                  "bytes as a function of their offset (seeded: and of the run's seed)")};
+}
+template <typename K>  // CopyStep, ZeroCopyStep
+std::vector<ArgDef> HostDeviceRangeArgs(const char* direction_help, const char* host_help) {
+  return {Choice<K, CopyDirection>("direction", &K::direction, kRequired,
+                                   {{"h2d", CopyDirection::kHostToDevice}, {"d2h", CopyDirection::kDeviceToHost}},
+                                   direction_help),
+          Name<K>("host", &K::host, host_help),
+          Name<K>("device", &K::device, "device buffer"),
+          Size<K>("host_offset", &K::host_offset, kOptional, "into host"),
+          Size<K>("device_offset", &K::device_offset, kOptional, "into device"),
+          Size<K>("length", &K::length, kRequired, "bytes"), Passes<K>()};
 }
 template <typename K>  // P2pPinStep, P2pDmaStep
 std::vector<ArgDef> P2pRangeArgs(std::vector<ArgDef> own) {
@@ -320,24 +331,11 @@ std::vector<StepDef> MakeStepDefs() {
                         Size("length", &MemcpyStep::length, kRequired, "bytes"), Passes<MemcpyStep>()},
                        {"mbps", "tolerance", "mbps_min", "mbps_max"}),
       Kind<CopyStep>("cudaMemcpy between host and device; measures bandwidth",
-                     {Choice("direction", &CopyStep::direction, kRequired,
-                             {{"h2d", CopyDirection::kHostToDevice}, {"d2h", CopyDirection::kDeviceToHost}},
-                             "h2d or d2h"),
-                      Name("host", &CopyStep::host, "host memory"),
-                      Name("device", &CopyStep::device, "device buffer"),
-                      Size("host_offset", &CopyStep::host_offset, kOptional, "into host"),
-                      Size("device_offset", &CopyStep::device_offset, kOptional, "into device"),
-                      Size("length", &CopyStep::length, kRequired, "bytes"), Passes<CopyStep>()},
+                     HostDeviceRangeArgs<CopyStep>("h2d or d2h", "host memory"),
                      {"mbps", "tolerance", "mbps_min", "mbps_max", "path"}),
       Kind<ZeroCopyStep>("a kernel moves the bytes through mapped host memory (cudaHostGetDevicePointer); measures bandwidth",
-                         {Choice("direction", &ZeroCopyStep::direction, kRequired,
-                                 {{"h2d", CopyDirection::kHostToDevice}, {"d2h", CopyDirection::kDeviceToHost}},
-                                 "h2d (the kernel reads host memory) or d2h (writes it)"),
-                          Name("host", &ZeroCopyStep::host, "pinned or registered host memory"),
-                          Name("device", &ZeroCopyStep::device, "device buffer"),
-                          Size("host_offset", &ZeroCopyStep::host_offset, kOptional, "into host"),
-                          Size("device_offset", &ZeroCopyStep::device_offset, kOptional, "into device"),
-                          Size("length", &ZeroCopyStep::length, kRequired, "bytes"), Passes<ZeroCopyStep>()},
+                         HostDeviceRangeArgs<ZeroCopyStep>("h2d (the kernel reads host memory) or d2h (writes it)",
+                                                           "pinned or registered host memory"),
                          {"mbps", "tolerance", "mbps_min", "mbps_max", "path"}),
       Kind<OverlapStep>("copy H2D then a kernel per block, on 1 or 2 streams; measures the whole",
                         {Name("host", &OverlapStep::host, "host memory (at least one block)"),

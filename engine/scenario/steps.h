@@ -113,22 +113,20 @@ struct MemcpyStep {
   uint64_t length = 0;
   int64_t passes = 1;
 };
-struct CopyStep {
-  static constexpr const char* kName = "copy";
+// What copy and zero_copy take: a direction, bytes of named host memory and a device buffer.
+struct HostDeviceRange {
   CopyDirection direction = CopyDirection::kHostToDevice;
   std::string host, device;
   uint64_t host_offset = 0, device_offset = 0;
   uint64_t length = 0;
   int64_t passes = 1;
 };
+struct CopyStep : HostDeviceRange {
+  static constexpr const char* kName = "copy";
+};
 // A kernel moves the bytes through mapped host memory (seed 001's zero-copy).
-struct ZeroCopyStep {
+struct ZeroCopyStep : HostDeviceRange {
   static constexpr const char* kName = "zero_copy";
-  CopyDirection direction = CopyDirection::kHostToDevice;
-  std::string host, device;
-  uint64_t host_offset = 0, device_offset = 0;
-  uint64_t length = 0;
-  int64_t passes = 1;
 };
 // Copy H2D and kernel per block on one or two streams (seed 001's async copies).
 struct OverlapStep {

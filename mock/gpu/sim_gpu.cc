@@ -373,18 +373,7 @@ class SimGpu : public Gpu {
     const std::string what = std::string("cudaMemcpy ") + (h2d ? "HostToDevice " : "DeviceToHost ") +
                              FormatSize(length) + " (host " + mem_name(host) + " +" +
                              Hex(host_offset) + ", device +" + Hex(dev_offset) + ")";
-    auto* sdev = dynamic_cast<SimDeviceBuffer*>(&dev);
-    if (!sdev)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the device buffer was not allocated by this simulated GPU");
-    if (host_offset > host.size() || length > host.size() - host_offset)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the host range runs past the end of the span (" +
-                      FormatSize(host.size()) + ")");
-    if (dev_offset > dev.size() || length > dev.size() - dev_offset)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the device range runs past the end of the buffer (" +
-                      FormatSize(dev.size()) + ")");
+    RESMEM_ASSIGN_OR_RETURN(SimDeviceBuffer * sdev, Checked(what, host, host_offset, dev, dev_offset, length));
 
     const RangeKey key = KeyOf(host, host_offset);
     FaultOutcome fault;
