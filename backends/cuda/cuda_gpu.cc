@@ -228,7 +228,7 @@ Result<int> CudaGpu::CreateContextWithFlags(int device, uint32_t flags) {
   if (!fn_ctx_create_)
     return Status::Unsupported("cuCtxCreate is not offered by this driver's entry points");
   CUcontext ctx = nullptr;
-  const unsigned ctx_flags = (flags & kDeviceMapHost) ? CU_CTX_MAP_HOST : 0;
+  const unsigned ctx_flags = (flags & kDeviceMapHost) ? unsigned{CU_CTX_MAP_HOST} : 0u;
   CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, ctx_flags, device);
   if (r != CUDA_SUCCESS)
     return Status::Cuda(static_cast<int>(r), "cuCtxCreate(device " + std::to_string(device) +

@@ -353,7 +353,7 @@ Status Run::Do(const scenario::ContextStep& step, StepResult*) {
   RESMEM_RETURN_IF_ERROR(NeedGpu());
   if (step.action == scenario::ContextAction::kCreate) {
     RESMEM_ASSIGN_OR_RETURN(int ctx, b_.gpu->CreateContextWithFlags(
-                                         static_cast<int>(step.device), step.map_host ? kDeviceMapHost : 0));
+                                         static_cast<int>(step.device), step.map_host ? uint32_t{kDeviceMapHost} : 0u));
     contexts_[step.name] = ctx;
     return Status::Ok();
   }
@@ -365,7 +365,7 @@ Status Run::Do(const scenario::ContextStep& step, StepResult*) {
 
 Status Run::Do(const scenario::DeviceFlagsStep& step, StepResult*) {
   RESMEM_RETURN_IF_ERROR(NeedGpu());
-  return b_.gpu->SetDeviceFlags(step.map_host ? kDeviceMapHost : 0);
+  return b_.gpu->SetDeviceFlags(step.map_host ? uint32_t{kDeviceMapHost} : 0u);
 }
 
 Status Run::Do(const scenario::RegisterStep& step, StepResult* r) {
