@@ -36,6 +36,7 @@ constexpr CudaName kCuda41[] = {
     {21, "cudaErrorInvalidMemcpyDirection"},
     {30, "cudaErrorUnknown"},
     {35, "cudaErrorInsufficientDriver"},
+    {36, "cudaErrorSetOnActiveProcess"},
     {38, "cudaErrorNoDevice"},
     {49, "cudaErrorIncompatibleDriverContext"},
     {61, "cudaErrorHostMemoryAlreadyRegistered"},
@@ -50,6 +51,7 @@ constexpr CudaName kCuda13[] = {
     {3, "cudaErrorInitializationError"},
     {17, "cudaErrorInvalidDevicePointer"},
     {35, "cudaErrorInsufficientDriver"},
+    {36, "cudaErrorSetOnActiveProcess"},
     {46, "cudaErrorDevicesUnavailable"},
     {49, "cudaErrorIncompatibleDriverContext"},
     {100, "cudaErrorNoDevice"},
@@ -261,7 +263,8 @@ std::string RegisterFlagsName(uint32_t flags) {
   add(kRegisterMapped, "mapped");
   add(kRegisterIoMemory, "iomemory");
   add(kRegisterReadOnly, "readonly");
-  const uint32_t unknown = flags & ~0xfu;
+  add(kAllocWriteCombined, "writecombined");
+  const uint32_t unknown = flags & ~(0xfu | kAllocWriteCombined);
   if (unknown) out += (out.empty() ? "" : "|") + std::string("0x") + [&] {
     char b[16];
     std::snprintf(b, sizeof b, "%x", unknown);
@@ -277,9 +280,12 @@ Result<uint32_t> ParseRegisterFlag(const std::string& name) {
   if (l == "mapped") return static_cast<uint32_t>(kRegisterMapped);
   if (l == "iomemory" || l == "io_memory" || l == "io-memory") return static_cast<uint32_t>(kRegisterIoMemory);
   if (l == "readonly" || l == "read_only" || l == "read-only") return static_cast<uint32_t>(kRegisterReadOnly);
+  if (l == "writecombined" || l == "write_combined" || l == "write-combined")
+    return static_cast<uint32_t>(kAllocWriteCombined);
   if (l.rfind("0x", 0) == 0) return static_cast<uint32_t>(std::strtoul(l.c_str() + 2, nullptr, 16));
   return Status::InvalidArgument("unknown registration flag '" + name +
-                                 "'; use default, portable, mapped, iomemory, readonly or 0x<bits>");
+                                 "'; use default, portable, mapped, iomemory, readonly, "
+                                 "writecombined (cudaHostAlloc only) or 0x<bits>");
 }
 
 std::string CudaErrorName(const std::string& profile, int code) {
@@ -312,6 +318,37 @@ uint64_t Fnv1a64(const void* data, uint64_t len, uint64_t seed) {
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+
+// Defaults for backends that do not offer seed 001's calls or dma-buf (gpu.h).
+namespace {
+Status NotOffered(const Gpu& gpu, const char* what) {
+  return Status::Unsupported(std::string(what) + " is not offered by the " + gpu.name() +
+                             " GPU backend; run with --backend sim or cuda");
+}
+}  // namespace
+
+Status Gpu::SetDeviceFlags(uint32_t) { return NotOffered(*this, "cudaSetDeviceFlags"); }
+Result<int> Gpu::CreateContextWithFlags(int device, uint32_t flags) {
+  if (flags == 0) return CreateContext(device);
+  return NotOffered(*this, "a context with CU_CTX flags");
+}
+Result<CopyStats> Gpu::CopyMapped(CopyDirection, HostMemory&, uint64_t, DeviceBuffer&, uint64_t,
+                                  uint64_t) {
+  return NotOffered(*this, "zero-copy (a kernel on mapped host memory)");
+}
+Result<PipelineStats> Gpu::CopyKernelPipeline(HostMemory&, DeviceBuffer&, const PipelineSpec&) {
+  return NotOffered(*this, "copy/kernel overlap on streams");
+}
+Result<DmaBufExport> Gpu::ExportDmaBuf(DeviceBuffer&, uint64_t, uint64_t) {
+  return NotOffered(*this, "cuMemGetHandleForAddressRange (dma-buf)");
+}
+Result<std::unique_ptr<DeviceBuffer>> Gpu::AllocDeviceVmm(uint64_t, bool) {
+  return NotOffered(*this, "cuMemCreate (VMM device memory)");
+}
+Result<DmaBufExport> Gpu::ExportDmaBufHost(HostMemory&, uint64_t, uint64_t) {
+  return NotOffered(*this, "cuMemGetHandleForAddressRange (dma-buf)");
 }
 
 }  // namespace resmem

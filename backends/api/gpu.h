@@ -23,6 +23,15 @@ enum RegisterFlag : uint32_t {
   kRegisterMapped = 0x2,
   kRegisterIoMemory = 0x4,
   kRegisterReadOnly = 0x8,
+  // cudaHostAllocWriteCombined, for AllocPinned only. The runtime's bit is 0x04, the same as
+  // cudaHostRegisterIoMemory's, so one flag word cannot carry both: resmem gives it a bit of its
+  // own and the CUDA backend passes cudaHostAllocWriteCombined. To cudaHostRegister it is an
+  // unknown flag.
+  kAllocWriteCombined = 0x100,
+};
+// cudaSetDeviceFlags / CU_CTX_* flags the model knows.
+enum DeviceFlag : uint32_t {
+  kDeviceMapHost = 0x08,  // cudaDeviceMapHost, CU_CTX_MAP_HOST
 };
 // "default", "portable", "mapped", "iomemory", "readonly"; joined with '|' when several.
 std::string RegisterFlagsName(uint32_t flags);
@@ -58,6 +67,34 @@ struct CopyStats {
 
 enum class CopyDirection { kHostToDevice, kDeviceToHost };
 
+// Copy and kernel overlapped on streams (seed 001, "async copies"): `blocks` blocks of
+// `block_size` bytes go from host memory [host_offset, ...) (wrapping round the span) to device
+// memory (two slots of block_size, so the device buffer holds at least 2 blocks), and after each
+// block's copy a kernel reads that slot and then keeps its SMs for kernel_us microseconds in all.
+// streams = 1: copy and kernel of every block in one stream, one after another; streams = 2: block i
+// on stream i % 2, so the copy of block i+1 can run while block i's kernel does.
+struct PipelineSpec {
+  uint64_t host_offset = 0;
+  uint64_t block_size = 0;
+  int blocks = 0;
+  int streams = 1;
+  double kernel_us = 0;
+};
+struct PipelineStats {
+  uint64_t bytes = 0;
+  double seconds = 0;         // first copy issued to last kernel finished
+  double copy_seconds = 0;    // one block's copy alone (measured or modelled)
+  double kernel_seconds = 0;  // one block's kernel alone
+  std::string path;           // "overlapped (2 streams)", "serial (1 stream)", "serial (...)"
+  // seconds / (blocks x (copy + kernel)): 1 with no overlap, about max/sum with full overlap.
+  double ratio_to_serial = 0;
+};
+
+// What cuMemGetHandleForAddressRange(CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) gave for a range.
+struct DmaBufExport {
+  uint64_t size = 0;  // lseek(fd, 0, SEEK_END) of the dma-buf fd (closed again by the backend)
+};
+
 class Gpu {
  public:
   virtual ~Gpu() = default;
@@ -89,6 +126,33 @@ class Gpu {
   // A checksum (FNV-1a 64 of the bytes) computed on the device over [offset, offset+length):
   // proves what arrived without trusting the host side.
   virtual Result<uint64_t> DeviceChecksum(DeviceBuffer& dev, uint64_t offset, uint64_t length) = 0;
+
+  // ---- seed 001 (page-locked memory: mapped, write-combined, streams) and dma-buf. Backends
+  // without them answer Unsupported. ----
+  // cudaSetDeviceFlags(flags) on the current device (DeviceFlag bits).
+  virtual Status SetDeviceFlags(uint32_t flags);
+  // A context made the driver API's way (cuCtxCreate) with CU_CTX_* flags (DeviceFlag bits):
+  // without kDeviceMapHost it cannot map pinned memory (cuda_runtime_api.h, cudaDeviceMapHost:
+  // "may be absent if a context is created using the driver API"). CreateContext(d) is this
+  // with flags 0.
+  virtual Result<int> CreateContextWithFlags(int device, uint32_t flags);
+  // Zero-copy: a kernel moves the bytes through the device pointer cudaHostGetDevicePointer
+  // gives for pinned or registered host memory (path "zero-copy-mapped").
+  virtual Result<CopyStats> CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                                       DeviceBuffer& dev, uint64_t dev_offset, uint64_t length);
+  // Copy H2D and kernel per block, on one or two streams (PipelineSpec).
+  virtual Result<PipelineStats> CopyKernelPipeline(HostMemory& host, DeviceBuffer& dev,
+                                                   const PipelineSpec& spec);
+  // cuMemGetHandleForAddressRange(DMA_BUF_FD) on [offset, offset+length) of a device buffer, or
+  // of host memory (ExportDmaBufHost). Errors carry the CUresult number (1 invalid value, 801
+  // not supported: the same numbers as the runtime's).
+  virtual Result<DmaBufExport> ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length);
+  // Device memory made the VMM way (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess),
+  // `bytes` rounded up to the allocation granularity; rdma_capable sets the allocation's
+  // gpuDirectRDMACapable flag. ExportDmaBuf takes it like a cudaMalloc buffer.
+  virtual Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable);
+  virtual Result<DmaBufExport> ExportDmaBufHost(HostMemory& host, uint64_t offset,
+                                                uint64_t length);
 };
 
 // "cudaErrorInvalidValue" for code 1 in profile "cuda-13.0-r580", "cudaErrorUnknown" for 30 in

@@ -3,6 +3,12 @@
 #include <cuda.h>  // driver API types only; the functions are reached through entry points
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <functional>
+#include <type_traits>
 #include <chrono>
 #include <thread>
 #include <cinttypes>
@@ -17,6 +23,8 @@ namespace {
 using CtxSetCurrentFn = CUresult (*)(CUcontext);
 using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 using CtxCreateFn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+using GetHandleForRangeFn = CUresult (*)(void*, CUdeviceptr, size_t, CUmemRangeHandleType,
+                                         unsigned long long);
 
 std::string Hex(uint64_t v) {
   char b[32];
@@ -37,8 +45,15 @@ double Now() {
 
 class CudaBuffer : public DeviceBuffer {
  public:
-  CudaBuffer(void* p, uint64_t size, int device) : p_(p), size_(size), device_(device) {}
-  ~CudaBuffer() override { cudaFree(p_); }
+  // `release` frees the memory (cudaFree when none is given: a cudaMalloc buffer).
+  CudaBuffer(void* p, uint64_t size, int device, std::function<void()> release = nullptr)
+      : p_(p), size_(size), device_(device), release_(std::move(release)) {}
+  ~CudaBuffer() override {
+    if (release_)
+      release_();
+    else
+      cudaFree(p_);
+  }
   uint64_t size() const override { return size_; }
   int device() const override { return device_; }
   uint8_t* ptr() { return static_cast<uint8_t*>(p_); }
@@ -47,6 +62,7 @@ class CudaBuffer : public DeviceBuffer {
   void* p_;
   uint64_t size_;
   int device_;
+  std::function<void()> release_;
 };
 
 class PinnedMemory : public HostMemory {
@@ -138,6 +154,8 @@ Result<std::unique_ptr<CudaGpu>> CudaGpu::Create(int device) {
                                    cudaEnableDefault, &q);
   cudaGetDriverEntryPointByVersion("cuCtxCreate", &gpu->fn_ctx_create_, 12050,
                                    cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange",
+                                   &gpu->fn_get_handle_for_range_, 11070, cudaEnableDefault, &q);
   cudaGetLastError();
   CUcontext primary = nullptr;
   if (gpu->fn_ctx_get_current_)
@@ -204,14 +222,18 @@ Result<DeviceAttributes> CudaGpu::Attributes(int device) {
   return a;
 }
 
-Result<int> CudaGpu::CreateContext(int device) {
+Result<int> CudaGpu::CreateContext(int device) { return CreateContextWithFlags(device, 0); }
+
+Result<int> CudaGpu::CreateContextWithFlags(int device, uint32_t flags) {
   if (!fn_ctx_create_)
     return Status::Unsupported("cuCtxCreate is not offered by this driver's entry points");
   CUcontext ctx = nullptr;
-  CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, 0, device);
+  const unsigned ctx_flags = (flags & kDeviceMapHost) ? unsigned{CU_CTX_MAP_HOST} : 0u;
+  CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, ctx_flags, device);
   if (r != CUDA_SUCCESS)
     return Status::Cuda(static_cast<int>(r), "cuCtxCreate(device " + std::to_string(device) +
-                                                 ") -> " + std::to_string(r));
+                                                 ", flags " + Hex(ctx_flags) + ") -> " +
+                                                 std::to_string(r));
   std::lock_guard<std::mutex> l(mu_);
   contexts_.push_back(ctx);
   context_device_.push_back(device);
@@ -259,7 +281,8 @@ Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_
   if (FaultOutcome f = CheckFault("gpu.alloc", 0, bytes); IsErrorFault(f)) return f.status;
   void* p = nullptr;
   unsigned alloc_flags = (flags & kRegisterPortable ? cudaHostAllocPortable : 0) |
-                         (flags & kRegisterMapped ? cudaHostAllocMapped : 0);
+                         (flags & kRegisterMapped ? cudaHostAllocMapped : 0) |
+                         (flags & kAllocWriteCombined ? cudaHostAllocWriteCombined : 0);
   cudaError_t err = cudaHostAlloc(&p, bytes, alloc_flags);
   if (err != cudaSuccess)
     return CudaError(err, "cudaHostAlloc(" + FormatSize(bytes) + ", " + RegisterFlagsName(flags) + ")");
@@ -271,6 +294,7 @@ Result<std::unique_ptr<HostMemory>> CudaGpu::AllocPinned(uint64_t bytes, uint32_
   f.locked = true;
   f.pinned_context = current_.load();
   f.portable = flags & kRegisterPortable;
+  f.memory_type = flags & kAllocWriteCombined ? MemoryType::kWriteCombining : MemoryType::kWriteBack;
   f.origin = "cudaHostAlloc";
   return std::unique_ptr<HostMemory>(new PinnedMemory(p, bytes, f));
 }
@@ -496,6 +520,217 @@ Result<uint64_t> CudaGpu::CountPatternMismatches(DeviceBuffer& dev, uint64_t off
   if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
   if (err != cudaSuccess) return CudaError(err, "pattern check kernel");
   return static_cast<uint64_t>(*host_count);
+}
+
+Status CudaGpu::SetDeviceFlags(uint32_t flags) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  const unsigned f = (flags & kDeviceMapHost) ? cudaDeviceMapHost : 0;
+  cudaError_t err = cudaSetDeviceFlags(f);
+  if (err != cudaSuccess) return CudaError(err, "cudaSetDeviceFlags(" + Hex(f) + ")");
+  return Status::Ok();
+}
+
+Result<PipelineStats> CudaGpu::CopyKernelPipeline(HostMemory& host, DeviceBuffer& dev,
+                                                  const PipelineSpec& spec) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  const uint64_t block = spec.block_size;
+  const std::string what = "copy/kernel pipeline of " + std::to_string(spec.blocks) + " x " +
+                           FormatSize(block) + " on " + std::to_string(spec.streams) + " stream(s)";
+  if (block == 0 || spec.blocks < 1 || (spec.streams != 1 && spec.streams != 2))
+    return Status::InvalidArgument(what + ": give a block size > 0, at least one block and 1 or 2 streams");
+  if (spec.host_offset > host.size() || host.size() - spec.host_offset < block)
+    return Status::InvalidArgument(what + ": the host span holds no whole block past the offset");
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, spec.host_offset, block, "pipeline"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, 0, 2 * block, "pipeline (two device slots)"));
+  const uint64_t host_slots = (host.size() - spec.host_offset) / block;
+  const uint64_t busy_ns = static_cast<uint64_t>(spec.kernel_us * 1e3);
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  unsigned long long* sum = nullptr;
+  cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&sum), sizeof *sum);
+  for (int i = 0; i < 2 && err == cudaSuccess; ++i)
+    err = cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking);
+  auto release = [&] {
+    for (cudaStream_t st : streams)
+      if (st) cudaStreamDestroy(st);
+    if (sum) cudaFree(sum);
+  };
+  if (err != cudaSuccess) {
+    release();
+    return CudaError(err, what + ": streams");
+  }
+  auto copy = [&](int i, cudaStream_t st) {
+    return cudaMemcpyAsync(b->ptr() + (i % 2) * block, h + (i % host_slots) * block, block,
+                           cudaMemcpyHostToDevice, st);
+  };
+  auto kernel = [&](int i, cudaStream_t st) {
+    return static_cast<cudaError_t>(
+        LaunchReadAndHold(b->ptr() + (i % 2) * block, block, busy_ns, sum, st));
+  };
+  auto timed = [&](auto issue) -> Result<double> {
+    const double t0 = Now();
+    cudaError_t e = issue();
+    for (cudaStream_t st : streams)
+      if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) return CudaError(e, what);
+    return Now() - t0;
+  };
+  PipelineStats st;
+  st.bytes = block * static_cast<uint64_t>(spec.blocks);
+  // One untimed round warms the copy engine and loads the kernel; then each part alone.
+  Result<double> warm = timed([&] {
+    cudaError_t e = copy(0, streams[0]);
+    return e == cudaSuccess ? kernel(0, streams[0]) : e;
+  });
+  Result<double> c = warm.ok() ? timed([&] { return copy(0, streams[0]); }) : warm;
+  Result<double> k = c.ok() ? timed([&] { return kernel(0, streams[0]); }) : c;
+  Result<double> all = k.ok() ? timed([&] {
+    for (int i = 0; i < spec.blocks; ++i) {
+      cudaStream_t s = streams[spec.streams == 2 ? i % 2 : 0];
+      cudaError_t e = copy(i, s);
+      if (e == cudaSuccess) e = kernel(i, s);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }) : k;
+  release();
+  if (!all.ok()) return all.status();
+  st.copy_seconds = *c;
+  st.kernel_seconds = *k;
+  st.seconds = *all;
+  const double serial = spec.blocks * (*c + *k);
+  st.ratio_to_serial = serial > 0 ? st.seconds / serial : 0;
+  cudaPointerAttributes attrs;
+  const bool pinned = cudaPointerGetAttributes(&attrs, h) == cudaSuccess &&
+                      attrs.type == cudaMemoryTypeHost;
+  cudaGetLastError();
+  // The path says what was asked and what the timeline shows: overlapped when the whole took
+  // less than 90% of copy + kernel done one after the other.
+  const bool overlapped = st.ratio_to_serial < 0.9;
+  st.path = overlapped ? "overlapped (" + std::to_string(spec.streams) + " stream" +
+                             (spec.streams == 2 ? "s)" : ")")
+                       : spec.streams == 1 ? std::string("serial (1 stream)")
+                       : pinned ? std::string("serial (2 streams, no overlap seen)")
+                                : std::string("serial (pageable host memory: cudaMemcpyAsync is synchronous)");
+  return st;
+}
+
+Result<DmaBufExport> CudaGpu::ExportRange(uint64_t address, uint64_t length, const std::string& what) {
+  if (!fn_get_handle_for_range_)
+    return Status::Unsupported(what + ": this driver offers no cuMemGetHandleForAddressRange entry "
+                                      "point (CUDA 11.7 and later have it)");
+  int fd = -1;
+  CUresult r = reinterpret_cast<GetHandleForRangeFn>(fn_get_handle_for_range_)(
+      &fd, static_cast<CUdeviceptr>(address), length, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+  if (r != CUDA_SUCCESS) {
+    cudaGetLastError();
+    return Status::Cuda(static_cast<int>(r), what + " -> " + CudaCodeText(static_cast<int>(r)));
+  }
+  DmaBufExport e;
+  const off_t end = lseek(fd, 0, SEEK_END);
+  close(fd);
+  if (end < 0) return Status::Errno(errno, what + ": lseek(SEEK_END) of the dma-buf fd failed");
+  e.size = static_cast<uint64_t>(end);
+  return e;
+}
+
+Result<DmaBufExport> CudaGpu::ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  auto* b = dynamic_cast<CudaBuffer*>(&dev);
+  if (b == nullptr)
+    return Status::InvalidArgument("dma-buf export: device buffer was not allocated by the CUDA backend");
+  // The range is passed as asked, even past the buffer's end: what the driver says is the case.
+  return ExportRange(reinterpret_cast<uint64_t>(b->ptr()) + offset, length,
+                     "cuMemGetHandleForAddressRange(cudaMalloc " + FormatSize(dev.size()) + " +" +
+                         Hex(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)");
+}
+
+Result<DmaBufExport> CudaGpu::ExportDmaBufHost(HostMemory& host, uint64_t offset, uint64_t length) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  if (host.data() == nullptr)
+    return Status::InvalidArgument("dma-buf export: " + host.Describe() + " is not addressable here");
+  return ExportRange(reinterpret_cast<uint64_t>(host.data()) + offset, length,
+                     "cuMemGetHandleForAddressRange(" + host.Describe() + " +" + Hex(offset) + ", " +
+                         std::to_string(length) + " bytes, DMA_BUF_FD)");
+}
+
+// The VMM calls, reached through entry points (CUDA 10.2: version 10020).
+struct CudaGpu::VmmFns {
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                     unsigned long long) = nullptr;
+  CUresult (*release)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = nullptr;
+  CUresult (*address_free)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = nullptr;
+  CUresult (*unmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
+  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) = nullptr;
+};
+
+Result<std::unique_ptr<DeviceBuffer>> CudaGpu::AllocDeviceVmm(uint64_t bytes, bool rdma_capable) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  if (!vmm_) {
+    auto f = std::make_shared<VmmFns>();
+    cudaDriverEntryPointQueryResult q;
+    auto get = [&](const char* name, auto** fn) {
+      void* p = nullptr;
+      cudaGetDriverEntryPointByVersion(name, &p, 10020, cudaEnableDefault, &q);
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
+      return p != nullptr;
+    };
+    const bool all = get("cuMemCreate", &f->create) && get("cuMemRelease", &f->release) &&
+                     get("cuMemAddressReserve", &f->reserve) &&
+                     get("cuMemAddressFree", &f->address_free) && get("cuMemMap", &f->map) &&
+                     get("cuMemUnmap", &f->unmap) && get("cuMemSetAccess", &f->set_access) &&
+                     get("cuMemGetAllocationGranularity", &f->granularity);
+    cudaGetLastError();
+    if (!all) return Status::Unsupported("this driver's entry points lack the VMM calls (cuMemCreate, ...)");
+    vmm_ = f;
+  }
+  const VmmFns& f = *vmm_;
+  const int device = context_device_[current_.load()];
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.allocFlags.gpuDirectRDMACapable = rdma_capable ? 1 : 0;
+  const std::string what = "cuMemCreate(" + FormatSize(bytes) + (rdma_capable ? ", gpuDirectRDMACapable" : "") + ")";
+  auto fail = [&](CUresult r, const char* call) {
+    return Status::Cuda(static_cast<int>(r), what + ": " + call + " -> " + CudaCodeText(static_cast<int>(r)));
+  };
+  size_t gran = 0;
+  if (CUresult r = f.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
+    return fail(r, "cuMemGetAllocationGranularity");
+  if (gran == 0) gran = 2 << 20;
+  const uint64_t size = (bytes + gran - 1) / gran * gran;
+  CUmemGenericAllocationHandle handle = 0;
+  if (CUresult r = f.create(&handle, size, &prop, 0); r != CUDA_SUCCESS) return fail(r, "cuMemCreate");
+  CUdeviceptr va = 0;
+  if (CUresult r = f.reserve(&va, size, gran, 0, 0); r != CUDA_SUCCESS) {
+    f.release(handle);
+    return fail(r, "cuMemAddressReserve");
+  }
+  if (CUresult r = f.map(va, size, 0, handle, 0); r != CUDA_SUCCESS) {
+    f.address_free(va, size);
+    f.release(handle);
+    return fail(r, "cuMemMap");
+  }
+  CUmemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (CUresult r = f.set_access(va, size, &access, 1); r != CUDA_SUCCESS) {
+    f.unmap(va, size);
+    f.address_free(va, size);
+    f.release(handle);
+    return fail(r, "cuMemSetAccess");
+  }
+  std::shared_ptr<VmmFns> keep = vmm_;
+  auto release = [keep, va, size, handle] {
+    keep->unmap(va, size);
+    keep->address_free(va, size);
+    keep->release(handle);
+  };
+  return std::unique_ptr<DeviceBuffer>(
+      new CudaBuffer(reinterpret_cast<void*>(va), size, device, std::move(release)));
 }
 
 Status RegisterInChunks(Gpu& gpu, HostMemory& mem, uint64_t offset, uint64_t length,

@@ -49,13 +49,32 @@ class CudaGpu : public Gpu {
   // block use CountPatternMismatches.
   Result<uint64_t> DeviceChecksum(DeviceBuffer& dev, uint64_t offset, uint64_t length) override;
 
+  // Seed 001 and dma-buf (gpu.h). SetDeviceFlags is cudaSetDeviceFlags; CreateContextWithFlags
+  // is cuCtxCreate with CU_CTX_* flags (CU_CTX_MAP_HOST = kDeviceMapHost). AllocPinned takes
+  // kAllocWriteCombined as cudaHostAllocWriteCombined.
+  Status SetDeviceFlags(uint32_t flags) override;
+  Result<int> CreateContextWithFlags(int device, uint32_t flags) override;
+  // Two non-blocking streams (or one), the copy timed alone, the kernel (LaunchReadAndHold)
+  // timed alone, then the whole pipeline, each on the steady clock around a synchronisation.
+  Result<PipelineStats> CopyKernelPipeline(HostMemory& host, DeviceBuffer& dev,
+                                           const PipelineSpec& spec) override;
+  // cuMemGetHandleForAddressRange(CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, flags 0), reached through
+  // cudaGetDriverEntryPointByVersion (no link against libcuda). The fd's size is read with
+  // lseek(SEEK_END) and the fd closed. Errors carry the CUresult.
+  Result<DmaBufExport> ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length) override;
+  Result<DmaBufExport> ExportDmaBufHost(HostMemory& host, uint64_t offset, uint64_t length) override;
+  // cuMemCreate (pinned device memory on the current context's device, gpuDirectRDMACapable as
+  // asked), cuMemAddressReserve, cuMemMap, cuMemSetAccess read-write for that device; all
+  // through entry points. Freed in reverse order with the buffer.
+  Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable) override;
+
   // ---- beyond the Gpu interface ----
   // Zero-copy: a kernel moves the bytes through the device's view of host memory: the mapped
   // pointer of memory registered with kRegisterMapped (or pinned with it), or the host pointer
   // itself where the device reports PageableMemoryAccess (HMM). path "zero-copy-mapped" or
   // "pageable-access". Refused with the runtime's code when neither applies.
   Result<CopyStats> CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,
-                               DeviceBuffer& dev, uint64_t dev_offset, uint64_t length);
+                               DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) override;
   // Words of dev[offset, offset+length) that differ from the block pattern (block_pattern.h),
   // counted on the device.
   Result<uint64_t> CountPatternMismatches(DeviceBuffer& dev, uint64_t offset, uint64_t length,
@@ -100,6 +119,10 @@ class CudaGpu : public Gpu {
   void* fn_ctx_set_current_ = nullptr;
   void* fn_ctx_create_ = nullptr;
   void* fn_ctx_get_current_ = nullptr;
+  void* fn_get_handle_for_range_ = nullptr;  // cuMemGetHandleForAddressRange (CUDA 11.7+)
+  struct VmmFns;                              // cuMemCreate and friends (cuda_gpu.cc)
+  std::shared_ptr<VmmFns> vmm_;
+  Result<DmaBufExport> ExportRange(uint64_t address, uint64_t length, const std::string& what);
   std::shared_ptr<FaultInjector> faults_;
   FaultOutcome CheckFault(const char* point, uint64_t address, uint64_t length);
 };

@@ -193,5 +193,83 @@ TEST_F(CudaGpuTest, FaultPointsFireOnTheRealBackend) {
   EXPECT_EQ(*gpu_->CountPatternMismatches(**dev, 0, n, 1, 2), 0u);
 }
 
+// Seed 001 on the GPU: write-combined pinned memory, a context with CU_CTX_MAP_HOST, copy and
+// kernel overlap, dma-buf export (cuda.h: 4 KiB host-page alignment; FACTS.md: cudaMallocHost
+// memory -> 1).
+TEST_F(CudaGpuTest, WriteCombinedPinnedCopiesIntact) {
+  const uint64_t n = 4 << 20;
+  auto wc = gpu_->AllocPinned(n, kAllocWriteCombined);
+  ASSERT_TRUE(wc.ok()) << wc.status().ToString();
+  EXPECT_EQ((*wc)->facts().memory_type, MemoryType::kWriteCombining);
+  std::vector<uint8_t> bytes(n);
+  for (uint64_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(i * 13);
+  ASSERT_TRUE((*wc)->Write(0, bytes.data(), n).ok());
+  auto dev = gpu_->AllocDevice(n);
+  ASSERT_TRUE(dev.ok());
+  auto c = gpu_->Copy(CopyDirection::kHostToDevice, **wc, 0, **dev, 0, n);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->path, "pinned-dma");
+  EXPECT_EQ(*gpu_->DeviceChecksum(**dev, 0, n), Fnv1a64(bytes.data(), n));
+}
+
+TEST_F(CudaGpuTest, DriverContextWithMapHostZeroCopies) {
+  auto ctx = gpu_->CreateContextWithFlags(0, kDeviceMapHost);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  ASSERT_TRUE(gpu_->UseContext(*ctx).ok());
+  const uint64_t n = 1 << 20;
+  auto mapped = gpu_->AllocPinned(n, kRegisterMapped);
+  auto dev = gpu_->AllocDevice(n);
+  ASSERT_TRUE(mapped.ok() && dev.ok());
+  auto z = gpu_->CopyMapped(CopyDirection::kHostToDevice, **mapped, 0, **dev, 0, n);
+  EXPECT_TRUE(z.ok()) << z.status().ToString();
+  ASSERT_TRUE(gpu_->UseContext(0).ok());
+}
+
+TEST_F(CudaGpuTest, TwoStreamsOverlapCopyAndKernel) {
+  const uint64_t block = 16 << 20;
+  auto pinned = gpu_->AllocPinned(2 * block, 0);
+  auto dev = gpu_->AllocDevice(2 * block);
+  ASSERT_TRUE(pinned.ok() && dev.ok());
+  PipelineSpec spec;
+  spec.block_size = block;
+  spec.blocks = 1;
+  auto alone = gpu_->CopyKernelPipeline(**pinned, **dev, spec);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  spec.blocks = 16;
+  spec.kernel_us = alone->copy_seconds * 1e6;
+  spec.streams = 1;
+  auto serial = gpu_->CopyKernelPipeline(**pinned, **dev, spec);
+  spec.streams = 2;
+  auto overlapped = gpu_->CopyKernelPipeline(**pinned, **dev, spec);
+  ASSERT_TRUE(serial.ok() && overlapped.ok());
+  EXPECT_GT(serial->ratio_to_serial, 0.85) << serial->path;
+  EXPECT_LT(overlapped->ratio_to_serial, 0.8) << overlapped->path;
+}
+
+TEST_F(CudaGpuTest, DmaBufExportOfDeviceMemory) {
+  const uint64_t n = 4 << 20;
+  auto dev = gpu_->AllocDevice(n);
+  ASSERT_TRUE(dev.ok());
+  auto whole = gpu_->ExportDmaBuf(**dev, 0, n);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->size, n);
+  auto sub = gpu_->ExportDmaBuf(**dev, 4096, 4096);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->size, 4096u);
+  auto pinned = gpu_->AllocPinned(n, 0);
+  ASSERT_TRUE(pinned.ok());
+  auto host = gpu_->ExportDmaBufHost(**pinned, 0, n);
+  EXPECT_FALSE(host.ok());
+  EXPECT_EQ(host.status().code(), 1) << host.status().ToString();
+  // VMM memory made RDMA-capable (FACTS: GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED 1) exports too,
+  // and moves data like cudaMalloc memory.
+  auto vmm = gpu_->AllocDeviceVmm(n, true);
+  ASSERT_TRUE(vmm.ok()) << vmm.status().ToString();
+  auto e = gpu_->ExportDmaBuf(**vmm, 0, (*vmm)->size());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->size, (*vmm)->size());
+  EXPECT_TRUE(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **vmm, 0, n).ok());
+}
+
 }  // namespace
 }  // namespace resmem::cuda

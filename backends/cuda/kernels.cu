@@ -24,6 +24,26 @@ __global__ void CopyKernel(uint4* dst, const uint4* src, uint64_t n16, unsigned 
   if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
 }
 
+__device__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One block per SM (resident together): each reads its share, then waits out busy_ns from its
+// own start.
+__global__ void ReadAndHoldKernel(const uint64_t* w, uint64_t words, uint64_t busy_ns,
+                                  unsigned long long* sum) {
+  const uint64_t start = GlobalTimerNs();
+  unsigned long long s = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    s += w[i];
+  if (s) atomicAdd(sum, s);
+  while (GlobalTimerNs() - start < busy_ns) {
+  }
+}
+
 unsigned Blocks(uint64_t items) {
   uint64_t b = (items + 255) / 256;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 1056 ? 1056 : b));  // 8 per SM on 132 SMs
@@ -36,6 +56,16 @@ int LaunchCountPatternMismatches(const void* dev, uint64_t len, uint64_t seq, ui
   uint64_t words = len / 8;
   CountMismatchesKernel<<<Blocks(words), 256, 0, static_cast<cudaStream_t>(stream)>>>(
       static_cast<const uint64_t*>(dev), words, seq, fill_seed, dev_count);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
+                      unsigned long long* dev_sum, void* stream) {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  ReadAndHoldKernel<<<sms > 0 ? sms : 1, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint64_t*>(src), len / 8, busy_ns, dev_sum);
   return static_cast<int>(cudaGetLastError());
 }
 

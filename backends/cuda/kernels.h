@@ -16,6 +16,12 @@ int LaunchCountPatternMismatches(const void* dev, uint64_t len, uint64_t seq, ui
 // memory the device reaches through a mapped (or pageable, with HMM) pointer.
 int LaunchKernelCopy(void* dst, const void* src, uint64_t len, void* stream);
 
+// The kernel of a copy/kernel pipeline (seed 001): sums the 64-bit words of src[0, len) into
+// *dev_sum (device memory) and holds its SMs until `busy_ns` nanoseconds after it started
+// (%globaltimer), so the kernel's length is set, not guessed from arithmetic.
+int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
+                      unsigned long long* dev_sum, void* stream);
+
 }  // namespace resmem::cuda
 
 #endif  // RESMEM_BACKENDS_CUDA_KERNELS_H_

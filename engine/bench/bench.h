@@ -33,6 +33,7 @@ struct BenchPath {
   std::string name;       // "pinned", "registered-direct", "staged", ...
   std::string host_kind;  // backends/host kind ("memfd", "file", "anon"); "pinned" for baseline
   std::string engine_path;  // transfer engine path forced, or "" for the baseline
+  bool h2d_only = false;    // no D2H cells (write-combined memory: the CPU would read it back)
 };
 // pinned (baseline), registered-direct (memfd), registered-hugetlb (MAP_HUGETLB: 2 MiB pages,
 // closer to a physically contiguous reservation; needs /proc/sys/vm/nr_hugepages), registered-chunked (memfd, 64 MiB pieces),
@@ -40,7 +41,9 @@ struct BenchPath {
 // engine's own), staged-file (a disk file: registration refused, so the engine stages; its page
 // cache writeback also takes CPUs from the lanes and write-protects pages the D2H copies then
 // fault on, so it runs below "staged"), zero-copy-mapped (memfd),
-// pageable (anonymous, unregistered).
+// pageable (anonymous, unregistered), pinned-wc (cudaHostAllocWriteCombined, H2D only: seed 001
+// says WC memory transfers faster; its D2H cells would need the CPU to read WC memory back for
+// the check, which is what WC memory is slow at).
 std::vector<BenchPath> DefaultPaths();
 
 // What the reference tool measured on this host: GB/s per direction ("H2D", "D2H") for copies of
@@ -68,6 +71,26 @@ struct BenchOptions {
   transfer::TransferOptions staging;  // the staged row's lanes, buffers, units (allowed is set here)
   uint64_t seed = 1;
   bool verbose = false;
+  // Copy/kernel overlap (seed 001): overlap_blocks blocks of overlap_block bytes, H2D then a
+  // kernel per block that holds the GPU as long as one block's copy takes; 0 blocks: skipped.
+  int overlap_blocks = 16;
+  uint64_t overlap_block = 16ull << 20;
+};
+
+// One row of the overlap table: the pipeline's whole time against copy + kernel one after the
+// other, and its rate against pinned cudaMemcpy of the same run.
+struct OverlapRow {
+  std::string name;   // "pinned, 1 stream", "pinned, 2 streams", "pageable, 2 streams"
+  int streams = 1;
+  uint64_t block = 0;
+  int blocks = 0;
+  double kernel_us = 0, copy_us = 0;
+  std::vector<double> pass_seconds;
+  double median_seconds = 0;
+  double gbps = 0;             // blocks x block / median seconds
+  double ratio_to_serial = 0;  // median over passes
+  double ratio_to_pinned = 0;  // gbps / pinned H2D cudaMemcpy GB/s of one block, same run
+  std::string path;
 };
 
 struct BenchCell {
@@ -87,6 +110,7 @@ struct BenchResult {
   std::vector<BenchCell> cells;
   std::vector<std::string> notes;  // paths that could not run and why
   ReferenceBandwidth reference;    // what the baseline was checked against (empty: nothing)
+  std::vector<OverlapRow> overlap;  // copy/kernel overlap (seed 001); empty: not run
   std::vector<std::string> unreliable;  // why the run's ratios cannot be trusted (empty: fine)
   std::string ToJson() const;
   std::string ToTable() const;

@@ -74,6 +74,12 @@ cli::Action Define(CLI::App& app) {
   app.add_option("--replot", a->replot, "redraw the plot of a bench.json (with --plot FILE.png)")
       ->type_name("FILE");
   app.add_flag("--verbose", o.verbose, "print every pass");
+  app.add_option("--overlap-blocks", o.overlap_blocks,
+                 "blocks of the copy/kernel overlap rows (seed 001; 0: skip them)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 100000));
+  cli::AddSizeOption(app, "--overlap-block", &o.overlap_block,
+                     "block size of the overlap rows (default 16M)");
   app.add_option("--nvbandwidth", a->nvbandwidth,
                  "nvbandwidth -j output of this host: the pinned row is checked against it")
       ->type_name("FILE");

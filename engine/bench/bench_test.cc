@@ -56,6 +56,41 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
   EXPECT_NE(r->ToTable().find("registered-direct"), std::string::npos);
 }
 
+// Seed 001's rows: write-combined pinned memory H2D only, and the copy/kernel overlap, whose
+// kernel is held as long as one block's copy takes (the model: 0.53 of serial for 16 blocks).
+TEST(Bench, Seed001RowsWriteCombinedAndOverlap) {
+  auto backend = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(backend.ok());
+  BenchOptions o;
+  o.sizes = {1 << 20};
+  o.paths = {"pinned", "pinned-wc"};
+  o.passes = 2;
+  o.overlap_block = 1 << 20;
+  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  int wc_cells = 0;
+  for (const auto& c : r->cells)
+    if (c.path == "pinned-wc") {
+      ++wc_cells;
+      EXPECT_EQ(c.direction, "H2D");
+      EXPECT_DOUBLE_EQ(c.ratio_to_pinned, 1.0);  // wc_h2d_gain 1.0 in the model
+      EXPECT_TRUE(c.unreliable.empty());
+    }
+  EXPECT_EQ(wc_cells, 1);
+  ASSERT_EQ(r->overlap.size(), 3u);
+  EXPECT_NEAR(r->overlap[0].ratio_to_serial, 1.0, 1e-9);
+  EXPECT_NEAR(r->overlap[1].ratio_to_serial, 17.0 / 32, 1e-6);
+  EXPECT_EQ(r->overlap[1].path, "overlapped (2 streams)");
+  EXPECT_NEAR(r->overlap[1].ratio_to_pinned, 32.0 / 17 / 2, 1e-6);
+  EXPECT_NEAR(r->overlap[2].ratio_to_serial, 1.0, 1e-9);
+  auto back = BenchResultFromJson(r->ToJson());
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->overlap.size(), 3u);
+  EXPECT_DOUBLE_EQ(back->overlap[1].ratio_to_serial, r->overlap[1].ratio_to_serial);
+  EXPECT_NE(r->ToTable().find("pinned, 2 streams"), std::string::npos);
+  EXPECT_NE(r->Headline().find("write-combined 100.0%"), std::string::npos) << r->Headline();
+}
+
 TEST(Bench, InterleavesPathsAndKeepsTheTableOrder) {
   auto backend = transfer::MakeGpuBackend("sim");
   ASSERT_TRUE(backend.ok());

@@ -165,6 +165,50 @@ Result<double> MemcpyGbps(int threads, uint64_t bytes, int passes) {
   return Median(gbps);
 }
 
+// The dma-buf cases: device allocations of 4 MiB (cudaMalloc gives 2 MiB-aligned pointers,
+// FACTS.md), 64 KiB and 1 GiB; offsets and sizes aligned to 4 KiB (the host page, cuda.h's
+// rule), 32 KiB, 64 KiB (a GPU page) and 2 MiB, and not aligned; size 0; past the end; host
+// memory pinned by cudaMallocHost, registered, and pageable; VMM memory (cuMemCreate) with and
+// without gpuDirectRDMACapable.
+struct DmaBufCase {
+  std::string name, target;  // target: device, vmm, vmm-no-rdma, pinned, registered, pageable
+  uint64_t alloc = 0, offset = 0, length = 0;
+};
+std::vector<DmaBufCase> DmaBufCases() {
+  constexpr uint64_t K = 1024, M = 1024 * 1024;
+  return {
+      {"4M whole", "device", 4 * M, 0, 4 * M},
+      {"4M first 4K", "device", 4 * M, 0, 4 * K},
+      {"4M +4K 4K", "device", 4 * M, 4 * K, 4 * K},
+      {"4M +32K 32K", "device", 4 * M, 32 * K, 32 * K},
+      {"4M +64K 64K", "device", 4 * M, 64 * K, 64 * K},
+      {"4M +2M 2M", "device", 4 * M, 2 * M, 2 * M},
+      {"4M +4K to the end", "device", 4 * M, 4 * K, 4 * M - 4 * K},
+      {"4M +100 4K (offset unaligned)", "device", 4 * M, 100, 4 * K},
+      {"4M size 100 (unaligned)", "device", 4 * M, 0, 100},
+      {"4M size 4K+100 (unaligned)", "device", 4 * M, 0, 4 * K + 100},
+      {"4M size 0", "device", 4 * M, 0, 0},
+      {"4M +2M 4M (past the end)", "device", 4 * M, 2 * M, 4 * M},
+      {"64K whole", "device", 64 * K, 0, 64 * K},
+      {"64K +4K 60K", "device", 64 * K, 4 * K, 60 * K},
+      {"1G whole", "device", 1024 * M, 0, 1024 * M},
+      {"VMM 4M whole", "vmm", 4 * M, 0, 4 * M},
+      {"VMM 4M +64K 64K", "vmm", 4 * M, 64 * K, 64 * K},
+      {"VMM 4M whole, not RDMA-capable", "vmm-no-rdma", 4 * M, 0, 4 * M},
+      {"cudaMallocHost 4M whole", "pinned", 4 * M, 0, 4 * M},
+      {"registered anon 4M whole", "registered", 4 * M, 0, 4 * M},
+      {"pageable anon 4M whole", "pageable", 4 * M, 0, 4 * M},
+  };
+}
+
+// The host memory of a host-side dma-buf case.
+Result<std::unique_ptr<HostMemory>> DmaBufHost(Gpu& gpu, const DmaBufCase& c) {
+  if (c.target == "pinned") return gpu.AllocPinned(c.alloc, 0);
+  host::HostMapOptions mo;
+  mo.populate = true;
+  return host::MapHostMemory(host::HostKind::kAnonymous, c.alloc, mo);
+}
+
 }  // namespace
 
 Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
@@ -312,6 +356,51 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
       seq["ops"].push_back(j);
     }
     profile["sequences"].push_back(seq);
+  }
+
+  // dma-buf export (issue 9 item 4): cuMemGetHandleForAddressRange(DMA_BUF_FD) per size and
+  // offset of device allocations, and on host memory. What each returns, and the fd's size.
+  for (const DmaBufCase& c : DmaBufCases()) {
+    Result<DmaBufExport> e = Status::Internal("not run");
+    std::unique_ptr<DeviceBuffer> dev;
+    std::unique_ptr<HostMemory> host;
+    if (c.target == "device" || c.target == "vmm" || c.target == "vmm-no-rdma") {
+      auto d = c.target == "device" ? gpu.AllocDevice(c.alloc)
+                                    : gpu.AllocDeviceVmm(c.alloc, c.target == "vmm");
+      if (!d.ok()) {
+        profile["skipped"].push_back("dmabuf " + c.name + ": " + d.status().ToString());
+        continue;
+      }
+      dev = std::move(d).value();
+      e = gpu.ExportDmaBuf(*dev, c.offset, c.length);
+    } else {
+      auto h = DmaBufHost(gpu, c);
+      if (!h.ok()) {
+        profile["skipped"].push_back("dmabuf " + c.name + ": " + h.status().ToString());
+        continue;
+      }
+      host = std::move(h).value();
+      if (c.target == "registered") {
+        if (Status st = gpu.Register(*host, 0, c.alloc, 0); !st.ok()) {
+          profile["skipped"].push_back("dmabuf " + c.name + ": cudaHostRegister: " + st.ToString());
+          continue;
+        }
+      }
+      e = gpu.ExportDmaBufHost(*host, c.offset, c.length);
+      if (c.target == "registered") gpu.Unregister(*host, 0);
+    }
+    json j = Outcome(e.status(), era);
+    j["name"] = c.name;
+    j["target"] = c.target;
+    j["alloc"] = c.alloc;
+    j["offset"] = c.offset;
+    j["length"] = c.length;
+    if (e.ok()) j["fd_size"] = e->size;
+    if (host) j["facts"] = FactsToJson(host->facts());
+    if (o.verbose)
+      std::fprintf(stderr, "dmabuf %-28s -> %d %s\n", c.name.c_str(), j["code"].get<int>(),
+                   j["error"].get<std::string>().c_str());
+    profile["dmabuf"].push_back(j);
   }
 
   // Bandwidth classes (medians of passes).
@@ -473,7 +562,7 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
   for (const char* key : {"backend", "gpu", "driver_profile", "device", "host_mem_total"})
     if (first.contains(key)) out[key] = first[key];
   out["runs"] = json::array();
-  Keyed registration, sequences, bandwidth;
+  Keyed registration, sequences, bandwidth, dmabuf;
   std::map<std::string, std::vector<double>> memcpy_runs;
   std::set<std::string> skipped_seen;
   for (size_t i = 0; i < profiles.size(); ++i) {
@@ -504,6 +593,16 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
         json fresh = c;
         fresh["code_runs"] = json::array();
         m = &registration.Add(key, fresh);
+      }
+      AppendCodes(*m, c);
+    }
+    for (const auto& c : p.value("dmabuf", json::array())) {
+      const std::string key = c.value("name", std::string());
+      json* m = dmabuf.Find(key);
+      if (!m) {
+        json fresh = c;
+        fresh["code_runs"] = json::array();
+        m = &dmabuf.Add(key, fresh);
       }
       AppendCodes(*m, c);
     }
@@ -547,6 +646,7 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
   }
   out["registration"] = registration.ToArray();
   out["sequences"] = sequences.ToArray();
+  if (!dmabuf.ToArray().empty()) out["dmabuf"] = dmabuf.ToArray();
   out["bandwidth"] = bandwidth.ToArray();
   for (auto& b : out["bandwidth"]) {
     RESMEM_ASSIGN_OR_RETURN(BandwidthRange r, BandwidthRangeOf(b));
@@ -640,6 +740,37 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
       compare_codes("sequence '" + s.value("name", std::string()) + "' call " +
                         std::to_string(i) + " (" + op.value("op", std::string()) + ")",
                     measured, code_of(st));
+    }
+  }
+  // dma-buf export cases: the code, and for a success the fd's size.
+  for (const auto& c : profile.value("dmabuf", json::array())) {
+    std::vector<int> measured = CodesOf(c);
+    if (measured.empty() || *std::min_element(measured.begin(), measured.end()) < 0) continue;
+    const std::string target = c.value("target", std::string());
+    const uint64_t alloc = WholeOr<uint64_t>(c, "alloc", 0), offset = WholeOr<uint64_t>(c, "offset", 0),
+                   length = WholeOr<uint64_t>(c, "length", 0);
+    Result<DmaBufExport> e = Status::Internal("no such target");
+    if (target == "device" || target == "vmm" || target == "vmm-no-rdma") {
+      RESMEM_ASSIGN_OR_RETURN(auto dev, target == "device" ? gpu->AllocDevice(alloc)
+                                                           : gpu->AllocDeviceVmm(alloc, target == "vmm"));
+      e = gpu->ExportDmaBuf(*dev, offset, length);
+    } else if (target == "pinned") {
+      RESMEM_ASSIGN_OR_RETURN(auto pinned, gpu->AllocPinned(alloc, 0));
+      e = gpu->ExportDmaBufHost(*pinned, offset, length);
+    } else {
+      FactsMemory mem(FactsFromJson(Field(c, "facts"), alloc));
+      const bool reg = target == "registered" && gpu->Register(mem, 0, alloc, 0).ok();
+      e = gpu->ExportDmaBufHost(mem, offset, length);
+      if (reg) gpu->Unregister(mem, 0);
+    }
+    const std::string what = "dmabuf " + target + " '" + c.value("name", std::string()) + "'";
+    compare_codes(what, measured, e.ok() ? 0 : (e.status().space() == ErrorSpace::kCuda ? e.status().code() : -1));
+    if (e.ok() && c.contains("fd_size")) {
+      ++r.code_cases;
+      const uint64_t fd_size = WholeOr<uint64_t>(c, "fd_size", 0);
+      const std::string line = what + " fd size: measured " + std::to_string(fd_size) + ", sim " +
+                               std::to_string(e->size);
+      (fd_size == e->size ? r.agreements : r.disagreements).push_back(line);
     }
   }
   // Bandwidth classes: the simulator's rate against the measured spread, widened by the margin.

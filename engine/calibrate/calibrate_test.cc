@@ -40,6 +40,42 @@ TEST(Calibrate, SimProfileReplaysOnTheSimWithoutDisagreement) {
   for (const auto& d : report->disagreements) ADD_FAILURE() << d;
 }
 
+// The dma-buf cases (issue 9 item 4) are recorded with their fd sizes, replay without
+// disagreement, survive a merge, and an edited one is caught.
+TEST(Calibrate, DmaBufCasesRecordReplayAndMerge) {
+  auto b = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(b.ok());
+  auto profile = RunCalibration(*b->gpu, *b->clock, Small());
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  ASSERT_TRUE(profile->contains("dmabuf"));
+  const auto& cases = (*profile)["dmabuf"];
+  EXPECT_EQ(cases.size(), 21u);
+  int ok = 0, refused = 0;
+  for (const auto& c : cases) {
+    if (c["code"] == 0) {
+      ++ok;
+      EXPECT_EQ(c["fd_size"], c["length"]) << c.dump();
+    } else {
+      ++refused;
+      EXPECT_EQ(c["code"], 1) << c.dump();
+    }
+  }
+  EXPECT_EQ(ok, 12);
+  EXPECT_EQ(refused, 9);
+  auto merged = MergeProfiles({*profile, *profile}, {"a.json", "b.json"});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ((*merged)["dmabuf"][0]["code_runs"].size(), 2u);
+  auto report = CompareWithSim(*merged);
+  ASSERT_TRUE(report.ok());
+  for (const auto& d : report->disagreements) ADD_FAILURE() << d;
+  (*profile)["dmabuf"][0]["code"] = 801;
+  report = CompareWithSim(*profile);
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->disagreements.size(), 1u);
+  EXPECT_NE(report->disagreements[0].find("dmabuf device '4M whole'"), std::string::npos)
+      << report->disagreements[0];
+}
+
 TEST(Calibrate, AnEditedCodeIsListedAsADisagreement) {
   auto b = transfer::MakeGpuBackend("sim");
   ASSERT_TRUE(b.ok());

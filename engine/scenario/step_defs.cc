@@ -222,7 +222,7 @@ ArgDef Choice(const char* name, E K::*m, Need need, std::vector<std::pair<std::s
 constexpr int64_t kMaxPasses = 1000;
 template <typename K>
 ArgDef Passes() {
-  return Int("passes", &K::passes, kOptional, 1, kMaxPasses,
+  return Int<K>("passes", &K::passes, kOptional, 1, kMaxPasses,
              "measure N times and judge the median (FACTS.md: one pass on the GPU machine can "
              "drop 10-50%)");
 }
@@ -235,6 +235,17 @@ std::vector<ArgDef> PatternSpanArgs() {
                                  {{"counter", DataPattern::kCounter}, {"seeded", DataPattern::kSeeded},
                                   {"zero", DataPattern::kZero}},
                                  "bytes as a function of their offset (seeded: and of the run's seed)")};
+}
+template <typename K>  // CopyStep, ZeroCopyStep
+std::vector<ArgDef> HostDeviceRangeArgs(const char* direction_help, const char* host_help) {
+  return {Choice<K, CopyDirection>("direction", &K::direction, kRequired,
+                                   {{"h2d", CopyDirection::kHostToDevice}, {"d2h", CopyDirection::kDeviceToHost}},
+                                   direction_help),
+          Name<K>("host", &K::host, host_help),
+          Name<K>("device", &K::device, "device buffer"),
+          Size<K>("host_offset", &K::host_offset, kOptional, "into host"),
+          Size<K>("device_offset", &K::device_offset, kOptional, "into device"),
+          Size<K>("length", &K::length, kRequired, "bytes"), Passes<K>()};
 }
 template <typename K>  // P2pPinStep, P2pDmaStep
 std::vector<ArgDef> P2pRangeArgs(std::vector<ArgDef> own) {
@@ -307,8 +318,12 @@ std::vector<StepDef> MakeStepDefs() {
                                 "create or use"),
                          Name("name", &ContextStep::name, "context name; 'primary' is the first"),
                          Int("device", &ContextStep::device, kOptional, INT64_MIN, INT64_MAX,
-                             "GPU index for create")},
+                             "GPU index for create"),
+                         Bool("map_host", &ContextStep::map_host,
+                              "create with CU_CTX_MAP_HOST (a driver-API context maps pinned memory only with it)")},
                         {}),
+      Kind<DeviceFlagsStep>("cudaSetDeviceFlags (seed 001: cudaDeviceMapHost before any other CUDA call)",
+                            {Bool("map_host", &DeviceFlagsStep::map_host, "cudaDeviceMapHost")}, {}),
       Kind<RegisterStep>("cudaHostRegister",
                          {Name("span", &RegisterStep::span, "host memory"),
                           Size("offset", &RegisterStep::offset, kOptional, "into the span"),
@@ -330,17 +345,26 @@ std::vector<StepDef> MakeStepDefs() {
                         Size("dst_offset", &MemcpyStep::dst_offset, kOptional, "into dst"),
                         Size("src_offset", &MemcpyStep::src_offset, kOptional, "into src"),
                         Size("length", &MemcpyStep::length, kRequired, "bytes"), Passes<MemcpyStep>()},
-                       {"mbps", "tolerance"}),
+                       {"mbps", "tolerance", "mbps_min", "mbps_max"}),
       Kind<CopyStep>("cudaMemcpy between host and device; measures bandwidth",
-                     {Choice("direction", &CopyStep::direction, kRequired,
-                             {{"h2d", CopyDirection::kHostToDevice}, {"d2h", CopyDirection::kDeviceToHost}},
-                             "h2d or d2h"),
-                      Name("host", &CopyStep::host, "host memory"),
-                      Name("device", &CopyStep::device, "device buffer"),
-                      Size("host_offset", &CopyStep::host_offset, kOptional, "into host"),
-                      Size("device_offset", &CopyStep::device_offset, kOptional, "into device"),
-                      Size("length", &CopyStep::length, kRequired, "bytes"), Passes<CopyStep>()},
-                     {"mbps", "tolerance", "path", "mbps_min", "mbps_max"}),
+                     HostDeviceRangeArgs<CopyStep>("h2d or d2h", "host memory"),
+                     {"mbps", "tolerance", "mbps_min", "mbps_max", "path"}),
+      Kind<ZeroCopyStep>("a kernel moves the bytes through mapped host memory (cudaHostGetDevicePointer); measures bandwidth",
+                         HostDeviceRangeArgs<ZeroCopyStep>("h2d (the kernel reads host memory) or d2h (writes it)",
+                                                           "pinned or registered host memory"),
+                         {"mbps", "tolerance", "mbps_min", "mbps_max", "path"}),
+      Kind<OverlapStep>("copy H2D then a kernel per block, on 1 or 2 streams; measures the whole",
+                        {Name("host", &OverlapStep::host, "host memory (at least one block)"),
+                         Name("device", &OverlapStep::device, "device buffer (at least two blocks)"),
+                         Size("host_offset", &OverlapStep::host_offset, kOptional, "into host"),
+                         Size("block_size", &OverlapStep::block_size, kRequired, "bytes per block"),
+                         Int("blocks", &OverlapStep::blocks, kRequired, 1, 100000, "how many"),
+                         Int("streams", &OverlapStep::streams, kOptional, 1, 2,
+                             "1: copy and kernel one after another; 2: block i on stream i % 2"),
+                         Number("kernel_us", &OverlapStep::kernel_us, "us", "0 (as long as reading the block takes)",
+                                "how long each kernel holds the GPU"),
+                         Passes<OverlapStep>()},
+                        {"mbps", "tolerance", "mbps_min", "mbps_max", "path", "ratio_to_serial"}),
       Kind<StageStep>("copy through a pinned staging buffer: memcpy into it, then DMA",
                       {Name("src", &StageStep::src, "source host memory"),
                        Name("staging", &StageStep::staging, "pinned buffer"),
@@ -456,6 +480,14 @@ std::vector<StepDef> MakeStepDefs() {
                         {Name("device", &BarReadStep::device, "device buffer (alloc_device)"),
                          Size("length", &BarReadStep::length, kRequired, "bytes")},
                         {"mbps", "mbps_min", "mbps_max", "tolerance", "seconds_max", "events"}),
+      Kind<DmaBufExportStep>("cuMemGetHandleForAddressRange(DMA_BUF_FD) on a range of a device buffer or of host memory",
+                             {Text("buffer", &DmaBufExportStep::buffer, "none: give host",
+                                   "device buffer (alloc_device)"),
+                              Text("host", &DmaBufExportStep::host, "none: give buffer",
+                                   "host memory instead (pinned, registered, pageable)"),
+                              Size("offset", &DmaBufExportStep::offset, kOptional, "into it"),
+                              WholeOrSize("length", &DmaBufExportStep::length, "the rest from offset", "bytes")},
+                             {"size"}),
   };
 }
 
@@ -510,6 +542,12 @@ std::vector<ExpectDef> MakeExpectDefs() {
              "`tolerance`", &E::mbps, ToNumber),
       Expect("seconds_max", "number", "the step took at most this many seconds", &E::seconds_max,
              ToNumber),
+      Expect("mbps_min", "number", "bandwidth at least this many MB/s", &E::mbps_min, ToNumber),
+      Expect("mbps_max", "number", "bandwidth at most this many MB/s (a path that must be slow)",
+             &E::mbps_max, ToNumber),
+      Expect("ratio_to_serial", "number", "an overlap's time over copy + kernel one after another, "
+             "within `tolerance`: 1 without overlap, about max/sum with it", &E::ratio_to_serial,
+             ToNumber),
       Expect("drops", "integer", "blocks the producer overwrote before they were copied", &E::drops,
              ToCount),
       Expect("corrupt", "integer", "blocks whose device checksum differs from their header",
@@ -521,7 +559,8 @@ std::vector<ExpectDef> MakeExpectDefs() {
              ToSizeExpectation),
       Expect("mem_total", "size", "MemTotal after boot, within `tolerance`", &E::mem_total,
              ToSizeExpectation),
-      Expect("size", "size", "the device's size", &E::size, ToSizeExpectation),
+      Expect("size", "size", "the device's size; a dma-buf's size (lseek SEEK_END)", &E::size,
+             ToSizeExpectation),
       Expect("phys", "size", "the device's physical address", &E::phys, ToSizeExpectation),
       Expect("path", "string", "the copy's path: pinned-dma, pageable-staged; a p2p_dma's route: "
              "same-switch, through-cpu, through-cpu (IOMMU)", &E::path, ToText),

@@ -74,6 +74,12 @@ struct ContextStep {
   ContextAction action = ContextAction::kCreate;
   std::string name;
   int64_t device = 0;
+  bool map_host = false;  // create: cuCtxCreate with CU_CTX_MAP_HOST
+};
+// cudaSetDeviceFlags (seed 001: cudaDeviceMapHost before any other CUDA call).
+struct DeviceFlagsStep {
+  static constexpr const char* kName = "device_flags";
+  bool map_host = true;
 };
 struct RegisterStep {
   static constexpr const char* kName = "register";
@@ -108,12 +114,30 @@ struct MemcpyStep {
   uint64_t length = 0;
   int64_t passes = 1;
 };
-struct CopyStep {
-  static constexpr const char* kName = "copy";
+// What copy and zero_copy take: a direction, bytes of named host memory and a device buffer.
+struct HostDeviceRange {
   CopyDirection direction = CopyDirection::kHostToDevice;
   std::string host, device;
   uint64_t host_offset = 0, device_offset = 0;
   uint64_t length = 0;
+  int64_t passes = 1;
+};
+struct CopyStep : HostDeviceRange {
+  static constexpr const char* kName = "copy";
+};
+// A kernel moves the bytes through mapped host memory (seed 001's zero-copy).
+struct ZeroCopyStep : HostDeviceRange {
+  static constexpr const char* kName = "zero_copy";
+};
+// Copy H2D and kernel per block on one or two streams (seed 001's async copies).
+struct OverlapStep {
+  static constexpr const char* kName = "overlap";
+  std::string host, device;
+  uint64_t host_offset = 0;
+  uint64_t block_size = 0;
+  int64_t blocks = 0;
+  int64_t streams = 2;
+  double kernel_us = 0;
   int64_t passes = 1;
 };
 struct StageStep {
@@ -189,6 +213,14 @@ struct P2pFreeStep {
   std::string buffer;
   bool during_dma = false;
 };
+// cuMemGetHandleForAddressRange(DMA_BUF_FD) on a device buffer or host memory.
+struct DmaBufExportStep {
+  static constexpr const char* kName = "dmabuf_export";
+  std::string buffer;  // a device buffer (alloc_device); "" when `host` is given
+  std::string host;    // host memory instead
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // none: the rest from offset
+};
 
 // Managed memory and BAR reads (backends/api/managed.h, docs/seed004.md): GPU memory shrunk by a
 // ballast, managed allocations, a processor touching them, prefetch, advice, ping-pong.
@@ -239,10 +271,11 @@ struct BarReadStep {
 // A step's kind and its arguments. The order is the order of docs/scenarios.md's table.
 using StepArgs =
     std::variant<BootStep, OpenStep, InfoStep, IoctlStep, MmapStep, MunmapStep, AllocPageableStep,
-                 AllocPinnedStep, AllocDeviceStep, ContextStep, RegisterStep, UnregisterStep,
-                 WriteStep, VerifyStep, MemcpyStep, CopyStep, StageStep, ChecksumStep, StreamStep,
-                 DoctorStep, P2pSetupStep, P2pAllocStep, P2pTokensStep, P2pPinStep, P2pUnpinStep,
-                 P2pDmaStep, P2pFreeStep, GpuReserveStep, ManagedAllocStep, ManagedTouchStep,
+                 AllocPinnedStep, AllocDeviceStep, ContextStep, DeviceFlagsStep, RegisterStep,
+                 UnregisterStep, WriteStep, VerifyStep, MemcpyStep, CopyStep, ZeroCopyStep,
+                 OverlapStep, StageStep, ChecksumStep, StreamStep, DoctorStep, P2pSetupStep,
+                 P2pAllocStep, P2pTokensStep, P2pPinStep, P2pUnpinStep, P2pDmaStep, P2pFreeStep,
+                 DmaBufExportStep, GpuReserveStep, ManagedAllocStep, ManagedTouchStep,
                  ManagedPrefetchStep, ManagedAdviseStep, ManagedPingPongStep, ManagedFreeStep,
                  BarReadStep>;
 
@@ -273,11 +306,10 @@ struct Expectation {
   std::optional<Expected<bool>> ok;
   std::optional<Expected<std::string>> message_contains;
   std::optional<Expected<double>> tolerance;  // fraction, for mbps, usable_ram and mem_total
-  std::optional<Expected<double>> mbps, seconds_max;
+  std::optional<Expected<double>> mbps, seconds_max, mbps_min, mbps_max, ratio_to_serial;
   std::optional<Expected<int64_t>> drops, corrupt, reservations, abi_version, pins, hits, evictions;
   std::optional<Expected<uint64_t>> usable_ram, mem_total, size, phys;  // bytes
-  // Managed memory (seed 004): a rate bound, the model's fault groups and bytes moved.
-  std::optional<Expected<double>> mbps_min, mbps_max;
+  // Managed memory (seed 004): the model's fault groups and bytes moved.
   std::optional<Expected<int64_t>> faults;
   std::optional<Expected<uint64_t>> migrated, evicted, remote;  // bytes
   std::optional<Expected<std::string>> path, vm_flags, memory_type, backing, data, mode, cache,

@@ -32,6 +32,23 @@
 // | resident (locked) pages pin faster                      | =        | 22 GB/s   | FACTS "64 MiB ... touched: 2-4 ms" |
 // | non-portable pinned memory used from another context    | x20 slower, staged | no slowdown | seed 000 last posts "20-200x slower"; FACTS "49-51 GB/s" |
 // | attributes                                              | M2090    | H100      | seed 000; FACTS "Device attributes" |
+// | --- seed 001: write-combined, mapped, streams ---        |          |           |                       |
+// | WC pinned H2D gain over default pinned                  | 1.0      | 1.0 (to be confirmed on the H100: bench row pinned-wc) | seed 001: "up to 40%" on FSB systems; the M2090's 5.69 GB/s is already near PCIe 2.0 x16's practical rate, no room for 40% (assumption); cuda_runtime_api.h cudaHostAllocWriteCombined: "more quickly on some system configurations" |
+// | CPU reads of WC pinned memory: HostPerf UC-class rate   | yes      | yes       | seed 001 "从主机端读取写结合存储器极其慢"; cuda_runtime_api.h "cannot be read efficiently by most CPUs"; mock/machine memory_type.cc (WC reads = UC reads) |
+// | pinned memory mapped without cudaDeviceMapHost          | no (the flag first; after the context is active: 36) | yes in runtime contexts | seed 001 "必须在调用任何CUDA运行时函数前调用cudaSetDeviceFlags()"; cuda_runtime_api.h cudaSetDeviceFlags: "implicit for the runtime but may be absent if a context is created using the driver API" |
+// | driver-API context (cuCtxCreate) without CU_CTX_MAP_HOST | no map  | no map (to be confirmed on the H100) | cuda_runtime_api.h, cudaDeviceMapHost (above) |
+// | cudaHostGetDevicePointer where nothing is mapped        | 11       | 1 (to be confirmed on the H100) | cuda_runtime_api.h: "will always return a failure code" (which one: assumption) |
+// | mapped without the Mapped flag                          | no       | yes, not WC (to be confirmed on the H100) | cuda_runtime_api.h "Automatic Mapping of Host Allocated Host Memory ... regardless of ... cudaHostAllocMapped"; WC and registered memory: "Exceptions, Disjoint Addressing" |
+// | zero-copy kernel: fraction of pinned DMA                | 0.92 / 0.94 (assumed = r580) | 0.92 H2D / 0.94 D2H | docs/README-cuda.md zero-copy mapped 256 MiB 92.4% / 94.5% of pinned (H100 2026-11-21); FACTS "zero-copy mapped 70-95%" |
+// | copy of block i+1 overlaps kernel of block i (2 streams, pinned) | yes (2 engines) | yes (3 engines) | seed 001 "数据传输和内核并行" (asyncEngineCount > 0, page-locked memory); FACTS AsyncEngineCount 3 |
+// | cudaMemcpyAsync from pageable memory is synchronous      | yes      | yes (to be confirmed on the H100) | seed 001 "当使用的主机内存不是页锁定的时候，异步拷贝将会被同步" |
+// | device memory bandwidth (a kernel reading its block)    | 177 GB/s | 3350 GB/s | product specifications (M2090, H100 SXM5 80GB HBM3): assumption, not measured |
+// | --- dma-buf (cuMemGetHandleForAddressRange) ---         |          |           |                       |
+// | the call exists                                         | no (CUDA 11.7+) | yes | cuda.h 13.0; FACTS "DMA_BUF_SUPPORTED 1" |
+// | device memory, offset and size multiples of 4 KiB       | -        | 0, fd size = length | cuda.h "dptr and size aligned to the host page size"; FACTS "4 KiB to 1 GiB: success, lseek(SEEK_END) is the size; at +4 KiB offset: success" |
+// | offset or size not a multiple of 4 KiB; size 0; past the allocation | - | 1 (to be confirmed on the H100) | cuda.h (alignment); size 0 and past-end: assumption |
+// | cuMemCreate (VMM) memory with / without gpuDirectRDMACapable | -   | 0 / 1 (to be confirmed on the H100) | cuda.h: VMM ranges must be fully mapped; GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED "specifying the GPUDirect RDMA flag with cuMemCreate"; FACTS: that attribute is 1 |
+// | cudaMallocHost / registered / pageable host memory      | -        | 1         | FACTS "on cudaMallocHost memory: 1"; cuda.h: host allocations need CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED |
 #include <cstdint>
 
 #include "mock/gpu/sim_gpu.h"
@@ -98,6 +115,18 @@ CudaProfile Cuda41R285() {
   p.error_invalid_device = 10;   // cudaErrorInvalidDevice in 4.1's driver_types.h
   p.error_invalid_context = 11;  // the 4.1 runtime had no context error of its own
   p.can_map_host_memory = 1;
+  // Seed 001 (the rule table above): cudaDeviceMapHost before the context exists, Mapped on the
+  // allocation; WC no faster (assumption: the link is saturated already).
+  p.wc_h2d_gain = 1.0;
+  p.runtime_implies_map_host = false;
+  p.maps_without_mapped_flag = false;
+  p.zero_copy_h2d_efficiency = 0.92;  // ASSUMPTION: the H100's ratios; no 2012 figure
+  p.zero_copy_d2h_efficiency = 0.94;
+  p.device_memory_gbps = 177;  // Tesla M2090 product specification
+  p.pageable_async_is_synchronous = true;
+  p.has_dmabuf_export = false;  // cuMemGetHandleForAddressRange came with CUDA 11.7
+  p.error_set_on_active_process = 36;  // 4.1 driver_types.h
+  p.error_not_supported = 30;          // 4.1 had no cudaErrorNotSupported: unknown error
   return p;
 }
 
@@ -215,6 +244,21 @@ CudaProfile Cuda130R580() {
       {"pageable", d2h, 16 * kMiB, 11.66, 13.77, 15.08, 12},
       {"pageable", d2h, 256 * kMiB, 11.42, 14.27, 15.52, 12},
   };
+  // Seed 001 and dma-buf (the rule table above). WC: no gain until bench's pinned-wc row says
+  // otherwise (to be confirmed on the H100).
+  p.wc_h2d_gain = 1.0;
+  p.runtime_implies_map_host = true;
+  p.maps_without_mapped_flag = true;
+  // docs/README-cuda.md: zero-copy mapped (kernel over PCIe), 256 MiB: 92.4% H2D, 94.5% D2H.
+  p.zero_copy_h2d_efficiency = 0.92;
+  p.zero_copy_d2h_efficiency = 0.94;
+  p.device_memory_gbps = 3350;  // H100 SXM5 80GB HBM3 product specification (assumption)
+  p.pageable_async_is_synchronous = true;
+  p.has_dmabuf_export = true;
+  p.dmabuf_alignment = 4096;
+  p.dmabuf_host_alloc_supported = false;  // FACTS: cudaMallocHost memory -> 1
+  p.error_set_on_active_process = 36;
+  p.error_not_supported = 801;
   return p;
 }
 

@@ -75,6 +75,9 @@ class SimDeviceBuffer : public DeviceBuffer {
   uint64_t size() const override { return size_; }
   int device() const override { return device_; }
   SparseBytes& bytes() { return bytes_; }
+  // Made with cuMemCreate (VMM); whether its allocation asked for gpuDirectRDMACapable.
+  bool vmm = false;
+  bool rdma_capable = false;
 
  private:
   uint64_t size_;
@@ -83,24 +86,28 @@ class SimDeviceBuffer : public DeviceBuffer {
   SparseBytes bytes_;
 };
 
-// cudaMallocHost memory: pinned by its allocator, not addressable (address() 0).
+// cudaMallocHost / cudaHostAlloc memory: pinned by its allocator, not addressable (address() 0).
+// Write-combined memory has the memory type WC, so CPU reads of it cost the host model's WC rate.
 class SimPinnedMemory : public HostMemory {
  public:
-  SimPinnedMemory(uint64_t size, int context, bool portable, bool mapped) {
+  SimPinnedMemory(uint64_t size, int context, bool portable, bool mapped, bool write_combined) {
     facts_.length = size;
     facts_.shared = false;
     facts_.locked = true;
     facts_.backing = Backing::kPinnedHost;
-    facts_.memory_type = MemoryType::kWriteBack;
+    facts_.memory_type = write_combined ? MemoryType::kWriteCombining : MemoryType::kWriteBack;
     facts_.pinned = true;
     facts_.pinned_context = context;
     facts_.portable = portable;
     facts_.origin = "sim-gpu";
     mapped_ = mapped;
+    write_combined_ = write_combined;
   }
   uint64_t size() const override { return facts_.length; }
   const MappingFacts& facts() const override { return facts_; }
   uint64_t address() const override { return 0; }
+  bool mapped() const { return mapped_; }
+  bool write_combined() const { return write_combined_; }
   Status Read(uint64_t offset, void* out, uint64_t len) override {
     RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read pinned host memory"));
     bytes_.Read(offset, static_cast<uint8_t*>(out), len);
@@ -113,13 +120,14 @@ class SimPinnedMemory : public HostMemory {
   }
   std::string Describe() const override {
     return "simulated pinned host memory (cudaMallocHost" + std::string(facts_.portable ? ", portable" : "") +
-           (mapped_ ? ", mapped" : "") + ", context " + std::to_string(facts_.pinned_context) +
-           ") " + FormatSize(facts_.length);
+           (mapped_ ? ", mapped" : "") + (write_combined_ ? ", write-combined" : "") +
+           ", context " + std::to_string(facts_.pinned_context) + ") " + FormatSize(facts_.length);
   }
 
  private:
   MappingFacts facts_;
   bool mapped_ = false;
+  bool write_combined_ = false;
   SparseBytes bytes_;
 };
 
@@ -131,6 +139,7 @@ struct Registration {
   uint64_t start = 0;
   uint64_t end = 0;
   uint32_t flags = 0;
+  bool mapped = false;  // the device can reach it (cudaHostGetDevicePointer succeeds)
 };
 
 struct RangeKey {
@@ -159,6 +168,7 @@ class SimGpu : public Gpu {
       devices_.push_back(state);
     }
     contexts_.push_back(0);  // context 0 on device 0
+    context_map_host_.push_back(profile_.runtime_implies_map_host);
   }
 
   std::string name() const override { return "sim:" + profile_.name; }
@@ -181,10 +191,35 @@ class SimGpu : public Gpu {
     return a;
   }
 
-  Result<int> CreateContext(int device) override {
+  Result<int> CreateContext(int device) override { return CreateContextWithFlags(device, 0); }
+
+  // cuCtxCreate: a driver-API context maps pinned memory only with CU_CTX_MAP_HOST
+  // (cuda_runtime_api.h, cudaDeviceMapHost: "may be absent if a context is created using the
+  // driver API").
+  Result<int> CreateContextWithFlags(int device, uint32_t flags) override {
     RESMEM_RETURN_IF_ERROR(CheckDevice(device));
     contexts_.push_back(device);
+    context_map_host_.push_back((flags & kDeviceMapHost) != 0);
     return static_cast<int>(contexts_.size() - 1);
+  }
+
+  // Seed 001: cudaSetDeviceFlags(cudaDeviceMapHost) must come before any runtime call that
+  // creates the context; after it the 2012 runtime refused (cudaErrorSetOnActiveProcess). CUDA
+  // 13 overwrites the flags of an active primary context, and maps pinned memory in runtime
+  // contexts anyway ("implicit for the runtime").
+  Status SetDeviceFlags(uint32_t flags) override {
+    if (flags & ~uint32_t(kDeviceMapHost))
+      return Cuda(profile_.error_invalid_value,
+                  "cudaSetDeviceFlags(" + Hex(flags) + "): the model knows only cudaDeviceMapHost (0x8)");
+    if (!profile_.runtime_implies_map_host && context_active_)
+      return Cuda(profile_.error_set_on_active_process,
+                  "cudaSetDeviceFlags(cudaDeviceMapHost) after the context was created by an "
+                  "earlier CUDA call; call it first, before any other CUDA runtime call");
+    if (current_ == 0)
+      context_map_host_[0] = profile_.runtime_implies_map_host || (flags & kDeviceMapHost);
+    else
+      context_map_host_[current_] = context_map_host_[current_] || (flags & kDeviceMapHost);
+    return Status::Ok();
   }
 
   Status UseContext(int context) override {
@@ -242,7 +277,10 @@ class SimGpu : public Gpu {
     }
     if (Status st = DecideFromFacts(f, offset, length, flags, what); !st.ok()) return st;
     clock_->Charge(RegisterSeconds(profile_, host_, f, length, flags));
-    registrations_.push_back({current_, key.space, key.start, key.start + length, flags});
+    context_active_ = true;
+    const bool mapped = context_map_host_[current_] &&
+                        ((flags & kRegisterMapped) || profile_.maps_without_mapped_flag);
+    registrations_.push_back({current_, key.space, key.start, key.start + length, flags, mapped});
     return Status::Ok();
   }
 
@@ -278,9 +316,9 @@ class SimGpu : public Gpu {
     }
     const std::string what = "cudaHostAlloc(" + FormatSize(bytes) + ", " + RegisterFlagsName(flags) + ")";
     if (bytes == 0) return Cuda(profile_.error_invalid_value, what + ": size 0; ask for > 0 bytes");
-    if (flags & ~uint32_t(kRegisterPortable | kRegisterMapped))
+    if (flags & ~uint32_t(kRegisterPortable | kRegisterMapped | kAllocWriteCombined))
       return Cuda(profile_.error_invalid_value,
-                  what + ": cudaHostAlloc takes only portable and mapped");
+                  what + ": cudaHostAlloc takes only portable, mapped and writecombined");
     if (mem_total_ && bytes > mem_total_)
       return Cuda(profile_.error_memory_allocation,
                   what + ": more than the host's MemTotal (" + FormatSize(mem_total_) + ")");
@@ -290,8 +328,14 @@ class SimGpu : public Gpu {
     MappingFacts fresh;
     fresh.backing = Backing::kAnonymous;
     clock_->Charge(RegisterSeconds(profile_, host_, fresh, bytes, 0));
+    context_active_ = true;
+    // Mapped: the context must map host memory (cudaDeviceMapHost), and the allocation asks for
+    // it or unified addressing maps it anyway (not write-combined memory: cuda_profile.cc).
+    const bool wc = (flags & kAllocWriteCombined) != 0;
+    const bool mapped = context_map_host_[current_] &&
+                        ((flags & kRegisterMapped) || (profile_.maps_without_mapped_flag && !wc));
     return std::unique_ptr<HostMemory>(new SimPinnedMemory(
-        bytes, current_, (flags & kRegisterPortable) != 0, (flags & kRegisterMapped) != 0));
+        bytes, current_, (flags & kRegisterPortable) != 0, mapped, wc));
   }
 
   Result<std::unique_ptr<DeviceBuffer>> AllocDevice(uint64_t bytes) override {
@@ -299,6 +343,7 @@ class SimGpu : public Gpu {
       FaultOutcome o = faults_->Check("gpu.alloc", 0, bytes);
       if (Status st = ApplySimpleFault(o); !st.ok()) return st;
     }
+    context_active_ = true;
     const int device = contexts_[current_];
     auto& state = devices_[device];
     if (bytes > state->capacity - state->allocated)
@@ -309,24 +354,26 @@ class SimGpu : public Gpu {
     return std::unique_ptr<DeviceBuffer>(new SimDeviceBuffer(bytes, device, state));
   }
 
+  // cuMemCreate rounds nothing itself: the size must be a multiple of the granularity (2 MiB on
+  // the H100; cuMemGetAllocationGranularity), which the backend rounds up to, as CudaGpu does.
+  Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable) override {
+    if (!profile_.has_dmabuf_export)
+      return Status::Unsupported("cuMemCreate does not exist in " + profile_.name + " (CUDA 10.2+)");
+    constexpr uint64_t kGranularity = 2ull << 20;
+    RESMEM_ASSIGN_OR_RETURN(auto dev, AllocDevice((bytes + kGranularity - 1) / kGranularity * kGranularity));
+    auto* sdev = static_cast<SimDeviceBuffer*>(dev.get());
+    sdev->vmm = true;
+    sdev->rdma_capable = rdma_capable;
+    return dev;
+  }
+
   Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
                          DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) override {
     const bool h2d = dir == CopyDirection::kHostToDevice;
     const std::string what = std::string("cudaMemcpy ") + (h2d ? "HostToDevice " : "DeviceToHost ") +
                              FormatSize(length) + " (host " + mem_name(host) + " +" +
                              Hex(host_offset) + ", device +" + Hex(dev_offset) + ")";
-    auto* sdev = dynamic_cast<SimDeviceBuffer*>(&dev);
-    if (!sdev)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the device buffer was not allocated by this simulated GPU");
-    if (host_offset > host.size() || length > host.size() - host_offset)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the host range runs past the end of the span (" +
-                      FormatSize(host.size()) + ")");
-    if (dev_offset > dev.size() || length > dev.size() - dev_offset)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the device range runs past the end of the buffer (" +
-                      FormatSize(dev.size()) + ")");
+    RESMEM_ASSIGN_OR_RETURN(SimDeviceBuffer * sdev, Checked(what, host, host_offset, dev, dev_offset, length));
 
     const RangeKey key = KeyOf(host, host_offset);
     FaultOutcome fault;
@@ -340,25 +387,8 @@ class SimGpu : public Gpu {
     CopyStats stats;
     double seconds = 0;
     ChoosePath(host, key, length, dir, &stats.path, &seconds);
-    // Bytes move in bounded chunks; a failed host access ends the copy with its status.
-    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(arriving, 1)));
     uint64_t done = 0;
-    Status access;
-    while (done < arriving) {
-      const uint64_t n = std::min<uint64_t>(kChunk, arriving - done);
-      if (h2d) {
-        access = ReadUncharged(host, host_offset + done, buf.data(), n);
-        if (!access.ok()) break;
-        CorruptIfHit(fault, done, n, buf.data());
-        sdev->bytes().Write(dev_offset + done, buf.data(), n);
-      } else {
-        sdev->bytes().Read(dev_offset + done, buf.data(), n);
-        CorruptIfHit(fault, done, n, buf.data());
-        access = WriteUncharged(host, host_offset + done, buf.data(), n);
-        if (!access.ok()) break;
-      }
-      done += n;
-    }
+    const Status access = MoveBytes(h2d, host, host_offset, *sdev, dev_offset, arriving, fault, &done);
     // Time charged for what moved, at the path's rate.
     const double charged = length ? seconds * (static_cast<double>(done) / length) : 0;
     clock_->Charge(charged);
@@ -399,12 +429,215 @@ class SimGpu : public Gpu {
     return sum;
   }
 
+  // Zero-copy (seed 001): the kernel reaches host memory through cudaHostGetDevicePointer's
+  // pointer, which exists for pinned memory allocated, or registered, while the context mapped
+  // host memory (cuda_profile.cc).
+  Result<CopyStats> CopyMapped(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                               DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) override {
+    const bool h2d = dir == CopyDirection::kHostToDevice;
+    const std::string what = std::string("zero-copy kernel ") + (h2d ? "reading " : "writing ") +
+                             FormatSize(length) + " of " + host.Describe();
+    RESMEM_ASSIGN_OR_RETURN(SimDeviceBuffer * sdev, Checked(what, host, host_offset, dev, dev_offset, length));
+    RESMEM_RETURN_IF_ERROR(DevicePointer(host, host_offset, length, what));
+    uint64_t done = 0;
+    RESMEM_RETURN_IF_ERROR(MoveBytes(h2d, host, host_offset, *sdev, dev_offset, length, FaultOutcome(), &done));
+    CopyStats stats;
+    stats.bytes = length;
+    stats.seconds = ZeroCopySeconds(profile_, dir, length);
+    stats.path = "zero-copy-mapped";
+    clock_->Charge(stats.seconds);
+    return stats;
+  }
+
+  // Copy and kernel per block on one or two streams (seed 001, "数据传输和内核并行"): the copy of
+  // block i+1 overlaps block i's kernel when there are two streams, a copy engine, and the host
+  // memory is page-locked (cudaMemcpyAsync from pageable memory is synchronous). Only the two
+  // blocks left in the device slots are moved as bytes; the clock is charged the timeline.
+  Result<PipelineStats> CopyKernelPipeline(HostMemory& host, DeviceBuffer& dev,
+                                           const PipelineSpec& spec) override {
+    const uint64_t block = spec.block_size;
+    const std::string what = "copy/kernel pipeline of " + std::to_string(spec.blocks) + " x " +
+                             FormatSize(block) + " on " + std::to_string(spec.streams) + " stream(s)";
+    if (block == 0 || spec.blocks < 1 || (spec.streams != 1 && spec.streams != 2))
+      return Status::InvalidArgument(what + ": give a block size > 0, at least one block and 1 or 2 streams");
+    if (dev.size() < 2 * block)
+      return Status::InvalidArgument(what + ": the device buffer (" + FormatSize(dev.size()) +
+                                     ") must hold two blocks (one slot per stream)");
+    if (spec.host_offset > host.size() || host.size() - spec.host_offset < block)
+      return Status::InvalidArgument(what + ": the host span holds no whole block past the offset");
+    RESMEM_ASSIGN_OR_RETURN(SimDeviceBuffer * sdev, Checked(what, host, spec.host_offset, dev, 0, block));
+    std::string copy_path;
+    double copy = 0;
+    ChoosePath(host, KeyOf(host, spec.host_offset), block, CopyDirection::kHostToDevice, &copy_path, &copy);
+    const double dev_rate = profile_.device_memory_gbps > 0 ? Gbps(profile_.device_memory_gbps) : 0;
+    const double kernel = std::max(spec.kernel_us * 1e-6, dev_rate > 0 ? block / dev_rate : 0);
+    const bool pageable = copy_path != "pinned-dma";
+    const bool overlapped = spec.streams == 2 && profile_.async_engine_count > 0 &&
+                            !(pageable && profile_.pageable_async_is_synchronous);
+    PipelineStats st;
+    st.bytes = block * static_cast<uint64_t>(spec.blocks);
+    st.copy_seconds = copy;
+    st.kernel_seconds = kernel;
+    st.seconds = PipelineSeconds(spec.blocks, copy, kernel, overlapped);
+    st.ratio_to_serial = st.seconds / PipelineSeconds(spec.blocks, copy, kernel, false);
+    if (overlapped)
+      st.path = "overlapped (2 streams)";
+    else if (spec.streams == 1)
+      st.path = "serial (1 stream)";
+    else if (pageable)
+      st.path = "serial (pageable host memory: cudaMemcpyAsync is synchronous)";
+    else
+      st.path = "serial (no copy engine)";
+    const uint64_t host_slots = (host.size() - spec.host_offset) / block;
+    for (int i = std::max(0, spec.blocks - 2); i < spec.blocks; ++i) {
+      uint64_t done = 0;
+      RESMEM_RETURN_IF_ERROR(MoveBytes(true, host, spec.host_offset + (i % host_slots) * block, *sdev,
+                                       (i % 2) * block, block, FaultOutcome(), &done));
+    }
+    clock_->Charge(st.seconds);
+    return st;
+  }
+
+  // cuMemGetHandleForAddressRange(DMA_BUF_FD): the rules of cuda_profile.cc (cuda.h 13.0 and
+  // FACTS.md; to be confirmed on the H100 by `resmem calibrate --backend cuda`).
+  Result<DmaBufExport> ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length) override {
+    const std::string what = "cuMemGetHandleForAddressRange(device buffer of " + FormatSize(dev.size()) +
+                             " +" + Hex(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)";
+    RESMEM_RETURN_IF_ERROR(DmaBufOffered(what));
+    const auto* sdev = dynamic_cast<const SimDeviceBuffer*>(&dev);
+    if (!sdev) return Cuda(profile_.error_invalid_value, what + ": not a device allocation of this GPU");
+    // VMM memory without gpuDirectRDMACapable (cuda.h: the attribute
+    // GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is about "specifying the GPUDirect RDMA flag with
+    // cuMemCreate"): refused (assumption, to be confirmed on the H100).
+    if (sdev->vmm && !sdev->rdma_capable)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": a cuMemCreate allocation without gpuDirectRDMACapable; set "
+                         "allocFlags.gpuDirectRDMACapable = 1 in its CUmemAllocationProp");
+    RESMEM_RETURN_IF_ERROR(DmaBufRange(what, offset, length, dev.size()));
+    DmaBufExport e;
+    e.size = length;
+    return e;
+  }
+  Result<DmaBufExport> ExportDmaBufHost(HostMemory& host, uint64_t offset, uint64_t length) override {
+    const std::string what = "cuMemGetHandleForAddressRange(" + host.Describe() + " +" + Hex(offset) +
+                             ", " + std::to_string(length) + " bytes, DMA_BUF_FD)";
+    RESMEM_RETURN_IF_ERROR(DmaBufOffered(what));
+    const auto* pinned = dynamic_cast<const SimPinnedMemory*>(&host);
+    if (!pinned || !profile_.dmabuf_host_alloc_supported)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": host memory is no device allocation" +
+                      (pinned ? std::string(" and this device does not export cudaHostAlloc memory "
+                                            "(HOST_ALLOC_DMA_BUF_SUPPORTED 0)")
+                              : std::string()) +
+                      "; export a cudaMalloc buffer and copy into it");
+    RESMEM_RETURN_IF_ERROR(DmaBufRange(what, offset, length, host.size()));
+    DmaBufExport e;
+    e.size = length;
+    return e;
+  }
+
  private:
   Status Cuda(int code, const std::string& message) const {
     return Status::Cuda(code, CudaErrorName(profile_.name, code) + ": " + message);
   }
 
   static std::string mem_name(const HostMemory& m) { return m.Describe(); }
+
+  // The simulated device buffer of a host<->device operation, with both ranges checked.
+  Result<SimDeviceBuffer*> Checked(const std::string& what, const HostMemory& host, uint64_t host_offset,
+                                   DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) const {
+    auto* sdev = dynamic_cast<SimDeviceBuffer*>(&dev);
+    if (!sdev)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the device buffer was not allocated by this simulated GPU");
+    if (host_offset > host.size() || length > host.size() - host_offset)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the host range runs past the end of the span (" + FormatSize(host.size()) + ")");
+    if (dev_offset > dev.size() || length > dev.size() - dev_offset)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the device range runs past the end of the buffer (" + FormatSize(dev.size()) + ")");
+    return sdev;
+  }
+
+  // Moves `n` bytes between host memory and a device buffer in bounded chunks, flipping the byte
+  // a corrupt fault names; a failed host access stops it with its status. *done: bytes moved.
+  Status MoveBytes(bool h2d, HostMemory& host, uint64_t host_offset, SimDeviceBuffer& dev,
+                   uint64_t dev_offset, uint64_t n, const FaultOutcome& fault, uint64_t* done) {
+    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(n, 1)));
+    *done = 0;
+    while (*done < n) {
+      const uint64_t c = std::min<uint64_t>(kChunk, n - *done);
+      if (h2d) {
+        RESMEM_RETURN_IF_ERROR(ReadUncharged(host, host_offset + *done, buf.data(), c));
+        CorruptIfHit(fault, *done, c, buf.data());
+        dev.bytes().Write(dev_offset + *done, buf.data(), c);
+      } else {
+        dev.bytes().Read(dev_offset + *done, buf.data(), c);
+        CorruptIfHit(fault, *done, c, buf.data());
+        RESMEM_RETURN_IF_ERROR(WriteUncharged(host, host_offset + *done, buf.data(), c));
+      }
+      *done += c;
+    }
+    return Status::Ok();
+  }
+
+  // cudaHostGetDevicePointer for [offset, offset+length) of `host`, or the failure code and why.
+  Status DevicePointer(const HostMemory& host, uint64_t offset, uint64_t length,
+                       const std::string& what) const {
+    const std::string call = what + ": cudaHostGetDevicePointer";
+    const std::string map_host_fix =
+        profile_.runtime_implies_map_host
+            ? "create the context with CU_CTX_MAP_HOST or use the runtime's own context"
+            : "call cudaSetDeviceFlags(cudaDeviceMapHost) before any other CUDA call, then allocate";
+    if (const auto* pinned = dynamic_cast<const SimPinnedMemory*>(&host)) {
+      if (pinned->mapped()) return Status::Ok();
+      const int ctx = host.facts().pinned_context;
+      if (ctx >= 0 && ctx < static_cast<int>(context_map_host_.size()) && !context_map_host_[ctx])
+        return Cuda(profile_.error_invalid_value,
+                    call + " fails: the context that allocated it does not map host memory "
+                           "(cudaDeviceMapHost was not set); " + map_host_fix);
+      return Cuda(profile_.error_invalid_value,
+                  call + " fails: allocated without cudaHostAllocMapped" +
+                      (pinned->write_combined() ? std::string(" (write-combined memory is not "
+                                                              "mapped automatically)")
+                                                : std::string()) +
+                      "; allocate with flags mapped");
+    }
+    const RangeKey key = KeyOf(host, offset);
+    const Registration* covering = nullptr;
+    for (const auto& r : registrations_)
+      if (r.space == key.space && key.start >= r.start && key.start + length <= r.end &&
+          (!covering || r.mapped))
+        covering = &r;
+    if (covering && covering->mapped) return Status::Ok();
+    if (covering)
+      return Cuda(profile_.error_invalid_value,
+                  call + " fails: registered without cudaHostRegisterMapped, or in a context that "
+                         "does not map host memory; register with flags mapped (" + map_host_fix + ")");
+    return Cuda(profile_.error_invalid_value,
+                call + " fails: the memory is neither pinned nor registered (pageable: this device "
+                       "reports PageableMemoryAccess " + std::to_string(profile_.pageable_memory_access) +
+                       "); register it with flags mapped or allocate it with cudaHostAlloc");
+  }
+
+  Status DmaBufOffered(const std::string& what) const {
+    if (!profile_.has_dmabuf_export)
+      return Status::Unsupported(what + ": the call does not exist in " + profile_.name +
+                                 " (dma-buf export came with CUDA 11.7)");
+    return Status::Ok();
+  }
+  Status DmaBufRange(const std::string& what, uint64_t offset, uint64_t length, uint64_t size) const {
+    const uint64_t a = profile_.dmabuf_alignment ? profile_.dmabuf_alignment : 1;
+    if (length == 0) return Cuda(profile_.error_invalid_value, what + ": size 0; export at least one page");
+    if (offset % a || length % a)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": offset and size must be multiples of the host page size (" +
+                      FormatSize(a) + "); round the range out to pages");
+    if (offset > size || length > size - offset)
+      return Cuda(profile_.error_invalid_value,
+                  what + ": the range runs past the allocation (" + FormatSize(size) + ")");
+    return Status::Ok();
+  }
 
   Status CheckDevice(int device) const {
     if (device < 0 || device >= options_.device_count)
@@ -506,7 +739,9 @@ class SimGpu : public Gpu {
     }
     if (pinned && !other_context_slow) {
       *path = "pinned-dma";
-      *seconds = PinnedCopySeconds(profile_, dir, length);
+      *seconds = f.memory_type == MemoryType::kWriteCombining && f.pinned
+                     ? WriteCombinedCopySeconds(profile_, dir, length)
+                     : PinnedCopySeconds(profile_, dir, length);
       return;
     }
     // Pageable, or (2012) non-portable pinned memory from another context, which that driver
@@ -524,6 +759,8 @@ class SimGpu : public Gpu {
   uint64_t mem_total_ = 0;
   std::vector<std::shared_ptr<DeviceState>> devices_;
   std::vector<int> contexts_;  // context id -> device
+  std::vector<bool> context_map_host_;  // context id -> maps pinned host memory
+  bool context_active_ = false;         // a call has created the runtime's context (seed 001)
   int current_ = 0;
   std::vector<Registration> registrations_;
 };
@@ -533,6 +770,23 @@ class SimGpu : public Gpu {
 double PinnedCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes) {
   const double link = dir == CopyDirection::kHostToDevice ? profile.link_h2d_gbps : profile.link_d2h_gbps;
   return link > 0 ? bytes / Gbps(link) : 0;
+}
+
+double WriteCombinedCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes) {
+  const double gain = dir == CopyDirection::kHostToDevice && profile.wc_h2d_gain > 0 ? profile.wc_h2d_gain : 1;
+  return PinnedCopySeconds(profile, dir, bytes) / gain;
+}
+
+double ZeroCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes) {
+  const double eff = dir == CopyDirection::kHostToDevice ? profile.zero_copy_h2d_efficiency
+                                                         : profile.zero_copy_d2h_efficiency;
+  return PinnedCopySeconds(profile, dir, bytes) / (eff > 0 ? eff : 1);
+}
+
+double PipelineSeconds(int blocks, double copy, double kernel, bool overlapped) {
+  if (blocks < 1) return 0;
+  if (!overlapped) return blocks * (copy + kernel);
+  return copy + (blocks - 1) * std::max(copy, kernel) + kernel;
 }
 
 double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyDirection dir,

@@ -117,6 +117,33 @@ struct CudaProfile {
   int can_map_host_memory = 1;
   // Copy rates measured on this era's real GPU, as ranges over runs (empty: none measured).
   std::vector<MeasuredCopyRange> measured_copies;
+
+  // --- seed 001: write-combined and mapped pinned memory, streams; dma-buf (cuda_profile.cc) ---
+  // H2D from cudaHostAllocWriteCombined memory over H2D from default pinned memory (the seed:
+  // "up to 40%" on front-side-bus systems). CPU reads of it cost HostPerf's WC rate.
+  double wc_h2d_gain = 1.0;
+  // The runtime's own contexts map pinned memory without cudaSetDeviceFlags(cudaDeviceMapHost)
+  // (CUDA 13: "implicit for the runtime"); false: the seed's rule, the flag must come first.
+  bool runtime_implies_map_host = true;
+  // Under unified addressing every cudaHostAlloc and cudaHostRegister buffer is mapped whatever
+  // its flags (except write-combined allocations without Mapped); false: only with Mapped.
+  bool maps_without_mapped_flag = true;
+  // A kernel reading (H2D) / writing (D2H) host memory through its mapped pointer, as a fraction
+  // of the pinned DMA rate.
+  double zero_copy_h2d_efficiency = 0.92;
+  double zero_copy_d2h_efficiency = 0.94;
+  // Device memory bandwidth a kernel reads its block at (GB/s).
+  double device_memory_gbps = 0;
+  // cudaMemcpyAsync from pageable memory returns only once the copy is done: it cannot overlap a
+  // kernel of another stream.
+  bool pageable_async_is_synchronous = true;
+  // cuMemGetHandleForAddressRange(DMA_BUF_FD) exists; offsets and sizes must be multiples of
+  // this (the host page size); cudaHostAlloc memory can be exported too.
+  bool has_dmabuf_export = false;
+  uint64_t dmabuf_alignment = 4096;
+  bool dmabuf_host_alloc_supported = false;
+  int error_set_on_active_process = 36;
+  int error_not_supported = 801;
 };
 
 // The model's rate for a measured copy class: pinned and registered copies take the pinned DMA
@@ -145,6 +172,13 @@ std::unique_ptr<Gpu> MakeSimGpu(const CudaProfile& profile, const HostPerf& host
 // Exposed so benchmarks and the transfer engine can print or plan with the same model.
 // `type` is the host memory's type (the staged path reads or writes it through the CPU).
 double PinnedCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes);
+// The same from write-combined pinned memory (H2D gains wc_h2d_gain; D2H is the pinned rate).
+double WriteCombinedCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes);
+// A kernel moving `bytes` through mapped host memory (zero-copy).
+double ZeroCopySeconds(const CudaProfile& profile, CopyDirection dir, uint64_t bytes);
+// The total of a copy/kernel pipeline of `blocks` blocks, each copy taking `copy` seconds and
+// each kernel `kernel`: serial n(c+k), overlapped c + (n-1)max(c,k) + k.
+double PipelineSeconds(int blocks, double copy, double kernel, bool overlapped);
 double StagedCopySeconds(const CudaProfile& profile, const HostPerf& host, CopyDirection dir,
                          MemoryType type, uint64_t bytes);
 // Seconds cudaHostRegister spends pinning `bytes` of memory with these facts and flags.

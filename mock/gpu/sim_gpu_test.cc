@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -814,6 +815,161 @@ TEST(SimGpuOnMachineTest, H100HostBracketsFactsMemTotal) {
   // in (125 GiB, 126 GiB) as the measured one does.
   EXPECT_EQ(CodeOf(gpu->Register(big, 0, 126 * kGiB, 0)), 2);
   EXPECT_EQ(CodeOf(gpu->Register(big, 0, 125 * kGiB, 0)), 0);
+}
+
+// ---- seed 001: write-combined and mapped pinned memory, streams; dma-buf ----
+
+TEST(Seed001Test, WriteCombinedPinnedIsWcMemoryAndCopiesAtThePinnedRate) {
+  Fixture fx("cuda-13.0-r580");
+  auto wc = fx.gpu->AllocPinned(16 * kMiB, kAllocWriteCombined);
+  ASSERT_TRUE(wc.ok()) << wc.status().ToString();
+  EXPECT_EQ((*wc)->facts().memory_type, MemoryType::kWriteCombining);
+  auto plain = fx.gpu->AllocPinned(16 * kMiB, 0);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->facts().memory_type, MemoryType::kWriteBack);
+  auto dev = fx.gpu->AllocDevice(16 * kMiB);
+  ASSERT_TRUE(dev.ok());
+  auto a = fx.gpu->Copy(CopyDirection::kHostToDevice, **wc, 0, **dev, 0, 16 * kMiB);
+  auto b = fx.gpu->Copy(CopyDirection::kHostToDevice, **plain, 0, **dev, 0, 16 * kMiB);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->path, "pinned-dma");
+  // wc_h2d_gain 1.0 (cuda_profile.cc): no gain until the H100 says otherwise.
+  EXPECT_DOUBLE_EQ(a->seconds, b->seconds);
+  // A gain in the profile shows in the rate.
+  CudaProfile p = fx.profile;
+  p.wc_h2d_gain = 1.4;
+  EXPECT_NEAR(PinnedCopySeconds(p, CopyDirection::kHostToDevice, kGiB) /
+                  WriteCombinedCopySeconds(p, CopyDirection::kHostToDevice, kGiB), 1.4, 1e-9);
+  // cudaHostRegister does not know the flag.
+  FakeMemory anon(Anonymous(kMiB));
+  EXPECT_EQ(CodeOf(fx.gpu->Register(anon, 0, kMiB, kAllocWriteCombined)), 1);
+}
+
+TEST(Seed001Test, Cuda41NeedsDeviceMapHostBeforeTheContextExists) {
+  {
+    Fixture fx("cuda-4.1-r285");
+    auto mapped = fx.gpu->AllocPinned(kMiB, kRegisterMapped);  // creates the context
+    auto dev = fx.gpu->AllocDevice(kMiB);
+    ASSERT_TRUE(mapped.ok() && dev.ok());
+    auto z = fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **mapped, 0, **dev, 0, kMiB);
+    EXPECT_EQ(CodeOf(z.status()), 11);  // cudaErrorInvalidValue in 4.1's numbering
+    EXPECT_NE(z.status().message().find("cudaDeviceMapHost"), std::string::npos);
+    EXPECT_EQ(CodeOf(fx.gpu->SetDeviceFlags(kDeviceMapHost)), 36);  // cudaErrorSetOnActiveProcess
+  }
+  {
+    Fixture fx("cuda-4.1-r285");
+    ASSERT_TRUE(fx.gpu->SetDeviceFlags(kDeviceMapHost).ok());
+    auto mapped = fx.gpu->AllocPinned(kMiB, kRegisterMapped);
+    auto unmapped = fx.gpu->AllocPinned(kMiB, 0);
+    auto dev = fx.gpu->AllocDevice(kMiB);
+    ASSERT_TRUE(mapped.ok() && unmapped.ok() && dev.ok());
+    auto z = fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **mapped, 0, **dev, 0, kMiB);
+    ASSERT_TRUE(z.ok()) << z.status().ToString();
+    EXPECT_EQ(z->path, "zero-copy-mapped");
+    EXPECT_NEAR(z->GBps(), 5.69 * 0.92, 0.01);
+    // 4.1 maps only what asked for cudaHostAllocMapped.
+    EXPECT_EQ(CodeOf(fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **unmapped, 0, **dev, 0, kMiB).status()), 11);
+  }
+}
+
+TEST(Seed001Test, Cuda13MapsInRuntimeContextsNotInDriverContextsWithoutMapHost) {
+  Fixture fx("cuda-13.0-r580");
+  auto plain = fx.gpu->AllocPinned(kMiB, 0);  // unified addressing: mapped without the flag
+  auto wc = fx.gpu->AllocPinned(kMiB, kAllocWriteCombined);  // the documented exception
+  auto dev = fx.gpu->AllocDevice(kMiB);
+  ASSERT_TRUE(plain.ok() && wc.ok() && dev.ok());
+  auto z = fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **plain, 0, **dev, 0, kMiB);
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  EXPECT_NEAR(z->GBps(), 53.8 * 0.92, 0.01);
+  EXPECT_EQ(CodeOf(fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **wc, 0, **dev, 0, kMiB).status()), 1);
+  // A cuCtxCreate context without CU_CTX_MAP_HOST, and one with it.
+  auto bare = fx.gpu->CreateContextWithFlags(0, 0);
+  auto with = fx.gpu->CreateContextWithFlags(0, kDeviceMapHost);
+  ASSERT_TRUE(bare.ok() && with.ok());
+  ASSERT_TRUE(fx.gpu->UseContext(*bare).ok());
+  auto in_bare = fx.gpu->AllocPinned(kMiB, kRegisterMapped);
+  ASSERT_TRUE(in_bare.ok());
+  EXPECT_EQ(CodeOf(fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **in_bare, 0, **dev, 0, kMiB).status()), 1);
+  ASSERT_TRUE(fx.gpu->UseContext(*with).ok());
+  auto in_with = fx.gpu->AllocPinned(kMiB, kRegisterMapped);
+  ASSERT_TRUE(in_with.ok());
+  EXPECT_TRUE(fx.gpu->CopyMapped(CopyDirection::kHostToDevice, **in_with, 0, **dev, 0, kMiB).ok());
+}
+
+TEST(Seed001Test, ZeroCopyNeedsPinnedOrRegisteredMemoryAndMovesTheBytes) {
+  Fixture fx("cuda-13.0-r580");
+  FakeMemory anon(Anonymous(64 * 1024));
+  for (size_t i = 0; i < anon.bytes().size(); ++i) anon.bytes()[i] = static_cast<uint8_t>(i * 7);
+  auto dev = fx.gpu->AllocDevice(64 * 1024);
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(CodeOf(fx.gpu->CopyMapped(CopyDirection::kHostToDevice, anon, 0, **dev, 0, 64 * 1024).status()), 1);
+  ASSERT_TRUE(fx.gpu->Register(anon, 0, 64 * 1024, kRegisterMapped).ok());
+  ASSERT_TRUE(fx.gpu->CopyMapped(CopyDirection::kHostToDevice, anon, 0, **dev, 0, 64 * 1024).ok());
+  auto sum = fx.gpu->DeviceChecksum(**dev, 0, 64 * 1024);
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(*sum, Fnv1a64(anon.bytes().data(), anon.bytes().size()));
+}
+
+TEST(Seed001Test, TwoStreamsOverlapCopyAndKernelOnlyFromPinnedMemory) {
+  Fixture fx("cuda-13.0-r580");
+  auto pinned = fx.gpu->AllocPinned(32 * kMiB, 0);
+  auto dev = fx.gpu->AllocDevice(32 * kMiB);
+  ASSERT_TRUE(pinned.ok() && dev.ok());
+  PipelineSpec spec;
+  spec.block_size = 16 * kMiB;
+  spec.blocks = 16;
+  spec.kernel_us = 312;
+  spec.streams = 1;
+  auto serial = fx.gpu->CopyKernelPipeline(**pinned, **dev, spec);
+  spec.streams = 2;
+  auto overlapped = fx.gpu->CopyKernelPipeline(**pinned, **dev, spec);
+  ASSERT_TRUE(serial.ok() && overlapped.ok()) << serial.status().ToString();
+  const double c = 16.0 * kMiB / 53.8e9, k = 312e-6;
+  EXPECT_NEAR(serial->seconds, 16 * (c + k), 1e-9);
+  EXPECT_NEAR(overlapped->seconds, c + 15 * std::max(c, k) + k, 1e-9);
+  EXPECT_EQ(overlapped->path, "overlapped (2 streams)");
+  EXPECT_NEAR(overlapped->ratio_to_serial, 0.53, 0.01);
+  // Pageable memory: cudaMemcpyAsync is synchronous, nothing overlaps.
+  FakeMemory anon(Anonymous(32 * kMiB), 0, false);
+  auto pageable = fx.gpu->CopyKernelPipeline(anon, **dev, spec);
+  ASSERT_TRUE(pageable.ok());
+  EXPECT_DOUBLE_EQ(pageable->ratio_to_serial, 1.0);
+  EXPECT_NE(pageable->path.find("pageable"), std::string::npos);
+  // The device must hold two slots.
+  auto small = fx.gpu->AllocDevice(16 * kMiB);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(fx.gpu->CopyKernelPipeline(**pinned, **small, spec).ok());
+}
+
+TEST(Seed001Test, DmaBufExportFollowsTheHostPageRule) {
+  Fixture fx("cuda-13.0-r580");
+  auto dev = fx.gpu->AllocDevice(4 * kMiB);
+  ASSERT_TRUE(dev.ok());
+  auto whole = fx.gpu->ExportDmaBuf(**dev, 0, 4 * kMiB);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->size, 4 * kMiB);  // FACTS: lseek(SEEK_END) is the size
+  auto sub = fx.gpu->ExportDmaBuf(**dev, 4096, 4096);  // FACTS: +4 KiB works
+  ASSERT_TRUE(sub.ok());
+  EXPECT_EQ(sub->size, 4096u);
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBuf(**dev, 100, 4096).status()), 1);
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBuf(**dev, 0, 100).status()), 1);
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBuf(**dev, 0, 0).status()), 1);
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBuf(**dev, 2 * kMiB, 4 * kMiB).status()), 1);
+  auto pinned = fx.gpu->AllocPinned(kMiB, 0);
+  ASSERT_TRUE(pinned.ok());
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBufHost(**pinned, 0, kMiB).status()), 1);  // FACTS
+  // VMM memory: exported with gpuDirectRDMACapable, refused without; sizes round to 2 MiB.
+  auto vmm = fx.gpu->AllocDeviceVmm(3 * kMiB, true);
+  auto plain_vmm = fx.gpu->AllocDeviceVmm(kMiB, false);
+  ASSERT_TRUE(vmm.ok() && plain_vmm.ok());
+  EXPECT_EQ((*vmm)->size(), 4 * kMiB);
+  EXPECT_TRUE(fx.gpu->ExportDmaBuf(**vmm, 0, 4 * kMiB).ok());
+  EXPECT_EQ(CodeOf(fx.gpu->ExportDmaBuf(**plain_vmm, 0, 2 * kMiB).status()), 1);
+  // CUDA 4.1 had no such call.
+  Fixture old("cuda-4.1-r285");
+  auto d41 = old.gpu->AllocDevice(kMiB);
+  ASSERT_TRUE(d41.ok());
+  EXPECT_EQ(old.gpu->ExportDmaBuf(**d41, 0, kMiB).status().code(), kUnsupported);
 }
 
 }  // namespace
