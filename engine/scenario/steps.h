@@ -275,9 +275,9 @@ using StepArgs =
                  UnregisterStep, WriteStep, VerifyStep, MemcpyStep, CopyStep, ZeroCopyStep,
                  OverlapStep, StageStep, ChecksumStep, StreamStep, DoctorStep, P2pSetupStep,
                  P2pAllocStep, P2pTokensStep, P2pPinStep, P2pUnpinStep, P2pDmaStep, P2pFreeStep,
-                 DmaBufExportStep, GpuReserveStep, ManagedAllocStep, ManagedTouchStep,
-                 ManagedPrefetchStep, ManagedAdviseStep, ManagedPingPongStep, ManagedFreeStep,
-                 BarReadStep>;
+                 GpuReserveStep, ManagedAllocStep, ManagedTouchStep, ManagedPrefetchStep,
+                 ManagedAdviseStep, ManagedPingPongStep, ManagedFreeStep, BarReadStep,
+                 DmaBufExportStep>;
 
 // The kind's name as a file writes it ("mmap").
 const char* StepName(const StepArgs& args);
