@@ -61,7 +61,7 @@ struct ManagedModel {
   // us, 15 GB/s (FACTS.md: one thread's memcpy about 11 GB/s).
   double cpu_read_gbps = 4.9;
   double cpu_write_gbps = 15;
-  // Each GPU touch is a kernel launch and a synchronize: H100 2026-11-23 (pingpong-sizes.txt),
+  // Each GPU touch is a kernel launch and a synchronize: H100 2026-11-23 (docs/hil/2026-11-23-h100-seed004/pingpong-sizes.txt),
   // host-mapped ping-pong of 64 KiB 16.5 us a round, of which the bytes take about 6 us.
   double gpu_launch_seconds = 10e-6;
   // Eviction when GPU memory is full: the driver evicts whole 2 MiB root chunks, least recently
