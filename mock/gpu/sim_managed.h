@@ -61,8 +61,8 @@ struct ManagedModel {
   // us, 15 GB/s (FACTS.md: one thread's memcpy about 11 GB/s).
   double cpu_read_gbps = 4.9;
   double cpu_write_gbps = 15;
-  // Each GPU touch is a kernel launch and a synchronize: H100 2026-11-23 (docs/hil/2026-11-23-h100-seed004/pingpong-sizes.txt),
-  // host-mapped ping-pong of 64 KiB 16.5 us a round, of which the bytes take about 6 us.
+  // Each GPU touch is a kernel launch and a synchronize: H100 2026-11-23, host-mapped ping-pong of
+  // 64 KiB 16.5 us a round, of which the bytes take about 6 us (pingpong-sizes.txt there).
   double gpu_launch_seconds = 10e-6;
   // Eviction when GPU memory is full: the driver evicts whole 2 MiB root chunks, least recently
   // used first (uvm_pmm_gpu.c, root chunks; uvm_va_block eviction), writing them back to system
@@ -79,8 +79,13 @@ struct ManagedModel {
   // lapse_usec 500, nap 1, pin_threshold 10, pin 300, epoch 2000 (enable 1, max_resets 4). The
   // CUDA 13.0 runtime API (cudaMemAdvise): "if the preferred location is set as device memory,
   // then the page will continue to thrash indefinitely": never pinned, but still throttled each
-  // time (H100 2026-11-23, 64 KiB x 100 rounds: 1115 us a round preferred on the GPU against 22
-  // us without advice and 16.5 us host-mapped: two naps of a lapse a round).
+  // time (H100 2026-11-23, pingpong-sizes.txt: 64 KiB x 100 rounds, 1115 us a round preferred on
+  // the GPU against 22 us without advice and 16.5 us host-mapped: two naps of a lapse a round).
+  // Not like the H100 at 2 MiB: there the driver never pinned (no advice 1343 us a round, preferred
+  // on the GPU 1408, 64 KiB pinned), where this model pins after 10 throttles (199 us a round) and
+  // naps twice a round preferred on the GPU (1709 us); the open driver also gives no hint to an
+  // event more than a lapse after the page's last (uvm_perf_thrashing.c), not modelled.
+  // engine/bench:managed_bench_test lists both rows as known disagreements.
   int thrashing_threshold = 3;
   double thrashing_lapse_seconds = 500e-6;
   int thrashing_nap_lapses = 1;
