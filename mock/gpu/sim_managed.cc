@@ -134,7 +134,8 @@ class SimManaged : public ManagedMemory {
       Place(*a, i, dest, c.read_mostly && c.loc != Loc::kNone);
       Use(*a, i);
     }
-    const double link = (to == Processor::kGpu ? p_.link_h2d_gbps : p_.link_d2h_gbps) * m_.prefetch_efficiency;
+    const double link = to == Processor::kGpu ? p_.link_h2d_gbps * m_.prefetch_h2d_efficiency
+                                              : p_.link_d2h_gbps * m_.prefetch_d2h_efficiency;
     t_ += moved / (link * 1e9);
     s.migrated += moved;
     return Finish(&s);
@@ -199,7 +200,7 @@ class SimManaged : public ManagedMemory {
                           " in system memory; the GPU maps it remotely");
     if (!thrash_.unmitigated.empty())
       s->events.push_back("uvm: " + Size(thrash_.unmitigated.size() * m_.chunk) +
-                          " keeps thrashing: its preferred location is the GPU, so it is never pinned");
+                          " keeps thrashing: its preferred location is the GPU, so it is throttled, never pinned");
     s->seconds = t_;
     clock_->Charge(t_);
     return *s;
@@ -293,13 +294,12 @@ class SimManaged : public ManagedMemory {
       c.events = since < m_.thrashing_lapse_seconds ? c.events + 1 : 1;
       if (c.events < m_.thrashing_threshold) return;
     }
-    if (c.preferred == Loc::kGpu) {
+    throttled_ = true;
+    if (c.preferred == Loc::kGpu) {  // throttled at every event, never pinned
       thrash_.unmitigated.insert(&c);
-      c.events = 0;
       return;
     }
     thrash_.detected.insert(&c);
-    throttled_ = true;
     if (++c.throttles >= m_.thrashing_pin_threshold) {
       c.pinned_until = now + m_.thrashing_pin_lapses * m_.thrashing_lapse_seconds;
       c.throttles = 0;
@@ -313,8 +313,9 @@ class SimManaged : public ManagedMemory {
     (void)id;
     const Loc me = LocOf(by);
     const Loc other = by == Processor::kGpu ? Loc::kCpu : Loc::kGpu;
-    const double local_gbps = by == Processor::kGpu ? m_.hbm_gbps : m_.cpu_gbps;
+    const double local_gbps = by == Processor::kGpu ? m_.hbm_gbps : write ? m_.cpu_write_gbps : m_.cpu_read_gbps;
     const double remote_gbps = p_.link_h2d_gbps * m_.remote_fraction_of_link;
+    if (by == Processor::kGpu) t_ += m_.gpu_launch_seconds;
     touch_start_ = Now();
     throttled_ = false;
     for (uint64_t i = offset / m_.chunk; i * m_.chunk < offset + length; ++i) {

@@ -70,6 +70,24 @@ TEST_F(SimManagedTest, PingPongWithThePreferredLocationOnTheGpuThrashesEveryRoun
   EXPECT_NE(s->events.back().find("never pinned"), std::string::npos);
 }
 
+// The H100 of 2026-11-23 (docs/hil/2026-11-23-h100-seed004/pingpong-sizes.txt), 64 KiB x 100
+// rounds: preferred on the GPU 1115 us a round (throttled: two naps of 500 us), without advice 22
+// us (pinned), host-mapped 16.5 us.
+TEST_F(SimManagedTest, SmallPingPongPreferredOnTheGpuIsThrottledEveryRoundWithoutAdvicePinned) {
+  const uint64_t pref = AllocOnHost(64 << 10), none = AllocOnHost(64 << 10);
+  ASSERT_TRUE(mm_->Advise(pref, 0, 64 << 10, ManagedAdvice::kPreferredLocation, Processor::kGpu).ok());
+  auto p = mm_->PingPong(pref, 0, 64 << 10, 100);
+  auto n = mm_->PingPong(none, 0, 64 << 10, 100);
+  ASSERT_TRUE(p.ok() && n.ok());
+  const double p_us = p->seconds / 100 * 1e6, n_us = n->seconds / 100 * 1e6;
+  EXPECT_GT(p_us, 900) << "throttled at every event after the first 3";
+  EXPECT_LT(p_us, 1300) << "H100: 1115 us a round";
+  EXPECT_LT(n_us, 100) << "pinned after 10 throttles; H100: 22 us a round";
+  auto again = mm_->PingPong(none, 0, 64 << 10, 100);  // still pinned: the host-mapped rate
+  ASSERT_TRUE(again.ok());
+  EXPECT_NEAR(again->seconds / 100 * 1e6, 16.5, 3) << "H100: 22 us without advice, 16.5 host-mapped";
+}
+
 TEST_F(SimManagedTest, PingPongWithoutAdviceIsThrottledThenPinnedByTheDriver) {
   const uint64_t id = AllocOnHost(2 * kMiB);
   auto s = mm_->PingPong(id, 0, 2 * kMiB, 50);
