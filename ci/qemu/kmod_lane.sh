@@ -264,9 +264,9 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 # ---- 5b. the IOMMU boot (docs/rdma.md): a q35 guest with intel-iommu runs the edu cases that need
 # a translating IOMMU (guest_init.sh, resmem_suite=iommu): DMA through the DMA API works, a DMA to a
 # bus address nobody mapped faults. Its console is appended to the first one's; each boot prints
-# its own TAP plan. Left out when RESMEM_ONLY names no edu case, or with RESMEM_IOMMU_BOOT=0.
+# its own TAP plan. Left out when RESMEM_ONLY names no edu or IOMMU case, or with RESMEM_IOMMU_BOOT=0.
 BOOTS=1
-if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* ) ]]; then
+if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* || "$RESMEM_ONLY" == *iommu* ) ]]; then
 	BOOTS=2
 	IAPPEND="$COMMON_APPEND intel_iommu=on resmem_suite=iommu"
 	IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
