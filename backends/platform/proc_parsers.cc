@@ -248,7 +248,11 @@ Result<std::vector<IommuUnit>> ParseIommuUnits(const std::string& text) {
       }
     IommuUnit u;
     u.name = cut == std::string::npos ? "" : Trim(line.substr(0, cut));
-    if (u.name.empty() || u.name.find(' ') != std::string::npos)
+    // A sysfs name: printable, no blank, no '/' (fs/sysfs; the fuzz target found a tab).
+    bool printable = !u.name.empty();
+    for (char c : u.name)
+      printable = printable && std::isgraph(static_cast<unsigned char>(c)) && c != '/';
+    if (!printable)
       return Status::InvalidArgument("/sys/class/iommu: '" + line +
                                      "' is not 'UNIT: DEVICE ...' (e.g. 'dmar0: 0000:00:02.0')");
     RESMEM_RETURN_IF_ERROR(CheckDevices(Words(line.substr(cut + 1)), 0, "/sys/class/iommu", line,

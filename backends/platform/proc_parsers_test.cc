@@ -143,6 +143,8 @@ TEST(IommuParsers, UnitsWithTheirDevices) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'0000:00:02.0'"), std::string::npos);
   EXPECT_FALSE(ParseIommuUnits("dmar 0: x\n").ok());
+  EXPECT_FALSE(ParseIommuUnits("dm\tar0: x\n").ok());  // the fuzz target's finding
+  EXPECT_FALSE(ParseIommuUnits(std::string("dmar\x01: x\n")).ok());
 }
 
 TEST(IommuParsers, GroupsTypesAndDevices) {

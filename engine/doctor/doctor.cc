@@ -540,9 +540,10 @@ void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>&
            evidence,
            "map the reservation for the device with the DMA API and give the device the address it "
            "returns: dma_map_resource for a pfnmap range (no struct pages), dma_map_page or "
-           "dma_map_sg for pages mode (resmem_edu does both). A driver that hands the device "
-           "physical addresses gets DMAR faults and no data (the QEMU lane: the write to "
-           "0x40000000 faulted with 'DMAR: [DMA Write NO_PASID] Request device [00:10.0] fault "
+           "dma_map_sg where the range has struct pages (resmem_edu picks per transfer). A driver "
+           "that hands the device physical addresses gets DMAR faults and no data (the QEMU "
+           "lane: the write to 0x40000000 faulted with 'DMAR: [DMA Write NO_PASID] Request device "
+           "[00:10.0] fault "
            "addr 0x40000000 [fault reason 0x05] PTE Write access is not set', where the DMA API "
            "had given IOVA 0xffffe000; docs/rdma.md). A 32-bit card reaches RAM above 4 GiB "
            "through 32-bit IOVAs. GPUDirect RDMA: the guide's nvidia_p2p_get_pages hands out "
