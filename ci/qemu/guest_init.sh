@@ -94,6 +94,20 @@ doctor_iommu() {
 	grep -E '^  IOMMU:|^\[[a-z]+\] iommu-|^    evidence: /sys/class/iommu' /tmp/doctor.txt
 	grep -q "^\[[a-z]*\] $2:" /tmp/doctor.txt && grep -q "\"state\": \"$1\"" /tmp/doctor.json
 }
+# The IOMMU boot's options the kernel does not take (kmod_lane.sh): the kernel prints each line the
+# doctor quotes for them, and the doctor names all four (iommu=on is skipped without a line).
+doctor_iommu_options_ignored() {
+	/resmem doctor >/tmp/doctor.txt 2>&1
+	bad=
+	for l in "DMAR: Unknown option - 'bogus'" "AMD-Vi: Unknown option - 'on'" "Malformed early option 'iommu.passthrough'"; do
+		if dmesg | grep -qF "$l"; then echo "the kernel printed: $l"; else echo "the kernel did NOT print: $l"; bad=1; fi
+		grep -qF "$l" /tmp/doctor.txt || { echo "the doctor does not quote: $l"; bad=1; }
+	done
+	grep -E '^\[[a-z]+\] iommu-option' /tmp/doctor.txt
+	n=$(grep -c '^\[warning\] iommu-option-ignored' /tmp/doctor.txt)
+	echo "iommu-option-ignored findings: $n (want 4)"
+	[ "$n" = 4 ] && [ -z "$bad" ]
+}
 
 # ---- the IOMMU boot (kmod_lane.sh: q35 with intel-iommu, resmem_suite=iommu; docs/rdma.md) -----
 # Only the edu cases that need a translating IOMMU: the DMA API gives the device IOVAs (a 32-bit
@@ -102,6 +116,7 @@ E=/resmem_edu_guest
 if [ "$resmem_suite" = iommu ]; then
 	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
 	t doctor_iommu_translating doctor_iommu translating iommu-translating
+	t doctor_iommu_options_ignored doctor_iommu_options_ignored
 	if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x100000000' dma_bits=64,32; then
 		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
 		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu

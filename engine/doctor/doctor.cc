@@ -450,7 +450,7 @@ std::string IommuOptionRemedy(const sim::IommuOptionOutcome& o) {
       return "give the parameter a value or drop it";
     case P::kMalformed:
       if (o.key == "iommu") return "give a value: iommu=pt or iommu=off";
-      return "write " + o.key + "=1 or " + o.key + "=0 (kstrtobool reads y/n, 1/0, on/off)";
+      return "write " + o.key + "=1 or " + o.key + "=0 (kstrtobool reads y/n, t/f, 1/0, on/off by their first letters)";
     case P::kNotAParameter:
       if (o.key == "intel_iommu" || o.key == "amd_iommu")
         return "write it with its '=': " + o.key + "=on or " + o.key + "=off";

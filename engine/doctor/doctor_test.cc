@@ -262,7 +262,7 @@ TEST(DoctorIommu, PassthroughAndOffNameThe32BitLimit) {
 
 TEST(DoctorIommu, OptionsTheKernelDoesNotTake) {
   // AMD: amd_iommu=on is an unknown item (AMD-Vi is on anyway); iommu=on is skipped silently.
-  const auto r = DiagnoseIommu("amd_iommu=on iommu=on iommu.passthrough=true",
+  const auto r = DiagnoseIommu("amd_iommu=on iommu=on iommu.passthrough=enable",
                                {{"/sys/class/iommu", "ivhd0: 0000:00:00.0\n"},
                                 {"/sys/kernel/iommu_groups", "0 DMA-FQ 0000:00:00.0\n"},
                                 {"/sys/firmware/acpi/tables", "APIC\nIVRS\n"}});

@@ -90,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qemu-q35-5g", "console=ttyS0 iommu=pt memmap=64M$0x140000000", "intel"},
                       Case{"qemu-q35-2g", "console=ttyS0 iommu=on", "intel-default-off"},
                       Case{"qemu-q35-2g", "console=ttyS0 intel_iommu=on", "none"},
-                      Case{"h100-host", "amd_iommu=on iommu.passthrough=true", "amd"}),
+                      Case{"h100-host", "amd_iommu=on iommu.passthrough=enable", "amd"}),
     [](const ::testing::TestParamInfo<Case>& info) { return "case" + std::to_string(info.index); });
 
 }  // namespace

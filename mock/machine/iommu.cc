@@ -23,13 +23,15 @@ bool StartsWith(const std::string& s, const char* word) {
   return s.compare(0, std::strlen(word), word) == 0;  // strncmp(s, word, strlen(word)) == 0
 }
 
-// lib/kstrtox.c kstrtobool(): the first character decides (y Y 1 true, n N 0 false), "on"/"off"
-// by the second; anything else (and no value at all) is -EINVAL.
+// lib/kstrtox.c kstrtobool(): the first character decides (y Y t T 1 true, n N f F 0 false),
+// "on"/"off" by the second; anything else (and no value at all) is -EINVAL. The t/f letters were
+// first missing here; the QEMU lane's 6.1 kernel took iommu.passthrough=true as true (identity
+// domains, no "Malformed early option"), which is how the model learned them.
 std::optional<bool> KstrToBool(const std::string& s, bool has_value) {
   if (!has_value || s.empty()) return std::nullopt;
   switch (s[0]) {
-    case 'y': case 'Y': case '1': return true;
-    case 'n': case 'N': case '0': return false;
+    case 'y': case 'Y': case 't': case 'T': case '1': return true;
+    case 'n': case 'N': case 'f': case 'F': case '0': return false;
     case 'o': case 'O':
       if (s.size() > 1 && (s[1] == 'n' || s[1] == 'N')) return true;
       if (s.size() > 1 && (s[1] == 'f' || s[1] == 'F')) return false;
@@ -248,7 +250,8 @@ struct Reader {
     if (!b) {
       r.problem = IommuOptionProblem::kMalformed;
       r.effect = (o.has_value ? "'" + o.value + "' is" : std::string("no value is")) +
-                 " not a boolean to kstrtobool (y/n, 1/0, on/off): -EINVAL, nothing set";
+                 " not a boolean to kstrtobool (y/n, t/f, 1/0, on/off by their first letters): "
+                 "-EINVAL, nothing set";
       r.dmesg = "Malformed early option '" + key + "'";
     } else if (key == "iommu.passthrough") {
       st.passthrough = *b;

@@ -143,17 +143,22 @@ TEST(IommuRules, PassthroughAndStrictAreKstrtobool) {
   EXPECT_TRUE(pt.domain_from_cmdline);
   EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=1", kIntel).default_domain,
             IommuDomainType::kIdentity);
-  // kstrtobool reads the first character: "yes" is true, "on" true, "off" false.
+  // kstrtobool reads the first character: "yes" is true, "on" true, "off" false, and "true" true
+  // (the lane's 6.1 kernel: identity domains, no "Malformed early option").
   EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=yes", kIntel).default_domain,
             IommuDomainType::kIdentity);
   EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=off", kIntel).default_domain,
             IommuDomainType::kDmaFq);
-  // "true" starts with 't': -EINVAL, "Malformed early option", the default stays translated.
-  auto bad = ReadIommuOptions("intel_iommu=on iommu.passthrough=true", kIntel);
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=true", kIntel).default_domain,
+            IommuDomainType::kIdentity);
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=false", kIntel).default_domain,
+            IommuDomainType::kDmaFq);
+  // "enable" starts with 'e': -EINVAL, "Malformed early option", the default stays translated.
+  auto bad = ReadIommuOptions("intel_iommu=on iommu.passthrough=enable", kIntel);
   EXPECT_EQ(bad.default_domain, IommuDomainType::kDmaFq);
-  ASSERT_NE(Find(bad, "iommu.passthrough", "true"), nullptr);
-  EXPECT_EQ(Find(bad, "iommu.passthrough", "true")->problem, IommuOptionProblem::kMalformed);
-  EXPECT_EQ(Find(bad, "iommu.passthrough", "true")->dmesg,
+  ASSERT_NE(Find(bad, "iommu.passthrough", "enable"), nullptr);
+  EXPECT_EQ(Find(bad, "iommu.passthrough", "enable")->problem, IommuOptionProblem::kMalformed);
+  EXPECT_EQ(Find(bad, "iommu.passthrough", "enable")->dmesg,
             "Malformed early option 'iommu.passthrough'");
   // The last of pt, nopt and iommu.passthrough wins.
   EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu=pt iommu.passthrough=0", kIntel).default_domain,
