@@ -316,11 +316,13 @@ IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
         // hands the word to init (as an argument, or with '=' as an environment variable).
         auto r = rd.Base(o, key, o.value);
         r.problem = IommuOptionProblem::kNotAParameter;
-        r.effect = stray ? "no kernel parameter has this name: it goes to init"
-                         : "without '=' no parameter matches (the kernel's is \"" + key +
-                               "=\"): the word goes to init";
-        r.dmesg = "Unknown kernel command line parameters \"" + o.raw +
-                  "\", will be passed to user space.";
+        // The kernel names it in one line with every other unknown word (print_unknown_bootoptions:
+        // "Unknown kernel command line parameters \"...\", will be passed to user space."),
+        // which is not this option's own line.
+        r.effect = (stray ? std::string("no kernel parameter has this name: it goes to init")
+                          : "without '=' no parameter matches (the kernel's is \"" + key +
+                                "=\"): the word goes to init") +
+                   ", and the kernel lists it among the \"Unknown kernel command line parameters\"";
         rd.out.push_back(r);
       } else if (key == "iommu") {
         rd.Iommu(o);
@@ -340,6 +342,8 @@ IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return position[a] < position[b]; });
   for (size_t i : order) k.options.push_back(rd.out[i]);
+  for (const auto& o : rd.out)
+    if (!o.dmesg.empty()) k.dmesg.push_back(o.dmesg);
   const State& st = rd.st;
   auto label = [&](int reading_index) -> std::string {
     return reading_index < 0 ? std::string() : rd.out[reading_index].option;

@@ -88,7 +88,7 @@ struct IommuOptionOutcome {
   std::string item;    // the comma item this is about ("on"); the whole value for the others
   IommuOptionProblem problem = IommuOptionProblem::kNone;
   std::string effect;  // what the kernel did with it, one phrase with the source
-  std::string dmesg;   // the line the kernel prints for it, "" when it prints none
+  std::string dmesg;   // the line the kernel prints for it, "" when it prints none of its own
 };
 
 // The kernel's IOMMU after boot.
@@ -100,6 +100,8 @@ struct IommuKernel {
   bool strict = false;               // iommu.strict=1 (DMA, not DMA-FQ)
   std::string why;                   // why it is on or off, one sentence with the source
   std::vector<IommuOptionOutcome> options;  // every IOMMU option item, in command-line order
+  std::vector<std::string> dmesg;  // the options' own lines in the order the kernel prints them
+                                   // (early parameters first, then the __setup ones)
 };
 
 // The kernel's reading of `cmdline` (as /proc/cmdline reads) on firmware `hw`. hw.described is

@@ -324,6 +324,11 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
   world->faults = std::make_shared<FaultInjector>(seed);
   world->rng = DeterministicRng(seed).Fork(kWorldRngSalt);
   for (const auto& m : world->kernel.messages) world->dmesg.push_back(m);
+  // What the kernel prints about the command line's IOMMU options (mock/machine/iommu.h; the
+  // QEMU lane's kernel prints the same lines: guest case doctor_iommu_options_ignored).
+  if (spec.iommu.described)
+    for (const auto& line : ReadIommuOptions(world->kernel.cmdline, spec.iommu).dmesg)
+      world->dmesg.push_back(line);
 
   // RAM is behind the firmware's e820 RAM entries: mem= and memmap=nn$ss change what the kernel
   // manages, not what the DIMMs hold (FACTS.md: the reserved range round-trips data in QEMU).
