@@ -23,7 +23,9 @@ class Platform {
   // The text of a kernel source of facts, exactly as the file reads: "/proc/iomem",
   // "/proc/cmdline", "/proc/mtrr", "/proc/meminfo", "/sys/firmware/memmap" (rendered as lines
   // "start end type", one per entry directory), "/sys/kernel/debug/x86/pat_memtype_list",
-  // "/proc/cpuinfo". NotFound/errno status when this machine does not have it.
+  // "/proc/cpuinfo", and the IOMMU's "/sys/class/iommu", "/sys/kernel/iommu_groups",
+  // "/sys/firmware/acpi/tables" (folders rendered as lines: backends/platform/proc_parsers.h).
+  // NotFound/errno status when this machine does not have it.
   virtual Result<std::string> ReadSource(const std::string& path) = 0;
 
   // malloc/new: pageable anonymous memory of this process (first touch faults pages in).

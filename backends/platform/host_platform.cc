@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/api/clock.h"
+#include "backends/platform/proc_parsers.h"
 
 namespace resmem {
 namespace {
@@ -112,6 +113,68 @@ Result<std::string> RenderFirmwareMemmapDir(const std::string& dir) {
   return out;
 }
 
+// The names in a folder, "." and ".." left out, sorted as text.
+Result<std::vector<std::string>> FolderNames(const std::string& dir, const std::string& why_absent) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    const int err = errno;
+    return Status::Errno(err, "cannot open " + dir + ": " + std::strerror(err) + why_absent);
+  }
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Names in `dir`, or none when it does not exist (a unit or group without a devices/ folder).
+std::vector<std::string> NamesOrNone(const std::string& dir) {
+  auto n = FolderNames(dir, "");
+  return n.ok() ? *n : std::vector<std::string>{};
+}
+
+constexpr const char* kNoIommuApi =
+    " (a kernel without CONFIG_IOMMU_API, or a container that hides /sys)";
+
+// drivers/iommu/iommu-sysfs.c: /sys/class/iommu/UNIT/devices/DEV, one link per device the unit
+// translates for. Rendered "UNIT: DEV DEV" a line (proc_parsers.h).
+Result<std::string> RenderIommuUnitsDir(const std::string& dir) {
+  RESMEM_ASSIGN_OR_RETURN(auto units, FolderNames(dir, kNoIommuApi));
+  std::string out;
+  for (const auto& u : units) {
+    out += u + ":";
+    for (const auto& dev : NamesOrNone(dir + "/" + u + "/devices")) out += " " + dev;
+    out += "\n";
+  }
+  return out;
+}
+
+// drivers/iommu/iommu.c: /sys/kernel/iommu_groups/N/{type,devices/DEV}. Rendered "N TYPE DEV ..."
+// a line, in numeric order; a group whose type cannot be read says "unknown".
+Result<std::string> RenderIommuGroupsDir(const std::string& dir) {
+  RESMEM_ASSIGN_OR_RETURN(auto names, FolderNames(dir, kNoIommuApi));
+  std::vector<long> groups;
+  for (const auto& n : names) {
+    char* end = nullptr;
+    const long v = std::strtol(n.c_str(), &end, 10);
+    if (end != n.c_str() && *end == '\0') groups.push_back(v);
+  }
+  std::sort(groups.begin(), groups.end());
+  std::string out;
+  for (long g : groups) {
+    const std::string base = dir + "/" + std::to_string(g);
+    auto type = ReadWholeFile(base + "/type");  // absent before Linux 5.11
+    std::string word = type.ok() ? TrimBlanks(FirstLine(*type)) : "";
+    out += std::to_string(g) + " " + (word.empty() ? "unknown" : word);
+    for (const auto& dev : NamesOrNone(base + "/devices")) out += " " + dev;
+    out += "\n";
+  }
+  return out;
+}
+
 class HostPlatform : public Platform {
  public:
   explicit HostPlatform(std::string root) : root_(std::move(root)) {}
@@ -122,6 +185,14 @@ class HostPlatform : public Platform {
       return Status::InvalidArgument("source path '" + path +
                                      "' must be absolute, e.g. /proc/iomem");
     if (path == "/sys/firmware/memmap") return RenderFirmwareMemmapDir(root_ + path);
+    if (path == "/sys/class/iommu") return RenderIommuUnitsDir(root_ + path);
+    if (path == "/sys/kernel/iommu_groups") return RenderIommuGroupsDir(root_ + path);
+    if (path == "/sys/firmware/acpi/tables") {
+      RESMEM_ASSIGN_OR_RETURN(auto names, FolderNames(root_ + path, " (a machine without ACPI)"));
+      std::string out;
+      for (const auto& n : names) out += n + "\n";
+      return out;
+    }
     return ReadWholeFile(root_ + path);
   }
 

@@ -49,6 +49,47 @@ TEST(HostPlatform, FirmwareMemmapIsRenderedFromEntryDirectoriesInNumericOrder) {
   EXPECT_EQ(parsed->back().end, 0xc0000000u);
 }
 
+// The IOMMU folders as sysfs lays them out: units are links to the unit's device, each devices/
+// entry a link to a PCI device; groups are numbered folders with a type file.
+TEST(HostPlatform, IommuFoldersAreRenderedUnitByUnitAndGroupByGroup) {
+  const std::string root = TempRoot() + "/iommu";
+  const std::string sh =
+      "set -e; r=" + root + "; rm -rf $r; mkdir -p $r/sys/devices/pci0000:00/0000:00:02.0 "
+      "$r/sys/devices/pci0000:00/0000:00:10.0 $r/sys/devices/virtual/iommu/dmar0/devices "
+      "$r/sys/devices/virtual/iommu/dmar1 $r/sys/class/iommu $r/sys/firmware/acpi/tables; "
+      "ln -s ../../devices/virtual/iommu/dmar0 $r/sys/class/iommu/dmar0; "
+      "ln -s ../../devices/virtual/iommu/dmar1 $r/sys/class/iommu/dmar1; "
+      "for d in 0000:00:02.0 0000:00:10.0; do ln -s ../../../../pci0000:00/$d "
+      "$r/sys/devices/virtual/iommu/dmar0/devices/$d; done; "
+      "for g in 0 2 10; do mkdir -p $r/sys/kernel/iommu_groups/$g/devices; done; "
+      "echo DMA-FQ > $r/sys/kernel/iommu_groups/0/type; echo identity > $r/sys/kernel/iommu_groups/10/type; "
+      "ln -s ../../../../devices/pci0000:00/0000:00:02.0 $r/sys/kernel/iommu_groups/0/devices/0000:00:02.0; "
+      "ln -s ../../../../devices/pci0000:00/0000:00:10.0 $r/sys/kernel/iommu_groups/10/devices/0000:00:10.0; "
+      "touch $r/sys/firmware/acpi/tables/DMAR $r/sys/firmware/acpi/tables/APIC; "
+      "chmod 0400 $r/sys/firmware/acpi/tables/DMAR";
+  ASSERT_EQ(std::system(sh.c_str()), 0);
+  auto platform = MakeHostPlatform(root);
+  auto units = platform->ReadSource("/sys/class/iommu");
+  ASSERT_TRUE(units.ok()) << units.status().ToString();
+  EXPECT_EQ(*units, "dmar0: 0000:00:02.0 0000:00:10.0\ndmar1:\n");
+  ASSERT_TRUE(ParseIommuUnits(*units).ok());
+  // Numeric order (10 after 2); group 2 has no type file (a kernel before 5.11): "unknown".
+  auto groups = platform->ReadSource("/sys/kernel/iommu_groups");
+  ASSERT_TRUE(groups.ok()) << groups.status().ToString();
+  EXPECT_EQ(*groups, "0 DMA-FQ 0000:00:02.0\n2 unknown\n10 identity 0000:00:10.0\n");
+  auto parsed = ParseIommuGroups(*groups);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->back().type, IommuDomainType::kIdentity);
+  auto tables = platform->ReadSource("/sys/firmware/acpi/tables");
+  ASSERT_TRUE(tables.ok());
+  EXPECT_EQ(*tables, "APIC\nDMAR\n");
+  // No IOMMU support in the kernel: the folder is absent, an errno status that says what that means.
+  auto none = MakeHostPlatform(TempRoot() + "/nothing-here")->ReadSource("/sys/class/iommu");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ENOENT);
+  EXPECT_NE(none.status().message().find("CONFIG_IOMMU_API"), std::string::npos);
+}
+
 TEST(HostPlatform, MissingSourceIsAnErrnoStatus) {
   auto platform = MakeHostPlatform(TempRoot() + "/nothing-here");
   auto r = platform->ReadSource("/proc/mtrr");

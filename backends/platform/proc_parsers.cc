@@ -1,5 +1,5 @@
-// Parsers of /proc/iomem, /proc/mtrr, /sys/firmware/memmap, /proc/meminfo, /proc/cpuinfo and
-// /proc/cmdline.
+// Parsers of /proc/iomem, /proc/mtrr, /sys/firmware/memmap, /proc/meminfo, /proc/cpuinfo,
+// /proc/cmdline, and the IOMMU's sysfs folders.
 #include "backends/platform/proc_parsers.h"
 
 #include <cctype>
@@ -205,6 +205,115 @@ std::vector<CmdlineOption> ParseCmdlineOptions(const std::string& text) {
     out.push_back(opt);
   }
   return out;
+}
+
+namespace {
+
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+// Device names of one line; a name that is not a PCI device's is kept (platform devices such as
+// ACPI companions can sit in a group too) unless it holds a character sysfs never prints.
+Status CheckDevices(const std::vector<std::string>& words, size_t from, const std::string& where,
+                    const std::string& line, std::vector<std::string>* out) {
+  for (size_t i = from; i < words.size(); ++i) {
+    for (char c : words[i])
+      if (!std::isprint(static_cast<unsigned char>(c)) || c == '/')
+        return Status::InvalidArgument(where + ": '" + line + "': '" + words[i] +
+                                       "' is not a device name");
+    out->push_back(words[i]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<IommuUnit>> ParseIommuUnits(const std::string& text) {
+  std::vector<IommuUnit> out;
+  for (const auto& line : Lines(text)) {
+    if (Trim(line).empty()) continue;
+    const size_t colon = line.find(':');
+    // The unit's name ends at the first ':' followed by a blank or the end (a device name has
+    // colons of its own, never followed by a blank).
+    size_t cut = std::string::npos;
+    for (size_t i = colon; i != std::string::npos && i < line.size(); i = line.find(':', i + 1))
+      if (i + 1 == line.size() || line[i + 1] == ' ' || line[i + 1] == '\t') {
+        cut = i;
+        break;
+      }
+    IommuUnit u;
+    u.name = cut == std::string::npos ? "" : Trim(line.substr(0, cut));
+    // A sysfs name: printable, no blank, no '/' (fs/sysfs; the fuzz target found a tab).
+    bool printable = !u.name.empty();
+    for (char c : u.name)
+      printable = printable && std::isgraph(static_cast<unsigned char>(c)) && c != '/';
+    if (!printable)
+      return Status::InvalidArgument("/sys/class/iommu: '" + line +
+                                     "' is not 'UNIT: DEVICE ...' (e.g. 'dmar0: 0000:00:02.0')");
+    RESMEM_RETURN_IF_ERROR(CheckDevices(Words(line.substr(cut + 1)), 0, "/sys/class/iommu", line,
+                                        &u.devices));
+    out.push_back(u);
+  }
+  return out;
+}
+
+const char* IommuDomainTypeName(IommuDomainType t) {
+  switch (t) {
+    case IommuDomainType::kBlocked: return "blocked";
+    case IommuDomainType::kIdentity: return "identity";
+    case IommuDomainType::kUnmanaged: return "unmanaged";
+    case IommuDomainType::kDma: return "DMA";
+    case IommuDomainType::kDmaFq: return "DMA-FQ";
+    case IommuDomainType::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+bool IommuDomainTranslates(IommuDomainType t) {
+  return t == IommuDomainType::kDma || t == IommuDomainType::kDmaFq;
+}
+
+Result<std::vector<IommuGroup>> ParseIommuGroups(const std::string& text) {
+  std::vector<IommuGroup> out;
+  for (const auto& line : Lines(text)) {
+    if (Trim(line).empty()) continue;
+    const auto w = Words(line);
+    uint64_t id = 0;
+    if (w.size() < 2 || !ParseU64(w[0], 10, &id) || id > 1000000)
+      return Status::InvalidArgument("/sys/kernel/iommu_groups: '" + line +
+                                     "' is not 'N TYPE DEVICE ...' (e.g. '3 DMA-FQ 0000:00:02.0')");
+    IommuGroup g;
+    g.id = static_cast<int>(id);
+    g.type_word = w[1];
+    g.type = IommuDomainType::kUnknown;
+    for (auto t : {IommuDomainType::kBlocked, IommuDomainType::kIdentity,
+                   IommuDomainType::kUnmanaged, IommuDomainType::kDma, IommuDomainType::kDmaFq})
+      if (w[1] == IommuDomainTypeName(t)) g.type = t;
+    RESMEM_RETURN_IF_ERROR(CheckDevices(w, 2, "/sys/kernel/iommu_groups", line, &g.devices));
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<std::string> ParseAcpiTableNames(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& line : Lines(text))
+    if (std::string t = Trim(line); !t.empty()) out.push_back(t);
+  return out;
+}
+
+std::string ParseCpuVendor(const std::string& text) {
+  for (const auto& line : Lines(text)) {
+    if (line.rfind("vendor_id", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    return colon == std::string::npos ? "" : Trim(line.substr(colon + 1));
+  }
+  return "";
 }
 
 }  // namespace resmem

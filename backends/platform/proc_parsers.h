@@ -66,6 +66,50 @@ struct CmdlineOption {
 };
 std::vector<CmdlineOption> ParseCmdlineOptions(const std::string& text);
 
+// The IOMMU as sysfs shows it. The Platform renders the folders as text, one line per entry
+// (host_platform.cc reads the folders, the simulator renders the same lines):
+//   /sys/class/iommu         "UNIT: DEV DEV ..."   one line per remapping unit
+//                            (drivers/iommu/iommu-sysfs.c: a class device per unit, named by its
+//                            driver: "dmar0" for Intel VT-d, "ivhd0" for AMD-Vi; its devices/
+//                            folder links each PCI device it translates for, by name)
+//   /sys/kernel/iommu_groups "N TYPE DEV DEV ..."  one line per group (drivers/iommu/iommu.c:
+//                            groups/N/type as iommu_group_show_type prints it, groups/N/devices/)
+// An empty text is an existing, empty folder: the kernel has IOMMU support and no unit is on.
+struct IommuUnit {
+  std::string name;                  // "dmar0", "ivhd0"
+  std::vector<std::string> devices;  // "0000:00:02.0"
+};
+Result<std::vector<IommuUnit>> ParseIommuUnits(const std::string& text);
+
+// A group's default domain as groups/N/type names it (iommu_group_show_type, Linux 5.11+;
+// "DMA-FQ" from 5.15).
+enum class IommuDomainType {
+  kBlocked,    // "blocked": no DMA passes
+  kIdentity,   // "identity": bus address = physical address (iommu=pt)
+  kUnmanaged,  // "unmanaged": owned by a user (VFIO) or a driver's own domain
+  kDma,        // "DMA": translated, IOTLB flushed on every unmap (strict)
+  kDmaFq,      // "DMA-FQ": translated, flushes batched in a queue (lazy)
+  kUnknown,    // "unknown", or a word this parser does not know
+};
+const char* IommuDomainTypeName(IommuDomainType t);  // the sysfs word
+bool IommuDomainTranslates(IommuDomainType t);       // DMA or DMA-FQ: devices see IOVAs
+struct IommuGroup {
+  int id = 0;
+  IommuDomainType type = IommuDomainType::kUnknown;
+  std::string type_word;             // as the file read
+  std::vector<std::string> devices;
+};
+Result<std::vector<IommuGroup>> ParseIommuGroups(const std::string& text);
+
+// /sys/firmware/acpi/tables as its entry names, one a line ("DMAR", "IVRS", "DSDT", ...): the
+// folder is readable by anyone though the tables are not. DMAR describes Intel VT-d remapping
+// units, IVRS AMD-Vi ones (drivers/iommu/intel/dmar.c, drivers/iommu/amd/init.c): without the
+// table the kernel finds no IOMMU, whatever the command line says.
+std::vector<std::string> ParseAcpiTableNames(const std::string& text);
+
+// /proc/cpuinfo's first "vendor_id : GenuineIntel" -> "GenuineIntel"; "" when absent.
+std::string ParseCpuVendor(const std::string& text);
+
 }  // namespace resmem
 
 #endif  // RESMEM_BACKENDS_PLATFORM_PROC_PARSERS_H_

@@ -127,5 +127,58 @@ TEST(ParseCmdlineOptions, KernelSplitting) {
   EXPECT_TRUE(ParseCmdlineOptions("  \n").empty());
 }
 
+TEST(IommuParsers, UnitsWithTheirDevices) {
+  auto u = ParseIommuUnits("dmar0: 0000:00:02.0 0000:00:10.0\ndmar1:\n");
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  ASSERT_EQ(u->size(), 2u);
+  EXPECT_EQ((*u)[0].name, "dmar0");
+  EXPECT_EQ((*u)[0].devices, (std::vector<std::string>{"0000:00:02.0", "0000:00:10.0"}));
+  EXPECT_EQ((*u)[1].name, "dmar1");
+  EXPECT_TRUE((*u)[1].devices.empty());
+  // An empty folder: IOMMU support, no unit on.
+  EXPECT_TRUE(ParseIommuUnits("").ok());
+  EXPECT_TRUE(ParseIommuUnits("")->empty());
+  // A device name alone is no unit line.
+  auto bad = ParseIommuUnits("0000:00:02.0\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'0000:00:02.0'"), std::string::npos);
+  EXPECT_FALSE(ParseIommuUnits("dmar 0: x\n").ok());
+  EXPECT_FALSE(ParseIommuUnits("dm\tar0: x\n").ok());  // the fuzz target's finding
+  EXPECT_FALSE(ParseIommuUnits(std::string("dmar\x01: x\n")).ok());
+}
+
+TEST(IommuParsers, GroupsTypesAndDevices) {
+  auto g = ParseIommuGroups("0 DMA-FQ 0000:00:00.0\n1 identity 0000:00:02.0 0000:00:02.1\n"
+                            "7 DMA 0000:00:10.0\n8 blocked\n9 unmanaged 0000:01:00.0\n"
+                            "10 something-new 0000:02:00.0\n");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->size(), 6u);
+  EXPECT_EQ((*g)[0].type, IommuDomainType::kDmaFq);
+  EXPECT_EQ((*g)[1].type, IommuDomainType::kIdentity);
+  EXPECT_EQ((*g)[1].devices.size(), 2u);
+  EXPECT_EQ((*g)[2].id, 7);
+  EXPECT_EQ((*g)[2].type, IommuDomainType::kDma);
+  EXPECT_EQ((*g)[3].type, IommuDomainType::kBlocked);
+  EXPECT_TRUE((*g)[3].devices.empty());
+  EXPECT_EQ((*g)[4].type, IommuDomainType::kUnmanaged);
+  EXPECT_EQ((*g)[5].type, IommuDomainType::kUnknown);
+  EXPECT_EQ((*g)[5].type_word, "something-new");
+  EXPECT_TRUE(IommuDomainTranslates((*g)[0].type));
+  EXPECT_TRUE(IommuDomainTranslates((*g)[2].type));
+  EXPECT_FALSE(IommuDomainTranslates((*g)[1].type));
+  EXPECT_FALSE(IommuDomainTranslates((*g)[4].type));
+  EXPECT_FALSE(ParseIommuGroups("x DMA 0000:00:00.0\n").ok());
+  EXPECT_FALSE(ParseIommuGroups("3\n").ok());
+  EXPECT_FALSE(ParseIommuGroups("-1 DMA\n").ok());
+}
+
+TEST(IommuParsers, AcpiTablesAndCpuVendor) {
+  EXPECT_EQ(ParseAcpiTableNames("APIC\nDMAR\n\nDSDT\n"),
+            (std::vector<std::string>{"APIC", "DMAR", "DSDT"}));
+  EXPECT_EQ(ParseCpuVendor("processor\t: 0\nvendor_id\t: AuthenticAMD\nvendor_id\t: x\n"),
+            "AuthenticAMD");
+  EXPECT_EQ(ParseCpuVendor("processor\t: 0\n"), "");
+}
+
 }  // namespace
 }  // namespace resmem

@@ -82,6 +82,32 @@ udev_up() {
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
 # What no boot may end with in its kernel log (the *kernel_log_clean_at_end cases).
 KEND='BUG:|WARNING:|general protection|Kernel panic'
+# doctor_iommu STATE FINDING: `resmem doctor` on this guest (the host platform: its /sys/class/iommu,
+# /sys/kernel/iommu_groups, /sys/firmware/acpi/tables, /proc/cmdline) reports the IOMMU in STATE
+# with FINDING. The raw sysfs first, as evidence; the doctor's exit status is not the point (the
+# first boot's reservations over holes are errors by design).
+doctor_iommu() {
+	echo "units: $(ls /sys/class/iommu 2>&1 | tr '\n' ' ')"
+	for g in /sys/kernel/iommu_groups/*; do [ -r "$g/type" ] && echo "group ${g##*/}: $(cat "$g/type") $(ls "$g/devices" | tr '\n' ' ')"; done
+	echo "acpi tables: $(ls /sys/firmware/acpi/tables 2>&1 | tr '\n' ' ')"
+	/resmem doctor --json /tmp/doctor.json >/tmp/doctor.txt 2>&1
+	grep -E '^  IOMMU:|^\[[a-z]+\] iommu-|^    evidence: /sys/class/iommu' /tmp/doctor.txt
+	grep -q "^\[[a-z]*\] $2:" /tmp/doctor.txt && grep -q "\"state\": \"$1\"" /tmp/doctor.json
+}
+# The IOMMU boot's options the kernel does not take (kmod_lane.sh): the kernel prints each line the
+# doctor quotes for them, and the doctor names all four (iommu=on is skipped without a line).
+doctor_iommu_options_ignored() {
+	/resmem doctor >/tmp/doctor.txt 2>&1
+	bad=
+	for l in "DMAR: Unknown option - 'bogus'" "AMD-Vi: Unknown option - 'on'" "Malformed early option 'iommu.passthrough'"; do
+		if dmesg | grep -qF "$l"; then echo "the kernel printed: $l"; else echo "the kernel did NOT print: $l"; bad=1; fi
+		grep -qF "$l" /tmp/doctor.txt || { echo "the doctor does not quote: $l"; bad=1; }
+	done
+	grep -E '^\[[a-z]+\] iommu-option' /tmp/doctor.txt
+	n=$(grep -c '^\[warning\] iommu-option-ignored' /tmp/doctor.txt)
+	echo "iommu-option-ignored findings: $n (want 4)"
+	[ "$n" = 4 ] && [ -z "$bad" ]
+}
 
 # ---- the IOMMU boot (kmod_lane.sh: q35 with intel-iommu, resmem_suite=iommu; docs/rdma.md) -----
 # Only the edu cases that need a translating IOMMU: the DMA API gives the device IOVAs (a 32-bit
@@ -89,6 +115,8 @@ KEND='BUG:|WARNING:|general protection|Kernel panic'
 E=/resmem_edu_guest
 if [ "$resmem_suite" = iommu ]; then
 	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
+	t doctor_iommu_translating doctor_iommu translating iommu-translating
+	t doctor_iommu_options_ignored doctor_iommu_options_ignored
 	if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x100000000' dma_bits=64,32; then
 		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
 		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
@@ -168,6 +196,8 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 		s=${f##*/}
 		t "scenario_kmod_${s%.toml}" /resmem run --backend kmod --verbose "$f"
 	done
+	# The first boot's machine (QEMU pc, SeaBIOS) has no IOMMU: no DMAR or IVRS table.
+	t doctor_iommu_off doctor_iommu off iommu-off
 	# Random syscall sequences (ci/qemu/resmem_seq.cc): seeded, replayable, shrinking; the module
 	# is unloaded and loaded again along the way and at the end.
 	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \

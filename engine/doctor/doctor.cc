@@ -95,6 +95,124 @@ bool UniformWriteBack(const std::vector<MtrrLine>& mtrr, uint64_t start, uint64_
   return true;
 }
 
+
+// The IOMMU's sysfs and what the rules make of the command line on the same firmware.
+void CollectIommu(Platform& platform, MachineFacts& f) {
+  using Iommu = MachineFacts::Iommu;
+  Iommu& io = f.iommu;
+  auto read = [&](const std::string& path, bool* known) -> std::string {
+    auto r = platform.ReadSource(path);
+    *known = r.ok();
+    if (!r.ok()) {
+      f.unreadable.push_back(path + ": " + r.status().message());
+      return "";
+    }
+    return *r;
+  };
+  const std::string units = read("/sys/class/iommu", &io.units_known);
+  if (io.units_known) {
+    auto u = ParseIommuUnits(units);
+    if (u.ok()) io.units = *u;
+    else {
+      io.units_known = false;
+      f.unreadable.push_back("/sys/class/iommu: " + u.status().message());
+    }
+  }
+  const std::string groups = read("/sys/kernel/iommu_groups", &io.groups_known);
+  if (io.groups_known) {
+    auto g = ParseIommuGroups(groups);
+    if (g.ok()) io.groups = *g;
+    else {
+      io.groups_known = false;
+      f.unreadable.push_back("/sys/kernel/iommu_groups: " + g.status().message());
+    }
+  }
+  const std::string tables = read("/sys/firmware/acpi/tables", &io.tables_known);
+  if (io.tables_known) io.acpi_tables = ParseAcpiTableNames(tables);
+  if (auto c = platform.ReadSource("/proc/cpuinfo"); c.ok()) io.cpu_vendor = ParseCpuVendor(*c);
+
+  // Which remapping hardware the firmware describes: the ACPI table names say it; else the
+  // units' names (dmarN: VT-d, ivhdN: AMD-Vi).
+  auto has = [&](const char* t) {
+    return std::find(io.acpi_tables.begin(), io.acpi_tables.end(), t) != io.acpi_tables.end();
+  };
+  if (io.tables_known) {
+    io.firmware_known = true;
+    io.firmware = has("DMAR") ? sim::IommuVendor::kIntel
+                  : has("IVRS") ? sim::IommuVendor::kAmd : sim::IommuVendor::kNone;
+    io.firmware_source = "/sys/firmware/acpi/tables " +
+                         std::string(has("DMAR") ? "has DMAR" : has("IVRS") ? "has IVRS"
+                                                                           : "has neither DMAR nor IVRS");
+  } else if (!io.units.empty()) {
+    io.firmware_known = true;
+    io.firmware = io.units[0].name.rfind("ivhd", 0) == 0 ? sim::IommuVendor::kAmd
+                                                         : sim::IommuVendor::kIntel;
+    io.firmware_source = "/sys/class/iommu names " + io.units[0].name;
+  }
+
+  // What sysfs shows. A group's devices count once each; groups of other types (unmanaged:
+  // VFIO; blocked) are neither translated by the DMA API nor identity.
+  std::set<std::string> devices;
+  for (const auto& u : io.units) devices.insert(u.devices.begin(), u.devices.end());
+  for (const auto& g : io.groups) {
+    const int n = static_cast<int>(g.devices.size());
+    if (IommuDomainTranslates(g.type)) {
+      io.translated_devices += n;
+      io.domain = g.type;
+    } else if (g.type == IommuDomainType::kIdentity) {
+      io.identity_devices += n;
+    } else {
+      io.other_devices += n;
+    }
+    devices.insert(g.devices.begin(), g.devices.end());
+  }
+  const bool on = io.units_known ? !io.units.empty() : io.groups_known && !io.groups.empty();
+  const bool known = io.units_known || io.groups_known;
+
+  // The rules on this firmware. The kernel's default for VT-d is read from what it did: units on
+  // with no intel_iommu=on means a default-on kernel (Debian's 6.1), units off with nothing
+  // turning them off a default-off one.
+  io.spec.described = true;
+  io.spec.vendor = io.firmware_known ? io.firmware : sim::IommuVendor::kNone;
+  io.spec.units = std::max<int>(1, static_cast<int>(io.units.size()));
+  io.spec.devices.assign(devices.begin(), devices.end());
+  io.kernel = sim::ReadIommuOptions(f.cmdline, io.spec);
+  if (known && io.spec.vendor == sim::IommuVendor::kIntel && on != io.kernel.on()) {
+    sim::IommuSpec other = io.spec;
+    other.intel_default_on = !other.intel_default_on;
+    const sim::IommuKernel k = sim::ReadIommuOptions(f.cmdline, other);
+    if (k.on() == on) {
+      io.spec = other;
+      io.kernel = k;
+    }
+  }
+
+  if (!known) {
+    io.state = Iommu::State::kUnknown;
+  } else if (!on) {
+    io.state = Iommu::State::kOff;
+  } else if (io.translated_devices > 0) {
+    io.state = Iommu::State::kTranslating;
+  } else if (io.identity_devices > 0) {
+    io.state = Iommu::State::kPassthrough;
+    io.domain = IommuDomainType::kIdentity;
+  } else if (io.other_devices == 0 && IommuDomainTranslates(io.kernel.default_domain)) {
+    // Units on, no group with a type this kernel shows (before 5.11): the rules' default.
+    io.state = Iommu::State::kTranslating;
+    io.domain = io.kernel.default_domain;
+  } else if (io.other_devices == 0 && io.kernel.default_domain == IommuDomainType::kIdentity) {
+    io.state = Iommu::State::kPassthrough;
+    io.domain = IommuDomainType::kIdentity;
+  } else {
+    io.state = Iommu::State::kOnOther;
+  }
+  if (known && io.firmware_known) {
+    const bool translating = io.state == Iommu::State::kTranslating;
+    io.rules_agree = io.kernel.on() == on &&
+                     (!on || translating == IommuDomainTranslates(io.kernel.default_domain));
+  }
+}
+
 }  // namespace
 
 bool DoctorReport::has_errors() const {
@@ -149,6 +267,7 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform) {
       f.kernel_version.pop_back();
   }
   InterpretCmdline(f);
+  CollectIommu(platform, f);
   for (const auto& o : f.memory_options) {
     using Action = sim::MemoryOptionOutcome::Action;
     if (!o.applied || o.action != Action::kAdd || o.end <= o.start) continue;
@@ -270,6 +389,207 @@ void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>
          "fix the memory options the other findings name", ""});
 }
 
+
+const char* VendorName(sim::IommuVendor v) {
+  switch (v) {
+    case sim::IommuVendor::kIntel: return "Intel VT-d";
+    case sim::IommuVendor::kAmd: return "AMD-Vi";
+    case sim::IommuVendor::kNone: return "none";
+  }
+  return "none";
+}
+
+// What the evidence of an IOMMU finding says about sysfs: unit names, device counts per domain
+// kind (counts, not group numbers: a replay on the simulator groups devices one to a group).
+std::string IommuSysfsEvidence(const MachineFacts::Iommu& io) {
+  std::string units;
+  int devices = 0;
+  for (const auto& u : io.units) {
+    units += (units.empty() ? "" : ", ") + u.name;
+    devices += static_cast<int>(u.devices.size());
+  }
+  std::string e = "/sys/class/iommu: " +
+                  (!io.units_known ? std::string("unreadable")
+                                   : units.empty() ? std::string("no unit")
+                                                   : units + " (" + std::to_string(devices) + " devices)");
+  e += "; /sys/kernel/iommu_groups: ";
+  if (!io.groups_known) {
+    e += "unreadable";
+  } else if (io.groups.empty()) {
+    e += "no group";
+  } else {
+    std::string parts;
+    auto part = [&](int n, const std::string& what) {
+      if (n > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    part(io.translated_devices, std::string("devices in ") + IommuDomainTypeName(io.domain) + " (translated) domains");
+    part(io.identity_devices, "devices in identity domains");
+    part(io.other_devices, "devices in other domains (unmanaged, blocked)");
+    e += parts.empty() ? "groups without devices" : parts;
+  }
+  if (io.firmware_known) e += "; " + io.firmware_source;
+  return e;
+}
+
+// The way out for one IOMMU option the kernel did not take as meant.
+std::string IommuOptionRemedy(const sim::IommuOptionOutcome& o) {
+  using P = sim::IommuOptionProblem;
+  const std::string turn_on =
+      "Intel VT-d: intel_iommu=on (Debian's 6.1 has it on already where the firmware has a DMAR "
+      "table); AMD-Vi is on by default wherever the firmware has an IVRS table; iommu=pt keeps "
+      "it on with identity domains, iommu=off turns every IOMMU off";
+  switch (o.problem) {
+    case P::kUnknownValue:
+      if (o.key == "amd_iommu" && o.item.rfind("on", 0) == 0)
+        return "drop amd_iommu=on: AMD-Vi is on wherever the firmware has an IVRS table, and "
+               "amd_iommu=off is its only switch (Documentation/admin-guide/kernel-parameters.txt)";
+      return "write one of the items this parameter knows (" + o.effect.substr(0, o.effect.find(';')) +
+             "), e.g. " + o.key + "=on or " + o.key + "=off";
+    case P::kSilentlyIgnored:
+      if (o.key == "iommu") return "drop 'iommu=" + o.item + "'; to choose: " + turn_on;
+      return "give the parameter a value or drop it";
+    case P::kMalformed:
+      if (o.key == "iommu") return "give a value: iommu=pt or iommu=off";
+      return "write " + o.key + "=1 or " + o.key + "=0 (kstrtobool reads y/n, t/f, 1/0, on/off by their first letters)";
+    case P::kNotAParameter:
+      if (o.key == "intel_iommu" || o.key == "amd_iommu")
+        return "write it with its '=': " + o.key + "=on or " + o.key + "=off";
+      return "the kernel's IOMMU parameters are iommu=, intel_iommu=, amd_iommu=, "
+             "iommu.passthrough= and iommu.strict= (Documentation/admin-guide/kernel-parameters.txt); " +
+             turn_on;
+    case P::kAfterDashDash:
+      return "move it before \"--\": what follows is init's";
+    case P::kNoEffect:
+      if (o.effect.find("no DMAR table") != std::string::npos)
+        return "turn VT-d on in the firmware setup (the kernel then finds a DMAR table); without "
+               "it no option turns an Intel IOMMU on";
+      if (o.effect.find("no IVRS table") != std::string::npos)
+        return "turn the IOMMU (AMD-Vi) on in the firmware setup; without an IVRS table no "
+               "option turns it on";
+      if (o.effect.find("does not touch") != std::string::npos)
+        return "use the option of this machine's IOMMU (intel_iommu= for VT-d, amd_iommu= for "
+               "AMD-Vi), or drop it";
+      return "drop it, or first turn an IOMMU on (" + turn_on + ")";
+    case P::kDeprecated:
+      return o.dmesg.empty() ? "use iommu.strict=1" : o.dmesg.substr(o.dmesg.find("use "));
+    case P::kNone:
+      return "";
+  }
+  return "";
+}
+
+// One finding per IOMMU option the kernel did not take as meant, and one for the IOMMU's state
+// with what it means for device DMA into the reservation (docs/rdma.md).
+void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
+  using Iommu = MachineFacts::Iommu;
+  using P = sim::IommuOptionProblem;
+  const Iommu& io = f.iommu;
+  const std::string rules =
+      "read with Linux 6.1's rules and Debian's configuration (arch/x86/kernel/pci-dma.c "
+      "iommu_setup, drivers/iommu/intel/iommu.c intel_iommu_setup, drivers/iommu/amd/init.c "
+      "parse_amd_iommu_options, drivers/iommu/iommu.c, init/main.c do_early_param)";
+  for (const auto& o : io.kernel.options) {
+    if (o.problem == P::kNone) continue;
+    // "No effect" depends on the firmware: only where it is known.
+    if (o.problem == P::kNoEffect && !io.firmware_known) continue;
+    const char* id = o.problem == P::kNoEffect     ? "iommu-option-no-effect"
+                     : o.problem == P::kDeprecated ? "iommu-option-deprecated"
+                                                   : "iommu-option-ignored";
+    const char* severity = o.problem == P::kDeprecated ? "info" : "warning";
+    const std::string head = "'" + o.option + "'" +
+                             (o.item.empty() || o.option == o.key + "=" + o.item ? "" : " (item '" + o.item + "')");
+    add({id, severity, head + ": " + o.effect,
+         "/proc/cmdline: " + f.cmdline + "; the kernel prints " +
+             (o.dmesg.empty() ? std::string("nothing about it") : "'" + o.dmesg + "'") + "; " + rules,
+         IommuOptionRemedy(o), ""});
+  }
+
+  bool above_4g = false;
+  std::string high;
+  for (const auto& r : f.reservations)
+    if (r.end > (1ull << 32)) {
+      above_4g = true;
+      high = r.option;
+    }
+  const std::string vendor = VendorName(io.firmware_known ? io.firmware : sim::IommuVendor::kNone);
+  std::string why = io.kernel.why;
+  if (!io.firmware_known) why = "the firmware's ACPI tables cannot be read here";
+  else if (!io.rules_agree)
+    why += " (so say the rules; this kernel did otherwise: it is configured differently from "
+           "Debian's 6.1)";
+  const std::string evidence = IommuSysfsEvidence(io) + "; " + why;
+  const std::string below_4g =
+      "a 32-bit DMA card needs its buffer below 4 GiB, in RAM clear of the PCI hole and the "
+      "firmware areas below 4 GiB where seed 002's ranges fell (memmap=64M$0x40000000; /proc/iomem "
+      "shows what is there; resmem_edu refuses a range its device cannot reach with ERANGE)";
+  switch (io.state) {
+    case Iommu::State::kUnknown:
+      add({"iommu-state-unknown", "info", "the IOMMU's state cannot be read here",
+           IommuSysfsEvidence(io) + " (" +
+               (f.unreadable.empty() ? std::string("no source") : "see the unreadable sources") + ")",
+           "run the doctor on the machine itself with /sys mounted (not in a container); "
+           "`ls /sys/class/iommu /sys/kernel/iommu_groups` lists the units and groups, and a kernel "
+           "without CONFIG_IOMMU_API has neither and no IOMMU",
+           ""});
+      break;
+    case Iommu::State::kTranslating:
+      add({"iommu-translating", "warning",
+           std::string("the IOMMU (") + vendor + ") translates DMA: devices see I/O virtual "
+           "addresses (IOVAs), not physical ones" +
+               (f.reservations.empty() ? "" : "; the reservation reaches a device only through a DMA-API mapping"),
+           evidence,
+           "map the reservation for the device with the DMA API and give the device the address it "
+           "returns: dma_map_resource for a pfnmap range (no struct pages), dma_map_page or "
+           "dma_map_sg where the range has struct pages (resmem_edu picks per transfer). A driver "
+           "that hands the device physical addresses gets DMAR faults and no data (the QEMU "
+           "lane: the write to 0x40000000 faulted with 'DMAR: [DMA Write NO_PASID] Request device "
+           "[00:10.0] fault "
+           "addr 0x40000000 [fault reason 0x05] PTE Write access is not set', where the DMA API "
+           "had given IOVA 0xffffe000; docs/rdma.md). A 32-bit card reaches RAM above 4 GiB "
+           "through 32-bit IOVAs. GPUDirect RDMA: the guide's nvidia_p2p_get_pages hands out "
+           "physical addresses and says the IOMMU must be disabled; map with "
+           "nvidia_p2p_dma_map_pages, or boot with iommu=pt (identity domains)",
+           "003_abde52ad60696996.txt"});
+      break;
+    case Iommu::State::kPassthrough:
+      add({"iommu-passthrough", "info",
+           std::string("the IOMMU (") + vendor + ") is on with identity domains: devices use "
+           "physical addresses" + (above_4g ? "; a 32-bit DMA card cannot reach " + high : ""),
+           evidence,
+           "bus addresses are physical addresses, as without an IOMMU: " + below_4g +
+               ". GPUDirect RDMA's guide-era API works here. For translation (a 32-bit card "
+               "above 4 GiB, isolation) drop iommu=pt / iommu.passthrough=1",
+           "002_94e4d7274f023a25.txt"});
+      break;
+    case Iommu::State::kOff: {
+      std::string turn_on = "enable VT-d / AMD-Vi (the IOMMU) in the firmware setup";
+      for (const auto& o : io.kernel.options) {
+        if (o.problem != P::kNone) continue;
+        if (o.key == "iommu" && o.item.rfind("off", 0) == 0) turn_on = "drop " + o.option;
+        if ((o.key == "intel_iommu" || o.key == "amd_iommu") && o.item.rfind("off", 0) == 0)
+          turn_on = "drop " + o.option;
+      }
+      if (io.firmware == sim::IommuVendor::kIntel && !io.spec.intel_default_on &&
+          turn_on.rfind("drop", 0) != 0)
+        turn_on = "add intel_iommu=on";
+      add({"iommu-off", "info",
+           "no IOMMU translates DMA: devices use physical addresses" +
+               (above_4g ? "; a 32-bit DMA card cannot reach " + high : std::string()),
+           evidence,
+           below_4g + ". GPUDirect RDMA's guide-era API needs exactly this state. For "
+           "translation: " + (io.firmware_known ? turn_on : std::string("enable the IOMMU in the "
+           "firmware setup and check the command line")),
+           "002_94e4d7274f023a25.txt"});
+      break;
+    }
+    case Iommu::State::kOnOther:
+      add({"iommu-on-unmanaged", "info",
+           std::string("the IOMMU (") + vendor + ") is on; its groups are owned by VFIO or blocked",
+           evidence, "a device in such a group is not the kernel driver's: bind it to its driver", ""});
+      break;
+  }
+}
+
 }  // namespace
 
 Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
@@ -341,6 +661,7 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
            "register in chunks no larger than MemTotal (resmem transfer engine: registered-chunked)",
            "000_bd71b0f62b937591.txt"});
   }
+  AddIommuFindings(f, add);
   if (regions) {
     auto list = regions->List();
     if (list.ok()) {
@@ -384,6 +705,16 @@ void RenderDoctor(const DoctorReport& rep, std::ostream& out) {
     out << "  reservation " << r.option << ": " << Range(r.start, r.end)
         << (r.firmware_known ? (r.over_ram ? ", RAM behind it" : ", NOT all RAM") : "")
         << (r.mtrr_known ? (r.uniform_write_back ? ", write-back" : ", not write-back") : "") << "\n";
+  {
+    const auto& io = f.iommu;
+    static const char* const kState[] = {"unknown", "off", "translating", "passthrough",
+                                         "on, groups unmanaged"};
+    out << "  IOMMU: " << kState[static_cast<int>(io.state)];
+    if (io.firmware_known) out << " (firmware: " << VendorName(io.firmware) << ")";
+    if (io.state != MachineFacts::Iommu::State::kUnknown)
+      out << ", " << io.units.size() << " units, " << io.groups.size() << " groups";
+    out << "\n";
+  }
   for (const auto& d : rep.devices) out << "  device: " << d.Describe() << "\n";
   for (const auto& u : f.unreadable) out << "  unreadable: " << u << "\n";
   out << "\n";
@@ -408,6 +739,19 @@ std::string DoctorJson(const DoctorReport& rep) {
   for (const auto& r : rep.facts.reservations)
     res.push_back({{"option", r.option}, {"start", r.start}, {"end", r.end}, {"over_hole", r.over_hole},
                    {"uniform_write_back", r.uniform_write_back}, {"mtrr", r.mtrr_detail}});
+  {
+    const auto& io = rep.facts.iommu;
+    static const char* const kState[] = {"unknown", "off", "translating", "passthrough", "on-unmanaged"};
+    auto& ij = j["iommu"];
+    ij["state"] = kState[static_cast<int>(io.state)];
+    ij["firmware"] = io.firmware_known ? sim::IommuVendorWord(io.firmware) : "unknown";
+    auto& units = ij["units"] = nlohmann::ordered_json::array();
+    for (const auto& u : io.units) units.push_back({{"name", u.name}, {"devices", u.devices}});
+    auto& groups = ij["groups"] = nlohmann::ordered_json::array();
+    for (const auto& g : io.groups)
+      groups.push_back({{"id", g.id}, {"type", g.type_word}, {"devices", g.devices}});
+    ij["why"] = io.kernel.why;
+  }
   auto& fs = j["findings"] = nlohmann::ordered_json::array();
   for (const auto& x : rep.findings)
     fs.push_back({{"id", x.id}, {"severity", x.severity}, {"title", x.title}, {"evidence", x.evidence},

@@ -1,5 +1,6 @@
 // resmem doctor: reads a Platform's facts (/proc/iomem, /sys/firmware/memmap, /proc/mtrr,
-// /proc/cmdline, /proc/meminfo, /proc/cpuinfo) and names the known failures this machine would
+// /proc/cmdline, /proc/meminfo, /proc/cpuinfo, the IOMMU's /sys/class/iommu,
+// /sys/kernel/iommu_groups and /sys/firmware/acpi/tables) and names the known failures this machine would
 // hit, each with its evidence, the remedy, and the seed it comes from. The same code reads a real
 // machine (platform=host) and a simulated one (platform=sim), so every finding has a scenario.
 #ifndef RESMEM_ENGINE_DOCTOR_DOCTOR_H_
@@ -48,6 +49,30 @@ struct MachineFacts {
   std::vector<sim::MemoryOptionOutcome> memory_options;
   std::vector<sim::OptionIssue> cmdline_issues;
   std::string kernel_panic;                            // the map the kernel would panic on
+
+  // The IOMMU: what sysfs shows (the truth on this machine) and the kernel's reading of the
+  // command line on this firmware (sim::ReadIommuOptions, the simulator's rules), which says
+  // why it is so and which IOMMU options the kernel did not take.
+  struct Iommu {
+    bool units_known = false;              // /sys/class/iommu readable
+    std::vector<IommuUnit> units;
+    bool groups_known = false;             // /sys/kernel/iommu_groups readable
+    std::vector<IommuGroup> groups;
+    bool tables_known = false;             // /sys/firmware/acpi/tables readable
+    std::vector<std::string> acpi_tables;
+    std::string cpu_vendor;                // /proc/cpuinfo vendor_id
+    bool firmware_known = false;           // the tables or the units' names say which
+    sim::IommuVendor firmware = sim::IommuVendor::kNone;  // DMAR: intel, IVRS: amd
+    std::string firmware_source;           // how firmware was told
+    enum class State { kUnknown, kOff, kTranslating, kPassthrough, kOnOther };
+    State state = State::kUnknown;
+    IommuDomainType domain = IommuDomainType::kUnknown;  // the translating or identity type seen
+    int translated_devices = 0, identity_devices = 0, other_devices = 0;
+    sim::IommuSpec spec;                   // the firmware as far as it is known, for the rules
+    sim::IommuKernel kernel;               // the rules' reading of /proc/cmdline on it
+    bool rules_agree = true;               // the rules predict what sysfs shows
+  };
+  Iommu iommu;
 };
 
 // Reads and parses every source; a source this machine lacks is noted, not fatal.

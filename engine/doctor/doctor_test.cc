@@ -195,5 +195,106 @@ TEST(DoctorOptions, TheKernelVersionDecidesTheRules) {
   EXPECT_EQ(Find(DiagnoseLine("memmap=1G!5G", "6.1.0-13-amd64"), "option-unknown-form"), nullptr);
 }
 
+// The IOMMU from its sysfs (the texts a real machine shows), explained by the command line.
+DoctorReport DiagnoseIommu(const std::string& cmdline, const std::map<std::string, std::string>& sysfs) {
+  auto files = Seed002(cmdline, "00100000-bfffffff : System RAM\n");
+  for (const auto& [k, v] : sysfs) files[k] = v;
+  TextPlatform p(files);
+  auto r = Diagnose(p, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : DoctorReport{};
+}
+
+const std::map<std::string, std::string> kVtdOn = {
+    {"/sys/class/iommu", "dmar0: 0000:00:00.0 0000:00:10.0\n"},
+    {"/sys/kernel/iommu_groups", "0 DMA-FQ 0000:00:00.0\n1 DMA-FQ 0000:00:10.0\n"},
+    {"/sys/firmware/acpi/tables", "APIC\nDMAR\nDSDT\nFACP\n"}};
+
+TEST(DoctorIommu, TranslatingSaysTheDriverMustUseTheDmaApi) {
+  const auto r = DiagnoseIommu("intel_iommu=on memmap=64M$0x140000000", kVtdOn);
+  EXPECT_EQ(r.facts.iommu.state, MachineFacts::Iommu::State::kTranslating);
+  EXPECT_EQ(r.facts.iommu.firmware, sim::IommuVendor::kIntel);
+  const Finding* f = Find(r, "iommu-translating");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "warning");
+  EXPECT_NE(f->evidence.find("dmar0 (2 devices)"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("2 devices in DMA-FQ (translated) domains"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("intel_iommu=on and the firmware's DMAR table"), std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->remedy.find("dma_map_resource"), std::string::npos);
+  EXPECT_NE(f->remedy.find("fault addr 0x40000000"), std::string::npos);
+  EXPECT_NE(f->remedy.find("nvidia_p2p_dma_map_pages"), std::string::npos);
+  EXPECT_EQ(f->seed, "003_abde52ad60696996.txt");
+  EXPECT_EQ(Find(r, "iommu-off"), nullptr);
+  EXPECT_EQ(Find(r, "iommu-option-ignored"), nullptr);
+  // Without intel_iommu=on the same sysfs is a default-on kernel (Debian's 6.1): the rules say so.
+  const auto d = DiagnoseIommu("quiet", kVtdOn);
+  ASSERT_NE(Find(d, "iommu-translating"), nullptr);
+  EXPECT_NE(Find(d, "iommu-translating")->evidence.find("INTGPU_OFF"), std::string::npos);
+  EXPECT_TRUE(d.facts.iommu.rules_agree);
+}
+
+TEST(DoctorIommu, PassthroughAndOffNameThe32BitLimit) {
+  auto pt = kVtdOn;
+  pt["/sys/kernel/iommu_groups"] = "0 identity 0000:00:00.0 0000:00:10.0\n";
+  const auto r = DiagnoseIommu("iommu=pt memmap=64M$0x140000000", pt);
+  const Finding* f = Find(r, "iommu-passthrough");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("a 32-bit DMA card cannot reach memmap=64M$0x140000000"), std::string::npos)
+      << f->title;
+  EXPECT_NE(f->evidence.find("2 devices in identity domains"), std::string::npos) << f->evidence;
+  EXPECT_EQ(Find(r, "iommu-translating"), nullptr);
+
+  // No DMAR table: VT-d is off in the firmware; intel_iommu=on is taken and does nothing.
+  const auto off = DiagnoseIommu("intel_iommu=on memmap=64M$0x40000000",
+                                 {{"/sys/class/iommu", ""}, {"/sys/kernel/iommu_groups", ""},
+                                  {"/sys/firmware/acpi/tables", "APIC\nDSDT\nFACP\n"}});
+  const Finding* o = Find(off, "iommu-off");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->title.find("cannot reach"), std::string::npos);  // the range is below 4 GiB
+  EXPECT_NE(o->evidence.find("no DMAR or IVRS table"), std::string::npos) << o->evidence;
+  EXPECT_NE(o->remedy.find("below 4 GiB"), std::string::npos);
+  EXPECT_NE(o->remedy.find("firmware setup"), std::string::npos);
+  const Finding* n = Find(off, "iommu-option-no-effect");
+  ASSERT_NE(n, nullptr);
+  EXPECT_NE(n->remedy.find("turn VT-d on in the firmware setup"), std::string::npos) << n->remedy;
+}
+
+TEST(DoctorIommu, OptionsTheKernelDoesNotTake) {
+  // AMD: amd_iommu=on is an unknown item (AMD-Vi is on anyway); iommu=on is skipped silently.
+  const auto r = DiagnoseIommu("amd_iommu=on iommu=on iommu.passthrough=enable",
+                               {{"/sys/class/iommu", "ivhd0: 0000:00:00.0\n"},
+                                {"/sys/kernel/iommu_groups", "0 DMA-FQ 0000:00:00.0\n"},
+                                {"/sys/firmware/acpi/tables", "APIC\nIVRS\n"}});
+  std::vector<const Finding*> ignored;
+  for (const auto& f : r.findings)
+    if (f.id == "iommu-option-ignored") ignored.push_back(&f);
+  ASSERT_EQ(ignored.size(), 3u);
+  EXPECT_NE(ignored[0]->evidence.find("'AMD-Vi: Unknown option - 'on''"), std::string::npos)
+      << ignored[0]->evidence;
+  EXPECT_NE(ignored[0]->remedy.find("drop amd_iommu=on"), std::string::npos);
+  EXPECT_NE(ignored[1]->evidence.find("prints nothing"), std::string::npos);
+  EXPECT_NE(ignored[1]->remedy.find("intel_iommu=on"), std::string::npos);
+  EXPECT_NE(ignored[2]->evidence.find("Malformed early option 'iommu.passthrough'"), std::string::npos);
+  EXPECT_NE(ignored[2]->remedy.find("iommu.passthrough=1"), std::string::npos);
+  ASSERT_NE(Find(r, "iommu-translating"), nullptr);
+  EXPECT_NE(Find(r, "iommu-translating")->title.find("AMD-Vi"), std::string::npos);
+}
+
+TEST(DoctorIommu, UnreadableSysfsIsUnknownNotOff) {
+  const auto r = DiagnoseIommu("intel_iommu=on", {});
+  EXPECT_EQ(r.facts.iommu.state, MachineFacts::Iommu::State::kUnknown);
+  ASSERT_NE(Find(r, "iommu-state-unknown"), nullptr);
+  EXPECT_EQ(Find(r, "iommu-off"), nullptr);
+  // Without the firmware, "no effect" cannot be told; an unknown item still can.
+  EXPECT_EQ(Find(r, "iommu-option-no-effect"), nullptr);
+  EXPECT_NE(Find(DiagnoseIommu("intel_iommu=yes", {}), "iommu-option-ignored"), nullptr);
+  // A malformed sysfs text is unreadable, not a crash.
+  const auto bad = DiagnoseIommu("", {{"/sys/kernel/iommu_groups", "x DMA\n"}});
+  EXPECT_EQ(bad.facts.iommu.state, MachineFacts::Iommu::State::kUnknown);
+  const std::string json = DoctorJson(r);
+  EXPECT_NE(json.find("\"state\": \"unknown\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace resmem::engine

@@ -76,6 +76,15 @@ Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, 
   RESMEM_RETURN_IF_ERROR(keep("version.txt", read("/proc/version")));
   const std::string cmdline = read("/proc/cmdline");
   if (!cmdline.empty()) RESMEM_RETURN_IF_ERROR(WriteFile(d / "cmdline.txt", cmdline, &rec));
+  // The IOMMU's sysfs as the platform renders it (proc_parsers.h); an empty folder is kept as an
+  // empty file, which says "read, nothing there".
+  for (const auto& [source, name] : {std::pair<std::string, std::string>{"/sys/class/iommu", "iommu_units.txt"},
+                                     {"/sys/kernel/iommu_groups", "iommu_groups.txt"},
+                                     {"/sys/firmware/acpi/tables", "acpi_tables.txt"}}) {
+    auto text = platform.ReadSource(source);
+    if (!text.ok()) rec.notes.push_back(source + " not recorded: " + text.status().message());
+    else RESMEM_RETURN_IF_ERROR(WriteFile(d / name, *text, &rec));
+  }
 
   import::Imported imported = import::ReadPaste(inputs);
   for (const auto& n : imported.notes)
@@ -93,6 +102,15 @@ Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, 
   m.description = "recorded by `resmem doctor --record` from platform " + pname;
   m.cmdline = report.facts.cmdline;
   m.cmdline_source = "kernel";
+  // The IOMMU as the doctor understood it: the firmware's table, the units and their devices, and
+  // the kernel's VT-d default it inferred. Not known, not written: the replay says "unknown" too.
+  const MachineFacts::Iommu& io = report.facts.iommu;
+  if (io.state != MachineFacts::Iommu::State::kUnknown && io.firmware_known) {
+    m.iommu = io.spec;
+  } else if (io.state != MachineFacts::Iommu::State::kUnknown) {
+    rec.notes.push_back("the IOMMU is not recorded: its state is known but not which firmware "
+                        "table (DMAR or IVRS) it comes from (/sys/firmware/acpi/tables unreadable)");
+  }
   // The kernel's share: the System RAM it manages (/proc/iomem) less MemTotal.
   if (report.facts.usable_ram > report.facts.mem_total && report.facts.mem_total)
     m.kernel_reserved_bytes = report.facts.usable_ram - report.facts.mem_total;

@@ -26,8 +26,11 @@ struct Recording {
 //   mtrr.txt, cmdline.txt, meminfo.txt, version.txt   /proc/mtrr, /proc/cmdline, /proc/meminfo,
 //                        /proc/version as read
 //   cpuinfo.txt          /proc/cpuinfo's "address sizes" line
+//   iommu_units.txt, iommu_groups.txt, acpi_tables.txt   /sys/class/iommu,
+//                        /sys/kernel/iommu_groups, /sys/firmware/acpi/tables as the platform
+//                        renders them (backends/platform/proc_parsers.h)
 //   machine.toml         the machine (`resmem import` of the files above, with the command line of
-//                        /proc/cmdline and the kernel's share of RAM from `report`)
+//                        /proc/cmdline, the kernel's share of RAM and the IOMMU from `report`)
 //   scenario.toml        [machine] from = "machine.toml", a boot step, a doctor step expecting
 //                        exactly `report`'s findings about the machine (devices = false: a
 //                        device's findings depend on its driver, which is not the machine)

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 struct Case {
   std::string preset;
   std::string cmdline;  // "" keeps the preset's
+  std::string iommu;    // "" undescribed; "intel", "amd", "none"; "intel-default-off"
 };
 
 class RecordRoundTrip : public ::testing::TestWithParam<Case> {};
@@ -36,6 +37,15 @@ DoctorReport DiagnoseSim(const sim::MachineSpec& spec, std::unique_ptr<Platform>
 TEST_P(RecordRoundTrip, ReplayFindsTheSameWithTheSameEvidence) {
   sim::MachineSpec spec = *sim::MachinePreset(GetParam().preset);
   if (!GetParam().cmdline.empty()) spec.cmdline = GetParam().cmdline;
+  if (const std::string& io = GetParam().iommu; !io.empty()) {
+    spec.iommu.described = true;
+    spec.iommu.vendor = io.rfind("intel", 0) == 0 ? sim::IommuVendor::kIntel
+                        : io == "amd"             ? sim::IommuVendor::kAmd
+                                                  : sim::IommuVendor::kNone;
+    spec.iommu.intel_default_on = io != "intel-default-off";
+    spec.iommu.units = 2;
+    spec.iommu.devices = {"0000:00:00.0", "0000:00:02.0", "0000:00:10.0"};
+  }
   // The QEMU machines run the lane's Debian 6.1 kernel: their recording carries /proc/version and
   // the replay reads options with 6.1's rules; the others name no version (newest rules), and
   // nothing is invented for them.
@@ -73,7 +83,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"seed000-workstation", ""}, Case{"seed002-workstation", ""},
                       Case{"seed002-workstation", "mem=4G memmap=8G"},
                       Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0xbe000000 memmap=64M$0x40000000"},
-                      Case{"qemu-q35-2g", ""}, Case{"h100-host", ""}),
+                      Case{"qemu-q35-2g", ""}, Case{"h100-host", ""},
+                      // The IOMMU: translating, identity, off by the kernel's default, by the
+                      // firmware, options the kernel does not take.
+                      Case{"qemu-q35-5g", "console=ttyS0 intel_iommu=on memmap=64M$0x40000000", "intel"},
+                      Case{"qemu-q35-5g", "console=ttyS0 iommu=pt memmap=64M$0x140000000", "intel"},
+                      Case{"qemu-q35-2g", "console=ttyS0 iommu=on", "intel-default-off"},
+                      Case{"qemu-q35-2g", "console=ttyS0 intel_iommu=on", "none"},
+                      Case{"h100-host", "amd_iommu=on iommu.passthrough=enable", "amd"}),
     [](const ::testing::TestParamInfo<Case>& info) { return "case" + std::to_string(info.index); });
 
 }  // namespace

@@ -7,7 +7,9 @@
 // 5-7); the rest is the text. Properties: no crash, hang or OOM; Boot() fails only for the
 // reasons its contract names (never for a malformed option: a real kernel boots on); the map
 // it returns is sorted and free of overlaps unless the kernel would panic; every mem=/memmap=
-// item on the line has an outcome.
+// item on the line has an outcome. The same text is read for its IOMMU options on each kind of
+// firmware (mock/machine/iommu.h): an IOMMU is on only where the firmware has one, identity
+// domains only when the line set them, and the sysfs texts rendered from it read back.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,5 +83,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& outcome : kernel.memory_options)
     if (outcome.key != "mem" && outcome.key != "memmap")
       Finding("a memory outcome for key '" + outcome.key + "'");
+  for (IommuVendor v : {IommuVendor::kNone, IommuVendor::kIntel, IommuVendor::kAmd}) {
+    IommuSpec hw;
+    hw.described = true;
+    hw.vendor = v;
+    hw.units = 2;
+    hw.intel_default_on = (selector & 1) != 0;
+    hw.devices = {"0000:00:00.0", "0000:00:02.0", "0000:00:10.0"};
+    const IommuKernel k = ReadIommuOptions(text, hw);
+    if (k.on() && k.active != v) Finding("an IOMMU on that the firmware does not have");
+    if (k.default_domain == resmem::IommuDomainType::kIdentity && !k.domain_from_cmdline)
+      Finding("identity domains the command line did not ask for");
+    for (const auto& o : k.options)
+      if (o.key.find("iommu") == std::string::npos) Finding("an IOMMU outcome for key '" + o.key + "'");
+    auto units = resmem::ParseIommuUnits(RenderIommuUnits(hw, k));
+    auto groups = resmem::ParseIommuGroups(RenderIommuGroups(hw, k));
+    if (!units.ok() || !groups.ok()) Finding("rendered IOMMU sysfs does not parse");
+    else if (units.value().empty() == k.on()) Finding("units shown for an IOMMU that is off, or none for one on");
+  }
   return 0;
 }

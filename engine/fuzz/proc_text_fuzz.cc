@@ -1,9 +1,10 @@
 // Fuzz target: the kernel's fact files and map lines, each parser alone: /proc/iomem, /proc/mtrr,
-// /sys/firmware/memmap lines, /proc/meminfo, /proc/cpuinfo, /proc/cmdline
-// (backends/platform/proc_parsers.h), and the e820 lines of dmesg (mock/machine/e820_text.h:
+// /sys/firmware/memmap lines, /proc/meminfo, /proc/cpuinfo, /proc/cmdline, the IOMMU's sysfs
+// folders as the platforms render them (backends/platform/proc_parsers.h), and the e820 lines of dmesg (mock/machine/e820_text.h:
 // map lines in both forms, early edits, type words). The whole input goes to each whole-file
 // parser and each of its lines to the line parsers. Properties: no crash, hang or OOM; a map
-// line that parses has end > start and its type word reads back.
+// line that parses has end > start and its type word reads back; an IOMMU unit has a name
+// without blanks; a group whose type is known prints as the word it was read from.
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -22,6 +23,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ParsePhysAddressBits(text);
   (void)ParseCmdlineOptions(text);
   (void)TrimBlanks(text);
+  (void)ParseAcpiTableNames(text);
+  (void)ParseCpuVendor(text);
+  if (auto units = ParseIommuUnits(text); units.ok())
+    for (const auto& u : units.value())
+      if (u.name.empty() || u.name.find_first_of(" \t") != std::string::npos)
+        fuzz::Finding("an IOMMU unit with an empty or blank name: '" + u.name + "'");
+  if (auto groups = ParseIommuGroups(text); groups.ok())
+    for (const auto& g : groups.value())
+      if (g.type != IommuDomainType::kUnknown && g.type_word != IommuDomainTypeName(g.type))
+        fuzz::Finding("a group type that does not read back: " + g.type_word);
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {

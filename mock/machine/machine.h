@@ -11,6 +11,7 @@
 #include "backends/api/memory.h"
 #include "backends/api/status.h"
 #include "mock/machine/grub.h"
+#include "mock/machine/iommu.h"
 
 namespace resmem::sim {
 
@@ -121,6 +122,8 @@ struct MachineSpec {
   HostPerf perf;
   uint64_t kernel_reserved_bytes = 0;   // what the kernel itself keeps from usable RAM
                                         // (MemTotal = usable e820 RAM - this)
+  IommuSpec iommu;                      // what the firmware offers (mock/machine/iommu.h); the
+                                        // kernel's IOMMU follows from it and the command line
 };
 
 // Named presets: "seed000-workstation" (192 GB, 2012 BIOS whose MTRRs cover 128 GB),

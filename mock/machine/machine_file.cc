@@ -2,6 +2,7 @@
 #include "mock/machine/machine_file.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -376,6 +377,76 @@ void ReadFirmware(Reader& rd, const toml::table& t, MachineSpec* spec) {
   }
 }
 
+// A PCI device's sysfs name, "DDDD:BB:DD.F" (drivers/pci/probe.c pci_setup_device: "%04x:%02x:%02x.%d").
+bool IsPciName(const std::string& s) {
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  return s[11] >= '0' && s[11] <= '7';
+}
+
+// iommu = { vendor = "intel", units = 1, devices = ["0000:00:02.0"], intel_default_on = true }
+void ReadIommu(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  const toml::node* n = t.get("iommu");
+  if (!n) return;
+  const auto* it = n->as_table();
+  if (!it) {
+    rd.Fail(*n, "iommu", "expected a table like { vendor = \"intel\", devices = [\"0000:00:02.0\"] }");
+    return;
+  }
+  CheckKeys(rd, *it, "iommu.", {"vendor", "units", "devices", "intel_default_on"});
+  IommuSpec io;
+  io.described = true;
+  auto vendor = rd.String(*it, "vendor", "iommu.");
+  if (!rd.ok()) return;
+  if (!vendor) {
+    rd.Fail(*it, "iommu.vendor", "missing: intel (an ACPI DMAR table), amd (IVRS) or none (no table)");
+    return;
+  }
+  if (*vendor == "intel") io.vendor = IommuVendor::kIntel;
+  else if (*vendor == "amd") io.vendor = IommuVendor::kAmd;
+  else if (*vendor == "none") io.vendor = IommuVendor::kNone;
+  else {
+    rd.Fail(*it->get("vendor"), "iommu.vendor",
+            "'" + *vendor + "' is not intel (the firmware has a DMAR table: VT-d), amd (an IVRS "
+            "table: AMD-Vi) or none (neither: no IOMMU, or it is off in the firmware setup)");
+    return;
+  }
+  if (const toml::node* u = it->get("units")) {
+    if (!u->is_integer() || *u->value<int64_t>() < 1 || *u->value<int64_t>() > 64) {
+      rd.Fail(*u, "iommu.units", "the number of remapping units, an integer from 1 to 64");
+      return;
+    }
+    io.units = static_cast<int>(*u->value<int64_t>());
+  }
+  if (const toml::node* d = it->get("devices")) {
+    const auto* arr = d->as_array();
+    if (!arr) {
+      rd.Fail(*d, "iommu.devices", "expected a list of PCI device names like [\"0000:00:02.0\"]");
+      return;
+    }
+    for (const auto& e : *arr) {
+      const std::string name = e.is_string() ? *e.value<std::string>() : "";
+      if (!IsPciName(name)) {
+        rd.Fail(e, "iommu.devices", "'" + name + "' is not a PCI device name DDDD:BB:DD.F "
+                                    "(as lspci -D prints it: \"0000:00:02.0\")");
+        return;
+      }
+      io.devices.push_back(name);
+    }
+  }
+  if (const toml::node* b = it->get("intel_default_on")) {
+    if (!b->is_boolean()) {
+      rd.Fail(*b, "iommu.intel_default_on", "expected true (VT-d on without intel_iommu=on, as "
+                                            "Debian's 6.1 and upstream's default config) or false "
+                                            "(a kernel built with CONFIG_INTEL_IOMMU_DEFAULT_OFF)");
+      return;
+    }
+    io.intel_default_on = *b->value<bool>();
+  }
+  spec->iommu = io;
+}
+
 uint64_t UsableBytes(const std::vector<E820Entry>& table) {
   uint64_t total = 0;
   for (const auto& e : SanitizeE820(table))
@@ -424,7 +495,7 @@ std::string EditLine(const E820Edit& e) {
 const std::vector<std::string>& MachineFormatKeys() {
   static const std::vector<std::string> kKeys = {
       "name", "description", "kernel", "arch", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
-      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "mtrr_enabled", "mtrr_default",
+      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "iommu", "mtrr_enabled", "mtrr_default",
       "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "uc_load_latency_ns",
       "memcpy_load_bytes", "page_fault_us", "pin_gbps", "memcpy_threads_gbps"};
   return kKeys;
@@ -476,6 +547,7 @@ Status ApplyMachineTable(const toml::table& t, const std::string& file,
   if (auto v = rd.Address(t, "kernel_reserved", "")) spec->kernel_reserved_bytes = *v;
   if (auto v = rd.Bool(t, "pat")) spec->pat_enabled = *v;
   ReadFirmware(rd, t, spec);
+  ReadIommu(rd, t, spec);
   ReadMtrr(rd, t, spec);
   ReadPerf(rd, t, spec);
   if (!rd.ok()) return rd.status();
@@ -643,6 +715,14 @@ std::string WriteMachineToml(const MachineSpec& s) {
     for (const auto& e : s.early_edits) o += "  " + TomlQuote(EditLine(e)) + ",\n";
     o += "]\n";
   }
+  if (s.iommu.described) {
+    o += "# What the firmware offers; the kernel's IOMMU follows from it and cmdline.\n";
+    o += std::string("iommu = { vendor = ") + TomlQuote(IommuVendorWord(s.iommu.vendor)) +
+         ", units = " + std::to_string(s.iommu.units) + ", devices = [";
+    for (size_t i = 0; i < s.iommu.devices.size(); ++i)
+      o += (i ? ", " : "") + TomlQuote(s.iommu.devices[i]);
+    o += std::string("], intel_default_on = ") + (s.iommu.intel_default_on ? "true" : "false") + " }\n";
+  }
   o += std::string("mtrr_enabled = ") + (s.mtrr.enabled ? "true" : "false") + "\n";
   MtrrRange def;
   def.type = s.mtrr.default_type;
@@ -752,6 +832,10 @@ bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) 
     return fail("mtrr enabled/default");
   if (!same_ranges(a.mtrr.variable, b.mtrr.variable)) return fail("variable MTRRs");
   if (!same_ranges(a.mtrr.fixed, b.mtrr.fixed)) return fail("fixed MTRRs");
+  if (a.iommu.described != b.iommu.described || a.iommu.vendor != b.iommu.vendor ||
+      a.iommu.units != b.iommu.units || a.iommu.devices != b.iommu.devices ||
+      a.iommu.intel_default_on != b.iommu.intel_default_on)
+    return fail("iommu");
   if (a.phys_addr_bits != b.phys_addr_bits) return fail("phys_addr_bits");
   if (a.pat_enabled != b.pat_enabled) return fail("pat");
   if (a.kernel_reserved_bytes != b.kernel_reserved_bytes)

@@ -215,5 +215,53 @@ TEST(MachineFile, NonAsciiWhereTomlAllowsOnlyAsciiIsRefusedByLine) {
   EXPECT_EQ(r.value()["b"].value_or(std::string()), "\xc2\xb5");
 }
 
+TEST(MachineFormat, IommuDescriptionLoadsWritesBackAndRefusesMistakes) {
+  const std::string base =
+      "[machine]\ne820 = [{ start = 0x0, last = 0x9fbff, type = \"usable\" },\n"
+      "  { start = 0x100000, last = 0x7fffffff, type = \"usable\" }]\n";
+  auto m = ParseMachineText(base + "iommu = { vendor = \"intel\", units = 2, devices = "
+                                   "[\"0000:00:00.0\", \"0000:00:10.0\"], intel_default_on = false }\n",
+                            "box.toml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->iommu.described);
+  EXPECT_EQ(m->iommu.vendor, IommuVendor::kIntel);
+  EXPECT_EQ(m->iommu.units, 2);
+  EXPECT_EQ(m->iommu.devices.size(), 2u);
+  EXPECT_FALSE(m->iommu.intel_default_on);
+  auto again = ParseMachineText(WriteMachineToml(*m), "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  std::string diff;
+  EXPECT_TRUE(SameMachine(*m, *again, &diff)) << diff;
+  // Defaults: one unit, no devices, VT-d on by default (Debian's 6.1).
+  auto amd = ParseMachineText(base + "iommu = { vendor = \"amd\" }\n", "box.toml");
+  ASSERT_TRUE(amd.ok());
+  EXPECT_EQ(amd->iommu.units, 1);
+  EXPECT_TRUE(amd->iommu.intel_default_on);
+  // Absent: not described, and nothing written.
+  auto none = ParseMachineText(base, "box.toml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->iommu.described);
+  EXPECT_EQ(WriteMachineToml(*none).find("iommu"), std::string::npos);
+  struct Bad {
+    const char* line;
+    const char* says;
+  } bad[] = {
+      {"iommu = \"intel\"", "expected a table"},
+      {"iommu = { units = 1 }", "iommu.vendor': missing"},
+      {"iommu = { vendor = \"nvidia\" }", "'nvidia' is not intel"},
+      {"iommu = { vendor = \"intel\", units = 0 }", "1 to 64"},
+      {"iommu = { vendor = \"intel\", devices = [\"00:02.0\"] }", "lspci -D"},
+      {"iommu = { vendor = \"intel\", devices = \"0000:00:02.0\" }", "a list of PCI device names"},
+      {"iommu = { vendor = \"intel\", intel_default_on = 1 }", "CONFIG_INTEL_IOMMU_DEFAULT_OFF"},
+      {"iommu = { vendor = \"intel\", groups = 3 }", "unknown key"},
+  };
+  for (const auto& b : bad) {
+    auto r = ParseMachineText(base + b.line + "\n", "box.toml");
+    ASSERT_FALSE(r.ok()) << b.line;
+    EXPECT_NE(r.status().message().find(b.says), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("box.toml:4:"), std::string::npos) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace resmem::sim

@@ -184,7 +184,10 @@ std::string RenderMeminfo(const BootedKernel& kernel) {
 std::string RenderCpuinfo(const MachineSpec& spec) {
   // arch/x86/kernel/cpu/proc.c show_cpuinfo(): "address sizes\t: %u bits physical, %u bits
   // virtual".
-  return "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: simulated " + spec.name +
+  // The vendor follows the IOMMU's where the machine names an AMD one (an IVRS table comes with
+  // an AMD platform); otherwise Intel, as before the machine format described an IOMMU.
+  const char* vendor = spec.iommu.vendor == IommuVendor::kAmd ? "AuthenticAMD" : "GenuineIntel";
+  return std::string("processor\t: 0\nvendor_id\t: ") + vendor + "\nmodel name\t: simulated " + spec.name +
          "\nflags\t\t: fpu pae mtrr pat sse2 constant_tsc\naddress sizes\t: " +
          std::to_string(spec.phys_addr_bits) + " bits physical, 48 bits virtual\n\n";
 }

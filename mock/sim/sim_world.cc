@@ -56,6 +56,18 @@ class SimPlatform : public Platform {
       if (f.path == path) return f.text;
     }
     if (path == "/proc/cpuinfo") return RenderCpuinfo(spec);
+    // The IOMMU's sysfs (mock/machine/iommu.h), only where the machine describes its IOMMU: a
+    // machine that does not is one whose IOMMU nobody recorded, and the doctor says so.
+    if (path == "/sys/class/iommu" || path == "/sys/kernel/iommu_groups" ||
+        path == "/sys/firmware/acpi/tables") {
+      if (!spec.iommu.described)
+        return Status::Errno(ENOENT, path + ": the simulated machine does not describe its "
+                                            "IOMMU (machine key iommu = { vendor = ... })");
+      if (path == "/sys/firmware/acpi/tables") return RenderAcpiTables(spec.iommu);
+      const IommuKernel k = ReadIommuOptions(kernel.cmdline, spec.iommu);
+      return path == "/sys/class/iommu" ? RenderIommuUnits(spec.iommu, k)
+                                        : RenderIommuGroups(spec.iommu, k);
+    }
     // uname -r, where the machine names its kernel (the doctor reads the option rules from it).
     if (path == "/proc/sys/kernel/osrelease" && !spec.kernel_version.empty())
       return spec.kernel_version + "\n";
@@ -81,7 +93,9 @@ class SimPlatform : public Platform {
     return Status::Errno(ENOENT, path + ": not a source the simulated machine has; it serves "
                                         "/proc/iomem, /proc/mtrr, /proc/cmdline, /proc/meminfo, "
                                         "/sys/firmware/memmap, /proc/cpuinfo, /proc/version, dmesg, "
-                                        "/sys/kernel/debug/x86/pat_memtype_list");
+                                        "/sys/kernel/debug/x86/pat_memtype_list, and where the "
+                                        "machine describes its IOMMU /sys/class/iommu, "
+                                        "/sys/kernel/iommu_groups, /sys/firmware/acpi/tables");
   }
 
   Result<std::unique_ptr<HostMemory>> AllocPageable(uint64_t bytes) override {
@@ -310,6 +324,11 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
   world->faults = std::make_shared<FaultInjector>(seed);
   world->rng = DeterministicRng(seed).Fork(kWorldRngSalt);
   for (const auto& m : world->kernel.messages) world->dmesg.push_back(m);
+  // What the kernel prints about the command line's IOMMU options (mock/machine/iommu.h; the
+  // QEMU lane's kernel prints the same lines: guest case doctor_iommu_options_ignored).
+  if (spec.iommu.described)
+    for (const auto& line : ReadIommuOptions(world->kernel.cmdline, spec.iommu).dmesg)
+      world->dmesg.push_back(line);
 
   // RAM is behind the firmware's e820 RAM entries: mem= and memmap=nn$ss change what the kernel
   // manages, not what the DIMMs hold (FACTS.md: the reserved range round-trips data in QEMU).
