@@ -46,8 +46,8 @@ for lane in $lanes; do
   echo "lane $lane: bazel test ${config[*]} //... finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
   (( lane_rc != 0 )) && rc=$lane_rc
   testlogs=$(bazel info "${config[@]}" bazel-testlogs 2>/dev/null)
-  python3 - "$lane" "$testlogs" "$totals" "$tests_file" <<'PY' || true
-import glob, re, sys, xml.etree.ElementTree as ET
+  python3 - "$lane" "$testlogs" "$totals" "$tests_file" <<'PY'
+import glob, os, re, sys, xml.etree.ElementTree as ET
 lane, testlogs, totals, tests_file = sys.argv[1:5]
 passed = failed = skipped = 0
 skips = []
@@ -80,7 +80,25 @@ if skips:
 print(f"lane {lane}: {passed} passed, {failed} failed, {skipped} skipped")
 with open(totals, "a") as f:
     f.write(f"{passed} {failed} {skipped}\n")
+# A sanitizer report in any of the lane's test logs fails the lane, whether or not its test
+# failed: a report from a process whose exit status no test checks (the FUSE daemon that
+# FuseDevice forks, halted by halt_on_error with exit 66) would otherwise pass unseen.
+report = re.compile(r"(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)|: runtime error: ")
+found = []
+for target in sorted(lane_targets):
+    log = os.path.join(testlogs, target, "test.log")
+    if not os.path.exists(log):
+        continue
+    with open(log, errors="replace") as f:
+        hits = [l.rstrip() for l in f if report.search(l)]
+    if hits:
+        found.append(f"  //{target}: {len(hits)} report line(s), first: {hits[0]}")
+if found:
+    print(f"lane {lane}: sanitizer reports in test logs (the lane fails):")
+    print("\n".join(found))
+    sys.exit(3)
 PY
+  [ $? -eq 3 ] && rc=1
   rm -f "$tests_file"
 done
 echo "lanes run: $lanes"

@@ -1,6 +1,9 @@
 #include <cerrno>
 #include <csignal>
+#include <thread>
+#include <vector>
 
+#include "backends/api/clock.h"
 #include "backends/api/gpu.h"
 #include "backends/api/memory.h"
 #include "backends/api/region.h"
@@ -93,6 +96,24 @@ TEST(Fnv, KnownVector) {
   EXPECT_EQ(Fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
   // Continuation equals one pass.
   EXPECT_EQ(Fnv1a64("ab", 2), Fnv1a64("b", 1, Fnv1a64("a", 1)));
+}
+
+// The FUSE daemon's worker threads charge one world's clock at once (docs/reliability.md "tsan"):
+// no charge may be lost, and ThreadSanitizer must see no race. 0.5 s steps add up exactly.
+TEST(VirtualClock, ChargesFromSeveralThreadsAllCount) {
+  VirtualClock clock;
+  constexpr int kThreads = 4, kCharges = 100000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&clock] {
+      for (int i = 0; i < kCharges; ++i) clock.Charge(0.5);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(clock.NowSeconds(), 0.5 * kThreads * kCharges);
+  clock.Charge(-1);  // a negative or zero cost moves nothing
+  clock.Charge(0);
+  EXPECT_EQ(clock.NowSeconds(), 0.5 * kThreads * kCharges);
 }
 
 }  // namespace

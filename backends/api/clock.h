@@ -3,6 +3,7 @@
 #ifndef RESMEM_BACKENDS_API_CLOCK_H_
 #define RESMEM_BACKENDS_API_CLOCK_H_
 
+#include <atomic>
 #include <chrono>
 
 namespace resmem {
@@ -17,16 +18,23 @@ class Clock {
   virtual bool is_virtual() const = 0;
 };
 
+// Thread-safe: one world's clock is charged from several threads at once (the FUSE daemon's
+// worker threads serving writes to simulated memory, the stream's producer and consumer); a plain
+// `now_ += seconds` there was a data race (ThreadSanitizer, docs/reliability.md "tsan"). Charges
+// from one thread add up exactly as before.
 class VirtualClock : public Clock {
  public:
-  double NowSeconds() const override { return now_; }
+  double NowSeconds() const override { return now_.load(std::memory_order_relaxed); }
   void Charge(double seconds) override {
-    if (seconds > 0) now_ += seconds;
+    if (!(seconds > 0)) return;
+    double now = now_.load(std::memory_order_relaxed);
+    while (!now_.compare_exchange_weak(now, now + seconds, std::memory_order_relaxed)) {
+    }
   }
   bool is_virtual() const override { return true; }
 
  private:
-  double now_ = 0;
+  std::atomic<double> now_{0};
 };
 
 class SteadyClock : public Clock {
