@@ -255,7 +255,7 @@ CudaProfile Cuda130R580() {
   p.runtime_implies_map_host = true;
   p.maps_without_mapped_flag = true;
   // A cuCtxCreate context without CU_CTX_MAP_HOST zero-copied 16 MiB at 29.1 GB/s
-  // (scenarios-cuda.log, mapped_driver_context_no_maphost): with unified addressing the driver
+  // (scenarios-cuda.log, the scenario now mapped_driver_context_no_maphost_r580): with unified addressing the driver
   // maps pinned memory whatever the context's flags, despite cuda_runtime_api.h's "will always
   // return a failure code".
   p.driver_context_maps_without_flag = true;

@@ -583,8 +583,10 @@ class SimGpu : public Gpu {
       const int ctx = host.facts().pinned_context;
       if (ctx >= 0 && ctx < static_cast<int>(context_map_host_.size()) && !context_map_host_[ctx])
         return Cuda(profile_.error_invalid_value,
-                    call + " fails: the context that allocated it does not map host memory "
-                           "(cudaDeviceMapHost was not set); " + map_host_fix);
+                    call + " fails: the context that allocated it does not map host memory " +
+                        (ctx == 0 ? "(cudaDeviceMapHost was not set); " + map_host_fix
+                                  : std::string("(a cuCtxCreate context without CU_CTX_MAP_HOST); "
+                                                "create the context with CU_CTX_MAP_HOST")));
       return Cuda(profile_.error_invalid_value,
                   call + " fails: allocated without cudaHostAllocMapped" +
                       (pinned->write_combined() ? std::string(" (write-combined memory is not "
