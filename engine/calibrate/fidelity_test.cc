@@ -63,6 +63,23 @@ TEST(Fidelity, H100RangeProfileAgainstTheSimulator) {
                                << k;
 }
 
+// The run with the dma-buf cases (docs/hil/2026-11-23-h100-seed001): every return code and fd
+// size agrees with the model, the VMM case without gpuDirectRDMACapable included (the model had
+// it refused before that run). Its bandwidth classes are one run's and are judged by the range
+// profile above, not here.
+TEST(Fidelity, H100DmaBufCasesAgreeWithTheSimulator) {
+  auto profile = ReadProfile("mock/gpu/profiles/h100-seed001.json");
+  EXPECT_EQ(profile.value("gpu", ""), "cuda");
+  ASSERT_EQ(profile["dmabuf"].size(), 21u);
+  auto report = CompareWithSim(profile, "cuda-13.0-r580", kDefaultBandwidthMargin);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  int dmabuf_agreements = 0;
+  for (const auto& a : report->agreements) dmabuf_agreements += a.rfind("dmabuf", 0) == 0;
+  EXPECT_GE(dmabuf_agreements, 21);
+  for (const auto& d : report->disagreements)
+    EXPECT_EQ(d.rfind("bandwidth", 0), 0u) << "a return code disagrees with the model: " << d;
+}
+
 // The ranges the r580 model carries (cuda_profile.cc measured_copies) are the committed
 // profile's, to the hundredth of a GB/s: a new merge must be copied into the model, and the
 // model refitted inside it (sim_gpu_test checks that).

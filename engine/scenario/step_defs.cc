@@ -320,7 +320,7 @@ std::vector<StepDef> MakeStepDefs() {
                          Int("device", &ContextStep::device, kOptional, INT64_MIN, INT64_MAX,
                              "GPU index for create"),
                          Bool("map_host", &ContextStep::map_host,
-                              "create with CU_CTX_MAP_HOST (a driver-API context maps pinned memory only with it)")},
+                              "create with CU_CTX_MAP_HOST (CUDA 4.1 maps pinned memory in a driver-API context only with it; driver 580 without it too)")},
                         {}),
       Kind<DeviceFlagsStep>("cudaSetDeviceFlags (seed 001: cudaDeviceMapHost before any other CUDA call)",
                             {Bool("map_host", &DeviceFlagsStep::map_host, "cudaDeviceMapHost")}, {}),

@@ -33,21 +33,22 @@
 // | non-portable pinned memory used from another context    | x20 slower, staged | no slowdown | seed 000 last posts "20-200x slower"; FACTS "49-51 GB/s" |
 // | attributes                                              | M2090    | H100      | seed 000; FACTS "Device attributes" |
 // | --- seed 001: write-combined, mapped, streams ---        |          |           |                       |
-// | WC pinned H2D gain over default pinned                  | 1.0      | 1.0 (to be confirmed on the H100: bench row pinned-wc) | seed 001: "up to 40%" on FSB systems; the M2090's 5.69 GB/s is already near PCIe 2.0 x16's practical rate, no room for 40% (assumption); cuda_runtime_api.h cudaHostAllocWriteCombined: "more quickly on some system configurations" |
-// | CPU reads of WC pinned memory: HostPerf UC-class rate   | yes      | yes       | seed 001 "从主机端读取写结合存储器极其慢"; cuda_runtime_api.h "cannot be read efficiently by most CPUs"; mock/machine memory_type.cc (WC reads = UC reads) |
+// | WC pinned H2D gain over default pinned                  | 1.0      | 1.0 (measured: 0.967-1.018) | seed 001: "up to 40%" on FSB systems; the M2090's 5.69 GB/s is already near PCIe 2.0 x16's practical rate, no room for 40% (assumption); cuda_runtime_api.h cudaHostAllocWriteCombined: "more quickly on some system configurations"; docs/hil/2026-11-23-h100-seed001 bench pinned-wc H2D 96.7-101.8% of pinned at 16/64/256 MiB |
+// | CPU reads of WC pinned memory: HostPerf wc_read_gbps (UC-class rate where the machine has none) | UC-class | h100-host 1.14 GB/s | seed 001 "从主机端读取写结合存储器极其慢"; cuda_runtime_api.h "cannot be read efficiently by most CPUs"; docs/hil/2026-11-23-h100-seed001 wc_readback_slow: memcpy out of WC 1067 MB/s (mock/machine/presets/h100-host.toml) |
+// | CPU writes into WC pinned memory: HostPerf wc_write_gbps | assumption | h100-host 2.57 GB/s | docs/hil/2026-11-23-h100-seed001 wc_write_only: memcpy into WC 2572 MB/s |
 // | pinned memory mapped without cudaDeviceMapHost          | no (the flag first; after the context is active: 36) | yes in runtime contexts | seed 001 "必须在调用任何CUDA运行时函数前调用cudaSetDeviceFlags()"; cuda_runtime_api.h cudaSetDeviceFlags: "implicit for the runtime but may be absent if a context is created using the driver API" |
-// | driver-API context (cuCtxCreate) without CU_CTX_MAP_HOST | no map  | no map (to be confirmed on the H100) | cuda_runtime_api.h, cudaDeviceMapHost (above) |
-// | cudaHostGetDevicePointer where nothing is mapped        | 11       | 1 (to be confirmed on the H100) | cuda_runtime_api.h: "will always return a failure code" (which one: assumption) |
-// | mapped without the Mapped flag                          | no       | yes, not WC (to be confirmed on the H100) | cuda_runtime_api.h "Automatic Mapping of Host Allocated Host Memory ... regardless of ... cudaHostAllocMapped"; WC and registered memory: "Exceptions, Disjoint Addressing" |
-// | zero-copy kernel: fraction of pinned DMA                | 0.92 / 0.94 (assumed = r580) | 0.92 H2D / 0.94 D2H | docs/README-cuda.md zero-copy mapped 256 MiB 92.4% / 94.5% of pinned (H100 2026-11-21); FACTS "zero-copy mapped 70-95%" |
-// | copy of block i+1 overlaps kernel of block i (2 streams, pinned) | yes (2 engines) | yes (3 engines) | seed 001 "数据传输和内核并行" (asyncEngineCount > 0, page-locked memory); FACTS AsyncEngineCount 3 |
-// | cudaMemcpyAsync from pageable memory is synchronous      | yes      | yes (to be confirmed on the H100) | seed 001 "当使用的主机内存不是页锁定的时候，异步拷贝将会被同步" |
+// | driver-API context (cuCtxCreate) without CU_CTX_MAP_HOST | no map  | maps anyway | 4.1: cuda.h cuCtxCreate CU_CTX_MAP_HOST "must be set in order to allocate pinned host memory that is accessible to the GPU", cuda_runtime_api.h cudaDeviceMapHost (above); r580: docs/hil/2026-11-23-h100-seed001 mapped_driver_context_no_maphost, zero-copy 29.1 GB/s in such a context (unified addressing maps pinned memory whatever the context flags) |
+// | cudaHostGetDevicePointer where nothing is mapped        | 11       | 1         | cuda_runtime_api.h: "will always return a failure code" (4.1: which one is an assumption); r580: docs/hil/2026-11-23-h100-seed001 zero_copy_pageable -> 1 cudaErrorInvalidValue |
+// | mapped without the Mapped flag                          | no       | yes, not WC (plain: measured) | cuda_runtime_api.h "Automatic Mapping of Host Allocated Host Memory ... regardless of ... cudaHostAllocMapped"; WC and registered memory: "Exceptions, Disjoint Addressing"; docs/hil/2026-11-23-h100-seed001 mapped_runtime_r580: pinned memory without the flag zero-copies at 45.1 GB/s (WC without Mapped: not measured) |
+// | zero-copy kernel: fraction of pinned DMA                | 0.92 / 0.94 (assumed = r580) | 0.92 H2D / 0.94 D2H | docs/README-cuda.md zero-copy mapped 256 MiB 92.4% / 94.5% of pinned (H100 2026-11-21); docs/hil/2026-11-23-h100-seed001 bench: H2D 93.0-94.2%, D2H 94.0-98.2% at 16/64/256 MiB; FACTS "zero-copy mapped 70-95%" |
+// | copy of block i+1 overlaps kernel of block i (2 streams, pinned) | yes (2 engines) | yes (3 engines) | seed 001 "数据传输和内核并行" (asyncEngineCount > 0, page-locked memory); FACTS AsyncEngineCount 3; docs/hil/2026-11-23-h100-seed001 bench 16 x 16 MiB, 369 us kernel: 1 stream 0.98 of serial, 2 streams 0.53 |
+// | cudaMemcpyAsync from pageable memory is synchronous      | yes      | yes       | seed 001 "当使用的主机内存不是页锁定的时候，异步拷贝将会被同步"; docs/hil/2026-11-23-h100-seed001 bench: pageable 2 streams 1.10 of serial (scenario 0.95) |
 // | device memory bandwidth (a kernel reading its block)    | 177 GB/s | 3350 GB/s | product specifications (M2090, H100 SXM5 80GB HBM3): assumption, not measured |
 // | --- dma-buf (cuMemGetHandleForAddressRange) ---         |          |           |                       |
 // | the call exists                                         | no (CUDA 11.7+) | yes | cuda.h 13.0; FACTS "DMA_BUF_SUPPORTED 1" |
 // | device memory, offset and size multiples of 4 KiB       | -        | 0, fd size = length | cuda.h "dptr and size aligned to the host page size"; FACTS "4 KiB to 1 GiB: success, lseek(SEEK_END) is the size; at +4 KiB offset: success" |
-// | offset or size not a multiple of 4 KiB; size 0; past the allocation | - | 1 (to be confirmed on the H100) | cuda.h (alignment); size 0 and past-end: assumption |
-// | cuMemCreate (VMM) memory with / without gpuDirectRDMACapable | -   | 0 / 1 (to be confirmed on the H100) | cuda.h: VMM ranges must be fully mapped; GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED "specifying the GPUDirect RDMA flag with cuMemCreate"; FACTS: that attribute is 1 |
+// | offset or size not a multiple of 4 KiB; size 0; past the allocation | - | 1 | cuda.h (alignment); docs/hil/2026-11-23-h100-seed001 calib-seed001.json: +100 offset, size 100, 4K+100, size 0, +2M 4M -> 1 |
+// | cuMemCreate (VMM) memory with / without gpuDirectRDMACapable | -   | 0 / 0     | docs/hil/2026-11-23-h100-seed001 calib-seed001.json: 'VMM 4M whole' and 'VMM 4M whole, not RDMA-capable' both 0 (the model said 1 for the second before), fd size 4 MiB |
 // | cudaMallocHost / registered / pageable host memory      | -        | 1         | FACTS "on cudaMallocHost memory: 1"; cuda.h: host allocations need CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED |
 #include <cstdint>
 
@@ -120,6 +121,9 @@ CudaProfile Cuda41R285() {
   p.wc_h2d_gain = 1.0;
   p.runtime_implies_map_host = false;
   p.maps_without_mapped_flag = false;
+  // cuCtxCreate without CU_CTX_MAP_HOST maps nothing: 4.1 cuda.h, cuCtxCreate's CU_CTX_MAP_HOST
+  // "must be set in order to allocate pinned host memory that is accessible to the GPU".
+  p.driver_context_maps_without_flag = false;
   p.zero_copy_h2d_efficiency = 0.92;  // ASSUMPTION: the H100's ratios; no 2012 figure
   p.zero_copy_d2h_efficiency = 0.94;
   p.device_memory_gbps = 177;  // Tesla M2090 product specification
@@ -244,19 +248,26 @@ CudaProfile Cuda130R580() {
       {"pageable", d2h, 16 * kMiB, 11.66, 13.77, 15.08, 12},
       {"pageable", d2h, 256 * kMiB, 11.42, 14.27, 15.52, 12},
   };
-  // Seed 001 and dma-buf (the rule table above). WC: no gain until bench's pinned-wc row says
-  // otherwise (to be confirmed on the H100).
+  // Seed 001 and dma-buf (the rule table above), measured on the H100 2026-11-23
+  // (docs/hil/2026-11-23-h100-seed001). WC: bench's pinned-wc H2D 96.7-101.8% of pinned at
+  // 16/64/256 MiB, no gain.
   p.wc_h2d_gain = 1.0;
   p.runtime_implies_map_host = true;
   p.maps_without_mapped_flag = true;
-  // docs/README-cuda.md: zero-copy mapped (kernel over PCIe), 256 MiB: 92.4% H2D, 94.5% D2H.
+  // A cuCtxCreate context without CU_CTX_MAP_HOST zero-copied 16 MiB at 29.1 GB/s
+  // (scenarios-cuda.log, the scenario now mapped_driver_context_no_maphost_r580): with unified addressing the driver
+  // maps pinned memory whatever the context's flags, despite cuda_runtime_api.h's "will always
+  // return a failure code".
+  p.driver_context_maps_without_flag = true;
+  // docs/README-cuda.md: zero-copy mapped (kernel over PCIe), 256 MiB: 92.4% H2D, 94.5% D2H;
+  // docs/hil/2026-11-23-h100-seed001 bench: H2D 93.0-94.2%, D2H 94.0-98.2% over 16-256 MiB.
   p.zero_copy_h2d_efficiency = 0.92;
   p.zero_copy_d2h_efficiency = 0.94;
   p.device_memory_gbps = 3350;  // H100 SXM5 80GB HBM3 product specification (assumption)
   p.pageable_async_is_synchronous = true;
   p.has_dmabuf_export = true;
   p.dmabuf_alignment = 4096;
-  p.dmabuf_host_alloc_supported = false;  // FACTS: cudaMallocHost memory -> 1
+  p.dmabuf_host_alloc_supported = false;  // FACTS and calib-seed001.json: cudaMallocHost memory -> 1
   p.error_set_on_active_process = 36;
   p.error_not_supported = 801;
   return p;

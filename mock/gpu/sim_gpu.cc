@@ -75,9 +75,6 @@ class SimDeviceBuffer : public DeviceBuffer {
   uint64_t size() const override { return size_; }
   int device() const override { return device_; }
   SparseBytes& bytes() { return bytes_; }
-  // Made with cuMemCreate (VMM); whether its allocation asked for gpuDirectRDMACapable.
-  bool vmm = false;
-  bool rdma_capable = false;
 
  private:
   uint64_t size_;
@@ -193,13 +190,13 @@ class SimGpu : public Gpu {
 
   Result<int> CreateContext(int device) override { return CreateContextWithFlags(device, 0); }
 
-  // cuCtxCreate: a driver-API context maps pinned memory only with CU_CTX_MAP_HOST
+  // cuCtxCreate: in CUDA 4.1 a driver-API context maps pinned memory only with CU_CTX_MAP_HOST
   // (cuda_runtime_api.h, cudaDeviceMapHost: "may be absent if a context is created using the
-  // driver API").
+  // driver API"); driver 580 maps it without the flag (cuda_profile.cc, measured on the H100).
   Result<int> CreateContextWithFlags(int device, uint32_t flags) override {
     RESMEM_RETURN_IF_ERROR(CheckDevice(device));
     contexts_.push_back(device);
-    context_map_host_.push_back((flags & kDeviceMapHost) != 0);
+    context_map_host_.push_back(profile_.driver_context_maps_without_flag || (flags & kDeviceMapHost) != 0);
     return static_cast<int>(contexts_.size() - 1);
   }
 
@@ -356,15 +353,12 @@ class SimGpu : public Gpu {
 
   // cuMemCreate rounds nothing itself: the size must be a multiple of the granularity (2 MiB on
   // the H100; cuMemGetAllocationGranularity), which the backend rounds up to, as CudaGpu does.
-  Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool rdma_capable) override {
+  // gpuDirectRDMACapable changes nothing the model sees (dma-buf export works either way on r580).
+  Result<std::unique_ptr<DeviceBuffer>> AllocDeviceVmm(uint64_t bytes, bool /*rdma_capable*/) override {
     if (!profile_.has_dmabuf_export)
       return Status::Unsupported("cuMemCreate does not exist in " + profile_.name + " (CUDA 10.2+)");
     constexpr uint64_t kGranularity = 2ull << 20;
-    RESMEM_ASSIGN_OR_RETURN(auto dev, AllocDevice((bytes + kGranularity - 1) / kGranularity * kGranularity));
-    auto* sdev = static_cast<SimDeviceBuffer*>(dev.get());
-    sdev->vmm = true;
-    sdev->rdma_capable = rdma_capable;
-    return dev;
+    return AllocDevice((bytes + kGranularity - 1) / kGranularity * kGranularity);
   }
 
   Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
@@ -498,21 +492,16 @@ class SimGpu : public Gpu {
     return st;
   }
 
-  // cuMemGetHandleForAddressRange(DMA_BUF_FD): the rules of cuda_profile.cc (cuda.h 13.0 and
-  // FACTS.md; to be confirmed on the H100 by `resmem calibrate --backend cuda`).
+  // cuMemGetHandleForAddressRange(DMA_BUF_FD): the rules of cuda_profile.cc (cuda.h 13.0,
+  // FACTS.md, and `resmem calibrate --backend cuda` on the H100, docs/hil/2026-11-23-h100-seed001).
   Result<DmaBufExport> ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, uint64_t length) override {
     const std::string what = "cuMemGetHandleForAddressRange(device buffer of " + FormatSize(dev.size()) +
                              " +" + Hex(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)";
     RESMEM_RETURN_IF_ERROR(DmaBufOffered(what));
     const auto* sdev = dynamic_cast<const SimDeviceBuffer*>(&dev);
     if (!sdev) return Cuda(profile_.error_invalid_value, what + ": not a device allocation of this GPU");
-    // VMM memory without gpuDirectRDMACapable (cuda.h: the attribute
-    // GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is about "specifying the GPUDirect RDMA flag with
-    // cuMemCreate"): refused (assumption, to be confirmed on the H100).
-    if (sdev->vmm && !sdev->rdma_capable)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": a cuMemCreate allocation without gpuDirectRDMACapable; set "
-                         "allocFlags.gpuDirectRDMACapable = 1 in its CUmemAllocationProp");
+    // cuMemCreate (VMM) memory exports with or without gpuDirectRDMACapable: the H100 gave 0
+    // for 'VMM 4M whole, not RDMA-capable' (cuda_profile.cc, docs/hil/2026-11-23-h100-seed001).
     RESMEM_RETURN_IF_ERROR(DmaBufRange(what, offset, length, dev.size()));
     DmaBufExport e;
     e.size = length;
@@ -594,8 +583,10 @@ class SimGpu : public Gpu {
       const int ctx = host.facts().pinned_context;
       if (ctx >= 0 && ctx < static_cast<int>(context_map_host_.size()) && !context_map_host_[ctx])
         return Cuda(profile_.error_invalid_value,
-                    call + " fails: the context that allocated it does not map host memory "
-                           "(cudaDeviceMapHost was not set); " + map_host_fix);
+                    call + " fails: the context that allocated it does not map host memory " +
+                        (ctx == 0 ? "(cudaDeviceMapHost was not set); " + map_host_fix
+                                  : std::string("(a cuCtxCreate context without CU_CTX_MAP_HOST); "
+                                                "create the context with CU_CTX_MAP_HOST")));
       return Cuda(profile_.error_invalid_value,
                   call + " fails: allocated without cudaHostAllocMapped" +
                       (pinned->write_combined() ? std::string(" (write-combined memory is not "

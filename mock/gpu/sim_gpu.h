@@ -128,6 +128,9 @@ struct CudaProfile {
   // Under unified addressing every cudaHostAlloc and cudaHostRegister buffer is mapped whatever
   // its flags (except write-combined allocations without Mapped); false: only with Mapped.
   bool maps_without_mapped_flag = true;
+  // A driver-API context (cuCtxCreate) created without CU_CTX_MAP_HOST maps pinned memory all
+  // the same (r580, measured); false: it maps nothing, cudaHostGetDevicePointer fails there.
+  bool driver_context_maps_without_flag = true;
   // A kernel reading (H2D) / writing (D2H) host memory through its mapped pointer, as a fraction
   // of the pinned DMA rate.
   double zero_copy_h2d_efficiency = 0.92;

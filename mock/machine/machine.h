@@ -80,6 +80,7 @@ struct MtrrConfig {
 struct HostPerf {
   double wb_copy_gbps = 10;        // one thread's memcpy between WB buffers, GB/s (1e9 B/s)
   double wc_write_gbps = 10;       // writes into WC memory (combined), GB/s
+  double wc_read_gbps = 0;         // CPU reads of WC memory, GB/s; 0: costed like UC reads
   double uc_load_latency_ns = 100; // one uncached load or store round trip; UC throughput is
                                    // load width / latency (each access waits for DRAM)
   int memcpy_load_bytes = 8;       // width of libc memcpy's loads on UC memory

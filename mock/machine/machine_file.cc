@@ -279,6 +279,7 @@ void ReadPerf(Reader& rd, const toml::table& t, MachineSpec* spec) {
   HostPerf& p = spec->perf;
   if (auto v = rd.Number(t, "wb_copy_gbps", 0)) p.wb_copy_gbps = *v;
   if (auto v = rd.Number(t, "wc_write_gbps", 0)) p.wc_write_gbps = *v;
+  if (auto v = rd.Number(t, "wc_read_gbps", 0)) p.wc_read_gbps = *v;
   if (auto v = rd.Number(t, "uc_load_latency_ns", 0)) p.uc_load_latency_ns = *v;
   if (auto v = rd.Number(t, "memcpy_load_bytes", 0)) p.memcpy_load_bytes = static_cast<int>(*v);
   if (auto v = rd.Number(t, "page_fault_us", -1)) p.page_fault_us = *v;
@@ -496,7 +497,7 @@ const std::vector<std::string>& MachineFormatKeys() {
   static const std::vector<std::string> kKeys = {
       "name", "description", "kernel", "arch", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
       "kernel_reserved", "pat", "e820", "mmio", "early_edits", "iommu", "mtrr_enabled", "mtrr_default",
-      "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "uc_load_latency_ns",
+      "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "wc_read_gbps", "uc_load_latency_ns",
       "memcpy_load_bytes", "page_fault_us", "pin_gbps", "memcpy_threads_gbps"};
   return kKeys;
 }
@@ -741,6 +742,7 @@ std::string WriteMachineToml(const MachineSpec& s) {
   const HostPerf& p = s.perf;
   o += "wb_copy_gbps = " + Num(p.wb_copy_gbps) + "\n";
   o += "wc_write_gbps = " + Num(p.wc_write_gbps) + "\n";
+  if (p.wc_read_gbps > 0) o += "wc_read_gbps = " + Num(p.wc_read_gbps) + "\n";
   o += "uc_load_latency_ns = " + Num(p.uc_load_latency_ns) + "\n";
   o += "memcpy_load_bytes = " + std::to_string(p.memcpy_load_bytes) + "\n";
   o += "page_fault_us = " + Num(p.page_fault_us) + "\n";
@@ -843,6 +845,7 @@ bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) 
                 std::to_string(b.kernel_reserved_bytes));
   const HostPerf &p = a.perf, &q = b.perf;
   if (p.wb_copy_gbps != q.wb_copy_gbps || p.wc_write_gbps != q.wc_write_gbps ||
+      p.wc_read_gbps != q.wc_read_gbps ||
       p.uc_load_latency_ns != q.uc_load_latency_ns || p.memcpy_load_bytes != q.memcpy_load_bytes ||
       p.page_fault_us != q.page_fault_us || p.pin_gbps != q.pin_gbps ||
       p.memcpy_threads_gbps != q.memcpy_threads_gbps)

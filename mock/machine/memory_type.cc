@@ -97,6 +97,10 @@ MemoryType EffectiveMemoryType(const MachineSpec& spec, uint64_t start, uint64_t
 double HostPerf::ReadBytesPerSecond(MemoryType t, int load_bytes) const {
   if (load_bytes <= 0) load_bytes = memcpy_load_bytes > 0 ? memcpy_load_bytes : 8;
   if (t == MemoryType::kWriteBack) return wb_copy_gbps * 1e9;
+  // WC reads where the machine's rate was measured: the CPU may keep several uncached WC loads in
+  // flight (WC is weakly ordered, UC is not), so they beat UC reads (h100-host: 1.14 GB/s against
+  // 80 MB/s, docs/hil/2026-11-23-h100-seed001).
+  if (t == MemoryType::kWriteCombining && wc_read_gbps > 0) return wc_read_gbps * 1e9;
   // UC, UC- and WC reads are not cached and not prefetched: each load waits for DRAM, so the
   // rate is one load per latency (seed 000: memcpy behaved like a loop of 64-bit loads,
   // 80.55/83.62 MB/s). Unknown types are costed like UC, the slow side.

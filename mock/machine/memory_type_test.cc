@@ -122,5 +122,14 @@ TEST(HostPerf, Writes) {
   EXPECT_DOUBLE_EQ(p.MemcpyBytesPerSecond(4), 10e9);  // nothing measured: one-thread rate
 }
 
+TEST(HostPerf, WriteCombinedReadsTakeTheMeasuredRateWhereThereIsOne) {
+  HostPerf p;
+  p.uc_load_latency_ns = 100;
+  EXPECT_DOUBLE_EQ(p.ReadBytesPerSecond(MemoryType::kWriteCombining, 8), 80e6);  // UC-class
+  p.wc_read_gbps = 1.14;  // h100-host, docs/hil/2026-11-23-h100-seed001
+  EXPECT_DOUBLE_EQ(p.ReadBytesPerSecond(MemoryType::kWriteCombining, 8), 1.14e9);
+  EXPECT_DOUBLE_EQ(p.ReadBytesPerSecond(MemoryType::kUncached, 8), 80e6);  // UC unchanged
+}
+
 }  // namespace
 }  // namespace resmem::sim
