@@ -1317,16 +1317,16 @@ class KcovThread {
     unsigned long n = __atomic_load_n(&cover_[0], __ATOMIC_RELAXED);
     if (n >= kKcovWords - 1) c->kcov_overflows++, n = kKcovWords - 1;
     const uint64_t base = g_kcov.base, size = std::min<uint64_t>(g_kcov.size, kKcovSpan);
+    uint64_t inside = 0;  // counted here and added once: the shared counters are atomics
     for (unsigned long i = 1; i <= n; ++i) {
       const uint64_t pc = cover_[i] + g_kcov.kaslr;
-      if (!base || pc < base || pc - base >= size) {
-        c->kcov_outside++;
-        continue;
-      }
+      if (!base || pc < base || pc - base >= size) continue;
       const uint64_t off = pc - base;
       __atomic_fetch_or(&g_kcov.bitmap[off / 8], static_cast<uint8_t>(1u << (off % 8)), __ATOMIC_RELAXED);
-      c->kcov_pcs++;
+      ++inside;
     }
+    c->kcov_pcs += inside;
+    c->kcov_outside += n - inside;
     __atomic_store_n(&cover_[0], 0, __ATOMIC_RELAXED);
   }
 
