@@ -156,6 +156,10 @@ Result<std::unique_ptr<CudaGpu>> CudaGpu::Create(int device) {
                                    cudaEnableDefault, &q);
   cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange",
                                    &gpu->fn_get_handle_for_range_, 11070, cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &gpu->fn_wait_value32_, 12000,
+                                   cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &gpu->fn_write_value32_, 12000,
+                                   cudaEnableDefault, &q);
   cudaGetLastError();
   CUcontext primary = nullptr;
   if (gpu->fn_ctx_get_current_)
@@ -423,6 +427,93 @@ Status CudaGpu::WaitKeep(const CopyTicket& ticket) {
   if (!ticket.event) return Status::InvalidArgument("WaitKeep on an empty copy ticket");
   cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(ticket.event));
   return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventSynchronize (async copy)");
+}
+
+Result<CudaGpu::Signals> CudaGpu::NewSignals(int count) {
+  if (!fn_wait_value32_ || !fn_write_value32_)
+    return Status::Unsupported(
+        "this driver gives no cuStreamWaitValue32/cuStreamWriteValue32 (stream memory "
+        "operations, CUDA 12.0+): the staged path polls events instead");
+  if (count <= 0) return Status::InvalidArgument("NewSignals needs a count > 0");
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  void* p = nullptr;
+  cudaError_t err = cudaHostAlloc(&p, static_cast<size_t>(count) * sizeof(uint32_t),
+                                  cudaHostAllocMapped | cudaHostAllocPortable);
+  if (err != cudaSuccess) return CudaError(err, "cudaHostAlloc (stream signals)");
+  void* d = nullptr;
+  if ((err = cudaHostGetDevicePointer(&d, p, 0)) != cudaSuccess) {
+    cudaFreeHost(p);
+    return CudaError(err, "cudaHostGetDevicePointer (stream signals)");
+  }
+  std::memset(p, 0, static_cast<size_t>(count) * sizeof(uint32_t));
+  Signals s;
+  s.host = static_cast<volatile uint32_t*>(p);
+  s.device = reinterpret_cast<uint64_t>(d);
+  s.count = count;
+  return s;
+}
+
+void CudaGpu::FreeSignals(Signals& s) {
+  if (s.host) cudaFreeHost(const_cast<uint32_t*>(s.host));
+  s = Signals();
+}
+
+namespace {
+using StreamValue32Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+// The per-thread default stream, as cudaStreamPerThread names it to the runtime.
+CUstream PerThreadStream() { return CU_STREAM_PER_THREAD; }
+}  // namespace
+
+Status CudaGpu::WaitSignalAsync(const Signals& s, int index, uint32_t value) {
+  if (index < 0 || index >= s.count) return Status::InvalidArgument("signal index out of range");
+  CUresult r = reinterpret_cast<StreamValue32Fn>(fn_wait_value32_)(
+      PerThreadStream(), s.device + 4ull * index, value, CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS)
+    return Status::Internal("cuStreamWaitValue32 -> CUresult " + std::to_string(r));
+  return Status::Ok();
+}
+
+Status CudaGpu::SetSignalAsync(const Signals& s, int index, uint32_t value) {
+  if (index < 0 || index >= s.count) return Status::InvalidArgument("signal index out of range");
+  CUresult r = reinterpret_cast<StreamValue32Fn>(fn_write_value32_)(
+      PerThreadStream(), s.device + 4ull * index, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r != CUDA_SUCCESS)
+    return Status::Internal("cuStreamWriteValue32 -> CUresult " + std::to_string(r));
+  return Status::Ok();
+}
+
+Status CudaGpu::EnqueueCopy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
+                            DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) {
+  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "cudaMemcpyAsync"));
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "cudaMemcpyAsync"));
+  if (faults_) {
+    FaultOutcome fault = CheckFault("gpu.copy", reinterpret_cast<uint64_t>(h), length);
+    if (IsErrorFault(fault)) return fault.status;
+  }
+  cudaError_t err =
+      dir == CopyDirection::kHostToDevice
+          ? cudaMemcpyAsync(b->ptr() + dev_offset, h, length, cudaMemcpyHostToDevice,
+                            cudaStreamPerThread)
+          : cudaMemcpyAsync(h, b->ptr() + dev_offset, length, cudaMemcpyDeviceToHost,
+                            cudaStreamPerThread);
+  if (err != cudaSuccess) return CudaError(err, "cudaMemcpyAsync " + FormatSize(length));
+  return Status::Ok();
+}
+
+Status CudaGpu::StreamError() {
+  cudaError_t err = cudaStreamQuery(cudaStreamPerThread);
+  if (err == cudaSuccess) return Status::Ok();
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();
+    return Status::Ok();
+  }
+  return CudaError(err, "the staged segments' stream (cudaStreamQuery)");
+}
+
+Status CudaGpu::SyncStream() {
+  cudaError_t err = cudaStreamSynchronize(cudaStreamPerThread);
+  if (err != cudaSuccess) return CudaError(err, "cudaStreamSynchronize (staged segments)");
+  return Status::Ok();
 }
 
 Result<bool> CudaGpu::Done(const CopyTicket& ticket) {

@@ -100,6 +100,36 @@ class CudaGpu : public Gpu {
   // Non-blocking: true once the copy recorded in the ticket finished (cudaEventQuery).
   Result<bool> Done(const CopyTicket& ticket);
   void ReleaseTicket(CopyTicket& ticket);
+  // Stream signals: 32-bit words in mapped pinned host memory shared by the CPU and the calling
+  // thread's stream, through cuStreamWaitValue32 / cuStreamWriteValue32 (stream memory
+  // operations: always available from CUDA 12 with the v2 API; reached through
+  // cudaGetDriverEntryPointByVersion, no link against libcuda). The staged path queues every
+  // segment's DMA at once, each behind a wait on the word its fill lanes set, and each followed
+  // by a write the lanes poll: no host call sits between a fill and its DMA, and no event query
+  // between a DMA and its drain. Words start at 0 and compare cyclically ((int32)(word - value)
+  // >= 0, the driver's CU_STREAM_WAIT_VALUE_GEQ), so a caller can count up forever.
+  struct Signals {
+    volatile uint32_t* host = nullptr;  // the CPU's view
+    uint64_t device = 0;                // the stream's view (CUdeviceptr)
+    int count = 0;
+  };
+  // Unsupported, naming what is missing, where the driver has no stream memory operations.
+  Result<Signals> NewSignals(int count);
+  void FreeSignals(Signals& s);
+  // The calling thread's stream waits until word `index` reaches `value` (cyclic >=).
+  Status WaitSignalAsync(const Signals& s, int index, uint32_t value);
+  // The calling thread's stream writes `value` to word `index` once everything queued before it
+  // on that stream finished (the default write: ordered after the preceding copy's data).
+  Status SetSignalAsync(const Signals& s, int index, uint32_t value);
+  // A copy on the calling thread's stream with no event (CopyAsyncInto's checks and its
+  // "gpu.copy" fault point, error and delay effects). Call BindThread first.
+  Status EnqueueCopy(CopyDirection dir, HostMemory& host, uint64_t host_offset, DeviceBuffer& dev,
+                     uint64_t dev_offset, uint64_t length);
+  // Waits for everything queued on the calling thread's stream; its first error.
+  Status SyncStream();
+  // Without waiting: the error of the calling thread's stream if it failed, else Ok (running or
+  // idle).
+  Status StreamError();
   // Fault points (backends/fault): "gpu.register", "gpu.unregister", "gpu.alloc", "gpu.copy"
   // fire before the runtime is called. Effects: error/signal -> returned as the status; delay ->
   // slept; short copy -> only short_length bytes move; corrupt -> the byte lands flipped in the
@@ -120,6 +150,8 @@ class CudaGpu : public Gpu {
   void* fn_ctx_create_ = nullptr;
   void* fn_ctx_get_current_ = nullptr;
   void* fn_get_handle_for_range_ = nullptr;  // cuMemGetHandleForAddressRange (CUDA 11.7+)
+  void* fn_wait_value32_ = nullptr;          // cuStreamWaitValue32 (v2, CUDA 12.0+)
+  void* fn_write_value32_ = nullptr;         // cuStreamWriteValue32 (v2, CUDA 12.0+)
   struct VmmFns;                              // cuMemCreate and friends (cuda_gpu.cc)
   std::shared_ptr<VmmFns> vmm_;
   Result<DmaBufExport> ExportRange(uint64_t address, uint64_t length, const std::string& what);

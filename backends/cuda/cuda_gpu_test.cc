@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "backends/cuda/block_pattern.h"
@@ -269,6 +271,46 @@ TEST_F(CudaGpuTest, DmaBufExportOfDeviceMemory) {
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->size, (*vmm)->size());
   EXPECT_TRUE(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **vmm, 0, n).ok());
+}
+
+// Stream signals (the staged path's --signals / --gpu-waits): a copy queued behind a wait does
+// not run until the host sets the word; the write after it lands only once the copy's bytes are
+// in; waits compare cyclically.
+TEST_F(CudaGpuTest, StreamSignalsHoldAndReleaseACopy) {
+  auto sig = gpu_->NewSignals(2);
+  if (!sig.ok() && sig.status().code() == kUnsupported)
+    GTEST_SKIP() << "skipped: " << sig.status().message();
+  ASSERT_TRUE(sig.ok()) << sig.status().ToString();
+  const uint64_t n = 4 << 20;
+  auto pinned = gpu_->AllocPinned(n, 0);
+  ASSERT_TRUE(pinned.ok());
+  pattern::Fill((*pinned)->data(), n, 3, 9);
+  auto dev = gpu_->AllocDevice(n);
+  ASSERT_TRUE(dev.ok());
+  ASSERT_TRUE(gpu_->BindThread().ok());
+  ASSERT_TRUE(gpu_->WaitSignalAsync(*sig, 0, 5).ok());
+  ASSERT_TRUE(gpu_->EnqueueCopy(CopyDirection::kHostToDevice, **pinned, 0, **dev, 0, n).ok());
+  ASSERT_TRUE(gpu_->SetSignalAsync(*sig, 1, 7).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(sig->host[1], 0u) << "the copy ran before its wait was satisfied";
+  sig->host[0] = 5;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (sig->host[1] != 7u && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+  }
+  EXPECT_EQ(sig->host[1], 7u) << "the stream never wrote its word";
+  ASSERT_TRUE(gpu_->SyncStream().ok());
+  auto bad = gpu_->CountPatternMismatches(**dev, 0, n, 3, 9);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u);
+  // 0xFFFFFFF0 -> 0x10 is "later" cyclically: a wait for 0x10 is satisfied by 0x10, one for
+  // 0xFFFFFFF8 by 0x10 as well (it is 24 ahead).
+  sig->host[0] = 0x10;
+  ASSERT_TRUE(gpu_->WaitSignalAsync(*sig, 0, 0xFFFFFFF8u).ok());
+  ASSERT_TRUE(gpu_->SetSignalAsync(*sig, 1, 8).ok());
+  ASSERT_TRUE(gpu_->SyncStream().ok());
+  EXPECT_EQ(sig->host[1], 8u);
+  EXPECT_FALSE(gpu_->WaitSignalAsync(*sig, 2, 1).ok());  // index out of range
+  gpu_->FreeSignals(*sig);
 }
 
 }  // namespace

@@ -71,6 +71,7 @@ struct Probe {
   uint64_t seq = 100;
   uint64_t fill_seed = 7;
   uint64_t mismatched_copies = 0;
+  bool dump = false;  // --dump: the last copy's per-segment timeline
 
   uint64_t SegmentOf(uint64_t size, int min_segments) const {
     const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;
@@ -86,6 +87,45 @@ struct Probe {
     }
     std::printf("  pinned     cudaMemcpy                %8.1f us %6.2f GB/s\n", Median(t),
                 Gbps(size, Median(t)));
+    return Status::Ok();
+  }
+
+  // Host memory contention: pinned copies of `size` both ways while N threads memcpy between
+  // buffers of their own (no relation to the copy), N = 0, 2, 4, 8, 15. Shows what the CPU half
+  // of a staged copy costs its DMA half on this host, whatever the pipeline.
+  Status Contention(uint64_t size) {
+    for (int n : {0, 2, 4, 8, 15}) {
+      std::atomic<bool> stop{false};
+      std::atomic<uint64_t> bytes{0};
+      std::vector<std::thread> threads;
+      const uint64_t chunk = 16ull << 20;
+      for (int i = 0; i < n; ++i)
+        threads.emplace_back([&] {
+          std::vector<uint8_t> a(chunk, 1), b(chunk, 2);
+          while (!stop.load(std::memory_order_relaxed)) {
+            std::memcpy(b.data(), a.data(), chunk);
+            bytes.fetch_add(chunk, std::memory_order_relaxed);
+          }
+        });
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::vector<double> h2d, d2h;
+      const uint64_t b0 = bytes.load();
+      const auto t0 = Steady::now();
+      for (int i = 0; i < copies; ++i) {
+        RESMEM_ASSIGN_OR_RETURN(CopyStats a,
+                                gpu->Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, size));
+        RESMEM_ASSIGN_OR_RETURN(CopyStats b,
+                                gpu->Copy(CopyDirection::kDeviceToHost, *pinned, 0, *dev, 0, size));
+        h2d.push_back(a.seconds * 1e6), d2h.push_back(b.seconds * 1e6);
+      }
+      const double wall = Us(t0, Steady::now());
+      const uint64_t moved = bytes.load() - b0;
+      stop.store(true);
+      for (auto& t : threads) t.join();
+      std::printf("  contention %2d memcpy threads: pinned H2D %6.2f GB/s, D2H %6.2f GB/s; the "
+                  "threads copied %6.2f GB/s\n",
+                  n, Gbps(size, Median(h2d)), Gbps(size, Median(d2h)), Gbps(moved, wall));
+    }
     return Status::Ok();
   }
 
@@ -122,7 +162,7 @@ struct Probe {
   }
 
   Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
-                  transfer::LanePool& pool) {
+                  transfer::LanePool& pool, bool drain = false) {
     const int lanes = pool.size();
     const uint64_t piece = std::max<uint64_t>(
         64 << 10, ((seg + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
@@ -138,30 +178,41 @@ struct Probe {
           const uint64_t s = k / per_seg, at = s * seg + (k % per_seg) * piece;
           const uint64_t end = std::min(size, (s + 1) * seg);
           if (at >= end) continue;
-          std::memcpy(ring[s % ring.size()]->data() + (at - s * seg), host->data() + at,
-                      std::min(piece, end - at));
+          uint8_t* r = ring[s % ring.size()]->data() + (at - s * seg);
+          if (drain) std::memcpy(host->data() + at, r, std::min(piece, end - at));
+          else std::memcpy(r, host->data() + at, std::min(piece, end - at));
         }
       });
       t.push_back(Us(t0, Steady::now()));
     }
-    std::printf("  fill-only  %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n", lanes - 1,
+    std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n",
+                drain ? "drain-only" : "fill-only ", lanes - 1,
                 FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)));
     return Status::Ok();
   }
 
   Status Staged(uint64_t size, const TransferOptions& to, int gap_us, const char* label,
-                bool show_phases) {
+                bool show_phases, CopyDirection dir = CopyDirection::kHostToDevice) {
+    const bool h2d = dir == CopyDirection::kHostToDevice;
     RESMEM_ASSIGN_OR_RETURN(auto engine, TransferEngine::Open(*gpu, *host, *clock, to));
-    // One copy to warm the lanes, the ring and the page tables.
+    // One copy to warm the lanes, the ring and the page tables (device to host: it also puts the
+    // pattern on the device, which every timed copy then brings back).
+    ++seq;
+    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*host, 0, size, seq, fill_seed));
     RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
+    if (!h2d) RESMEM_RETURN_IF_ERROR(engine->Copy(dir, 0, *dev, 0, size).status());
     std::vector<double> total, enter_max, first_piece, fill0, submit, filled_last, issued_last,
         done_last, returned, dma_gap;
     for (int c = 0; c < copies; ++c) {
-      ++seq;
-      RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*host, 0, size, seq));
+      if (h2d) {
+        ++seq;
+        RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*host, 0, size, seq));
+      } else {
+        std::memset(host->data(), 0, size);  // what comes back must be the device's
+      }
       Pause(gap_us);
       auto t0 = Steady::now();
-      RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
+      RESMEM_RETURN_IF_ERROR(engine->Copy(dir, 0, *dev, 0, size).status());
       total.push_back(Us(t0, Steady::now()));
       const auto& tr = engine->last_trace();
       if (tr.segments > 0) {
@@ -178,11 +229,12 @@ struct Probe {
         returned.push_back(tr.returned_us);
         if (n > 1) dma_gap.push_back((tr.done_us[n - 1] - tr.done_us[0]) / (n - 1));
       }
-      RESMEM_ASSIGN_OR_RETURN(uint64_t bad,
-                              transfer::DeviceMismatches(*gpu, *dev, 0, size, seq, fill_seed));
+      RESMEM_ASSIGN_OR_RETURN(
+          uint64_t bad, h2d ? transfer::DeviceMismatches(*gpu, *dev, 0, size, seq, fill_seed)
+                            : transfer::HostMismatches(*host, 0, size, seq, fill_seed));
       mismatched_copies += bad > 0;
     }
-    std::printf("  staged     %-26s %8.1f us %6.2f GB/s  (%s)\n", label, Median(total),
+    std::printf("  staged %s %-26s %8.1f us %6.2f GB/s  (%s)\n", h2d ? "H2D" : "D2H", label, Median(total),
                 Gbps(size, Median(total)), engine->choice().detail.c_str());
     if (show_phases && !enter_max.empty())
       std::printf("             phases (us, medians): lanes entered by %.1f, first piece %.1f, "
@@ -191,6 +243,15 @@ struct Probe {
                   Median(enter_max), Median(first_piece), Median(fill0), Median(submit),
                   Median(filled_last), Median(issued_last), Median(done_last), Median(returned),
                   Median(dma_gap));
+    if (show_phases && dump) {
+      const auto& tr = engine->last_trace();
+      std::printf("             last copy, per segment (us): ");
+      for (int i = 0; i < tr.segments; ++i)
+        std::printf("[%d %s: %s %.1f, issued %.1f, DMA done %.1f] ", i,
+                    h2d ? "fill" : "drain", h2d ? "filled" : "drained", tr.filled_us[i],
+                    tr.issued_us[i], tr.done_us[i]);
+      std::printf("returned %.1f\n", tr.returned_us);
+    }
     return Status::Ok();
   }
 
@@ -292,6 +353,11 @@ int Main(int argc, char** argv) {
   app->add_option("--host", host_kind, "the host memory staged from (memfd: RAM, as a reservation)")
       ->type_name("KIND")
       ->check(CLI::IsMember({"memfd", "hugetlb", "shm", "file", "file-private", "anon"}));
+  bool focus = false, dump = false;
+  app->add_flag("--focus", focus,
+                "only pinned, the segment DMAs, the fill, and staged copies both ways (stream "
+                "signals and event polling), no queue runs");
+  app->add_flag("--dump", dump, "print the last copy's per-segment timeline");
   transfer::AddStagingOptions(*app, &base);
   if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
                                std::cerr))
@@ -316,6 +382,7 @@ int Main(int argc, char** argv) {
   auto* cuda = dynamic_cast<cuda::CudaGpu*>(backend->gpu.get());
   Probe p{cuda, backend->gpu.get(), backend->clock.get(), host->get(), dev->get(), pinned->get(),
           base, copies_n};
+  p.dump = dump;
   std::vector<std::unique_ptr<HostMemory>> ring;
   std::vector<cuda::CudaGpu::CopyTicket> tickets;
   for (int i = 0; i < std::max(2, base.staging_buffers); ++i) {
@@ -338,6 +405,72 @@ int Main(int argc, char** argv) {
     traced.staging_trace = true;
     TransferOptions spin = traced;
     spin.staging_spin_us = 20000;
+    // Focus: lanes spin through the probe's own work between copies (the device-to-host check
+    // of the host copy takes milliseconds), so wake-up is not in the figures; the pause variants
+    // show it.
+    if (focus) traced.staging_spin_us = 100000;
+    TransferOptions polled = traced;
+    traced.staging_signals = true;
+    const auto d2h = CopyDirection::kDeviceToHost;
+    std::vector<std::function<Status()>> focused = {
+        [&] { return p.Pinned(size); },
+        [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
+        [&] { return p.FillOnly(size, seg, ring, pool); },
+        [&] { return p.FillOnly(size, seg, ring, pool, true); },
+        [&] { return size == sizes.back() ? p.Contention(size) : Status::Ok(); },
+        [&] { return p.Staged(size, traced, 0, "signals", true); },
+        [&] { return p.Staged(size, polled, 0, "event polling", true); },
+        [&] { return p.Staged(size, traced, 0, "signals", true, d2h); },
+        [&] { return p.Staged(size, polled, 0, "event polling", true, d2h); },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_gpu_waits = true;
+          return p.Staged(size, v, 0, "signals, GPU waits", true);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_min_segments = 4;
+          return p.Staged(size, v, 0, "signals, min-segments 4", true);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_min_segments = 4;
+          return p.Staged(size, v, 0, "signals, min-segments 4", true, d2h);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_min_segments = 2;
+          return p.Staged(size, v, 0, "signals, min-segments 2", true, d2h);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_min_segments = 4;
+          v.staging_stream_to_host = true;
+          return p.Staged(size, v, 0, "signals, min-seg 4, NT drain", true, d2h);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_lanes = 6;
+          return p.Staged(size, v, 0, "signals, 5 fill lanes", true);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_lanes = 9;
+          return p.Staged(size, v, 0, "signals, 8 lanes", true, d2h);
+        },
+        [&] {
+          TransferOptions v = traced;
+          v.staging_spin_us = base.staging_spin_us;
+          return p.Staged(size, v, 3000, "signals, 3 ms pause", true);
+        },
+    };
+    if (focus) {
+      for (auto& step : focused) {
+        st = step();
+        if (!st.ok()) break;
+      }
+      continue;
+    }
     for (auto step : std::vector<std::function<Status()>>{
              [&] { return p.Pinned(size); },
              [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
@@ -383,7 +516,7 @@ int Main(int argc, char** argv) {
     }
   }
   for (uint64_t qseg : {0ull, 4ull << 20, 2ull << 20, 1ull}) {
-    if (!st.ok()) break;
+    if (!st.ok() || focus) break;
     TransferOptions q = base;
     q.staging_queue_segment = qseg == 1 ? 0 : qseg;
     if (qseg == 1) q.staging_nt_fill_below = 0;

@@ -71,6 +71,24 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "first segment of a copy, each next one twice as large (0: equal segments)",
                      0)
       ->group(group);
+  app.add_flag("--signals", o->staging_signals,
+               "single copies through stream signals (cuStreamWriteValue32 words the lanes poll) "
+               "instead of CUDA events")
+      ->group(group);
+  app.add_option("--min-segments-d2h", o->staging_min_segments_d2h,
+                 "segments per device-to-host copy (0: --min-segments)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 64))
+      ->group(group);
+  app.add_flag("--gpu-waits", o->staging_gpu_waits,
+               "with --signals: queue every DMA at once behind a stream wait (default: queue "
+               "each from the host once its segment is ready)")
+      ->group(group);
+  cli::AddSizeOption(app, "--edge-segment", &o->staging_edge_segment,
+                     "with --signals: the first segment (H2D) or the last (D2H), each one "
+                     "further in twice as large (0: equal segments)",
+                     0)
+      ->group(group);
   app.add_flag("--pin-lanes", o->staging_pin_threads, "pin lane threads to CPUs")->group(group);
   app.add_flag("--stream-to-host", o->staging_stream_to_host,
                "non-temporal stores into the host mapping (D2H)")

@@ -114,10 +114,12 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemor
     return Status::InvalidArgument(
         "transfer options: staging lanes must be 1..1024, buffers per lane 1..16, chunks and the "
         "smallest unit >= 4 KiB, spin time >= 0 us");
-  if (options.staging_ramp_first % 4096 || options.staging_min_segments < 1)
+  if (options.staging_ramp_first % 4096 || options.staging_edge_segment % 4096 ||
+      options.staging_min_segments < 1 || options.staging_min_segments_d2h < 0)
     return Status::InvalidArgument(
-        "transfer options: the first segment of a ramp (--ramp-first) must be a multiple of 4 KiB "
-        "(0: no ramp) and segments per copy (--min-segments) at least 1");
+        "transfer options: the first segment of a ramp (--ramp-first) and the edge segment "
+        "(--edge-segment) must be multiples of 4 KiB (0: none) and segments per copy "
+        "(--min-segments) at least 1");
   std::unique_ptr<TransferEngine> e(new TransferEngine(gpu, mem, clock, options));
   std::vector<Path> order = options.allowed.empty() ? PathsFastestFirst() : options.allowed;
   for (Path p : order) {
@@ -208,6 +210,16 @@ Status TransferEngine::TryPath(Path p) {
           tickets_.push_back(*t);
         }
       }
+      std::string signals_note;
+      if (segments_ && o_.staging_signals) {
+        auto sig = cuda->NewSignals(2 * buffer_count);
+        if (sig.ok()) {
+          signals_ = *sig;
+          signals_note = ", DMAs queued behind stream signals";
+        } else {
+          signals_note = ", event polling (" + sig.status().message() + ")";
+        }
+      }
       LanePoolOptions lo;
       lo.lanes = lanes;
       lo.spin_us = o_.staging_spin_us;
@@ -226,7 +238,7 @@ Status TransferEngine::TryPath(Path p) {
                        (segments_ && o_.staging_nt_fill_below
                             ? ", non-temporal fill of segments < " +
                                   FormatSize(o_.staging_nt_fill_below)
-                            : "");
+                            : "") + signals_note;
       return Status::Ok();
     }
     case Path::kPageableAccess: {
@@ -247,8 +259,10 @@ Status TransferEngine::TryPath(Path p) {
 
 TransferEngine::~TransferEngine() {
   lanes_.reset();  // joins the lane threads before their buffers and tickets go
-  if (auto* cuda = dynamic_cast<cuda::CudaGpu*>(&gpu_))
+  if (auto* cuda = dynamic_cast<cuda::CudaGpu*>(&gpu_)) {
     for (auto& t : tickets_) cuda->ReleaseTicket(t);
+    cuda->FreeSignals(signals_);
+  }
   for (uint64_t off : registered_) gpu_.Unregister(mem_, off);
 }
 
@@ -372,9 +386,15 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
                                     uint64_t dev_offset, uint64_t length) {
   // Segments: at least staging_min_segments per copy where they can be >= staging_min_unit (so
   // the first fill and the last DMA, which do not overlap, stay short), at most the buffer size.
-  const uint64_t parts = static_cast<uint64_t>(std::max(1, o_.staging_min_segments));
+  const int min_segments = dir == CopyDirection::kDeviceToHost && o_.staging_min_segments_d2h > 0
+                               ? o_.staging_min_segments_d2h
+                               : o_.staging_min_segments;
+  const uint64_t parts = static_cast<uint64_t>(std::max(1, min_segments));
   const uint64_t share = ((length + parts - 1) / parts + 4095) / 4096 * 4096;
   const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, share));
+  if (signals_.host != nullptr)
+    return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
+  if (o_.staging_trace) trace_ = StagedTrace();  // the event pipeline traces host to device only
   if (dir == CopyDirection::kHostToDevice) {
     bool handed = false;
     return PumpSegments(
@@ -486,6 +506,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   struct Desc {  // written by the driver before the segment is published, read by the lanes
     std::atomic<const uint8_t*> host{nullptr};
     std::atomic<uint64_t> len{0}, piece{0}, pieces{0};
+    std::atomic<bool> non_temporal{false};
     DeviceBuffer* dev = nullptr;  // driver only
     uint64_t dev_offset = 0;      // driver only
     bool last_of_block = false;   // driver only
@@ -548,6 +569,13 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         d.len.store(n, std::memory_order_relaxed);
         d.piece.store(piece, std::memory_order_relaxed);
         d.pieces.store((n + piece - 1) / piece, std::memory_order_relaxed);
+        // Non-temporal below staging_nt_fill_below, and for a block's last B segments: lines a
+        // cached fill leaves dirty are evicted by the fills after them, but nothing may come
+        // after a block's last ones, and a DMA reading them out of the CPU's caches ran at about
+        // half speed (H100: the last 8 MiB segment of a 64 MiB copy 275 us against 157 for the
+        // others; docs/hil/2026-11-23-h100-staged3).
+        d.non_temporal.store(non_temporal || cur.length - cur_done <= nbuf * n,
+                             std::memory_order_relaxed);
         d.dev = cur.dev;
         d.dev_offset = cur.dev_offset + cur_done;
         cur_done += n;
@@ -621,6 +649,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       const uint64_t n = d.len.load(std::memory_order_relaxed);
       const uint64_t piece = d.piece.load(std::memory_order_relaxed);
       const uint64_t pieces = d.pieces.load(std::memory_order_relaxed);
+      const bool nt = d.non_temporal.load(std::memory_order_relaxed);
       uint8_t* buf = staging_[g % nbuf]->data();
       uint64_t v = claimed[slot].load(std::memory_order_acquire);
       for (;;) {
@@ -635,7 +664,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         const uint64_t at = k * piece;
         const uint64_t len = std::min(piece, n - at);
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-        CpuCopy(buf + at, src + at, len, non_temporal);
+        CpuCopy(buf + at, src + at, len, nt);
         moved[slot].fetch_add(len, std::memory_order_acq_rel);
         v = claimed[slot].load(std::memory_order_acquire);
       }
@@ -645,6 +674,185 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
     trace_.returned_us = us();
     trace_.segments = static_cast<int>(trace_.filled_us.size());
     trace_.lane_enter_min_us = trace_.lane_enter_max_us = lane_enter.empty() ? 0 : lane_enter[0];
+    trace_.first_piece_us = -1;
+    for (int l = 1; l < lanes; ++l) {
+      trace_.lane_enter_min_us = l == 1 ? lane_enter[l] : std::min(trace_.lane_enter_min_us, lane_enter[l]);
+      trace_.lane_enter_max_us = std::max(trace_.lane_enter_max_us, lane_enter[l]);
+      if (lane_first[l] >= 0 && (trace_.first_piece_us < 0 || lane_first[l] < trace_.first_piece_us))
+        trace_.first_piece_us = lane_first[l];
+    }
+  }
+  return driver_status;
+}
+
+namespace {
+// Stream signal words compare cyclically, as the driver's CU_STREAM_WAIT_VALUE_GEQ does.
+inline bool Reached(const volatile uint32_t* word, uint32_t value) {
+  return static_cast<int32_t>(*word - value) >= 0;
+}
+}  // namespace
+
+// Signalled segments. The copy is cut into segments (small at the exposed end, see
+// TransferOptions::staging_edge_segment); segment i uses buffer b = i % B and number t_i. Lane 0
+// queues, for every segment at once, on its stream:
+//   host to device: wait lane word b >= t_i; DMA buffer b -> device; stream word b = t_i
+//   device to host: wait lane word b >= t_{i-B} (i >= B); DMA device -> buffer b; stream word b = t_i
+// and then watches the stream words (and the stream's errors). Lanes 1.. move segment i's bytes
+// once its buffer is free (host to device: stream word b >= t_{i-B}) or full (device to host:
+// stream word b >= t_i) and the lane that completes the segment sets lane word b = t_i. On an
+// error lane 0 stops the lanes and releases every wait it queued, so the stream always drains.
+Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                                     uint64_t dev_offset, uint64_t length, uint64_t seg_limit) {
+  using Steady = std::chrono::steady_clock;
+  auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
+  const bool h2d = dir == CopyDirection::kHostToDevice;
+  const int nbuf = static_cast<int>(staging_.size());
+  const int lanes = lanes_->size();
+  const bool tracing = o_.staging_trace;
+  // The segments: equal ones of seg_limit, the exposed end ramped up from staging_edge_segment.
+  std::vector<uint64_t> seg_off, seg_len;
+  {
+    std::vector<uint64_t> sizes;
+    uint64_t left = length, edge = o_.staging_edge_segment;
+    while (left > 0) {
+      uint64_t n = std::min(seg_limit, left);
+      if (edge != 0 && edge < seg_limit) {
+        n = std::min(n, edge);
+        edge *= 2;
+      }
+      sizes.push_back(n);
+      left -= n;
+    }
+    if (!h2d) std::reverse(sizes.begin(), sizes.end());
+    uint64_t at = 0;
+    for (uint64_t n : sizes) seg_off.push_back(at), seg_len.push_back(n), at += n;
+  }
+  const uint64_t nseg = seg_len.size();
+  const uint32_t base = signal_seq_ + 1;  // t_i = base + i
+  signal_seq_ += static_cast<uint32_t>(nseg);
+  auto token = [&](uint64_t i) { return static_cast<uint32_t>(base + i); };
+  volatile uint32_t* lane_word = signals_.host;
+  volatile uint32_t* stream_word = signals_.host + nbuf;
+  const auto t0 = Steady::now();
+  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  if (tracing) {
+    trace_ = StagedTrace();
+    trace_.bytes = length;
+    trace_.segment_bytes = seg_limit;
+    trace_.lanes = lanes;
+    trace_.segments = static_cast<int>(nseg);
+    for (auto* v : {&trace_.filled_us, &trace_.issue_begin_us, &trace_.issued_us, &trace_.done_us})
+      v->assign(nseg, 0);
+  }
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed(new std::atomic<uint64_t>[nseg]);
+  std::unique_ptr<std::atomic<uint64_t>[]> moved(new std::atomic<uint64_t>[nseg]);
+  for (uint64_t i = 0; i < nseg; ++i) claimed[i].store(0), moved[i].store(0);
+  std::atomic<bool> abort{false};
+  std::vector<double> lane_enter(tracing ? lanes : 0, 0), lane_first(tracing ? lanes : 0, -1);
+  uint8_t* host = mem_.data() + host_offset;
+  Status driver_status;
+
+  auto driver = [&]() -> Status {
+    RESMEM_RETURN_IF_ERROR(cuda->BindThread());
+    uint64_t queued = 0, seen = 0;
+    Status st;
+    for (; queued < nseg; ++queued) {
+      const uint64_t i = queued;
+      const int b = static_cast<int>(i % nbuf);
+      // The lane word this segment's DMA needs: filled (host to device) or, for a reused buffer,
+      // drained (device to host).
+      const bool needs = h2d || i >= static_cast<uint64_t>(nbuf);
+      const uint32_t need = h2d ? token(i) : token(i - nbuf);
+      if (needs && !o_.staging_gpu_waits) {
+        // Host-driven: queue the DMA once the lanes are done with the buffer. A stream wait that
+        // the GPU finds unsatisfied costs ~60 us before it looks again (H100, r580:
+        // docs/hil/2026-11-23-h100-staged3), more than the ~3 us of queueing it now.
+        for (uint64_t polls = 0; !Reached(&lane_word[b], need);) {
+          if (++polls % 256 == 0 && !(st = cuda->StreamError()).ok()) break;
+          Relax();
+        }
+        if (!st.ok()) break;
+      }
+      if (tracing) trace_.issue_begin_us[i] = us();
+      if (needs && o_.staging_gpu_waits) st = cuda->WaitSignalAsync(signals_, b, need);
+      if (st.ok())
+        st = cuda->EnqueueCopy(dir, *staging_[b], 0, dev, dev_offset + seg_off[i], seg_len[i]);
+      if (st.ok()) st = cuda->SetSignalAsync(signals_, nbuf + b, token(i));
+      if (!st.ok()) break;
+      if (tracing) trace_.issued_us[i] = us();
+    }
+    // Watch the stream's words; query the stream now and then for an error that would leave a
+    // word unwritten.
+    for (uint64_t polls = 0; st.ok() && seen < queued;) {
+      if (Reached(&stream_word[seen % nbuf], token(seen))) {
+        if (tracing) trace_.done_us[seen] = us();
+        ++seen;
+        continue;
+      }
+      if (++polls % 256 == 0) {
+        st = cuda->StreamError();
+        if (!st.ok()) break;
+      }
+      Relax();
+    }
+    if (!st.ok()) {
+      // Stop the lanes, then release every wait queued on the stream so it drains.
+      abort.store(true, std::memory_order_release);
+      for (int b = 0; b < nbuf; ++b) lane_word[b] = token(nseg - 1);
+      Status sync = cuda->SyncStream();
+      (void)sync;  // the first error is the one reported
+      return st;
+    }
+    return cuda->SyncStream();
+  };
+
+  lanes_->Run(lanes, [&](int lane) {
+    if (tracing) lane_enter[lane] = us();
+    if (lane == 0) {
+      driver_status = driver();
+      return;
+    }
+    for (uint64_t g = 0; g < nseg; ++g) {
+      const int b = static_cast<int>(g % nbuf);
+      // Wait for the buffer: free (host to device) or full (device to host).
+      if (h2d ? g >= static_cast<uint64_t>(nbuf) : true) {
+        const uint32_t want = h2d ? token(g - nbuf) : token(g);
+        while (!Reached(&stream_word[b], want)) {
+          if (abort.load(std::memory_order_relaxed)) return;
+          Relax();
+        }
+      }
+      const uint64_t n = seg_len[g];
+      const uint64_t piece = std::max<uint64_t>(
+          64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+      const uint64_t pieces = (n + piece - 1) / piece;
+      // Host to device: non-temporal below staging_nt_fill_below, and always for the copy's last
+      // B segments: lines a cached fill leaves dirty are evicted by the fills after them, but
+      // nothing comes after the last ones, and the DMA reading them from the CPU's caches ran at
+      // about half speed (H100: the last 8 MiB segment of a 64 MiB copy 275 us against 157;
+      // docs/hil/2026-11-23-h100-staged3).
+      const bool non_temporal =
+          h2d ? (n < o_.staging_nt_fill_below || g + nbuf >= nseg) : o_.staging_stream_to_host;
+      uint8_t* buf = staging_[b]->data();
+      uint8_t* at_host = host + seg_off[g];
+      for (uint64_t k; (k = claimed[g].fetch_add(1, std::memory_order_relaxed)) < pieces;) {
+        const uint64_t at = k * piece;
+        const uint64_t len = std::min(piece, n - at);
+        if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
+        if (h2d) CpuCopy(buf + at, at_host + at, len, non_temporal);
+        else CpuCopy(at_host + at, buf + at, len, non_temporal);
+        if (moved[g].fetch_add(len, std::memory_order_acq_rel) + len == n) {
+          // The last piece in: publish the segment to the stream (x86 keeps this store after
+          // the other lanes' bytes, which the acq_rel add ordered before it).
+          std::atomic_thread_fence(std::memory_order_seq_cst);
+          lane_word[b] = token(g);
+          if (tracing) trace_.filled_us[g] = us();
+        }
+      }
+    }
+  });
+  if (tracing) {
+    trace_.returned_us = us();
     trace_.first_piece_us = -1;
     for (int l = 1; l < lanes; ++l) {
       trace_.lane_enter_min_us = l == 1 ? lane_enter[l] : std::min(trace_.lane_enter_min_us, lane_enter[l]);

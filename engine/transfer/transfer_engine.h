@@ -77,6 +77,10 @@ struct TransferOptions {
   // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
   // (the first fill and the last DMA do not overlap anything, so they should be short).
   int staging_min_segments = 8;
+  // The same for device-to-host copies (0: staging_min_segments). 4: on the H100 a 16 MiB D2H
+  // copy in 4 segments reached 70% of pinned against 48% in 8, 56% in 2; 64 and 256 MiB alike
+  // (docs/hil/2026-11-23-h100-staged3, two runs each, interleaved).
+  int staging_min_segments_d2h = 4;
   // The first segment of a copy (and of a queue) is this large, each next one twice the one
   // before, up to the segment size: the first fill is the one part of a copy nothing overlaps,
   // so a small first segment starts the DMA engine sooner. 0: equal segments.
@@ -84,6 +88,23 @@ struct TransferOptions {
   // Segment size for CopyQueue, where blocks follow each other and only the queue's first fill
   // and last DMA stand alone: 0 = staging_chunk (fewer, larger DMAs).
   uint64_t staging_queue_segment = 0;
+  // Single copies in segment mode through stream signals (CudaGpu::NewSignals): every segment's
+  // DMA is queued at once, each behind a wait on the word its lanes set when the segment is
+  // filled (host to device) or drained (device to host), and followed by a write the lanes poll.
+  // Falls back to the event-polling pipeline where the driver lacks stream memory operations
+  // (said in choice().detail). CopyQueue keeps the event pipeline. Off by default: on the H100
+  // it was no faster than event polling (docs/hil/2026-11-23-h100-staged3).
+  bool staging_signals = false;
+  // Signalled copies: queue each DMA behind a stream wait on its lane word at once (the GPU
+  // starts it the moment the word is set) instead of queueing it from the host when the word is
+  // set. Off by default: on the H100 a wait the GPU reaches unsatisfied is looked at again only
+  // ~60 us later (docs/hil/2026-11-23-h100-staged3).
+  bool staging_gpu_waits = false;
+  // Signalled copies: the segment at the copy's exposed end (the first one host to device, whose
+  // fill nothing overlaps; the last one device to host, whose drain nothing overlaps) is this
+  // large, each one further in twice the one before, up to the copy's segment size. 0: equal
+  // segments.
+  uint64_t staging_edge_segment = 256 << 10;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
@@ -161,6 +182,9 @@ class TransferEngine {
                    uint64_t dev_offset, uint64_t length, uint64_t unit, uint64_t units,
                    std::atomic<uint64_t>& next);
 
+  // One copy through stream signals (TransferOptions::staging_signals).
+  Status CopySignalled(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                       uint64_t dev_offset, uint64_t length, uint64_t seg_limit);
   Status CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                       uint64_t dev_offset, uint64_t length);
   // The host-to-device segment pipeline behind Copy (one block) and CopyQueue (many).
@@ -181,6 +205,10 @@ class TransferEngine {
   int buffers_per_lane_ = 1;
   bool segments_ = false;  // staging_segments in effect (CUDA, real clock, >= 2 lanes)
   std::unique_ptr<LanePool> lanes_;
+  // Signalled copies: words [0, B) are set by the lanes (segment filled / drained), [B, 2B) by the
+  // stream (segment's DMA finished), B = staging buffers; every segment takes the next number.
+  cuda::CudaGpu::Signals signals_;
+  uint32_t signal_seq_ = 0;
   StagedTrace trace_;
 };
 
