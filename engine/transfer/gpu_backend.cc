@@ -97,6 +97,9 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
          "--lane-units", [o] { o->staging_segments = false; },
          "each lane DMAs its own units instead of one DMA per shared segment")
       ->group(group);
+  app.add_flag("--nt-tail", o->staging_nt_tail,
+               "fill a copy's last segments with non-temporal stores whatever their size")
+      ->group(group);
   app.add_flag_callback(
          "--cached-fill", [o] { o->staging_nt_fill_below = 0; },
          "fill every pinned segment with ordinary stores (default: segments under 8 MiB get "

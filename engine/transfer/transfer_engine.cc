@@ -569,13 +569,11 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         d.len.store(n, std::memory_order_relaxed);
         d.piece.store(piece, std::memory_order_relaxed);
         d.pieces.store((n + piece - 1) / piece, std::memory_order_relaxed);
-        // Non-temporal below staging_nt_fill_below, and for a block's last B segments: lines a
-        // cached fill leaves dirty are evicted by the fills after them, but nothing may come
-        // after a block's last ones, and a DMA reading them out of the CPU's caches ran at about
-        // half speed (H100: the last 8 MiB segment of a 64 MiB copy 275 us against 157 for the
-        // others; docs/hil/2026-11-23-h100-staged3).
-        d.non_temporal.store(non_temporal || cur.length - cur_done <= nbuf * n,
-                             std::memory_order_relaxed);
+        // Non-temporal below staging_nt_fill_below and for a block's last B segments
+        // (TransferOptions::staging_nt_tail).
+        d.non_temporal.store(
+            non_temporal || (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n),
+            std::memory_order_relaxed);
         d.dev = cur.dev;
         d.dev_offset = cur.dev_offset + cur_done;
         cur_done += n;
@@ -826,13 +824,11 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
       const uint64_t piece = std::max<uint64_t>(
           64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
       const uint64_t pieces = (n + piece - 1) / piece;
-      // Host to device: non-temporal below staging_nt_fill_below, and always for the copy's last
-      // B segments: lines a cached fill leaves dirty are evicted by the fills after them, but
-      // nothing comes after the last ones, and the DMA reading them from the CPU's caches ran at
-      // about half speed (H100: the last 8 MiB segment of a 64 MiB copy 275 us against 157;
-      // docs/hil/2026-11-23-h100-staged3).
+      // Host to device: non-temporal below staging_nt_fill_below and for the copy's last B
+      // segments (TransferOptions::staging_nt_tail).
       const bool non_temporal =
-          h2d ? (n < o_.staging_nt_fill_below || g + nbuf >= nseg) : o_.staging_stream_to_host;
+          h2d ? (n < o_.staging_nt_fill_below || (o_.staging_nt_tail && g + nbuf >= nseg))
+              : o_.staging_stream_to_host;
       uint8_t* buf = staging_[b]->data();
       uint8_t* at_host = host + seg_off[g];
       for (uint64_t k; (k = claimed[g].fetch_add(1, std::memory_order_relaxed)) < pieces;) {

@@ -74,6 +74,13 @@ struct TransferOptions {
   // while 8 MiB segments did better cached (256 MiB 92% vs 83%, 16 MiB-block queue 54 vs 48
   // GB/s). 0: always cached.
   uint64_t staging_nt_fill_below = 8ull << 20;
+  // Also fill a block's last B segments (B = staging buffers) with non-temporal stores, whatever
+  // their size: nothing after them evicts the dirty lines a cached fill leaves, and a DMA reading
+  // out of the CPU's caches ran at about half speed (H100 timeline: the last 8 MiB segment of a
+  // 64 MiB copy 275 us against 157). Off by default: in the bench's A/B it moved 64 MiB by +1.5
+  // to +2.5 points and 256 MiB by -0.5 to -3.8, inside the run-order drift of that run
+  // (docs/hil/2026-11-23-h100-staged3).
+  bool staging_nt_tail = false;
   // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
   // (the first fill and the last DMA do not overlap anything, so they should be short).
   int staging_min_segments = 8;
