@@ -93,8 +93,9 @@ Result<DeviceFile> CreateDeviceFile(const MemoryDeviceSpec& spec) {
       uint64_t page = PageSizeOf(fd);
       if (page >= kHugePage) {
         return DeviceFile{fd, "tmpfs huge=always, " + FormatSize(page) +
-                                  " pages (a private mount: a new mapping maps the device a " +
-                                  FormatSize(page) + " page per fault)"};
+                                  " pages (a private mount: the first touch of a new mapping maps "
+                                  "a whole page per fault where the mapping is 2 MiB aligned, "
+                                  "else 64 KiB of it)"};
       }
       close(fd);
       why_not = "a private tmpfs mounted huge=always still gives " + FormatSize(page) +
