@@ -300,7 +300,7 @@ TEST_F(FuseDeviceTest, BadControlCommandIsRefusedWithTheReason) {
 }
 
 // Mounted with passthrough (docs/fuse.md "Memory speed"): where the kernel grants it, a device
-// opened with no fault armed is mapped straight from its memfd, read(2)/write(2) still reach the
+// opened with no fault armed is mapped straight from its file, read(2)/write(2) still reach the
 // daemon, and a fault armed beforehand sends later opens down the daemon path.
 class FusePassthroughTest : public FuseDeviceTest {
  protected:
