@@ -486,6 +486,17 @@ TEST_F(FusePassthroughTest, ColdReadMapsTheDeviceTwoMibAtATime) {
   close(fd);
 }
 
+// The backing a provider of one device made with `spec` reports for it (FileSpan::backing).
+Result<std::string> BackingOf(const MemoryDeviceSpec& spec) {
+  RESMEM_ASSIGN_OR_RETURN(auto provider, MakeMemoryRegionProvider({spec}));
+  RESMEM_ASSIGN_OR_RETURN(auto handle, provider->Open(OpenRequest{}));
+  MapRequest whole;
+  whole.length = spec.size;
+  RESMEM_ASSIGN_OR_RETURN(auto mem, handle->Map(whole));
+  if (!mem->file_span()) return Status::Internal("the memory provider offers no file");
+  return mem->file_span()->backing;
+}
+
 // Without the right to mount (a user's CI machine that runs tests as a user), the device is a
 // memfd, and the backing says so and why.
 TEST(MemoryRegionProviderPages, WithoutTheRightToMountItIsAMemfdSayingWhy) {
@@ -498,15 +509,9 @@ TEST(MemoryRegionProviderPages, WithoutTheRightToMountItIsAMemfdSayingWhy) {
                            setresuid(65534, 65534, 65534) != 0)) {
       _exit(3);
     }
-    auto p = MakeMemoryRegionProvider({MemoryDeviceSpec()});
-    if (!p.ok()) _exit(4);
-    auto handle = p.value()->Open(OpenRequest{});
-    MapRequest whole;
-    whole.length = MemoryDeviceSpec().size;
-    auto mem = handle.ok() ? handle.value()->Map(whole) : Result<std::unique_ptr<HostMemory>>(handle.status());
-    if (!mem.ok() || !mem.value()->file_span()) _exit(5);
-    std::string backing = mem.value()->file_span()->backing;
-    (void)!write(out[1], backing.data(), backing.size());
+    auto backing = BackingOf(MemoryDeviceSpec());
+    std::string text = backing.ok() ? *backing : "error: " + backing.status().ToString();
+    (void)!write(out[1], text.data(), text.size());
     _exit(0);
   }
   close(out[1]);
@@ -528,19 +533,10 @@ TEST(MemoryRegionProviderPages, WithoutTheRightToMountItIsAMemfdSayingWhy) {
 TEST(MemoryRegionProviderPages, MemfdWhenAskedFor) {
   MemoryDeviceSpec spec;
   spec.pages = DevicePages::kMemfd;
-  auto p = MakeMemoryRegionProvider({spec});
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  auto handle = p.value()->Open(OpenRequest{});
-  ASSERT_TRUE(handle.ok());
-  MapRequest whole;
-  whole.length = spec.size;
-  auto mem = handle.value()->Map(whole);
-  ASSERT_TRUE(mem.ok());
-  ASSERT_TRUE(mem.value()->file_span());
-  EXPECT_EQ(mem.value()->file_span()->backing.rfind("memfd, ", 0), 0u)
-      << mem.value()->file_span()->backing;
-  EXPECT_NE(mem.value()->file_span()->backing.find("DevicePages::kMemfd asked for"),
-            std::string::npos);
+  auto backing = BackingOf(spec);
+  ASSERT_TRUE(backing.ok()) << backing.status().ToString();
+  EXPECT_EQ(backing->rfind("memfd, ", 0), 0u) << *backing;
+  EXPECT_NE(backing->find("DevicePages::kMemfd asked for"), std::string::npos) << *backing;
 }
 
 TEST(FuseDeviceMount, SharedNamespaceMountIsRemovedOnUnmountEvenAfterDeath) {
