@@ -80,6 +80,9 @@ class HostMemory {
   struct FileSpan {
     int fd = -1;
     uint64_t offset = 0;
+    // What the file is and the page size its pages come in, with the reason (the FUSE daemon's
+    // control file shows it: docs/fuse.md "Cold read"). Empty when the provider does not say.
+    std::string backing;
   };
   virtual std::optional<FileSpan> file_span() const { return std::nullopt; }
   // CPU access through the mapping. May fail the way the hardware does: a signal status

@@ -68,20 +68,39 @@ struct Figures {
 // buffer (already touched): the mapping's cold read is measured against memory at full speed.
 struct Measured {
   Figures mapping, plain, ratio;  // medians of the passes (ratio: mapping / plain, per pass)
+  int aligned_passes = 0;  // passes whose mapping the kernel placed 2 MiB aligned
 };
 
+// `misalign`: the mapping is placed 4 KiB past a 2 MiB boundary (what a program's mmap may get
+// where other mappings leave no aligned hole), so no 2 MiB page can be mapped by one PMD.
 Measured MeasureAgainstPlain(int fd, bool drop, uint64_t size, int passes, uint8_t* plain,
-                             uint8_t* scratch) {
+                             uint8_t* scratch, bool misalign = false) {
   std::vector<Figures> m, p;
+  int aligned = 0;
   auto rate = [&](double t0) { return size / (Now() - t0) / 1e9; };
   for (int pass = 0; pass < passes; ++pass) {
     if (drop) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    void* v = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* at = nullptr;
+    int fixed = 0;
+    if (misalign) {
+      const uint64_t huge = 2u << 20;
+      void* hole = mmap(nullptr, size + 2 * huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (hole != MAP_FAILED) {
+        munmap(hole, size + 2 * huge);
+        at = reinterpret_cast<void*>(
+            ((reinterpret_cast<uintptr_t>(hole) + huge - 1) & ~(huge - 1)) + 4096);
+        fixed = MAP_FIXED_NOREPLACE;
+      }
+    }
+    void* v = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd, 0);
     if (v == MAP_FAILED) {
       std::perror("fuse_bench: mmap");
       std::exit(4);
     }
     auto* mem = static_cast<uint8_t*>(v);
+    // Where the kernel put it (the benchmark passes no address, as a program does): a 2 MiB page
+    // of the device is mapped by one PMD only at a 2 MiB-aligned address, else piece by piece.
+    if (reinterpret_cast<uintptr_t>(v) % (2u << 20) == 0) ++aligned;
     Figures fm, fp;
     double t0 = Now();
     std::memcpy(scratch, plain, size);
@@ -126,6 +145,7 @@ Measured MeasureAgainstPlain(int fd, bool drop, uint64_t size, int passes, uint8
     return Median(x);
   };
   Measured out;
+  out.aligned_passes = aligned;
   for (auto field : {&Figures::cold_read, &Figures::warm_read, &Figures::dirty, &Figures::write}) {
     out.mapping.*field = median(m, field);
     out.plain.*field = median(p, field);
@@ -138,11 +158,12 @@ Measured MeasureAgainstPlain(int fd, bool drop, uint64_t size, int passes, uint8
 // plain memory's own figures in those passes.
 void PrintRow(const char* label, const Measured& r, const std::string& note) {
   std::printf("%-30s cold read %6.2f  warm read %6.2f  write %6.2f  write+msync %6.2f"
-              "  = %3.0f%% %3.0f%% %3.0f%% %3.0f%% of plain (%.2f %.2f %.2f %.2f)%s\n",
+              "  = %3.0f%% %3.0f%% %3.0f%% %3.0f%% of plain (%.2f %.2f %.2f %.2f)"
+              "  mapped 2 MiB aligned in %d passes%s\n",
               label, r.mapping.cold_read, r.mapping.warm_read, r.mapping.dirty, r.mapping.write,
               100 * r.ratio.cold_read, 100 * r.ratio.warm_read, 100 * r.ratio.dirty,
               100 * r.ratio.write, r.plain.cold_read, r.plain.warm_read, r.plain.dirty,
-              r.plain.write, note.empty() ? "" : ("  (" + note + ")").c_str());
+              r.plain.write, r.aligned_passes, note.empty() ? "" : ("  (" + note + ")").c_str());
 }
 
 int Main(int argc, char** argv) {
@@ -170,19 +191,27 @@ int Main(int argc, char** argv) {
   // Plain memory: an anonymous buffer, timed in the same passes as each mapping.
   Buffer plain(size);
 
+  // The device's pages: 2 MiB where the process may mount a private huge tmpfs (root), else a
+  // memfd (the backing line says which), and the 4 KiB memfd the passthrough row had before.
+  // The passthrough row once more with its mapping placed off a 2 MiB boundary.
   struct Config {
     bool passthrough, raise;
+    DevicePages pages;
     const char* label;
+    bool misalign = false;
   };
   const Config configs[] = {
-      {true, true, "FUSE mapping, passthrough"},
-      {false, true, "FUSE daemon path, raised"},
-      {false, false, "FUSE daemon path, default"},
+      {true, true, DevicePages::kHugeWherePossible, "FUSE mapping, passthrough"},
+      {true, true, DevicePages::kHugeWherePossible, "passthrough, not 2 MiB aligned", true},
+      {true, true, DevicePages::kMemfd, "passthrough, 4 KiB memfd"},
+      {false, true, DevicePages::kHugeWherePossible, "FUSE daemon path, raised"},
+      {false, false, DevicePages::kHugeWherePossible, "FUSE daemon path, default"},
   };
   for (const Config& config : configs) {
     const bool raise = config.raise;
     MemoryDeviceSpec spec;
     spec.size = size;
+    spec.pages = config.pages;
     auto provider = MakeMemoryRegionProvider({spec});
     if (!provider.ok()) {
       std::fprintf(stderr, "fuse_bench: %s\n", provider.status().ToString().c_str());
@@ -201,13 +230,15 @@ int Main(int argc, char** argv) {
         return 4;
       }
       std::memset(mem.value()->data(), 0x5a, size);
-      // The floor for any mapping of a file: the device's own memfd mapped directly, no FUSE.
-      // Its first touch pays the same page faults (fault-around maps 16 pages per fault) that a
-      // passthrough mapping pays.
+      // The floor for any mapping of a file: the device's own file mapped directly, no FUSE.
+      // Its first touch pays the same page faults that a passthrough mapping pays.
       auto span = mem.value()->file_span();
       if (config.passthrough && span) {
-        PrintRow("same memfd mapped, no FUSE",
-                 MeasureAgainstPlain(span->fd, false, size, passes, plain.data, scratch.data), "");
+        std::printf("%-30s %s\n", "device's file:", span->backing.c_str());
+        PrintRow("same file mapped, no FUSE",
+                 MeasureAgainstPlain(span->fd, false, size, passes, plain.data, scratch.data,
+                                     config.misalign),
+                 "");
       }
     }
     MountOptions opts;
@@ -224,13 +255,15 @@ int Main(int argc, char** argv) {
       return 4;
     }
     PrintRow(config.label,
-             MeasureAgainstPlain(fd, !config.passthrough, size, passes, plain.data, scratch.data),
+             MeasureAgainstPlain(fd, !config.passthrough, size, passes, plain.data, scratch.data,
+                                 config.misalign),
              dev.value()->writeback_note());
     // What the daemon says about the path taken: the passthrough line and the device's open files.
     if (auto status = dev.value()->ControlStatus(); status.ok()) {
       std::istringstream lines(*status);
       for (std::string line; std::getline(lines, line);) {
         if (line.rfind("passthrough:", 0) == 0 || line.rfind("io ", 0) == 0 ||
+            line.rfind("backing ", 0) == 0 ||
             line.rfind("counters ", 0) == 0) {
           std::printf("%-30s %s\n", "", line.c_str());
         }

@@ -262,6 +262,18 @@ struct FuseDaemon::State {
           << " daemon_files=" << d.daemon_files << " (" << d.passthrough_note << ")\n";
       }
     }
+    // What the device's memory is and the page size a mapping of it gets, with the reason: a
+    // passthrough mapping is that file's own mapping (docs/fuse.md "Cold read").
+    for (auto& d : devices) {
+      std::optional<HostMemory::FileSpan> span = d.memory ? d.memory->file_span() : std::nullopt;
+      o << "backing " << d.name << " ";
+      if (!span || span->fd < 0) {
+        o << "the provider's own memory, not a file (the daemon path only)\n";
+      } else {
+        o << (span->backing.empty() ? "a file (the provider does not say which)" : span->backing)
+          << "\n";
+      }
+    }
     o << "counters reads=" << reads << " read_bytes=" << read_bytes << " writes=" << writes
       << " write_bytes=" << write_bytes << " ioctls=" << ioctls << " opens=" << opens
       << " refused_opens=" << refused_opens << " eio_replies=" << eio_replies

@@ -31,7 +31,7 @@ struct DaemonOptions {
   std::shared_ptr<FaultInjector> faults;
   unsigned max_idle_threads = 10;
   // FUSE passthrough (Linux 6.9+, CONFIG_FUSE_PASSTHROUGH): a device whose memory is a plain file
-  // (HostMemory::file_span, e.g. the memory provider's memfd) is mapped by the kernel straight
+  // (HostMemory::file_span, e.g. the memory provider's shmem file) is mapped by the kernel straight
   // from that file, at memory speed, when it is opened while no fault is armed on it; read(2) and
   // write(2) still come to the daemon. Opens made while a fault is armed take the daemon path
   // (page cache filled by read requests), and a fault cannot be armed while a passthrough file of

@@ -3,15 +3,19 @@
 #include "mock/fuse/fuse_device.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -296,7 +300,7 @@ TEST_F(FuseDeviceTest, BadControlCommandIsRefusedWithTheReason) {
 }
 
 // Mounted with passthrough (docs/fuse.md "Memory speed"): where the kernel grants it, a device
-// opened with no fault armed is mapped straight from its memfd, read(2)/write(2) still reach the
+// opened with no fault armed is mapped straight from its file, read(2)/write(2) still reach the
 // daemon, and a fault armed beforehand sends later opens down the daemon path.
 class FusePassthroughTest : public FuseDeviceTest {
  protected:
@@ -413,6 +417,126 @@ TEST_F(FusePassthroughTest, FaultIsRefusedWhileAPassthroughFileIsOpen) {
   EXPECT_TRUE(dev_->Control("delay resmem1 0 4096 10").ok());
   close(fd);
   EXPECT_TRUE(dev_->Control("eio resmem0 1M 64K").ok());  // once the file is closed
+}
+
+// The kB that /proc/self/smaps gives `field` ("ShmemPmdMapped") for the mapping starting at
+// `addr`, or -1 when there is no such mapping or field.
+long SmapsKb(const void* addr, const std::string& field) {
+  std::ifstream in("/proc/self/smaps");
+  char start[32];
+  std::snprintf(start, sizeof start, "%lx-", reinterpret_cast<unsigned long>(addr));
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find('-') != std::string::npos && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find(' ') > line.find('-')) {
+      inside = line.rfind(start, 0) == 0;
+    } else if (inside && line.rfind(field + ":", 0) == 0) {
+      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
+    }
+  }
+  return -1;
+}
+
+// Whether this process may mount a private tmpfs (what the memory provider needs for 2 MiB pages),
+// and the errno when it may not.
+int PrivateMountErrno() {
+  int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+  if (fs < 0) return errno;
+  close(fs);
+  return 0;
+}
+
+// Where the process may mount, the device's memory comes in 2 MiB pages (a private huge tmpfs), so
+// the first read through a new mapping maps it a 2 MiB page per fault: a PMD mapping where the
+// mapping is 2 MiB aligned, instead of a fault per 64 KiB (docs/fuse.md "Cold read").
+TEST_F(FusePassthroughTest, ColdReadMapsTheDeviceTwoMibAtATime) {
+  SKIP_WITHOUT_PASSTHROUGH();
+  if (int err = PrivateMountErrno()) {
+    GTEST_SKIP() << "this process may not mount a private tmpfs (fsopen: " << strerror(err)
+                 << "), so the device has 4 KiB pages: " << StatusLine("backing resmem0 ");
+  }
+  ASSERT_NE(StatusLine("backing resmem0 ").find("tmpfs huge=always, 2 MiB pages"),
+            std::string::npos)
+      << StatusLine("backing resmem0 ");
+  // The producer's data, written on the device side.
+  ASSERT_TRUE(dev_->Control("fill resmem0 0 16M 11").ok());
+  int fd = Open("resmem0", O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_NE(StatusLine("io resmem0 ").find("passthrough_files=1"), std::string::npos)
+      << StatusLine("io resmem0 ");
+  // A 2 MiB-aligned address: where a PMD can map a 2 MiB page.
+  const uint64_t kHuge = 2ull << 20;
+  void* hole = mmap(nullptr, kSize0 + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(hole, MAP_FAILED);
+  auto aligned = (reinterpret_cast<uintptr_t>(hole) + kHuge - 1) & ~(kHuge - 1);
+  munmap(hole, kSize0 + kHuge);
+  auto* words = static_cast<const uint64_t*>(mmap(reinterpret_cast<void*>(aligned), kSize0,
+                                                  PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0));
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(words), aligned) << strerror(errno);
+  struct rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  uint64_t mismatches = 0;
+  for (uint64_t k = 0; k < kSize0 / 8; k += 512) mismatches += words[k] != FillPatternWord(11, k);
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_EQ(mismatches, 0u);
+  // 16 MiB: 8 faults of 2 MiB (4 KiB pages would take 256, fault-around mapping 64 KiB each).
+  EXPECT_LE(after.ru_minflt - before.ru_minflt, 32) << "minor faults for a 16 MiB cold read";
+  EXPECT_EQ(SmapsKb(words, "ShmemPmdMapped"), static_cast<long>(kSize0 >> 10));
+  munmap(const_cast<uint64_t*>(words), kSize0);
+  close(fd);
+}
+
+// The backing a provider of one device made with `spec` reports for it (FileSpan::backing).
+Result<std::string> BackingOf(const MemoryDeviceSpec& spec) {
+  RESMEM_ASSIGN_OR_RETURN(auto provider, MakeMemoryRegionProvider({spec}));
+  RESMEM_ASSIGN_OR_RETURN(auto handle, provider->Open(OpenRequest{}));
+  MapRequest whole;
+  whole.length = spec.size;
+  RESMEM_ASSIGN_OR_RETURN(auto mem, handle->Map(whole));
+  if (!mem->file_span()) return Status::Internal("the memory provider offers no file");
+  return mem->file_span()->backing;
+}
+
+// Without the right to mount (a user's CI machine that runs tests as a user), the device is a
+// memfd, and the backing says so and why.
+TEST(MemoryRegionProviderPages, WithoutTheRightToMountItIsAMemfdSayingWhy) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    // As an unprivileged user (nobody): no CAP_SYS_ADMIN.
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+                           setresuid(65534, 65534, 65534) != 0)) {
+      _exit(3);
+    }
+    auto backing = BackingOf(MemoryDeviceSpec());
+    std::string text = backing.ok() ? *backing : "error: " + backing.status().ToString();
+    (void)!write(out[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(out[1]);
+  std::string backing;
+  char buf[512];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) backing.append(buf, n);
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_EQ(backing.rfind("memfd, ", 0), 0u) << backing;
+  EXPECT_NE(backing.find("fsopen(tmpfs) refused: Operation not permitted (a private mount needs "
+                         "CAP_SYS_ADMIN: run as root)"),
+            std::string::npos)
+      << backing;
+  EXPECT_NE(backing.find("shmem_enabled is "), std::string::npos) << backing;
+}
+
+TEST(MemoryRegionProviderPages, MemfdWhenAskedFor) {
+  MemoryDeviceSpec spec;
+  spec.pages = DevicePages::kMemfd;
+  auto backing = BackingOf(spec);
+  ASSERT_TRUE(backing.ok()) << backing.status().ToString();
+  EXPECT_EQ(backing->rfind("memfd, ", 0), 0u) << *backing;
+  EXPECT_NE(backing->find("DevicePages::kMemfd asked for"), std::string::npos) << *backing;
 }
 
 TEST(FuseDeviceMount, SharedNamespaceMountIsRemovedOnUnmountEvenAfterDeath) {
