@@ -97,6 +97,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
          "--lane-units", [o] { o->staging_segments = false; },
          "each lane DMAs its own units instead of one DMA per shared segment")
       ->group(group);
+  cli::AddSizeOption(app, "--demote-from", &o->staging_demote_fill_from,
+                     "fill segments of at least this size with ordinary stores, then CLDEMOTE "
+                     "them to the last-level cache (0: never)",
+                     0)
+      ->group(group);
   app.add_flag("--nt-tail", o->staging_nt_tail,
                "fill a copy's last segments with non-temporal stores whatever their size")
       ->group(group);

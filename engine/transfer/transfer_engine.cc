@@ -69,6 +69,18 @@ void CpuCopy(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming) {
   std::memcpy(dst, src, n);
 }
 
+// CLDEMOTE every cache line of [p, p+n): a hint that moves the lines a fill just wrote from the
+// filling core's private caches to the shared last-level cache, where a device's read finds them
+// without snooping that core. Encoded in the NOP space: a CPU without it does nothing.
+void DemoteLines(const uint8_t* p, uint64_t n) {
+#if defined(__x86_64__)
+  for (uint64_t at = 0; at < n; at += 64)
+    asm volatile(".byte 0x0f, 0x1c, 0x07" : : "D"(p + at) : "memory");  // cldemote (%rdi)
+#else
+  (void)p, (void)n;
+#endif
+}
+
 }  // namespace
 
 const char* PathName(Path p) {
@@ -238,7 +250,12 @@ Status TransferEngine::TryPath(Path p) {
                        (segments_ && o_.staging_nt_fill_below
                             ? ", non-temporal fill of segments < " +
                                   FormatSize(o_.staging_nt_fill_below)
-                            : "") + signals_note;
+                            : "") +
+                       (segments_ && o_.staging_demote_fill_from
+                            ? ", segments >= " + FormatSize(o_.staging_demote_fill_from) +
+                                  " filled through the cache and demoted to the LLC"
+                            : "") +
+                       signals_note;
       return Status::Ok();
     }
     case Path::kPageableAccess: {
@@ -648,6 +665,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       const uint64_t piece = d.piece.load(std::memory_order_relaxed);
       const uint64_t pieces = d.pieces.load(std::memory_order_relaxed);
       const bool nt = d.non_temporal.load(std::memory_order_relaxed);
+      const bool demote = o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
       uint8_t* buf = staging_[g % nbuf]->data();
       uint64_t v = claimed[slot].load(std::memory_order_acquire);
       for (;;) {
@@ -662,7 +680,8 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         const uint64_t at = k * piece;
         const uint64_t len = std::min(piece, n - at);
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-        CpuCopy(buf + at, src + at, len, nt);
+        CpuCopy(buf + at, src + at, len, nt && !demote);
+        if (demote) DemoteLines(buf + at, len);
         moved[slot].fetch_add(len, std::memory_order_acq_rel);
         v = claimed[slot].load(std::memory_order_acquire);
       }
@@ -829,14 +848,19 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
       const bool non_temporal =
           h2d ? (n < o_.staging_nt_fill_below || (o_.staging_nt_tail && g + nbuf >= nseg))
               : o_.staging_stream_to_host;
+      const bool demote = h2d && o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
       uint8_t* buf = staging_[b]->data();
       uint8_t* at_host = host + seg_off[g];
       for (uint64_t k; (k = claimed[g].fetch_add(1, std::memory_order_relaxed)) < pieces;) {
         const uint64_t at = k * piece;
         const uint64_t len = std::min(piece, n - at);
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-        if (h2d) CpuCopy(buf + at, at_host + at, len, non_temporal);
-        else CpuCopy(at_host + at, buf + at, len, non_temporal);
+        if (h2d) {
+          CpuCopy(buf + at, at_host + at, len, non_temporal && !demote);
+          if (demote) DemoteLines(buf + at, len);
+        } else {
+          CpuCopy(at_host + at, buf + at, len, non_temporal);
+        }
         if (moved[g].fetch_add(len, std::memory_order_acq_rel) + len == n) {
           // The last piece in: publish the segment to the stream (x86 keeps this store after
           // the other lanes' bytes, which the acq_rel add ordered before it).

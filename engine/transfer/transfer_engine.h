@@ -81,6 +81,16 @@ struct TransferOptions {
   // to +2.5 points and 256 MiB by -0.5 to -3.8, inside the run-order drift of that run
   // (docs/hil/2026-11-23-h100-staged3).
   bool staging_nt_tail = false;
+  // Segments of at least this many bytes are filled with ordinary stores and then CLDEMOTEd line
+  // by line: the lines move from the filling core's private caches to the shared last-level
+  // cache, where the DMA reads them without snooping that core and without a trip to DRAM (which
+  // the fill's reads and the DMA otherwise share). Overrides staging_nt_fill_below for those
+  // segments. H100 host (a Xeon with CLDEMOTE, 300 MiB L3): 16 MiB H2D 79-81% of pinned against
+  // 73-74% with non-temporal fills, 64 MiB 78-82% against 71%, 256 MiB 91-94% against 88-90%;
+  // cached stores without the demote 44-48% at 16 MiB (docs/hil/2026-11-23-h100-staged3).
+  // 1 MiB copies (256 KiB segments) did better non-temporal (54-56% against 48-51%). On a CPU
+  // without CLDEMOTE the instruction is a NOP and the fill is a plain cached one. 0: never.
+  uint64_t staging_demote_fill_from = 512 << 10;
   // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
   // (the first fill and the last DMA do not overlap anything, so they should be short).
   int staging_min_segments = 8;
