@@ -102,6 +102,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "them to the last-level cache (0: never)",
                      0)
       ->group(group);
+  cli::AddSizeOption(app, "--demote-drain-upto", &o->staging_demote_drain_upto,
+                     "device to host: CLDEMOTE the ring's lines after draining segments of at "
+                     "most this size (0: never)",
+                     0)
+      ->group(group);
   app.add_flag("--nt-tail", o->staging_nt_tail,
                "fill a copy's last segments with non-temporal stores whatever their size")
       ->group(group);

@@ -38,6 +38,8 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   ASSERT_TRUE(host.ok()) << host.status().ToString();
   auto dev = gpu_->AllocDevice(max);
   ASSERT_TRUE(dev.ok());
+  auto other = gpu_->AllocDevice(max);
+  ASSERT_TRUE(other.ok());
   TransferOptions o;
   o.allowed = {Path::kStaged};
   o.staging_signals = GetParam().signals;
@@ -57,6 +59,10 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
     auto bad = DeviceMismatches(*gpu_, **dev, 0, len, seq, 5);
     ASSERT_TRUE(bad.ok());
     EXPECT_EQ(*bad, 0u) << GetParam().name << " H2D " << len;
+    // Put another pattern through the ring (into a second buffer) first, so a drain that ran
+    // ahead of its DMA would bring back that pattern, not the one on the device.
+    ASSERT_TRUE(FillPattern(**host, 0, len, seq + 1000, 5).ok());
+    ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, len).ok());
     std::memset((*host)->data(), 0, len);
     auto down = (*e)->Copy(CopyDirection::kDeviceToHost, 0, **dev, 0, len);
     ASSERT_TRUE(down.ok()) << down.status().ToString();

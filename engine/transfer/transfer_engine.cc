@@ -255,6 +255,10 @@ Status TransferEngine::TryPath(Path p) {
                             ? ", segments >= " + FormatSize(o_.staging_demote_fill_from) +
                                   " filled through the cache and demoted to the LLC"
                             : "") +
+                       (segments_ && o_.staging_demote_drain_upto
+                            ? ", D2H segments <= " + FormatSize(o_.staging_demote_drain_upto) +
+                                  " demoted after draining"
+                            : "") +
                        signals_note;
       return Status::Ok();
     }
@@ -433,6 +437,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
       64 << 10, ((seg + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
   const uint64_t pieces_per_seg = (seg + piece - 1) / piece;
   auto seg_len = [&](uint64_t i) { return std::min(seg, length - i * seg); };
+  const bool demote_drain = o_.staging_demote_drain_upto != 0 && seg <= o_.staging_demote_drain_upto;
   std::unique_ptr<std::atomic<uint64_t>[]> claimed(new std::atomic<uint64_t>[nseg]);
   std::unique_ptr<std::atomic<uint64_t>[]> moved(new std::atomic<uint64_t>[nseg]);
   for (uint64_t i = 0; i < nseg; ++i) claimed[i].store(0), moved[i].store(0);
@@ -491,6 +496,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
         if (at >= n) break;
         const uint64_t len = std::min(piece, n - at);
         CpuCopy(host + i * seg + at, buf + at, len, o_.staging_stream_to_host);
+        if (demote_drain) DemoteLines(buf + at, len);
         moved[i].fetch_add(len, std::memory_order_acq_rel);
       }
     }
@@ -860,6 +866,8 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
           if (demote) DemoteLines(buf + at, len);
         } else {
           CpuCopy(at_host + at, buf + at, len, non_temporal);
+          if (o_.staging_demote_drain_upto != 0 && n <= o_.staging_demote_drain_upto)
+            DemoteLines(buf + at, len);
         }
         if (moved[g].fetch_add(len, std::memory_order_acq_rel) + len == n) {
           // The last piece in: publish the segment to the stream (x86 keeps this store after

@@ -91,13 +91,19 @@ struct TransferOptions {
   // 1 MiB copies (256 KiB segments) did better non-temporal (54-56% against 48-51%). On a CPU
   // without CLDEMOTE the instruction is a NOP and the fill is a plain cached one. 0: never.
   uint64_t staging_demote_fill_from = 512 << 10;
+  // Device to host: segments of at most this many bytes have the ring's lines CLDEMOTEd after
+  // the lanes read them, so the next DMA into that buffer need not invalidate them in the lanes'
+  // private caches. H100 host: 4 MiB D2H 40% -> 62-66% of pinned, 16 MiB in 2 MiB segments 55-63%
+  // -> 79-80%; with 8 MiB segments (64, 256 MiB) it cost 7-20 points, so larger segments are
+  // left alone (docs/hil/2026-11-23-h100-staged3, run11). 0: never.
+  uint64_t staging_demote_drain_upto = 2ull << 20;
   // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
   // (the first fill and the last DMA do not overlap anything, so they should be short).
   int staging_min_segments = 8;
-  // The same for device-to-host copies (0: staging_min_segments). 4: on the H100 a 16 MiB D2H
-  // copy in 4 segments reached 70% of pinned against 48% in 8, 56% in 2; 64 and 256 MiB alike
-  // (docs/hil/2026-11-23-h100-staged3, two runs each, interleaved).
-  int staging_min_segments_d2h = 4;
+  // The same for device-to-host copies (0: staging_min_segments). Without the drain's CLDEMOTE
+  // (staging_demote_drain_upto 0) 4 did better on the H100 (16 MiB: 58-72% of pinned against 48%
+  // in 8); with it, 8 (2 MiB segments, demoted) reached 79-80% (docs/hil/2026-11-23-h100-staged3).
+  int staging_min_segments_d2h = 0;
   // The first segment of a copy (and of a queue) is this large, each next one twice the one
   // before, up to the segment size: the first fill is the one part of a copy nothing overlaps,
   // so a small first segment starts the DMA engine sooner. 0: equal segments.
