@@ -406,20 +406,8 @@ Status CudaGpu::CopyAsyncInto(CopyTicket& ticket, CopyDirection dir, HostMemory&
                               uint64_t length) {
   if (!ticket.event) return Status::InvalidArgument("CopyAsyncInto needs a ticket from NewTicket");
   RESMEM_RETURN_IF_ERROR(BindThread());
-  RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "cudaMemcpyAsync"));
-  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "cudaMemcpyAsync"));
-  if (faults_) {
-    FaultOutcome fault = CheckFault("gpu.copy", reinterpret_cast<uint64_t>(h), length);
-    if (IsErrorFault(fault)) return fault.status;
-  }
-  cudaError_t err =
-      dir == CopyDirection::kHostToDevice
-          ? cudaMemcpyAsync(b->ptr() + dev_offset, h, length, cudaMemcpyHostToDevice,
-                            cudaStreamPerThread)
-          : cudaMemcpyAsync(h, b->ptr() + dev_offset, length, cudaMemcpyDeviceToHost,
-                            cudaStreamPerThread);
-  if (err != cudaSuccess) return CudaError(err, "cudaMemcpyAsync " + FormatSize(length));
-  err = cudaEventRecord(static_cast<cudaEvent_t>(ticket.event), cudaStreamPerThread);
+  RESMEM_RETURN_IF_ERROR(EnqueueCopy(dir, host, host_offset, dev, dev_offset, length));
+  cudaError_t err = cudaEventRecord(static_cast<cudaEvent_t>(ticket.event), cudaStreamPerThread);
   return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventRecord (copy ticket)");
 }
 

@@ -390,6 +390,21 @@ Status TransferEngine::LaneAsync(int lane, CopyDirection dir, uint64_t host_offs
 }
 
 namespace {
+// The lane-side fields of a trace: when the filling lanes (1..) entered the job and the first of
+// them started a piece; `returned_us` when the lane pool returned.
+void FinishTrace(StagedTrace* t, double returned_us, const std::vector<double>& lane_enter,
+                 const std::vector<double>& lane_first) {
+  t->returned_us = returned_us;
+  t->first_piece_us = -1;
+  t->lane_enter_min_us = t->lane_enter_max_us = lane_enter.empty() ? 0 : lane_enter[0];
+  for (size_t l = 1; l < lane_enter.size(); ++l) {
+    t->lane_enter_min_us = l == 1 ? lane_enter[l] : std::min(t->lane_enter_min_us, lane_enter[l]);
+    t->lane_enter_max_us = std::max(t->lane_enter_max_us, lane_enter[l]);
+    if (lane_first[l] >= 0 && (t->first_piece_us < 0 || lane_first[l] < t->first_piece_us))
+      t->first_piece_us = lane_first[l];
+  }
+}
+
 inline void Relax() {
 #if defined(__x86_64__)
   _mm_pause();
@@ -694,16 +709,8 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
     }
   });
   if (tracing) {
-    trace_.returned_us = us();
     trace_.segments = static_cast<int>(trace_.filled_us.size());
-    trace_.lane_enter_min_us = trace_.lane_enter_max_us = lane_enter.empty() ? 0 : lane_enter[0];
-    trace_.first_piece_us = -1;
-    for (int l = 1; l < lanes; ++l) {
-      trace_.lane_enter_min_us = l == 1 ? lane_enter[l] : std::min(trace_.lane_enter_min_us, lane_enter[l]);
-      trace_.lane_enter_max_us = std::max(trace_.lane_enter_max_us, lane_enter[l]);
-      if (lane_first[l] >= 0 && (trace_.first_piece_us < 0 || lane_first[l] < trace_.first_piece_us))
-        trace_.first_piece_us = lane_first[l];
-    }
+    FinishTrace(&trace_, us(), lane_enter, lane_first);
   }
   return driver_status;
 }
@@ -879,16 +886,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
       }
     }
   });
-  if (tracing) {
-    trace_.returned_us = us();
-    trace_.first_piece_us = -1;
-    for (int l = 1; l < lanes; ++l) {
-      trace_.lane_enter_min_us = l == 1 ? lane_enter[l] : std::min(trace_.lane_enter_min_us, lane_enter[l]);
-      trace_.lane_enter_max_us = std::max(trace_.lane_enter_max_us, lane_enter[l]);
-      if (lane_first[l] >= 0 && (trace_.first_piece_us < 0 || lane_first[l] < trace_.first_piece_us))
-        trace_.first_piece_us = lane_first[l];
-    }
-  }
+  if (tracing) FinishTrace(&trace_, us(), lane_enter, lane_first);
   return driver_status;
 }
 
