@@ -233,6 +233,10 @@ struct Probe {
           uint64_t bad, h2d ? transfer::DeviceMismatches(*gpu, *dev, 0, size, seq, fill_seed)
                             : transfer::HostMismatches(*host, 0, size, seq, fill_seed));
       mismatched_copies += bad > 0;
+      if (bad > 0)
+        std::printf("  MISMATCH: staged %s %s, copy %d of %s: %llu words differ\n",
+                    h2d ? "H2D" : "D2H", label, c, FormatSize(size).c_str(),
+                    (unsigned long long)bad);
     }
     std::printf("  staged %s %-26s %8.1f us %6.2f GB/s  (%s)\n", h2d ? "H2D" : "D2H", label, Median(total),
                 Gbps(size, Median(total)), engine->choice().detail.c_str());
