@@ -52,6 +52,10 @@ struct GpuDirectConfig {
   bool put_pages_after_callback = false;
   // NVIDIA_P2P_PAGE_TABLE_VERSION the driver was built against; 0: the GPU driver's own.
   uint32_t built_against_version = 0;
+  // The version of the page tables the GPU driver hands out; 0: the profile's. A driver older or
+  // newer than the header a third-party driver was built against (nv-p2p.h's
+  // NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE decides).
+  uint32_t table_version = 0;
 };
 
 // CU_POINTER_ATTRIBUTE_P2P_TOKENS (guide 4.2).

@@ -699,6 +699,7 @@ Status Run::Do(const scenario::P2pSetupStep& step, StepResult* r) {
   c.callback_waits_for_dma = step.callback_waits;
   c.put_pages_after_callback = step.put_after_callback;
   c.built_against_version = static_cast<uint32_t>(step.built_against);
+  c.table_version = static_cast<uint32_t>(step.table_version);
   gpu_buffers_.clear();
   p2p_tokens_.clear();
   p2p_pins_.clear();

@@ -24,6 +24,7 @@ Status SimGpuDirect::Configure(const GpuDirectConfig& config) {
                                      FormatSize(profile.bar1_bytes) + "), as a PCI BAR must be");
     profile.bar1_base = *config.bar1_base;
   }
+  if (config.table_version) profile.page_table_version = config.table_version;
   if (config.link_gbps && *config.link_gbps <= 0)
     return Status::InvalidArgument("link_gbps must be above 0");
   config_ = config;
