@@ -140,6 +140,18 @@ class KmodGpuDirect : public GpuDirect {
                uint64_t data_len, uint32_t flags, resmem_edu_p2p_write* w) const;
   Status SetTableVersion(uint32_t version);
   void Log(std::string line) { events_.push_back(std::move(line)); }
+  // What the device was told to write to, next to the page's physical address.
+  std::string BusKind(uint64_t bus, uint64_t phys) const {
+    if (phys_addr_) return "the physical address, given as is (the guide's API)";
+    return bus == phys ? "dma_map_pages: the physical address" : "dma_map_pages: an IOVA";
+  }
+  // The provider's live page tables now (INFO), or -1.
+  long LiveTables() {
+    auto it = contexts_.find(0);
+    nv_p2p_standin_info i{};
+    if (it == contexts_.end() || ioctl(it->second.get(), NV_P2P_STANDIN_IOC_INFO, &i) != 0) return -1;
+    return i.live_tables;
+  }
 
   KmodGpuDirectOptions o_;
   GpuDirectConfig config_;
@@ -458,8 +470,8 @@ Result<P2pPageTable> KmodGpuDirect::Pin(const P2pTokens& tokens, uint64_t va, ui
   DrainKernelLog();
   Log("driver: " + what + " -> page table " + std::to_string(t.id) + ", version " + Hex8(w.table_version) + ", " +
       std::to_string(w.entries) + " entries of " + FormatSize(t.page_size) + ", pinned in " +
-      std::to_string(w.pin_ns / 1000) + " us; page 0 at phys " + Hex(w.phys_addr) + ", " +
-      (phys_addr_ ? "given to the device as is" : "dma_map_pages gave bus " + Hex(bus0)));
+      std::to_string(w.pin_ns / 1000) + " us; page 0 at phys " + Hex(w.phys_addr) + ", bus " + Hex(bus0) + " (" +
+      BusKind(bus0, w.phys_addr) + ")");
   ExplicitPin p;
   p.fd = std::move(fd);
   p.va = va;
@@ -475,6 +487,7 @@ Status KmodGpuDirect::Unpin(uint64_t id) {
     return Status::InvalidArgument("the driver holds no page table " + std::to_string(id) + ": pin first");
   const int fd = it->second.fd.get();
   resmem_edu_p2p_stats before{}, after{};
+  const long live = LiveTables();
   ioctl(fd, RESMEM_EDU_IOC_P2P_STATS, &before);
   const int n = ioctl(fd, RESMEM_EDU_IOC_P2P_FLUSH);
   if (n < 0) return ModuleError(errno, "P2P_FLUSH of page table " + std::to_string(id));
@@ -482,7 +495,8 @@ Status KmodGpuDirect::Unpin(uint64_t id) {
   DrainKernelLog();
   const std::string counts = "(P2P_FLUSH unpinned " + std::to_string(n) + "; the driver's revocations " +
                              std::to_string(after.revoked) + ", put_pages " + std::to_string(before.unpins) + " -> " +
-                             std::to_string(after.unpins) + ")";
+                             std::to_string(after.unpins) + "; the provider's live page tables " +
+                             std::to_string(live) + " -> " + std::to_string(LiveTables()) + ")";
   if (n > 0)
     Log("driver: nvidia_p2p_put_pages of page table " + std::to_string(id) + " " + counts);
   else if (after.revoked)
@@ -557,8 +571,9 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
   stats.route = route_;
   for (int r = 0; r < rounds; ++r) {
     for (uint64_t off = 0; off < length; off += block) {
+      // n: the scenario's transfers so far (the seed's choice of sample); named by this step's count.
       const uint64_t addr = va + off, len = std::min(block, length - off), n = ++transfers_;
-      const std::string what = "transfer " + std::to_string(n) + " to " + Range(addr, len);
+      const std::string what = "transfer " + std::to_string(stats.transfers + 1) + " to " + Range(addr, len);
       // The tokens of the allocation holding it; a freed one's are what a program still has.
       Allocation* a = Holding(addr, len, true);
       if (!a) a = Holding(addr, len, false);
@@ -611,12 +626,12 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
       char line[400];
       std::snprintf(line, sizeof line,
                     "driver: %s: %s%s; the device wrote %" PRIu64 " bytes at +%" PRIu64 " (bus 0x%" PRIx64
-                    ", phys 0x%" PRIx64 ", %s) in %.0f ms: data %s",
+                    ", phys 0x%" PRIx64 ": %s) in %.0f ms: data %s",
                     what.c_str(), w.hit ? "pin from the cache" : "get_pages + dma_map_pages",
                     w.evicted ? (", after unpinning " + std::to_string(w.evicted) + " least recently used").c_str() : "",
                     static_cast<uint64_t>(w.written), at, static_cast<uint64_t>(w.bus_addr),
-                    static_cast<uint64_t>(w.phys_addr), phys_addr_ ? "the physical address" : "from dma_map_pages",
-                    w.device_ns / 1e6, data.c_str());
+                    static_cast<uint64_t>(w.phys_addr), BusKind(w.bus_addr, w.phys_addr).c_str(), w.device_ns / 1e6,
+                    data.c_str());
       Log(line);
       if (e == ECANCELED) return ModuleError(e, what + ": revoked during the transfer");
       if (data != "intact") stats.data = data;
