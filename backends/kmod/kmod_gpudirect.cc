@@ -291,6 +291,7 @@ Status KmodGpuDirect::SetTableVersion(uint32_t version) {
 
 Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   Reset();
+  events_.clear();
   const ApiEra* era = nullptr;
   for (const auto& e : kEras)
     if (c.gpu == e.gpu) era = &e;
@@ -380,7 +381,6 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   config_ = c;
   phys_addr_ = !era->dma_map_pages;
   configured_ = true;
-  events_.clear();
   transfers_ = 0;
   next_pin_ = 1;
   char line[512];
@@ -497,7 +497,8 @@ Status KmodGpuDirect::Unpin(uint64_t id) {
                              std::to_string(after.revoked) + ", put_pages " + std::to_string(before.unpins) + " -> " +
                              std::to_string(after.unpins) + "; the provider's live page tables " +
                              std::to_string(live) + " -> " + std::to_string(LiveTables()) + ")";
-  if (n > 0)
+  // The driver's own count says whether it called put_pages (FLUSH also drops revoked pins).
+  if (after.unpins > before.unpins)
     Log("driver: nvidia_p2p_put_pages of page table " + std::to_string(id) + " " + counts);
   else if (after.revoked)
     Log("driver: page table " + std::to_string(id) + " was revoked by the free callback: no nvidia_p2p_put_pages " + counts);
