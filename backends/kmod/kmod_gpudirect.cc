@@ -626,7 +626,7 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
       DrainKernelLog();
       char line[400];
       std::snprintf(line, sizeof line,
-                    "driver: %s: %s%s; the device wrote %" PRIu64 " bytes at +%" PRIu64 " (bus 0x%" PRIx64
+                    "driver: %s: %s%s; the device's DMA of %" PRIu64 " bytes at +%" PRIu64 " (bus 0x%" PRIx64
                     ", phys 0x%" PRIx64 ": %s) in %.0f ms: data %s",
                     what.c_str(), w.hit ? "pin from the cache" : "get_pages + dma_map_pages",
                     w.evicted ? (", after unpinning " + std::to_string(w.evicted) + " least recently used").c_str() : "",
