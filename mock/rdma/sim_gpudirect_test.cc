@@ -208,6 +208,27 @@ TEST(SimGpuDirect, IncompatiblePageTableVersionIsRefusedAndPutBack) {
   EXPECT_TRUE(o.gd.Pin(*o.gd.QueryTokens(*vb), *vb, 4 * kMiB).ok());
 }
 
+// table_version: the GPU driver's tables of another version than the profile's (what the QEMU
+// lane's stand-in is set to; scenarios/seed003/page_table_version_mismatch.toml's kmod form).
+TEST(SimGpuDirect, TableVersionOverridesTheProfilesAndIsJudgedTheSameWay) {
+  GpuDirectConfig c = Config("kepler-guide");
+  c.built_against_version = 0x00010001;
+  c.table_version = 0x00010000;  // older than the header the driver was built against
+  Rig r(c);
+  auto va = r.gd.AllocGpu(4 * kMiB, 0);
+  auto pin = r.gd.Pin(*r.gd.QueryTokens(*va), *va, 4 * kMiB);
+  ASSERT_FALSE(pin.ok());
+  EXPECT_EQ(pin.status().code(), EINVAL);
+  EXPECT_NE(pin.status().message().find("incompatible page table version 0x10000"), std::string::npos)
+      << pin.status().message();
+  c.table_version = 0x00010003;  // a newer minor: read
+  Rig n(c);
+  auto vb = n.gd.AllocGpu(4 * kMiB, 0);
+  auto ok = n.gd.Pin(*n.gd.QueryTokens(*vb), *vb, 4 * kMiB);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->version, 0x00010003u);
+}
+
 TEST(SimGpuDirect, ThirtyTwoBitMaskNeedsBar1Below4GiBOrAnIommu) {
   GpuDirectConfig c = Config("h100");
   c.dma_mask_bits = 32;
