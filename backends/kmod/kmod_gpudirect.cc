@@ -296,8 +296,8 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   for (const auto& e : kEras)
     if (c.gpu == e.gpu) era = &e;
   if (!era) return Status::InvalidArgument("unknown GPU profile '" + c.gpu + "'; the kmod part knows h100 and kepler-guide");
-  if (c.dma_mask_bits < 32 || c.dma_mask_bits > 64)
-    return Status::InvalidArgument("dma_mask " + std::to_string(c.dma_mask_bits) + " is not a DMA mask width: give 32 to 64 bits");
+  if (c.dma_mask_bits < 24 || c.dma_mask_bits > 64)
+    return Status::InvalidArgument("dma_mask " + std::to_string(c.dma_mask_bits) + " is not a DMA mask width: give 24 to 64 bits");
   if (c.bar1_base)
     return Refuse("bar1_base: the GPU's BAR is where the guest's firmware put ivshmem-plain's BAR2, not chosen by a scenario");
   if (c.link_gbps) return Refuse("link_gbps: the device's rate here is edu's, measured, not chosen");

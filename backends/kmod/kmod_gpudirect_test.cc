@@ -98,7 +98,7 @@ TEST(KmodGpuDirect, BadInputIsInvalidArgument) {
   c.dma_mask_bits = 16;
   st = MakeKmodGpuDirect(Missing())->Configure(c);
   EXPECT_EQ(st.code(), kInvalidArgument);
-  EXPECT_TRUE(Has(st, "32 to 64")) << st.message();
+  EXPECT_TRUE(Has(st, "24 to 64")) << st.message();
 }
 
 TEST(PcieRoute, FromTheDevicesSysfsPaths) {

@@ -94,10 +94,13 @@ seed003() {
 	fi
 	return $rc
 }
-# seed003_all yes|no: the seed-003 files that want the IOMMU (yes) or not (no), one case each.
+# seed003_all iommu|mask28|plain: the seed-003 files that want the IOMMU (the IOMMU boot), edu with a
+# 28-bit mask (their [step.on.kmod] says dma_mask = 28: the first boot's reload for
+# p2p_dma_mask_refused), or neither; one case each.
 seed003_all() {
 	for f in /scenarios/seed003/*.toml; do
-		if grep -q '^iommu = true' "$f"; then [ "$1" = yes ] || continue; else [ "$1" = no ] || continue; fi
+		if grep -q '^iommu = true' "$f"; then w=iommu; elif grep -q '^dma_mask = 28' "$f"; then w=mask28; else w=plain; fi
+		[ "$w" = "$1" ] || continue
 		s=${f##*/}
 		t "scenario_seed003_${s%.toml}" seed003 "$f"
 	done
@@ -153,7 +156,7 @@ if [ "$resmem_suite" = iommu ]; then
 			t p2p_iommu_pin_gives_iova              /resmem_p2p_guest pin /dev/resmem_edu0 iommu
 			t p2p_iommu_dma                         /resmem_p2p_guest dma /dev/resmem_edu0 4096 2
 			t p2p_iommu_guide_phys_addr_faults      /resmem_p2p_guest phys-addr /dev/resmem_edu0 iommu
-			seed003_all yes
+			seed003_all iommu
 		else
 			t p2p_iommu_provider_loads false
 		fi
@@ -305,12 +308,13 @@ elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		t p2p_bench                             $P bench /dev/resmem_edu0 4096,8192,16384 100
 		t p2p_guide_phys_addr_without_iommu     $P phys-addr /dev/resmem_edu0
 		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
-		seed003_all no
+		seed003_all plain
 		t p2p_gpu_unbind_revokes                $P unbind /dev/resmem_edu0
 		t p2p_nothing_leaked                    $P no-leaks
 		# resmem_edu1 told a 28-bit mask (edu's default width): the BAR, below 4 GiB, is beyond it.
 		if rmmod resmem_edu && load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,28; then
 			t p2p_dma_mask_refused          $P mask-refused /dev/resmem_edu1
+			seed003_all mask28
 		else
 			t p2p_dma_mask_reload           false
 		fi

@@ -229,6 +229,22 @@ TEST(SimGpuDirect, TableVersionOverridesTheProfilesAndIsJudgedTheSameWay) {
   EXPECT_EQ(ok->version, 0x00010003u);
 }
 
+// Masks narrower than 32 bits exist (QEMU's edu has 28): nvidia_p2p_dma_map_pages refuses the
+// H100's BAR1 for one as for a 32-bit device; below 24 bits is no DMA mask.
+TEST(SimGpuDirect, TwentyEightBitDeviceCannotReachTheGuidesBar1) {
+  GpuDirectConfig c = Config("h100");
+  c.dma_mask_bits = 28;
+  Rig r(c);
+  auto va = r.gd.AllocGpu(4 * kMiB, 0);
+  auto s = r.gd.Dma(*va, 4 * kMiB, 0, 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), EIO);
+  EXPECT_NE(s.status().message().find("overflow (mask 0xfffffff)"), std::string::npos) << s.status().message();
+  c.dma_mask_bits = 23;
+  SimGpuDirect gd(std::make_shared<VirtualClock>(), 1);
+  EXPECT_FALSE(gd.Configure(c).ok());
+}
+
 TEST(SimGpuDirect, ThirtyTwoBitMaskNeedsBar1Below4GiBOrAnIommu) {
   GpuDirectConfig c = Config("h100");
   c.dma_mask_bits = 32;
