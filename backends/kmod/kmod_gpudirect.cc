@@ -620,8 +620,14 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
         data = "not checked (the allocation is freed)";
       }
       if (data == "lost") {
-        // A fault report comes asynchronously (DMAR's interrupt): wait for it a little.
-        for (int i = 0; i < 20 && DrainKernelLog().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        // An IOMMU's fault report comes asynchronously (its interrupt) and names the page ("fault
+        // addr 0x..."): wait for a line with that address, 2 s at most.
+        const std::string page = Hex(w.bus_addr & ~0xfffull);
+        bool named = false;
+        for (int i = 0; i < 20 && !named; ++i) {
+          for (const auto& l : DrainKernelLog()) named |= l.find(page) != std::string::npos;
+          if (!named) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
       }
       DrainKernelLog();
       char line[400];
