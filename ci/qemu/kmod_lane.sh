@@ -27,7 +27,7 @@
 # it to exercise the retry). RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
 # RESMEM_IOMMU_BOOT=0 leaves out the second boot (q35 with intel-iommu, the edu_iommu_* cases:
 # docs/rdma.md). RESMEM_P2P=0 leaves out the GPUDirect RDMA and dma-buf cases (p2p_*,
-# dmabuf_import) of both boots.
+# dmabuf_import, and the seed-003 files, scenario_seed003_*) of both boots.
 set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
