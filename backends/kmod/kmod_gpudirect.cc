@@ -197,13 +197,8 @@ std::vector<std::string> KmodGpuDirect::DrainKernelLog() {
     const ssize_t n = read(kmsg_.get(), rec, sizeof rec - 1);
     if (n < 0 && errno == EPIPE) continue;  // records were overwritten: go on with the next
     if (n <= 0) break;
-    rec[n] = 0;
-    // "prio,seq,usec,flags;text\n" and continuation lines " KEY=VALUE".
-    const char* text = std::strchr(rec, ';');
-    if (!text) continue;
-    std::string line(text + 1);
-    line = line.substr(0, line.find('\n'));
-    // The kernel escapes unprintable bytes as \xNN; module lines are plain text.
+    const std::string line = KmsgRecordText(std::string(rec, static_cast<size_t>(n)));
+    if (line.empty()) continue;
     lines.push_back(line);
     Log(line);
   }
@@ -652,6 +647,14 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
 }
 
 }  // namespace
+
+std::string KmsgRecordText(const std::string& record) {
+  const size_t semi = record.find(';');
+  const size_t comma = record.find(',');
+  if (semi == std::string::npos || comma == std::string::npos || comma > semi) return "";
+  // The kernel escapes unprintable bytes as \xNN; the text ends at the first newline.
+  return record.substr(semi + 1, record.find('\n', semi) - semi - 1);
+}
 
 std::string PcieRouteOf(const std::string& a, const std::string& b) {
   auto parent = [](const std::string& p) { return p.substr(0, p.rfind('/')); };

@@ -63,6 +63,10 @@ constexpr uint32_t kKmodBuiltAgainstVersion = 0x00010001;
 // otherwise "" (not one the guide names, or unknown).
 std::string PcieRouteOf(const std::string& device_a_path, const std::string& device_b_path);
 
+// The message of one /dev/kmsg record ("prio,seq,usec,flags;text\n" and continuation lines
+// " KEY=VALUE"), or "" for a record without one.
+std::string KmsgRecordText(const std::string& record);
+
 }  // namespace resmem
 
 #endif  // RESMEM_BACKENDS_KMOD_KMOD_GPUDIRECT_H_

@@ -101,6 +101,15 @@ TEST(KmodGpuDirect, BadInputIsInvalidArgument) {
   EXPECT_TRUE(Has(st, "24 to 64")) << st.message();
 }
 
+TEST(KmsgRecord, TheMessageWithoutPrefixOrDictionary) {
+  EXPECT_EQ(KmsgRecordText("4,1187,23840848,-;nv_p2p_standin: dma_map_pages refused: (-EIO)\n"
+                           " SUBSYSTEM=pci\n DEVICE=+pci:0000:00:12.0\n"),
+            "nv_p2p_standin: dma_map_pages refused: (-EIO)");
+  EXPECT_EQ(KmsgRecordText("6,2,3,c;a; b;c"), "a; b;c");  // only the first ';' ends the prefix
+  EXPECT_EQ(KmsgRecordText("6,2,3,-;"), "");
+  EXPECT_EQ(KmsgRecordText("no prefix here"), "");
+}
+
 TEST(PcieRoute, FromTheDevicesSysfsPaths) {
   // QEMU's guest: edu and ivshmem-plain right on the root bus.
   EXPECT_EQ(PcieRouteOf("/sys/devices/pci0000:00/0000:00:10.0", "/sys/devices/pci0000:00/0000:00:12.0"), "through-cpu");
