@@ -43,7 +43,7 @@ struct GpuDirectConfig {
   std::optional<uint64_t> bar1_base;      // BAR1's bus address; none: the profile's
   bool iommu = false;
   PciePath path = PciePath::kSameSwitch;
-  int dma_mask_bits = 64;                 // the device's DMA mask (dma_set_mask), 32 to 64
+  int dma_mask_bits = 64;                 // the device's DMA mask (dma_set_mask), 24 to 64
   std::optional<double> link_gbps;        // the device's peer-write rate (GB/s); none: the profile's
   UnpinPolicy unpin = UnpinPolicy::kLazy;
   // The third-party driver's free callback: waits for its DMA to finish before it returns (the
@@ -52,6 +52,10 @@ struct GpuDirectConfig {
   bool put_pages_after_callback = false;
   // NVIDIA_P2P_PAGE_TABLE_VERSION the driver was built against; 0: the GPU driver's own.
   uint32_t built_against_version = 0;
+  // The version of the page tables the GPU driver hands out; 0: the profile's. A driver older or
+  // newer than the header a third-party driver was built against (nv-p2p.h's
+  // NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE decides).
+  uint32_t table_version = 0;
 };
 
 // CU_POINTER_ATTRIBUTE_P2P_TOKENS (guide 4.2).
@@ -90,7 +94,7 @@ class GpuDirect {
   virtual std::string name() const = 0;
 
   // Sets up the machine, the GPU and the device; forgets every allocation and pin. Must come
-  // before the other calls; InvalidArgument names an unknown profile or a mask outside 32-64.
+  // before the other calls; InvalidArgument names an unknown profile or a mask outside 24-64.
   virtual Status Configure(const GpuDirectConfig& config) = 0;
 
   // cudaMalloc on the GPU in `context` (0, 1, ...); returns the GPU virtual address. A freed

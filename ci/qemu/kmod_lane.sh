@@ -10,7 +10,8 @@
 #     fault-injection build) with Kbuild; checks both vermagics. RESMEM_KMOD_DRIVER=kbuild builds
 #     the driver with Kbuild too. The guest case driver_module_origin names the .ko it loads;
 #  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest, the
-#     static resmem and scenarios/kmod/*.toml, which the guest runs on the kmod backend);
+#     static resmem and scenarios/kmod/*.toml and scenarios/seed003/*.toml, which the guest runs on
+#     the kmod backend: scenario_kmod_*, scenario_seed003_*);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case.
 # Exit 0 only when the guest printed its plan and every case is "ok".
@@ -26,7 +27,7 @@
 # it to exercise the retry). RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
 # RESMEM_IOMMU_BOOT=0 leaves out the second boot (q35 with intel-iommu, the edu_iommu_* cases:
 # docs/rdma.md). RESMEM_P2P=0 leaves out the GPUDirect RDMA and dma-buf cases (p2p_*,
-# dmabuf_import) of both boots.
+# dmabuf_import, and the seed-003 files, scenario_seed003_*) of both boots.
 set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
@@ -180,6 +181,9 @@ cp "$P2P_BIN" "$R/resmem_p2p_guest" && chmod 755 "$R/resmem_p2p_guest"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
+# The seed-003 files (GPUDirect RDMA), which the guest runs on the kmod backend against resmem_edu.ko
+# and the stand-in provider (guest_init.sh seed003_all; their not_applicable.kmod ones as skips).
+mkdir -p "$R/scenarios/seed003" && cp "$SRC"/scenarios/seed003/*.toml "$R/scenarios/seed003/"
 # udev: udevadm (systemd-udevd is a link to it), its libraries and loader, the rule, and the users
 # and groups of the access cases: acq (uid 1000) in group resmem, nobody in none of them.
 if [[ -x "$UDEV/bin/udevadm" ]]; then
@@ -280,7 +284,7 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 # bus address nobody mapped faults. Its console is appended to the first one's; each boot prints
 # its own TAP plan. Left out when RESMEM_ONLY names no edu or IOMMU case, or with RESMEM_IOMMU_BOOT=0.
 BOOTS=1
-if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* || "$RESMEM_ONLY" == p2p* || "$RESMEM_ONLY" == *iommu* ) ]]; then
+if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* || "$RESMEM_ONLY" == p2p* || "$RESMEM_ONLY" == *iommu* || "$RESMEM_ONLY" == scenario_seed003* ) ]]; then
 	BOOTS=2
 	# intel_iommu=on, and IOMMU options the kernel does not take (they change nothing here; the
 	# guest's doctor_iommu_options_ignored checks that the kernel prints what the doctor's model,
@@ -307,6 +311,7 @@ console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 golden_path, work, only, outdir = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 boots = int(sys.argv[8])
 cases, diag, plans = [], [], []
+skipped = {}  # case -> the reason it did not apply (TAP "# SKIP reason")
 # Transcript name -> the mode and cache its device was loaded with (guest_init.sh).
 parity_devices = {"pfnmap": ("pfnmap", "wb"), "pages": ("pages", "wb"), "wc": ("pfnmap", "wc"),
                   "uc": ("pfnmap", "uc")}
@@ -316,8 +321,10 @@ for line in open(console, errors="replace"):
     m = re.match(r"^# parity-(pfnmap|pages|wc|uc)\| (.*)$", line)
     if m:
         parity[m.group(1)].append(m.group(2))
-    m = re.match(r"^(not )?ok (\d+) - (\S+)", line)
+    m = re.match(r"^(not )?ok (\d+) - (\S+)(?: # SKIP (.*))?", line)
     if m:
+        if m.group(4):
+            skipped[m.group(3)] = m.group(4)
         cases.append((m.group(3), m.group(1) is None, diag))
         diag = []
     elif re.match(r"^1\.\.(\d+)$", line):
@@ -374,18 +381,22 @@ elif plan != len([c for c in cases if not c[0].startswith(("parity_transcript_",
 failed = [c for c in cases if not c[1]]
 with open(xml, "w") as f:
     f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-    f.write('<testsuites><testsuite name="kmod_lane" tests="%d" failures="%d" errors="%d">\n'
-            % (len(cases), len(failed), len(problems)))
+    f.write('<testsuites><testsuite name="kmod_lane" tests="%d" failures="%d" errors="%d" skipped="%d">\n'
+            % (len(cases), len(failed), len(problems), len(skipped)))
     for name, ok, d in cases:
         f.write('<testcase name="%s" classname="kmod_lane">' % html.escape(name))
         if not ok:
             f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
+        elif name in skipped:
+            f.write('<skipped message="%s"/>' % html.escape(skipped[name]))
         f.write('<system-out>%s</system-out></testcase>\n' % html.escape("\n".join(d)))
     for p in problems:
         f.write('<testcase name="lane" classname="kmod_lane"><error message="%s"/></testcase>\n' % html.escape(p))
     f.write("</testsuite></testsuites>\n")
-print("kmod-lane: %d guest cases, %d failed%s" % (len(cases), len(failed), "; " + "; ".join(problems) if problems else ""))
+print("kmod-lane: %d guest cases, %d failed, %d skipped as not applicable%s"
+      % (len(cases), len(failed), len(skipped), "; " + "; ".join(problems) if problems else ""))
 for name, ok, _ in cases:
-    print("kmod-lane:   %s %s" % ("PASS" if ok else "FAIL", name))
+    print("kmod-lane:   %s %s%s" % ("PASS" if ok and name not in skipped else "SKIP" if ok else "FAIL", name,
+                                   ": " + skipped[name] if ok and name in skipped else ""))
 sys.exit(1 if failed or problems else 0)
 PY

@@ -16,11 +16,12 @@ struct Preset {
   const char* platform;
   const char* region;
   const char* gpu;
+  const char* gpudirect;  // "": the gpu part's
 };
 constexpr Preset kPresets[] = {
-    {"sim", "sim", "sim", "sim"},     {"kmod", "host", "kmod", "sim"},
-    {"fuse", "sim", "fuse", "sim"},   {"host", "host", "memfd", "sim"},
-    {"cuda", "host", "standin", "cuda"}, {"kmod+cuda", "host", "kmod", "cuda"},
+    {"sim", "sim", "sim", "sim", ""},     {"kmod", "host", "kmod", "sim", "kmod"},
+    {"fuse", "sim", "fuse", "sim", ""},   {"host", "host", "memfd", "sim", ""},
+    {"cuda", "host", "standin", "cuda", ""}, {"kmod+cuda", "host", "kmod", "cuda", ""},
 };
 
 template <typename F>
@@ -93,6 +94,7 @@ Result<BackendSpec> ResolveBackendSpec(const std::string& text) {
       spec.platform = p.platform;
       spec.region = p.region;
       spec.gpu = p.gpu;
+      spec.gpudirect = p.gpudirect;
       return spec;
     }
   }
@@ -155,7 +157,9 @@ Result<Backend> MakeBackend(const BackendSpec& spec, PartContext& ctx) {
   b.platform = std::move(platform).value();
   b.regions = std::move(region).value();
   b.gpu = std::move(gpu).value();
-  const std::string gpudirect = ctx.options.count("gpudirect") ? ctx.options.at("gpudirect") : spec.gpu;
+  const std::string gpudirect = ctx.options.count("gpudirect") ? ctx.options.at("gpudirect")
+                                : !spec.gpudirect.empty()     ? spec.gpudirect
+                                                              : spec.gpu;
   auto& gpudirects = Registry<GpuDirectFactory>();
   if (gpudirects.count(gpudirect)) {
     auto gd = gpudirects[gpudirect](ctx);

@@ -2,7 +2,8 @@
 // a Gpu, each chosen by name from a registry that backend libraries fill (sim parts here; kmod,
 // fuse, host and cuda parts in their own libraries, linked with alwayslink). Presets:
 //   sim   platform=sim  region=sim   gpu=sim    (the default; runs anywhere)
-//   kmod  platform=host region=kmod  gpu=sim    (the real module; the CUDA model judges its mappings)
+//   kmod  platform=host region=kmod  gpu=sim    (the real module; the CUDA model judges its mappings;
+//         GPUDirect RDMA through the real modules, gpudirect=kmod: backends/kmod/kmod_gpudirect.h)
 //   fuse  platform=sim  region=fuse  gpu=sim    (the sim device served through a real FUSE mount)
 //   host  platform=host region=memfd gpu=sim    (host stand-ins for reserved memory)
 //   cuda  platform=host region=standin gpu=cuda (the real GPU; the scenario's devices stood in
@@ -65,6 +66,7 @@ bool RegisterManagedPart(const std::string& name, ManagedFactory f);
 struct BackendSpec {
   std::string name;  // as the user wrote it
   std::string platform, region, gpu;
+  std::string gpudirect;  // the GPUDirect part a preset names; "": the gpu part's
 };
 // Resolves a preset name or "platform=..,region=..,gpu=..". Unknown names -> InvalidArgument
 // listing what exists.

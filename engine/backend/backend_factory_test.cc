@@ -13,6 +13,7 @@ TEST(BackendFactory, ResolvesPresetsAndSpelledOutSpecs) {
   ASSERT_TRUE(kmod.ok());
   EXPECT_EQ(kmod->platform, "host");
   EXPECT_EQ(kmod->gpu, "sim");
+  EXPECT_EQ(kmod->gpudirect, "kmod");  // GPUDirect RDMA through the real modules
   auto cuda = ResolveBackendSpec("cuda");
   ASSERT_TRUE(cuda.ok());
   EXPECT_EQ(cuda->region, "standin");
@@ -27,6 +28,23 @@ TEST(BackendFactory, ResolvesPresetsAndSpelledOutSpecs) {
   EXPECT_FALSE(ResolveBackendSpec("warp").ok());
   EXPECT_NE(ResolveBackendSpec("warp").status().message().find("sim"), std::string::npos);
   EXPECT_FALSE(ResolveBackendSpec("disk=ssd").ok());
+}
+
+// The kmod preset's GPUDirect part is the real one (backends/kmod/kmod_gpudirect.h): it opens
+// nothing until p2p_setup, which names the module to load where its nodes are missing.
+TEST(BackendFactory, KmodGpuDirectPartSaysWhatIsMissing) {
+  auto spec = ResolveBackendSpec("platform=sim,region=sim,gpu=sim");
+  PartContext ctx;
+  ctx.machine = *sim::MachinePreset("seed000-workstation");
+  ctx.options["gpudirect"] = "kmod";
+  ctx.options["p2p_provider"] = "/nonexistent-resmem-dir/nv_p2p_standin";
+  auto b = MakeBackend(*spec, ctx);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_NE(b->gpudirect, nullptr);
+  EXPECT_EQ(b->gpudirect->name(), "kmod");
+  Status st = b->gpudirect->Configure(GpuDirectConfig{});
+  EXPECT_EQ(st.code(), kUnavailable);
+  EXPECT_NE(st.message().find("load nv_p2p_standin.ko"), std::string::npos) << st.message();
 }
 
 TEST(BackendFactory, BuildsTheSimulatorOnAVirtualClock) {

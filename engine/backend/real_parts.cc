@@ -2,6 +2,7 @@
 // the kernel module.
 #include <glob.h>
 
+#include "backends/kmod/kmod_gpudirect.h"
 #include "backends/kmod/kmod_region.h"
 #include "backends/platform/host_platform.h"
 #include "engine/backend/backend_factory.h"
@@ -25,6 +26,17 @@ const bool kKmodRegion = RegisterRegionPart("kmod", [](PartContext& ctx) -> Resu
     return Status::Unavailable("no " + pattern + " device: load the module (modprobe resmem ranges=SIZE$PHYS, docs/kmod.md) "
                                "or run the QEMU lane (ci/qemu/kmod_lane.sh)");
   return MakeKmodRegionProvider(pattern);
+});
+
+// GPUDirect RDMA through the real modules (backends/kmod/kmod_gpudirect.h): the QEMU lane's
+// stand-in provider and resmem_edu.ko. Opens nothing until p2p_setup, which names what is missing.
+// --option p2p_provider=PATH and edu_devices=GLOB point it at other nodes.
+const bool kKmodGpuDirect = RegisterGpuDirectPart("kmod", [](PartContext& ctx) -> Result<std::unique_ptr<GpuDirect>> {
+  KmodGpuDirectOptions o;
+  if (ctx.options.count("p2p_provider")) o.provider = ctx.options.at("p2p_provider");
+  if (ctx.options.count("edu_devices")) o.edu_glob = ctx.options.at("edu_devices");
+  o.seed = ctx.seed;
+  return MakeKmodGpuDirect(o);
 });
 
 }  // namespace

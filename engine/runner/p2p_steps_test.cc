@@ -32,6 +32,25 @@ ScenarioResult RunText(const std::string& steps, RunOptions options = {}) {
   return RunScenario(parsed->front(), options);
 }
 
+// The real GPUDirect part (gpudirect=kmod) on a machine without the lane's modules: the scenario
+// is UNAVAILABLE with what to load, not FAILED, and [step.on.kmod] is not what the sim runs.
+TEST(P2pSteps, AMissingRealPartIsUnavailableNamingWhatToLoad) {
+  RunOptions options;
+  options.options["gpudirect"] = "kmod";
+  options.options["p2p_provider"] = "/nonexistent-resmem-dir/nv_p2p_standin";
+  auto r = RunText(R"x(
+[[step]]
+do = "p2p_dma"
+buffer = "ring"
+expect = { data = "intact" }
+)x", options);
+  EXPECT_EQ(r.verdict, ScenarioVerdict::kUnavailable) << r.reason;
+  EXPECT_NE(r.reason.find("step 1 (p2p_setup"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("load nv_p2p_standin.ko"), std::string::npos) << r.reason;
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[1].verdict, StepVerdict::kNotRun);
+}
+
 TEST(P2pSteps, ARingThatFitsIsPinnedOnceAndObserved) {
   auto r = RunText(R"x(
 [[step]]

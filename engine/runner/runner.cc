@@ -699,6 +699,7 @@ Status Run::Do(const scenario::P2pSetupStep& step, StepResult* r) {
   c.callback_waits_for_dma = step.callback_waits;
   c.put_pages_after_callback = step.put_after_callback;
   c.built_against_version = static_cast<uint32_t>(step.built_against);
+  c.table_version = static_cast<uint32_t>(step.table_version);
   gpu_buffers_.clear();
   p2p_tokens_.clear();
   p2p_pins_.clear();
@@ -1188,7 +1189,7 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
   const std::string profile = b.gpu ? b.gpu->profile() : s.cuda_profile;
   Run run(s, b, res.seed);
   bool failed = false, stopped = false;
-  std::string headline;
+  std::string headline, unavailable;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& step = s.steps[i];
     StepResult r;
@@ -1217,6 +1218,19 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
     }
     Status st = run.Execute(step, *args, &r);
     r.observed = Observed(st, profile);
+    // A part this machine lacks (no module, no GPU), met at a step that expected no error: the
+    // scenario cannot run here, which is not a failure of what it checks. UNAVAILABLE, with the
+    // part's message (it names what to load or where to run it).
+    if (!st.ok() && !expect->error && st.space() == ErrorSpace::kResmem && st.code() == kUnavailable) {
+      r.verdict = StepVerdict::kNotRun;
+      r.note = "unavailable here: " + st.message();
+      if (unavailable.empty())
+        unavailable = "step " + std::to_string(r.index) + " (" + r.op + ", line " + std::to_string(step.line) +
+                      "): " + st.message();
+      stopped = true;
+      res.steps.push_back(r);
+      continue;
+    }
     std::vector<std::string> fails = Judge(*expect, st, r, profile);
     if (fails.empty()) {
       r.verdict = StepVerdict::kPass;
@@ -1284,7 +1298,10 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
   }
   res.headline = headline;
   if (failed) res.verdict = ScenarioVerdict::kFailed;
-  else if (s.kind == "bug") res.verdict = ScenarioVerdict::kReproduced;
+  else if (!unavailable.empty()) {
+    res.verdict = ScenarioVerdict::kUnavailable;
+    res.reason = unavailable;
+  } else if (s.kind == "bug") res.verdict = ScenarioVerdict::kReproduced;
   else if (s.kind == "fix") res.verdict = ScenarioVerdict::kFixed;
   else res.verdict = ScenarioVerdict::kPassed;
   return res;

@@ -178,6 +178,7 @@ struct P2pSetupStep {
   bool callback_waits = true;
   bool put_after_callback = false;
   int64_t built_against = 0;  // 0: the GPU driver's own page-table version
+  int64_t table_version = 0;  // 0: the profile's
 };
 struct P2pAllocStep {
   static constexpr const char* kName = "p2p_alloc";

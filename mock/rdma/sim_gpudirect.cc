@@ -15,15 +15,16 @@ SimGpuDirect::SimGpuDirect(std::shared_ptr<Clock> clock, uint64_t seed)
 
 Status SimGpuDirect::Configure(const GpuDirectConfig& config) {
   RESMEM_ASSIGN_OR_RETURN(P2pGpuProfile profile, P2pGpuProfileByName(config.gpu));
-  if (config.dma_mask_bits < 32 || config.dma_mask_bits > 64)
+  if (config.dma_mask_bits < 24 || config.dma_mask_bits > 64)
     return Status::InvalidArgument("dma_mask " + std::to_string(config.dma_mask_bits) +
-                                   " is not a DMA mask width: give 32 to 64 bits");
+                                   " is not a DMA mask width: give 24 to 64 bits");
   if (config.bar1_base) {
     if (*config.bar1_base % profile.bar1_bytes != 0)
       return Status::InvalidArgument("bar1_base " + HexAddress(*config.bar1_base) + " is not aligned to BAR1's size (" +
                                      FormatSize(profile.bar1_bytes) + "), as a PCI BAR must be");
     profile.bar1_base = *config.bar1_base;
   }
+  if (config.table_version) profile.page_table_version = config.table_version;
   if (config.link_gbps && *config.link_gbps <= 0)
     return Status::InvalidArgument("link_gbps must be above 0");
   config_ = config;

@@ -208,6 +208,43 @@ TEST(SimGpuDirect, IncompatiblePageTableVersionIsRefusedAndPutBack) {
   EXPECT_TRUE(o.gd.Pin(*o.gd.QueryTokens(*vb), *vb, 4 * kMiB).ok());
 }
 
+// table_version: the GPU driver's tables of another version than the profile's (what the QEMU
+// lane's stand-in is set to; scenarios/seed003/page_table_version_mismatch.toml's kmod form).
+TEST(SimGpuDirect, TableVersionOverridesTheProfilesAndIsJudgedTheSameWay) {
+  GpuDirectConfig c = Config("kepler-guide");
+  c.built_against_version = 0x00010001;
+  c.table_version = 0x00010000;  // older than the header the driver was built against
+  Rig r(c);
+  auto va = r.gd.AllocGpu(4 * kMiB, 0);
+  auto pin = r.gd.Pin(*r.gd.QueryTokens(*va), *va, 4 * kMiB);
+  ASSERT_FALSE(pin.ok());
+  EXPECT_EQ(pin.status().code(), EINVAL);
+  EXPECT_NE(pin.status().message().find("incompatible page table version 0x10000"), std::string::npos)
+      << pin.status().message();
+  c.table_version = 0x00010003;  // a newer minor: read
+  Rig n(c);
+  auto vb = n.gd.AllocGpu(4 * kMiB, 0);
+  auto ok = n.gd.Pin(*n.gd.QueryTokens(*vb), *vb, 4 * kMiB);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->version, 0x00010003u);
+}
+
+// Masks narrower than 32 bits exist (QEMU's edu has 28): nvidia_p2p_dma_map_pages refuses the
+// H100's BAR1 for one as for a 32-bit device; below 24 bits is no DMA mask.
+TEST(SimGpuDirect, TwentyEightBitDeviceCannotReachTheGuidesBar1) {
+  GpuDirectConfig c = Config("h100");
+  c.dma_mask_bits = 28;
+  Rig r(c);
+  auto va = r.gd.AllocGpu(4 * kMiB, 0);
+  auto s = r.gd.Dma(*va, 4 * kMiB, 0, 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), EIO);
+  EXPECT_NE(s.status().message().find("overflow (mask 0xfffffff)"), std::string::npos) << s.status().message();
+  c.dma_mask_bits = 23;
+  SimGpuDirect gd(std::make_shared<VirtualClock>(), 1);
+  EXPECT_FALSE(gd.Configure(c).ok());
+}
+
 TEST(SimGpuDirect, ThirtyTwoBitMaskNeedsBar1Below4GiBOrAnIommu) {
   GpuDirectConfig c = Config("h100");
   c.dma_mask_bits = 32;
