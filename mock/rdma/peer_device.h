@@ -32,8 +32,9 @@ struct PeerDeviceSpec {
 struct PeerWrite {
   double seconds = 0;
   std::string route;  // "same-switch", "through-cpu", "through-cpu (IOMMU)"
-  std::string data;   // "intact" or "misdirected"
+  std::string data;   // "intact", "misdirected" or "lost" (blocked by an IOMMU)
   std::string note;   // the rule that decided, in the source's words
+  std::string fault;  // the kernel's line about the write (an IOMMU fault), or empty
 };
 
 class SimPeerDevice {
@@ -50,7 +51,8 @@ class SimPeerDevice {
   // The device writes `length` bytes to the pages at `bus_addresses` (each `page` bytes) in order.
   // `translated`: the addresses came from MapResource (dma_map_pages); false: they are the page
   // table's physical addresses, used as they are (the guide's API has no dma_map_pages).
-  // Errors: EIO where the write cannot arrive (across sockets; an IOMMU that never mapped them).
+  // Errors: EIO where the write cannot arrive across sockets. An IOMMU that never mapped the
+  // addresses drops the writes without the device knowing: data "lost" and the fault's line.
   Result<PeerWrite> Write(const std::vector<uint64_t>& bus_addresses, uint64_t page, uint64_t length,
                           bool translated) const;
 

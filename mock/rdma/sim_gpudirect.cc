@@ -230,6 +230,12 @@ Result<P2pDmaStats> SimGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t blo
                                             HexAddress(addr));
       }
       PeerWrite w = *written;
+      // The kernel's line during the transfer, then the driver's account of it once it ended (the
+      // order the lane's kernel log and driver give them).
+      if (!w.fault.empty()) nv_->Log(w.fault);
+      if (!rec.translated)
+        nv_->Log("driver: the device wrote " + FormatSize(len) + " to bus " + HexAddress(rec.bus.front()) +
+                 " (the physical address, given as is: the guide's API): data " + w.data);
       if (nv_->revoked(id)) {
         w.data = "misdirected";
         w.note = "the transfer used page table " + std::to_string(id) + " after the free callback revoked it";
