@@ -371,7 +371,7 @@ std::vector<StepDef> MakeStepDefs() {
                        Name("device", &StageStep::device, "device buffer"),
                        Size("src_offset", &StageStep::src_offset, kOptional, "into src"),
                        Size("length", &StageStep::length, kRequired, "bytes"), Passes<StageStep>()},
-                      {"mbps", "tolerance"}),
+                      {"mbps", "tolerance", "mbps_min", "mbps_max"}),
       Kind<ChecksumStep>("compare a device-side checksum with the host bytes",
                          {Name("host", &ChecksumStep::host, "host memory"),
                           Name("device", &ChecksumStep::device, "device buffer"),

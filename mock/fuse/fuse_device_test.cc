@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "kmod/uapi/resmem_ioctl.h"
