@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/runner/runner.h"
+#include "engine/runner/scenario_text.h"
 
 namespace resmem::engine {
 namespace {
@@ -23,10 +24,7 @@ mmio = [{ start = 0x80000000, last = 0xfebfffff, name = "PCI Bus 0000:00" }]
 )";
 
 ScenarioResult RunText(const std::string& steps) {
-  auto parsed = scenario::ParseScenarioText(std::string(kMachine) + steps, "t.toml");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  if (!parsed.ok()) return {};
-  return RunScenario((*parsed)[0], RunOptions{});
+  return RunScenarioText(std::string(kMachine) + steps, "t.toml");
 }
 
 const char kUserMap[] =

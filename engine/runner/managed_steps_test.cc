@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/runner/runner.h"
+#include "engine/runner/scenario_text.h"
 #include "engine/scenario/scenario.h"
 #include "gtest/gtest.h"
 
@@ -29,10 +30,7 @@ write = true
 )x";
 
 ScenarioResult RunText(const std::string& steps) {
-  auto parsed = scenario::ParseScenarioText(std::string(kHead) + steps, "managed.toml");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  if (!parsed.ok()) return {};
-  return RunScenario(parsed->front(), RunOptions{});
+  return RunScenarioText(std::string(kHead) + steps, "managed.toml");
 }
 
 TEST(ManagedSteps, AFirstTouchIsObservedAndHeadlined) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "engine/runner/runner.h"
+#include "engine/runner/scenario_text.h"
 #include "engine/scenario/scenario.h"
 #include "gtest/gtest.h"
 
@@ -26,10 +27,7 @@ length = "224M"
 )x";
 
 ScenarioResult RunText(const std::string& steps, RunOptions options = {}) {
-  auto parsed = scenario::ParseScenarioText(std::string(kHead) + steps, "p2p.toml");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  if (!parsed.ok()) return {};
-  return RunScenario(parsed->front(), options);
+  return RunScenarioText(std::string(kHead) + steps, "p2p.toml", options);
 }
 
 // The real GPUDirect part (gpudirect=kmod) on a machine without the lane's modules: the scenario
