@@ -164,8 +164,7 @@ struct Probe {
   Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
                   transfer::LanePool& pool, bool drain = false) {
     const int lanes = pool.size();
-    const uint64_t piece = std::max<uint64_t>(
-        64 << 10, ((seg + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+    const uint64_t piece = transfer::SegmentPiece(seg, lanes);
     const uint64_t per_seg = (seg + piece - 1) / piece;
     const uint64_t nseg = (size + seg - 1) / seg;
     std::vector<double> t;

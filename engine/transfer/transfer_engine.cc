@@ -83,6 +83,11 @@ void DemoteLines(const uint8_t* p, uint64_t n) {
 
 }  // namespace
 
+uint64_t SegmentPiece(uint64_t seg, int lanes) {
+  const uint64_t fillers = 2 * static_cast<uint64_t>(lanes - 1);
+  return std::max<uint64_t>(64 << 10, ((seg + fillers - 1) / fillers + 4095) / 4096 * 4096);
+}
+
 const char* PathName(Path p) {
   switch (p) {
     case Path::kRegisteredDirect: return "registered-direct";
@@ -447,9 +452,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
   const uint64_t nseg = (length + seg - 1) / seg;
-  // Pieces: each filling lane gets ~2 per segment, >= 64 KiB.
-  const uint64_t piece = std::max<uint64_t>(
-      64 << 10, ((seg + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+  const uint64_t piece = SegmentPiece(seg, lanes);
   const uint64_t pieces_per_seg = (seg + piece - 1) / piece;
   auto seg_len = [&](uint64_t i) { return std::min(seg, length - i * seg); };
   const bool demote_drain = o_.staging_demote_drain_upto != 0 && seg <= o_.staging_demote_drain_upto;
@@ -600,8 +603,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         if (o_.staging_ramp_first && known < 32)
           n = std::min(n, std::max<uint64_t>(4096, o_.staging_ramp_first << known));
         const uint64_t slot = known % kRing;
-        const uint64_t piece = std::max<uint64_t>(
-            64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+        const uint64_t piece = SegmentPiece(n, lanes);
         Desc& d = desc[slot];
         d.host.store(mem_.data() + cur.host_offset + cur_done, std::memory_order_relaxed);
         d.len.store(n, std::memory_order_relaxed);
@@ -853,8 +855,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         }
       }
       const uint64_t n = seg_len[g];
-      const uint64_t piece = std::max<uint64_t>(
-          64 << 10, ((n + 2 * (lanes - 1) - 1) / (2 * (lanes - 1)) + 4095) / 4096 * 4096);
+      const uint64_t piece = SegmentPiece(n, lanes);
       const uint64_t pieces = (n + piece - 1) / piece;
       // Host to device: non-temporal below staging_nt_fill_below and for the copy's last B
       // segments (TransferOptions::staging_nt_tail).

@@ -146,6 +146,10 @@ struct StagedTrace {
   double returned_us = 0;  // the lane pool returned: the copy is complete
 };
 
+// The piece the filling lanes (all but the driving lane 0) claim of a staged segment of `seg`
+// bytes: about two per filling lane, at least 64 KiB, a multiple of 4 KiB. lanes >= 2.
+uint64_t SegmentPiece(uint64_t seg, int lanes);
+
 // One block of a CopyQueue: host [host_offset, +length) to dev [dev_offset, +length).
 struct QueuedBlock {
   uint64_t host_offset = 0;

@@ -250,5 +250,14 @@ TEST(TransferEngine, CopyQueueDeliversBlocksInOrderAndStopsOnError) {
   EXPECT_EQ(handed, 3);
 }
 
+// Pieces of a staged segment: about two per filling lane, at least 64 KiB, 4 KiB multiples (the
+// H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes).
+TEST(SegmentPieceTest, TwoPerFillingLaneAtLeast64KiB) {
+  EXPECT_EQ(SegmentPiece(2ull << 20, 16), 72ull << 10);
+  EXPECT_EQ(SegmentPiece(8ull << 20, 16), 276ull << 10);
+  EXPECT_EQ(SegmentPiece(256ull << 10, 16), 64ull << 10);
+  EXPECT_EQ(SegmentPiece(4ull << 20, 2), 2ull << 20);  // one filling lane: two halves
+}
+
 }  // namespace
 }  // namespace resmem::transfer
