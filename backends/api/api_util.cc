@@ -205,6 +205,12 @@ Result<uint64_t> ParseSize(const std::string& text) {
   return static_cast<uint64_t>(bytes);
 }
 
+std::string HexAddress(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
+  return buf;
+}
+
 std::string FormatSize(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;

@@ -100,6 +100,8 @@ Status CheckSpan(const HostMemory& mem, uint64_t offset, uint64_t len, const cha
 // K/M/G/T are binary (as on the kernel command line).
 Result<uint64_t> ParseSize(const std::string& text);
 std::string FormatSize(uint64_t bytes);  // "188 GiB", "16 MiB", "4 KiB", "123 B"
+// "0x1f0000": addresses, tokens and versions as the kernel and the NVIDIA driver print them.
+std::string HexAddress(uint64_t value);
 
 }  // namespace resmem
 

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "backends/cuda/kernels.h"
+#include "backends/api/memory.h"
 
 namespace resmem::cuda {
 namespace {
@@ -25,12 +26,6 @@ using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 using CtxCreateFn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
 using GetHandleForRangeFn = CUresult (*)(void*, CUdeviceptr, size_t, CUmemRangeHandleType,
                                          unsigned long long);
-
-std::string Hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
 
 // A failed runtime call: clear the (non-sticky) error and return it as a value.
 Status CudaError(cudaError_t err, const std::string& call) {
@@ -85,7 +80,7 @@ class PinnedMemory : public HostMemory {
     return Status::Ok();
   }
   std::string Describe() const override {
-    return "cudaHostAlloc " + FormatSize(size_) + " at " + Hex(address());
+    return "cudaHostAlloc " + FormatSize(size_) + " at " + HexAddress(address());
   }
 
  private:
@@ -236,7 +231,7 @@ Result<int> CudaGpu::CreateContextWithFlags(int device, uint32_t flags) {
   CUresult r = reinterpret_cast<CtxCreateFn>(fn_ctx_create_)(&ctx, nullptr, ctx_flags, device);
   if (r != CUDA_SUCCESS)
     return Status::Cuda(static_cast<int>(r), "cuCtxCreate(device " + std::to_string(device) +
-                                                 ", flags " + Hex(ctx_flags) + ") -> " +
+                                                 ", flags " + HexAddress(ctx_flags) + ") -> " +
                                                  std::to_string(r));
   std::lock_guard<std::mutex> l(mu_);
   contexts_.push_back(ctx);
@@ -263,7 +258,7 @@ Status CudaGpu::Register(HostMemory& mem, uint64_t offset, uint64_t length, uint
     return f.status;
   cudaError_t err = cudaHostRegister(p, length, flags);
   if (err != cudaSuccess)
-    return CudaError(err, "cudaHostRegister(" + Hex(reinterpret_cast<uint64_t>(p)) + ", " +
+    return CudaError(err, "cudaHostRegister(" + HexAddress(reinterpret_cast<uint64_t>(p)) + ", " +
                               FormatSize(length) + ", " + RegisterFlagsName(flags) + ")");
   return Status::Ok();
 }
@@ -276,7 +271,7 @@ Status CudaGpu::Unregister(HostMemory& mem, uint64_t offset) {
     return f.status;
   cudaError_t err = cudaHostUnregister(p);
   if (err != cudaSuccess)
-    return CudaError(err, "cudaHostUnregister(" + Hex(reinterpret_cast<uint64_t>(p)) + ")");
+    return CudaError(err, "cudaHostUnregister(" + HexAddress(reinterpret_cast<uint64_t>(p)) + ")");
   return Status::Ok();
 }
 
@@ -605,7 +600,7 @@ Status CudaGpu::SetDeviceFlags(uint32_t flags) {
   RESMEM_RETURN_IF_ERROR(BindThread());
   const unsigned f = (flags & kDeviceMapHost) ? cudaDeviceMapHost : 0;
   cudaError_t err = cudaSetDeviceFlags(f);
-  if (err != cudaSuccess) return CudaError(err, "cudaSetDeviceFlags(" + Hex(f) + ")");
+  if (err != cudaSuccess) return CudaError(err, "cudaSetDeviceFlags(" + HexAddress(f) + ")");
   return Status::Ok();
 }
 
@@ -720,7 +715,7 @@ Result<DmaBufExport> CudaGpu::ExportDmaBuf(DeviceBuffer& dev, uint64_t offset, u
   // The range is passed as asked, even past the buffer's end: what the driver says is the case.
   return ExportRange(reinterpret_cast<uint64_t>(b->ptr()) + offset, length,
                      "cuMemGetHandleForAddressRange(cudaMalloc " + FormatSize(dev.size()) + " +" +
-                         Hex(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)");
+                         HexAddress(offset) + ", " + std::to_string(length) + " bytes, DMA_BUF_FD)");
 }
 
 Result<DmaBufExport> CudaGpu::ExportDmaBufHost(HostMemory& host, uint64_t offset, uint64_t length) {
@@ -728,7 +723,7 @@ Result<DmaBufExport> CudaGpu::ExportDmaBufHost(HostMemory& host, uint64_t offset
   if (host.data() == nullptr)
     return Status::InvalidArgument("dma-buf export: " + host.Describe() + " is not addressable here");
   return ExportRange(reinterpret_cast<uint64_t>(host.data()) + offset, length,
-                     "cuMemGetHandleForAddressRange(" + host.Describe() + " +" + Hex(offset) + ", " +
+                     "cuMemGetHandleForAddressRange(" + host.Describe() + " +" + HexAddress(offset) + ", " +
                          std::to_string(length) + " bytes, DMA_BUF_FD)");
 }
 

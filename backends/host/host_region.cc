@@ -11,18 +11,13 @@
 #include <fstream>
 
 #include "backends/host/smaps_facts.h"
+#include "backends/api/memory.h"
 
 namespace resmem::host {
 namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kHugePage = 2ull << 20;
-
-std::string Hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
 
 class MappedMemory : public HostMemory {
  public:
@@ -178,7 +173,7 @@ Result<std::unique_ptr<HostMemory>> MapHostMemory(HostKind kind, uint64_t bytes,
   MappingFacts f = facts.value();
   f.length = bytes;
   std::string describe = std::string("host:") + HostKindName(kind) + " [" + label + " " +
-                         FormatSize(bytes) + "] mapped at " + Hex(reinterpret_cast<uint64_t>(base));
+                         FormatSize(bytes) + "] mapped at " + HexAddress(reinterpret_cast<uint64_t>(base));
   return std::unique_ptr<HostMemory>(
       new MappedMemory(base, bytes, map_len, f, std::move(describe), true));
 }
@@ -209,10 +204,10 @@ class HostHandle : public RegionHandle {
   }
   Result<std::unique_ptr<HostMemory>> Map(const MapRequest& r) override {
     if (r.offset % kPage != 0)
-      return Status::Errno(EINVAL, "mmap offset " + Hex(r.offset) + " is not page aligned");
+      return Status::Errno(EINVAL, "mmap offset " + HexAddress(r.offset) + " is not page aligned");
     if (r.length == 0) return Status::Errno(EINVAL, "mmap length 0: give a length");
     if (r.offset > size_ || r.length > size_ - r.offset)
-      return Status::Errno(EINVAL, "mmap [" + Hex(r.offset) + "+" + FormatSize(r.length) +
+      return Status::Errno(EINVAL, "mmap [" + HexAddress(r.offset) + "+" + FormatSize(r.length) +
                                        ") runs past the end of " + device_ + " (" +
                                        FormatSize(size_) + ")");
     if (r.writable && !writable_)
@@ -227,7 +222,7 @@ class HostHandle : public RegionHandle {
   }
   Status Ioctl(unsigned long cmd, void*) override {
     return Status::Errno(ENOTTY, device_ + " is a host stand-in: it answers no ioctl (" +
-                                     Hex(cmd) + ")");
+                                     HexAddress(cmd) + ")");
   }
 
  private:
@@ -286,7 +281,7 @@ class StandinHandle : public RegionHandle {
                                            "): map it with writable = false");
         return WrapForeignMapping(vvar->start, r.length,
                                   "stand-in of " + info_.device + ": [vvar] at " +
-                                      Hex(vvar->start) + " (VM_IO|VM_PFNMAP, read-only)");
+                                      HexAddress(vvar->start) + " (VM_IO|VM_PFNMAP, read-only)");
       }
     }
     const uint64_t mem_total = MemTotalBytes();
@@ -301,7 +296,7 @@ class StandinHandle : public RegionHandle {
   }
   Status Ioctl(unsigned long cmd, void*) override {
     return Status::Errno(ENOTTY, "the stand-in of " + info_.device + " answers no ioctl (" +
-                                     Hex(cmd) + "): no module runs here");
+                                     HexAddress(cmd) + "): no module runs here");
   }
 
  private:

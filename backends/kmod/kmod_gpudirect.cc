@@ -36,17 +36,12 @@ constexpr uint8_t kPoison = 0xa5;
 constexpr uint64_t kInFlightBytes = 8 * kPiece;
 constexpr auto kFreeAfter = std::chrono::milliseconds(500);
 
-std::string Hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
 std::string Hex8(uint32_t v) {
   char b[16];
   std::snprintf(b, sizeof b, "0x%08" PRIx32, v);
   return b;
 }
-std::string Range(uint64_t va, uint64_t len) { return "[" + Hex(va) + ", +" + FormatSize(len) + ")"; }
+std::string Range(uint64_t va, uint64_t len) { return "[" + HexAddress(va) + ", +" + FormatSize(len) + ")"; }
 std::string ErrnoText(int e) {
   const char* n = ErrnoName(e);
   return *n ? std::string(n) : "errno " + std::to_string(e);
@@ -420,8 +415,8 @@ Result<uint64_t> KmodGpuDirect::AllocGpu(uint64_t length, int context) {
   rec.map = static_cast<uint8_t*>(m);
   allocs_.push_back(rec);
   DrainKernelLog();
-  Log("cuda: cudaMalloc(" + FormatSize(length) + ") in context " + std::to_string(context) + " -> " + Hex(a.va) +
-      ", " + DescribeTokens(rec.tokens) + ", BAR offset " + Hex(a.bar_offset));
+  Log("cuda: cudaMalloc(" + FormatSize(length) + ") in context " + std::to_string(context) + " -> " + HexAddress(a.va) +
+      ", " + DescribeTokens(rec.tokens) + ", BAR offset " + HexAddress(a.bar_offset));
   return a.va;
 }
 
@@ -429,7 +424,7 @@ Result<P2pTokens> KmodGpuDirect::QueryTokens(uint64_t va) {
   RESMEM_RETURN_IF_ERROR(NeedConfigured());
   const Allocation* a = Holding(va, 1, true);
   if (!a)
-    return Status::Errno(EINVAL, "no live allocation holds " + Hex(va) + " (cuPointerGetAttribute answers "
+    return Status::Errno(EINVAL, "no live allocation holds " + HexAddress(va) + " (cuPointerGetAttribute answers "
                                  "CUDA_ERROR_INVALID_VALUE for a freed pointer): allocate it with p2p_alloc");
   return a->tokens;
 }
@@ -465,7 +460,7 @@ Result<P2pPageTable> KmodGpuDirect::Pin(const P2pTokens& tokens, uint64_t va, ui
   DrainKernelLog();
   Log("driver: " + what + " -> page table " + std::to_string(t.id) + ", version " + Hex8(w.table_version) + ", " +
       std::to_string(w.entries) + " entries of " + FormatSize(t.page_size) + ", pinned in " +
-      std::to_string(w.pin_ns / 1000) + " us; page 0 at phys " + Hex(w.phys_addr) + ", bus " + Hex(bus0) + " (" +
+      std::to_string(w.pin_ns / 1000) + " us; page 0 at phys " + HexAddress(w.phys_addr) + ", bus " + HexAddress(bus0) + " (" +
       BusKind(bus0, w.phys_addr) + ")");
   ExplicitPin p;
   p.fd = std::move(fd);
@@ -508,7 +503,7 @@ Status KmodGpuDirect::FreeGpu(uint64_t va, bool dma_in_flight) {
   Allocation* a = nullptr;
   for (auto& x : allocs_)
     if (!x.freed && x.va == va) a = &x;
-  if (!a) return Status::Errno(EINVAL, "cudaFree(" + Hex(va) + "): not the start of a live allocation");
+  if (!a) return Status::Errno(EINVAL, "cudaFree(" + HexAddress(va) + "): not the start of a live allocation");
   RESMEM_ASSIGN_OR_RETURN(int ctx, Context(a->context));
   DrainKernelLog();
   // The transfer in flight: into an explicit pin of the allocation (its file's cached pin), else
@@ -542,7 +537,7 @@ Status KmodGpuDirect::FreeGpu(uint64_t va, bool dma_in_flight) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (writer.joinable()) writer.join();
   a->freed = fe == 0;
-  if (fe) return ModuleError(fe, "cudaFree(" + Hex(va) + ") (NV_P2P_STANDIN_IOC_FREE)");
+  if (fe) return ModuleError(fe, "cudaFree(" + HexAddress(va) + ") (NV_P2P_STANDIN_IOC_FREE)");
   DrainKernelLog();
   char line[256];
   std::snprintf(line, sizeof line,
@@ -617,7 +612,7 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
       if (data == "lost") {
         // An IOMMU's fault report comes asynchronously (its interrupt) and names the page ("fault
         // addr 0x..."): wait for a line with that address, 2 s at most.
-        const std::string page = Hex(w.bus_addr & ~0xfffull);
+        const std::string page = HexAddress(w.bus_addr & ~0xfffull);
         bool named = false;
         for (int i = 0; i < 20 && !named; ++i) {
           for (const auto& l : DrainKernelLog()) named |= l.find(page) != std::string::npos;

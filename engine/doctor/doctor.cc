@@ -10,18 +10,13 @@
 #include "kmod/uapi/resmem_ioctl.h"
 #include "nlohmann/json.hpp"
 #include "engine/doctor/grub_stages.h"
+#include "backends/api/memory.h"
 
 namespace resmem::engine {
 namespace {
 
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 std::string Range(uint64_t start, uint64_t end) {
-  return "[" + Hex(start) + ", " + Hex(end) + ") " + FormatSize(end - start);
+  return "[" + HexAddress(start) + ", " + HexAddress(end) + ") " + FormatSize(end - start);
 }
 
 // /sys/firmware/memmap's type names back to e820 types (e820.c, e820_type_to_string).

@@ -22,6 +22,7 @@
 #include "mock/machine/e820_table.h"
 #include "mock/machine/e820_text.h"
 #include "mock/machine/machine_file.h"
+#include "backends/api/memory.h"
 
 namespace resmem::import {
 namespace {
@@ -30,14 +31,8 @@ std::string Trim(const std::string& s) { return TrimBlanks(s); }
 
 bool StartsWith(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 std::string Range(uint64_t start, uint64_t end) {
-  return "[" + Hex(start) + "-" + Hex(end - 1) + "]";
+  return "[" + HexAddress(start) + "-" + HexAddress(end - 1) + "]";
 }
 
 // Removes what wraps a kernel line in logs: a syslog prefix ("Jan 12 10:00:00 host kernel: ",
@@ -190,8 +185,8 @@ std::string RenderFirmwareMemmapDump(const std::vector<MemmapDumpEntry>& entries
   std::string out;
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string n = std::to_string(i);
-    out += n + "/end:" + Hex(entries[i].end - 1) + "\n";
-    out += n + "/start:" + Hex(entries[i].start) + "\n";
+    out += n + "/end:" + HexAddress(entries[i].end - 1) + "\n";
+    out += n + "/start:" + HexAddress(entries[i].start) + "\n";
     out += n + "/type:" + entries[i].type + "\n";
   }
   return out;

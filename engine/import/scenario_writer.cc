@@ -8,15 +8,10 @@
 #include "engine/scenario/scenario.h"
 #include "mock/machine/cmdline.h"
 #include "mock/machine/machine_file.h"
+#include "backends/api/memory.h"
 
 namespace resmem::import {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -44,7 +39,7 @@ std::vector<std::string> ReservationsOf(const sim::MachineSpec& machine) {
         const auto start = sim::MemParse(item.substr(dollar + 1));
         if (size.consumed == dollar && size.value && start.consumed == item.size() - dollar - 1 &&
             start.consumed)
-          out.push_back(Hex(size.value) + "$" + Hex(start.value));
+          out.push_back(HexAddress(size.value) + "$" + HexAddress(start.value));
       }
       if (comma == std::string::npos) break;
       pos = comma + 1;

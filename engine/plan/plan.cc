@@ -10,6 +10,7 @@
 #include "mock/machine/e820_table.h"
 #include "mock/machine/grub.h"
 #include "nlohmann/json.hpp"
+#include "backends/api/memory.h"
 
 namespace resmem::engine {
 namespace {
@@ -30,12 +31,6 @@ constexpr uint64_t kKernelFloor = 128 * kMiB;
 // min(2 GiB, end of that RAM) free of the reservation.
 constexpr uint64_t kInitrdCeiling = 2 * kGiB;
 constexpr uint64_t kInitrdZone = 512 * kMiB;
-
-std::string Hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
 
 std::string MemRange(uint64_t start, uint64_t end) {
   char b[64];
@@ -114,7 +109,7 @@ std::string MtrrBlocker(const sim::MachineSpec& m, uint64_t start, uint64_t end)
   for (size_t i = 0; i < m.mtrr.variable.size(); ++i) {
     const auto& r = m.mtrr.variable[i];
     if (r.type == MemoryType::kWriteBack || r.base >= end || r.base + r.size <= start) continue;
-    return "variable MTRR reg" + std::to_string(i) + " (base " + Hex(r.base) + ", size " +
+    return "variable MTRR reg" + std::to_string(i) + " (base " + HexAddress(r.base) + ", size " +
            FormatSize(r.size) + ") makes " + MemRange(std::max(r.base, start),
                                                       std::min(r.base + r.size, end)) +
            " " + MemoryTypeName(r.type);
@@ -168,7 +163,7 @@ std::string MemparseSpelling(uint64_t bytes) {
     const uint64_t unit = 1ull << u.shift;
     if (bytes % unit == 0) return std::to_string(bytes >> u.shift) + u.suffix;
   }
-  return Hex(bytes);
+  return HexAddress(bytes);
 }
 
 Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const PlanRequest& req) {
@@ -178,7 +173,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
                                    " is not a multiple of 4 KiB pages; round it, e.g. " +
                                    MemparseSpelling(AlignUp(req.size, kPage)));
   if (req.at && *req.at % kPage != 0)
-    return Status::InvalidArgument("--at " + Hex(*req.at) +
+    return Status::InvalidArgument("--at " + HexAddress(*req.at) +
                                    " is not page-aligned; the kernel reserves whole pages");
   if (req.dma_bits < 32 || req.dma_bits > 64)
     return Status::InvalidArgument("--dma-bits " + std::to_string(req.dma_bits) +
@@ -227,7 +222,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
     free = Subtract(free, 0, kKernelFloor);
     if (low_top > kInitrdZone) free = Subtract(free, low_top - kInitrdZone, low_top);
     plan.reasons.push_back("below 4 GiB: clear of the kernel image " + MemRange(0, kKernelFloor) +
-                           " and of the initrd's place below " + Hex(low_top));
+                           " and of the initrd's place below " + HexAddress(low_top));
   }
   if (req.dma_bits <= 32) {
     free = Subtract(free, k4G, UINT64_MAX);
@@ -275,7 +270,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
                "past the end of RAM)";
       if (what.empty()) what = "inside what the plan keeps free (" + plan.reasons.back() + ")";
       return Status::Error(kFailedPrecondition,
-          "--at " + Hex(*req.at) + " for " + FormatSize(req.size) + ": " +
+          "--at " + HexAddress(*req.at) + " for " + FormatSize(req.size) + ": " +
           MemRange(*req.at, at_end) + " is " + what +
           "; run without --at to get a place that fits");
     }
@@ -344,7 +339,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
     return Status::Error(kFailedPrecondition, 
         "no place for " + FormatSize(req.size) + " is write-back: " + first_blocker +
         ", so every mapping of it is UC- and runs at uncached speed (seed 000's cliff)" +
-        (best ? "; the largest write-back place is " + FormatSize(best) + " at " + Hex(best_at) +
+        (best ? "; the largest write-back place is " + FormatSize(best) + " at " + HexAddress(best_at) +
                     " (resmem plan " + MemparseSpelling(best) + ")"
               : std::string("")) +
         "; or have the BIOS set MTRRs that cover all RAM");

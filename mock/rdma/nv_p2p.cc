@@ -76,12 +76,6 @@ std::vector<P2pGpuProfile> Profiles() {
 
 }  // namespace
 
-std::string HexAddress(uint64_t value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
-  return buf;
-}
-
 bool PageTableVersionCompatible(uint32_t table_version, uint32_t built_against) {
   return (table_version >> 16) == (built_against >> 16) &&
          (table_version & 0xffff) >= (built_against & 0xffff);

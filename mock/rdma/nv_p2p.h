@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/api/memory.h"
 #include "backends/api/p2p.h"
 #include "backends/api/status.h"
 
@@ -28,8 +29,6 @@ inline constexpr uint32_t kPageTableVersionGuide = 0x00010001;
 // the one the reader was built against.
 bool PageTableVersionCompatible(uint32_t table_version, uint32_t built_against);
 
-// "0x1f0000": addresses, tokens and versions as the NVIDIA driver and the kernel print them.
-std::string HexAddress(uint64_t value);
 
 // A GPU as the P2P path sees it. Where each figure comes from is in nv_p2p.cc's profile table.
 struct P2pGpuProfile {

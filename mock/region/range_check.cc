@@ -1,4 +1,5 @@
 #include "mock/region/range_check.h"
+#include "backends/api/memory.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,12 +19,6 @@ std::string Span(uint64_t start, uint64_t end) {  // end exclusive, printed incl
   return buf;
 }
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 bool Overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
 
 }  // namespace
@@ -33,11 +28,11 @@ Status CheckDriverRange(const SimWorld& world, const DriverRange& range,
   const uint64_t phys = range.phys;
   const uint64_t size = range.size;
   if (size == 0)
-    return Status::Errno(ERANGE, "range at " + Hex(phys) +
+    return Status::Errno(ERANGE, "range at " + HexAddress(phys) +
                                      " has size 0; give the size of the memmap=nn$ss reservation");
   const int bits = world.spec.phys_addr_bits;
   if (phys + size < phys || (bits < 64 && ((phys + size - 1) >> bits) != 0))
-    return Status::Errno(EOVERFLOW, "range " + Hex(phys) + " + " + Hex(size) +
+    return Status::Errno(EOVERFLOW, "range " + HexAddress(phys) + " + " + HexAddress(size) +
                                         " ends past the " + std::to_string(bits) +
                                         "-bit physical address space; check the size and start "
                                         "(memmap=nn$ss takes the size first)");
@@ -87,7 +82,7 @@ Status CheckDriverRange(const SimWorld& world, const DriverRange& range,
                          "range " + Span(phys, end) +
                              " is not entirely inside a range the kernel marked Reserved "
                              "(memmap= reservations: " + (have.empty() ? "none" : have) +
-                             "); boot with memmap=" + Hex(size) + "$" + Hex(phys) +
+                             "); boot with memmap=" + HexAddress(size) + "$" + HexAddress(phys) +
                              " or pick a reserved range");
   }
 

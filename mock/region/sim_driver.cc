@@ -10,6 +10,7 @@
 #include "kmod/uapi/resmem_ioctl.h"
 #include "mock/region/range_check.h"
 #include "mock/region/sim_mapping.h"
+#include "backends/api/memory.h"
 
 namespace resmem::sim {
 namespace {
@@ -19,12 +20,6 @@ constexpr uint64_t kPage = 4096;
 // Where the simulated kernel's vmalloc/ioremap space starts (x86-64 with 4-level paging,
 // Documentation/arch/x86/x86_64/mm.rst: vmalloc/ioremap space at ffffc90000000000).
 constexpr uint64_t kVmallocStart = 0xffffc90000000000ull;
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 struct Device {
   std::string path;  // "/dev/resmem0"
@@ -108,7 +103,7 @@ class SimRegionHandle : public RegionHandle {
     if (request.length == 0)
       return Status::Errno(EINVAL, what + ": length 0; map at least one page");
     if (request.offset % kPage)
-      return Status::Errno(EINVAL, what + ": offset " + Hex(request.offset) +
+      return Status::Errno(EINVAL, what + ": offset " + HexAddress(request.offset) +
                                        " is not a multiple of the 4 KiB page size");
     if (request.shared && request.writable && !request_.writable)
       return Status::Errno(EACCES, what + ": shared writable mapping of a device opened "
@@ -120,7 +115,7 @@ class SimRegionHandle : public RegionHandle {
                                           "(a write would copy the page); map MAP_SHARED");
     const uint64_t vma_size = (request.length + kPage - 1) & ~(kPage - 1);
     if (vma_size < request.length)
-      return Status::Errno(ENOMEM, what + ": length " + Hex(request.length) +
+      return Status::Errno(ENOMEM, what + ": length " + HexAddress(request.length) +
                                        " does not fit the address space");
 
     SimMappingSetup setup;
@@ -139,19 +134,19 @@ class SimRegionHandle : public RegionHandle {
       // remapped, yet mmap returns success.
       const int32_t len = static_cast<int32_t>(static_cast<uint32_t>(vma_size));
       if (len > 0 && (request.offset > d.size || static_cast<uint64_t>(len) > d.size - request.offset))
-        return Status::Errno(EINVAL, what + ": offset " + Hex(request.offset) + " + length " +
-                                         Hex(static_cast<uint64_t>(len)) + " is past the " +
+        return Status::Errno(EINVAL, what + ": offset " + HexAddress(request.offset) + " + length " +
+                                         HexAddress(static_cast<uint64_t>(len)) + " is past the " +
                                          FormatSize(d.size) + " the device serves");
       setup.remapped_bytes = len > 0 ? static_cast<uint64_t>(len) : 0;
       setup.length_truncated = static_cast<uint64_t>(len < 0 ? 0 : len) != vma_size;
       if (setup.length_truncated)
-        world.Log("resmem: " + d.name + ": mmap length " + Hex(vma_size) + " as int is " +
+        world.Log("resmem: " + d.name + ": mmap length " + HexAddress(vma_size) + " as int is " +
                   std::to_string(len) + ": remapping " + std::to_string(setup.remapped_bytes) +
                   " bytes");
     } else {
       // The module's bounds (kmod/resmem.c): never a mapping of neighbouring memory.
       if (request.offset > d.size || vma_size > d.size - request.offset)
-        return Status::Errno(EINVAL, what + ": offset " + Hex(request.offset) + " + length " +
+        return Status::Errno(EINVAL, what + ": offset " + HexAddress(request.offset) + " + length " +
                                          FormatSize(request.length) + " reaches past the " +
                                          FormatSize(d.size) + " the device serves; map inside it");
       setup.remapped_bytes = vma_size;

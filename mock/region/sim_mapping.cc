@@ -6,17 +6,12 @@
 #include <cstdio>
 
 #include "mock/region/page_table.h"
+#include "backends/api/memory.h"
 
 namespace resmem::sim {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -124,7 +119,7 @@ SimAccess SimMapping::BeginAccess(uint64_t offset, uint64_t len, AccessKind kind
     }
     access.valid_bytes = 0;
     access.status = Status::Signal(
-        SIGKILL, oops + "\nThe PTE's frame " + Hex(PtePhys(pte)) + " has bits above the " +
+        SIGKILL, oops + "\nThe PTE's frame " + HexAddress(PtePhys(pte)) + " has bits above the " +
                      std::to_string(world_->spec.phys_addr_bits) +
                      "-bit physical address width: the driver gave remap_pfn_range a kernel "
                      "virtual address as the PFN. Pass phys_addr >> PAGE_SHIFT instead");
@@ -137,9 +132,9 @@ SimAccess SimMapping::BeginAccess(uint64_t offset, uint64_t len, AccessKind kind
     std::lock_guard<std::mutex> lock(mu_);
     if (!warned_outside_ && (phys < lo || phys + n > hi || phys + n < phys)) {
       warned_outside_ = true;
-      world_->Log("resmem: warning: " + setup_.device + " mapping at " + Hex(address_) +
-                  " translates to phys " + Hex(phys) + ", outside the reservation " + Hex(lo) +
-                  "-" + Hex(hi - 1) +
+      world_->Log("resmem: warning: " + setup_.device + " mapping at " + HexAddress(address_) +
+                  " translates to phys " + HexAddress(phys) + ", outside the reservation " + HexAddress(lo) +
+                  "-" + HexAddress(hi - 1) +
                   ": the PFN is a kernel virtual address that fits the address width, so "
                   "accesses silently hit other memory");
     }
