@@ -398,11 +398,12 @@ Result<CudaGpu::CopyTicket> CudaGpu::NewTicket() {
 
 Status CudaGpu::CopyAsyncInto(CopyTicket& ticket, CopyDirection dir, HostMemory& host,
                               uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
-                              uint64_t length) {
+                              uint64_t length, int stream) {
   if (!ticket.event) return Status::InvalidArgument("CopyAsyncInto needs a ticket from NewTicket");
   RESMEM_RETURN_IF_ERROR(BindThread());
-  RESMEM_RETURN_IF_ERROR(EnqueueCopy(dir, host, host_offset, dev, dev_offset, length));
-  cudaError_t err = cudaEventRecord(static_cast<cudaEvent_t>(ticket.event), cudaStreamPerThread);
+  RESMEM_RETURN_IF_ERROR(EnqueueCopy(dir, host, host_offset, dev, dev_offset, length, stream));
+  cudaError_t err = cudaEventRecord(static_cast<cudaEvent_t>(ticket.event),
+                                    static_cast<cudaStream_t>(StreamOf(stream)));
   return err == cudaSuccess ? Status::Ok() : CudaError(err, "cudaEventRecord (copy ticket)");
 }
 
@@ -465,8 +466,93 @@ Status CudaGpu::SetSignalAsync(const Signals& s, int index, uint32_t value) {
   return Status::Ok();
 }
 
+Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots) {
+  if (piece == 0 || piece % 4096 || slots == 0)
+    return Status::InvalidArgument("NewPieceRing needs a piece of a multiple of 4 KiB and >= 1 slot");
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  PieceRing r;
+  r.piece = piece;
+  r.slots = slots;
+  RESMEM_ASSIGN_OR_RETURN(r.ring, AllocPinned(piece * slots, kRegisterMapped | kRegisterPortable));
+  cudaError_t err = cudaSuccess;
+  auto words = NewSignals((2 * static_cast<int>(slots) + 2) * static_cast<int>(kWordStride));
+  if (!words.ok()) {
+    r.ring.reset();
+    return words.status();
+  }
+  r.words = *words;
+  if ((err = cudaMalloc(&r.blocks_done, sizeof(unsigned int))) != cudaSuccess ||
+      (err = cudaMemset(r.blocks_done, 0, sizeof(unsigned int))) != cudaSuccess) {
+    FreePieceRing(r);
+    return CudaError(err, "cudaMalloc (piece ring counter)");
+  }
+  return r;
+}
+
+void CudaGpu::FreePieceRing(PieceRing& r) {
+  if (r.blocks_done) cudaFree(r.blocks_done);
+  FreeSignals(r.words);
+  r = PieceRing();
+}
+
+Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& dev,
+                                uint64_t dev_offset, uint64_t length, uint32_t base) {
+  if (!r.ring || !r.blocks_done) return Status::InvalidArgument("LaunchPieceCopy needs a ring from NewPieceRing");
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "piece copy"));
+  if (faults_) {
+    FaultOutcome fault = CheckFault("gpu.copy", reinterpret_cast<uint64_t>(r.ring->data()), length);
+    if (IsErrorFault(fault)) return fault.status;
+  }
+  void* ring_dev = nullptr;
+  cudaError_t err = cudaHostGetDevicePointer(&ring_dev, r.ring->data(), 0);
+  if (err != cudaSuccess) return CudaError(err, "cudaHostGetDevicePointer (piece ring)");
+  const uint32_t s = r.slots;
+  r.words.host[(2 * s + 1) * kWordStride] = base ^ 0x80000000u;  // not abandoned
+  PieceCopyArgs a;
+  a.dev = b->ptr() + dev_offset;
+  a.ring = static_cast<uint8_t*>(ring_dev);
+  a.length = length;
+  a.piece = r.piece;
+  a.slots = s;
+  a.base = base;
+  a.h2d = dir == CopyDirection::kHostToDevice;
+  auto* words = reinterpret_cast<volatile uint32_t*>(r.words.device);
+  a.cpu_words = words;
+  a.gpu_words = words + s * kWordStride;
+  a.done_word = words + 2 * s * kWordStride;
+  a.blocks_done = static_cast<unsigned int*>(r.blocks_done);
+  err = static_cast<cudaError_t>(cuda::LaunchPieceCopy(a, cudaStreamPerThread));
+  if (err != cudaSuccess) return CudaError(err, "piece copy kernel launch");
+  return Status::Ok();
+}
+
+Status CudaGpu::EnsureCopyStreams(int n) {
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  std::lock_guard<std::mutex> lock(mu_);
+  while (static_cast<int>(copy_streams_.size()) < n) {
+    cudaStream_t s = nullptr;
+    cudaError_t err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (err != cudaSuccess) return CudaError(err, "cudaStreamCreateWithFlags (copy stream)");
+    copy_streams_.push_back(s);
+  }
+  return Status::Ok();
+}
+
+int CudaGpu::copy_streams() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(copy_streams_.size());
+}
+
+void* CudaGpu::StreamOf(int stream) {
+  if (stream < 0) return cudaStreamPerThread;
+  std::lock_guard<std::mutex> lock(mu_);
+  return stream < static_cast<int>(copy_streams_.size()) ? copy_streams_[stream]
+                                                         : cudaStreamPerThread;
+}
+
 Status CudaGpu::EnqueueCopy(CopyDirection dir, HostMemory& host, uint64_t host_offset,
-                            DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) {
+                            DeviceBuffer& dev, uint64_t dev_offset, uint64_t length, int stream) {
   RESMEM_ASSIGN_OR_RETURN(uint8_t* h, HostPointer(host, host_offset, length, "cudaMemcpyAsync"));
   RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "cudaMemcpyAsync"));
   if (faults_) {
@@ -476,9 +562,9 @@ Status CudaGpu::EnqueueCopy(CopyDirection dir, HostMemory& host, uint64_t host_o
   cudaError_t err =
       dir == CopyDirection::kHostToDevice
           ? cudaMemcpyAsync(b->ptr() + dev_offset, h, length, cudaMemcpyHostToDevice,
-                            cudaStreamPerThread)
+                            static_cast<cudaStream_t>(StreamOf(stream)))
           : cudaMemcpyAsync(h, b->ptr() + dev_offset, length, cudaMemcpyDeviceToHost,
-                            cudaStreamPerThread);
+                            static_cast<cudaStream_t>(StreamOf(stream)));
   if (err != cudaSuccess) return CudaError(err, "cudaMemcpyAsync " + FormatSize(length));
   return Status::Ok();
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/api/gpu.h"
+#include "backends/cuda/kernels.h"
 #include "backends/fault/fault_injector.h"
 
 namespace resmem::cuda {
@@ -93,9 +94,15 @@ class CudaGpu : public Gpu {
   // creating and destroying an event per chunk. CopyAsyncInto honours the "gpu.copy" fault point
   // for error and delay effects (short and corrupt copies are Copy's).
   Result<CopyTicket> NewTicket();
+  // `stream` -1: the calling thread's stream; k >= 0: copy stream k (EnsureCopyStreams).
   Status CopyAsyncInto(CopyTicket& ticket, CopyDirection dir, HostMemory& host,
                        uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
-                       uint64_t length);
+                       uint64_t length, int stream = -1);
+  // Copy streams: non-blocking streams owned by the Gpu, made once (at least n of them after the
+  // call) in the current context, for a caller that spreads DMAs over several so that one DMA's
+  // set-up overlaps another's transfer. Safe from several threads.
+  Status EnsureCopyStreams(int n);
+  int copy_streams();
   Status WaitKeep(const CopyTicket& ticket);
   // Non-blocking: true once the copy recorded in the ticket finished (cudaEventQuery).
   Result<bool> Done(const CopyTicket& ticket);
@@ -124,12 +131,32 @@ class CudaGpu : public Gpu {
   // A copy on the calling thread's stream with no event (CopyAsyncInto's checks and its
   // "gpu.copy" fault point, error and delay effects). Call BindThread first.
   Status EnqueueCopy(CopyDirection dir, HostMemory& host, uint64_t host_offset, DeviceBuffer& dev,
-                     uint64_t dev_offset, uint64_t length);
+                     uint64_t dev_offset, uint64_t length, int stream = -1);
   // Waits for everything queued on the calling thread's stream; its first error.
   Status SyncStream();
   // Without waiting: the error of the calling thread's stream if it failed, else Ok (running or
   // idle).
   Status StreamError();
+  // Staged copies moved by the SMs instead of copy-engine DMAs (TransferOptions::
+  // staging_kernel): a pinned, mapped ring of `slots` pieces of `piece` bytes and the words the
+  // CPU lanes and the kernel hand pieces over with (kernels.h, PieceCopyArgs), each alone in a
+  // 64-byte line: word(i) = words.host[i * kWordStride]; words 0..slots-1 the CPU's, slots..
+  // 2 slots-1 the kernel's, 2 slots done, 2 slots + 1 abandoned.
+  struct PieceRing {
+    std::unique_ptr<HostMemory> ring;
+    Signals words;
+    void* blocks_done = nullptr;  // a device word the kernel counts finished blocks in
+    uint64_t piece = 0;
+    uint32_t slots = 0;
+  };
+  // piece: a multiple of 4 KiB; slots >= 1.
+  Result<PieceRing> NewPieceRing(uint64_t piece, uint32_t slots);
+  void FreePieceRing(PieceRing& r);
+  // Launches the kernel for [dev_offset, +length) of `dev` (length a multiple of 16) on the
+  // calling thread's stream, pieces numbered base+1 .., after setting the ring's abandoned word to
+  // a value that is not `base`. Honours the "gpu.copy" fault point's error effects.
+  Status LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& dev, uint64_t dev_offset,
+                         uint64_t length, uint32_t base);
   // Fault points (backends/fault): "gpu.register", "gpu.unregister", "gpu.alloc", "gpu.copy"
   // fire before the runtime is called. Effects: error/signal -> returned as the status; delay ->
   // slept; short copy -> only short_length bytes move; corrupt -> the byte lands flipped in the
@@ -156,6 +183,8 @@ class CudaGpu : public Gpu {
   std::shared_ptr<VmmFns> vmm_;
   Result<DmaBufExport> ExportRange(uint64_t address, uint64_t length, const std::string& what);
   std::shared_ptr<FaultInjector> faults_;
+  std::vector<void*> copy_streams_;  // cudaStream_t, EnsureCopyStreams; guarded by mu_
+  void* StreamOf(int stream);        // -1 or out of range: cudaStreamPerThread
   FaultOutcome CheckFault(const char* point, uint64_t address, uint64_t length);
 };
 

@@ -44,6 +44,81 @@ __global__ void ReadAndHoldKernel(const uint64_t* w, uint64_t words, uint64_t bu
   }
 }
 
+// Staged copies moved by the SMs (LaunchPieceCopy): pieces numbered base+1.., piece p in ring
+// slot p % slots. Each block takes pieces blockIdx.x, +gridDim.x, ...; thread 0 waits for the
+// piece's hand-over word, the block copies it, and thread 0 writes the kernel's word for the slot.
+__device__ __forceinline__ uint32_t LoadWord(const volatile uint32_t* w) {
+  return __ldcv(const_cast<const uint32_t*>(w));
+}
+__device__ __forceinline__ bool Reached(uint32_t word, uint32_t value) {
+  return static_cast<int32_t>(word - value) >= 0;
+}
+
+__global__ void PieceCopyKernel(PieceCopyArgs a) {
+  const uint64_t pieces = (a.length + a.piece - 1) / a.piece;
+  __shared__ int abort_seen;
+  for (uint64_t p = blockIdx.x; p < pieces; p += gridDim.x) {
+    const uint32_t slot = static_cast<uint32_t>(p % a.slots);
+    const uint32_t t = a.base + static_cast<uint32_t>(p) + 1;
+    if (threadIdx.x == 0) {
+      // Host to device: the CPU filled the slot with piece p. Device to host: the CPU drained
+      // the slot's previous piece (p - slots), so it may be overwritten.
+      const bool must_wait = a.h2d || p >= a.slots;
+      const uint32_t want = a.h2d ? t : t - a.slots;
+      abort_seen = 0;
+      while (must_wait && !Reached(LoadWord(a.cpu_words + slot * kWordStride), want)) {
+        if (LoadWord(a.done_word + kWordStride) == a.base) {  // the CPU gave up on this copy
+          abort_seen = 1;
+          break;
+        }
+        __nanosleep(1024);
+      }
+      __threadfence_system();  // acquire: the piece's bytes are read after its word
+    }
+    __syncthreads();
+    if (abort_seen) break;
+    const uint64_t at = p * a.piece;
+    const uint64_t n = a.length - at < a.piece ? a.length - at : a.piece;
+    const uint64_t n16 = n / 16;
+    uint4* ring = reinterpret_cast<uint4*>(a.ring + static_cast<uint64_t>(slot) * a.piece);
+    uint4* dev = reinterpret_cast<uint4*>(a.dev + at);
+    // Four loads in flight per thread before their stores (the host side's latency is ~1-2 us).
+    for (uint64_t i0 = threadIdx.x; i0 < n16; i0 += 4ull * blockDim.x) {
+      uint4 v[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint64_t i = i0 + k * static_cast<uint64_t>(blockDim.x);
+        // Host to device: cache-volatile loads, the slot held another piece before.
+        if (i < n16) v[k] = a.h2d ? __ldcv(ring + i) : dev[i];
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint64_t i = i0 + k * static_cast<uint64_t>(blockDim.x);
+        if (i < n16) {
+          if (a.h2d) dev[i] = v[k];
+          else __stcs(ring + i, v[k]);
+        }
+      }
+    }
+    if (!a.h2d) __threadfence_system();  // this thread's stores reach the host before the word
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (!a.h2d) __threadfence_system();
+      *(a.gpu_words + slot * kWordStride) = t;  // consumed (host to device) or filled (device to host)
+    }
+  }
+  // The last block to finish says the copy is done, after every block's device writes.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(a.blocks_done, 1u) == gridDim.x - 1) {
+      *a.blocks_done = 0;
+      __threadfence_system();
+      *a.done_word = a.base + static_cast<uint32_t>(pieces);
+    }
+  }
+}
+
 unsigned Blocks(uint64_t items) {
   uint64_t b = (items + 255) / 256;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 1056 ? 1056 : b));  // 8 per SM on 132 SMs
@@ -56,6 +131,22 @@ int LaunchCountPatternMismatches(const void* dev, uint64_t len, uint64_t seq, ui
   uint64_t words = len / 8;
   CountMismatchesKernel<<<Blocks(words), 256, 0, static_cast<cudaStream_t>(stream)>>>(
       static_cast<const uint64_t*>(dev), words, seq, fill_seed, dev_count);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchPieceCopy(const PieceCopyArgs& args, void* stream) {
+  if (args.piece == 0 || args.piece % 16 || args.length % 16 || args.slots == 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const uint64_t pieces = (args.length + args.piece - 1) / args.piece;
+  // Two blocks per SM at most (every block resident: a waiting block must not keep a later
+  // one from running), never more blocks than pieces.
+  uint64_t grid = 2ull * (sms > 0 ? sms : 1);
+  if (grid > pieces) grid = pieces;
+  if (grid < 1) grid = 1;
+  PieceCopyKernel<<<static_cast<unsigned>(grid), 512, 0, static_cast<cudaStream_t>(stream)>>>(args);
   return static_cast<int>(cudaGetLastError());
 }
 

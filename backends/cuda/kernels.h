@@ -22,6 +22,30 @@ int LaunchKernelCopy(void* dst, const void* src, uint64_t len, void* stream);
 int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
                       unsigned long long* dev_sum, void* stream);
 
+// A staged copy moved by the SMs instead of copy-engine DMAs (CudaGpu::LaunchPieceCopy). The
+// copy is cut into pieces of `piece` bytes numbered base+1 .. base+n; piece p lives in ring slot
+// p % slots. Host to device: the kernel waits for cpu_words[slot] to reach the piece's number
+// (the CPU filled it), reads it from the ring, and sets gpu_words[slot] (consumed). Device to
+// host: it waits for cpu_words[slot] to reach the number of the slot's previous piece (drained),
+// writes the piece into the ring, and sets gpu_words[slot] (filled). Numbers compare cyclically.
+// The last block sets done_word[0] = base + n; done_word[kWordStride] == base tells the kernel
+// the CPU abandoned the copy (every waiting block then stops). piece and length are multiples of 16.
+// Each word sits alone in a 64-byte line (kWordStride words apart): the CPU lanes and the
+// device's polls then never share a cache line.
+constexpr uint32_t kWordStride = 16;
+struct PieceCopyArgs {
+  uint8_t* dev = nullptr;   // the device side, at the copy's offset
+  uint8_t* ring = nullptr;  // the device's view of the pinned ring (slots * piece bytes)
+  uint64_t length = 0, piece = 0;
+  uint32_t slots = 0, base = 0;
+  bool h2d = true;
+  volatile uint32_t* cpu_words = nullptr;  // device views of mapped host words
+  volatile uint32_t* gpu_words = nullptr;
+  volatile uint32_t* done_word = nullptr;  // [0] done, [kWordStride] abandoned
+  unsigned int* blocks_done = nullptr;     // device memory, 0 between launches
+};
+int LaunchPieceCopy(const PieceCopyArgs& args, void* stream);
+
 }  // namespace resmem::cuda
 
 #endif  // RESMEM_BACKENDS_CUDA_KERNELS_H_

@@ -9,6 +9,10 @@
 //               a pause between copies, with min-segments variants
 //   queue       CopyQueue of a run of blocks (segments flowing across blocks) against Copy after
 //               Copy of the same blocks
+// --timeline: only pinned, dma-only, fill-only, drain-only and the staged copy both ways with the
+// options given, each with its last copy's per-segment timeline. --streams-matrix: only DMAs
+// from pinned memory, 1-32 per copy on 1-4 copy streams, with an event after each or one after
+// the last (does a second stream or fewer events hide a DMA's set-up? On the H100: no).
 // Every staged copy's data is checked on the device. Nothing is asserted: figures only.
 // Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.
 #include <algorithm>
@@ -161,10 +165,46 @@ struct Probe {
     return Status::Ok();
   }
 
+  // The DMA half alone, every segment queued at once from pinned memory, round-robin over
+  // `streams` copy streams: does spreading DMAs over streams hide each DMA's set-up?
+  Status DmaStreams(uint64_t size, uint64_t nseg, int streams, CopyDirection dir,
+                    bool last_event_only = false) {
+    RESMEM_RETURN_IF_ERROR(cuda->EnsureCopyStreams(streams));
+    const uint64_t seg = (size + nseg - 1) / nseg;
+    std::vector<cuda::CudaGpu::CopyTicket> t(nseg);
+    for (auto& k : t) {
+      RESMEM_ASSIGN_OR_RETURN(k, cuda->NewTicket());
+    }
+    std::vector<double> total, submit;
+    for (int c = 0; c < copies; ++c) {
+      auto t0 = Steady::now();
+      for (uint64_t i = 0; i < nseg; ++i) {
+        const uint64_t n = std::min(seg, size - i * seg);
+        if (last_event_only && i + 1 < nseg)  // one stream: the last event covers every copy
+          RESMEM_RETURN_IF_ERROR(cuda->EnqueueCopy(dir, *pinned, i * seg, *dev, i * seg, n));
+        else
+          RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(
+              t[i], dir, *pinned, i * seg, *dev, i * seg, n,
+              streams > 1 ? static_cast<int>(i % streams) : -1));
+      }
+      submit.push_back(Us(t0, Steady::now()) / nseg);
+      for (uint64_t i = last_event_only ? nseg - 1 : 0; i < nseg; ++i)
+        RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(t[i]));
+      total.push_back(Us(t0, Steady::now()));
+    }
+    for (auto& k : t) cuda->ReleaseTicket(k);
+    std::printf("  dma-streams %s %-8s %3llu DMAs on %d stream%s%s %8.1f us %6.2f GB/s (submit %.1f us each)\n",
+                dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", FormatSize(size).c_str(),
+                (unsigned long long)nseg, streams, streams > 1 ? "s" : " ",
+                last_event_only ? ", one event" : "", Median(total),
+                Gbps(size, Median(total)), Median(submit));
+    return Status::Ok();
+  }
+
   Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
                   transfer::LanePool& pool, bool drain = false) {
     const int lanes = pool.size();
-    const uint64_t piece = transfer::SegmentPiece(seg, lanes);
+    const uint64_t piece = transfer::SegmentPiece(seg, lanes, base.staging_min_piece);
     const uint64_t per_seg = (seg + piece - 1) / piece;
     const uint64_t nseg = (size + seg - 1) / seg;
     std::vector<double> t;
@@ -361,6 +401,13 @@ int Main(int argc, char** argv) {
                 "only pinned, the segment DMAs, the fill, and staged copies both ways (stream "
                 "signals and event polling), no queue runs");
   app->add_flag("--dump", dump, "print the last copy's per-segment timeline");
+  bool timeline = false;
+  app->add_flag("--timeline", timeline,
+                "only pinned, the segment DMAs, the fill and the drain, and the staged copy both "
+                "ways with the given options, each with its last copy's per-segment timeline");
+  bool streams_matrix = false;
+  app->add_flag("--streams-matrix", streams_matrix,
+                "only DMAs from pinned memory: 1-32 segments on 1-4 copy streams, both ways");
   transfer::AddStagingOptions(*app, &base);
   if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
                                std::cerr))
@@ -385,7 +432,7 @@ int Main(int argc, char** argv) {
   auto* cuda = dynamic_cast<cuda::CudaGpu*>(backend->gpu.get());
   Probe p{cuda, backend->gpu.get(), backend->clock.get(), host->get(), dev->get(), pinned->get(),
           base, copies_n};
-  p.dump = dump;
+  p.dump = dump || timeline;
   std::vector<std::unique_ptr<HostMemory>> ring;
   std::vector<cuda::CudaGpu::CopyTicket> tickets;
   for (int i = 0; i < std::max(2, base.staging_buffers); ++i) {
@@ -401,7 +448,17 @@ int Main(int argc, char** argv) {
   transfer::LanePool pool(lo);
   Status st = p.Dispatch(pool);
   for (uint64_t size : sizes) {
-    if (!st.ok()) break;
+    if (!st.ok() || !streams_matrix) break;
+    for (auto dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost})
+      for (uint64_t nseg : {1, 2, 4, 8, 16, 32})
+        for (int streams : {1, 2, 3, 4}) {
+          if (nseg == 1 && streams > 1) continue;
+          if (st.ok()) st = p.DmaStreams(size, nseg, streams, dir);
+          if (st.ok() && streams == 1 && nseg > 1) st = p.DmaStreams(size, nseg, 1, dir, true);
+        }
+  }
+  for (uint64_t size : sizes) {
+    if (!st.ok() || streams_matrix) break;
     const uint64_t seg = p.SegmentOf(size, base.staging_min_segments);
     std::printf("== %s (segments of %s)\n", FormatSize(size).c_str(), FormatSize(seg).c_str());
     TransferOptions traced = base;
@@ -467,6 +524,21 @@ int Main(int argc, char** argv) {
           return p.Staged(size, v, 3000, "signals, 3 ms pause", true);
         },
     };
+    if (timeline) {
+      TransferOptions v = base;
+      v.staging_trace = true;
+      for (auto step : std::vector<std::function<Status()>>{
+               [&] { return p.Pinned(size); },
+               [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
+               [&] { return p.FillOnly(size, seg, ring, pool); },
+               [&] { return p.FillOnly(size, seg, ring, pool, true); },
+               [&] { return p.Staged(size, v, 0, "event polling", true); },
+               [&] { return p.Staged(size, v, 0, "event polling", true, d2h); }}) {
+        st = step();
+        if (!st.ok()) break;
+      }
+      continue;
+    }
     if (focus) {
       for (auto& step : focused) {
         st = step();
@@ -519,7 +591,7 @@ int Main(int argc, char** argv) {
     }
   }
   for (uint64_t qseg : {0ull, 4ull << 20, 2ull << 20, 1ull}) {
-    if (!st.ok() || focus) break;
+    if (!st.ok() || focus || streams_matrix || timeline) break;
     TransferOptions q = base;
     q.staging_queue_segment = qseg == 1 ? 0 : qseg;
     if (qseg == 1) q.staging_nt_fill_below = 0;

@@ -107,6 +107,25 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "most this size (0: never)",
                      0)
       ->group(group);
+  app.add_flag_callback(
+         "--wait-all-lanes", [o] { o->staging_elastic = false; },
+         "a segment copy returns only once every lane thread has run its part (default: once "
+         "the work is done)")
+      ->group(group);
+  app.add_flag("--sm-copy", o->staging_sm_copy,
+               "single staged copies moved by a kernel in pieces instead of copy-engine DMAs")
+      ->group(group);
+  cli::AddSizeOption(app, "--sm-piece", &o->staging_sm_piece,
+                     "with --sm-copy: the piece the lanes and the kernel hand over", 4096)
+      ->group(group);
+  app.add_option("--dma-streams", o->staging_dma_streams,
+                 "spread segment DMAs round-robin over this many copy streams")
+      ->type_name("N")
+      ->check(CLI::Range(1, 16))
+      ->group(group);
+  cli::AddSizeOption(app, "--min-piece", &o->staging_min_piece,
+                     "the smallest piece a filling lane copies of a segment", 4096)
+      ->group(group);
   app.add_flag("--nt-tail", o->staging_nt_tail,
                "fill a copy's last segments with non-temporal stores whatever their size")
       ->group(group);

@@ -64,31 +64,62 @@ void LanePool::Worker(int lane) {
     }
     if (stop_.load()) return;
     seen = g;
-    if (lane < static_cast<int>(g & 0xffff)) {
+    if (lane < static_cast<int>(g & 0xffff) && Admit(g >> 16)) {
       (*job_)(lane);
-      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+      admit_.fetch_add(kFinishedOne - 1, std::memory_order_acq_rel);
     }
+  }
+}
+
+bool LanePool::Admit(uint64_t run) {
+  uint64_t s = admit_.load(std::memory_order_acquire);
+  for (;;) {
+    if ((s >> kRunShift) != (run & 0x7fffffffu) || (s & kClosed)) return false;
+    if (admit_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire))
+      return true;
+  }
+}
+
+void LanePool::Start(int lanes, const std::function<void(int)>& job) {
+  job_ = &job;
+  const uint64_t run = (generation_.load(std::memory_order_relaxed) >> 16) + 1;
+  admit_.store((run & 0x7fffffffu) << kRunShift, std::memory_order_relaxed);
+  // seq_cst: publishes job_ and admit_ with the generation.
+  generation_.store((run << 16) | static_cast<uint64_t>(lanes));
+  if (sleepers_.load() > 0) {
+    // Taking the mutex orders this wake-up after any worker's predicate check.
+    { std::lock_guard<std::mutex> l(mu_); }
+    cv_.notify_all();
+  }
+}
+
+void LanePool::RunElastic(int lanes, const std::function<void(int)>& job) {
+  lanes = std::max(1, std::min(lanes, size_));
+  if (lanes > 1) Start(lanes, job);
+  job(0);
+  if (lanes > 1) {
+    // Close the run; wait for the workers inside it.
+    uint64_t s = admit_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
+    for (int polls = 1; (s & kInsideMask) != 0; ++polls) {
+      RESMEM_CPU_RELAX();
+      if (polls % 4096 == 0) std::this_thread::yield();
+      s = admit_.load(std::memory_order_acquire);
+    }
+    job_ = nullptr;
   }
 }
 
 void LanePool::Run(int lanes, const std::function<void(int)>& job) {
   lanes = std::max(1, std::min(lanes, size_));
-  if (lanes > 1) {
-    job_ = &job;
-    remaining_.store(lanes - 1, std::memory_order_relaxed);
-    const uint64_t next = ((generation_.load(std::memory_order_relaxed) >> 16) + 1) << 16;
-    generation_.store(next | static_cast<uint64_t>(lanes));  // seq_cst: publishes job_, remaining_
-    if (sleepers_.load() > 0) {
-      // Taking the mutex orders this wake-up after any worker's predicate check.
-      { std::lock_guard<std::mutex> l(mu_); }
-      cv_.notify_all();
-    }
-  }
+  if (lanes > 1) Start(lanes, job);
   job(0);
   if (lanes > 1) {
     // Spin: a lane's share of a copy lasts tens of microseconds. Yield now and then so a host
     // with fewer CPUs than lanes still lets the workers run.
-    for (int polls = 1; remaining_.load(std::memory_order_acquire) > 0; ++polls) {
+    const uint64_t workers = static_cast<uint64_t>(lanes - 1);
+    for (int polls = 1;
+         ((admit_.load(std::memory_order_acquire) >> 16) & kInsideMask) < workers; ++polls) {
       RESMEM_CPU_RELAX();
       if (polls % 4096 == 0) std::this_thread::yield();
     }

@@ -45,6 +45,13 @@ class LanePool {
 
   int size() const { return size_; }
   void Run(int lanes, const std::function<void(int lane)>& job);
+  // As Run, but once job(0) has returned the run is closed: a worker that has not started it by
+  // then skips it, and RunElastic returns as soon as the workers that did start have finished.
+  // For jobs whose lane 0 returns only when the work is done (the other lanes just help), so a
+  // worker the OS has not scheduled (a busy or shared host) cannot hold the copy back: on the
+  // H100 host a descheduled lane kept copies that were done at 50 us from returning until
+  // 1100 us (docs/hil/2026-11-24-h100-staged4, run 2). job(lane) runs at most once per lane >= 1.
+  void RunElastic(int lanes, const std::function<void(int lane)>& job);
   // Times a worker went to sleep on the condition variable (for tests and reports).
   uint64_t sleeps() const { return sleeps_.load(); }
 
@@ -58,7 +65,18 @@ class LanePool {
   // (run counter << 16) | lanes of that run: one word, so a worker never pairs one run's counter
   // with another run's lane count.
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};
+  // One word for a run's bookkeeping: (run number << 33) | kClosed | (workers finished << 16) |
+  // workers inside the job. A worker enters only while the word names its run and is not closed
+  // (one compare-and-swap), so closing and entering never race, and it leaves with one atomic
+  // add (inside - 1, finished + 1) after which it touches nothing of the run: the caller may
+  // return and start the next run at once.
+  static constexpr uint64_t kInsideMask = 0xffff;
+  static constexpr uint64_t kFinishedOne = 1ull << 16;
+  static constexpr uint64_t kClosed = 1ull << 32;
+  static constexpr int kRunShift = 33;
+  std::atomic<uint64_t> admit_{0};
+  bool Admit(uint64_t run);
+  void Start(int lanes, const std::function<void(int lane)>& job);
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeps_{0};

@@ -1,11 +1,13 @@
 // The staged path's lane threads: every lane runs each job exactly once, back-to-back runs with
 // changing lane counts never run a lane twice or skip one, sleeping lanes wake up, and the pool
-// stops cleanly.
+// stops cleanly; an elastic run does not wait for a worker that has not started, never lets one
+// in after it returned, and waits for every worker that did start.
 #include "engine/transfer/lane_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -71,6 +73,67 @@ TEST(LanePool, MoreLanesThanThePoolAreClampedAndOneLaneNeedsNoWorker) {
   std::thread::id ran;
   alone.Run(1, [&](int) { ran = std::this_thread::get_id(); });
   EXPECT_EQ(ran, std::this_thread::get_id());
+}
+
+TEST(LanePool, ElasticRunLeavesALateWorkerOutAndWaitsForTheOthers) {
+  using Steady = std::chrono::steady_clock;
+  LanePoolOptions o;
+  o.lanes = 4;
+  o.spin_us = 0;
+  // Worker 3 starts 300 ms late: an unscheduled thread on a busy host.
+  o.on_start = [](int lane) {
+    if (lane == 3) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  };
+  LanePool pool(o);
+  std::atomic<int> entered[4] = {}, finished[4] = {};
+  std::atomic<bool> returned{false};
+  std::atomic<int> entered_after_return{0};
+  auto job = [&](int lane) {
+    if (returned.load()) entered_after_return.fetch_add(1);
+    entered[lane].fetch_add(1);
+    if (lane != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    finished[lane].fetch_add(1);
+  };
+  const auto t0 = Steady::now();
+  pool.RunElastic(4, job);
+  const auto took = Steady::now() - t0;
+  returned.store(true);
+  // Every worker that entered has finished before the return.
+  for (int l = 0; l < 4; ++l) EXPECT_EQ(entered[l].load(), finished[l].load()) << "lane " << l;
+  EXPECT_EQ(entered[0].load(), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(entered_after_return.load(), 0) << "a worker entered a closed run";
+  if (took < std::chrono::milliseconds(250)) {
+    EXPECT_EQ(entered[3].load(), 0) << "the late worker was waited for";
+  } else {
+    std::printf("note: RunElastic took %lld ms (slow host): the late worker may have joined\n",
+                (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+  }
+  // The late worker takes part in the next run, once.
+  const int before = entered[3].load();
+  returned.store(false);
+  pool.Run(4, job);
+  EXPECT_EQ(entered[3].load(), before + 1);
+}
+
+TEST(LanePool, ElasticAndPlainRunsMixedRunEachLaneAtMostOnce) {
+  LanePoolOptions o;
+  o.lanes = 8;
+  o.spin_us = 50;
+  LanePool pool(o);
+  std::vector<std::atomic<int>> hits(8);
+  for (int run = 0; run < 2000; ++run) {
+    for (auto& h : hits) h.store(0);
+    const int lanes = 1 + run % 8;
+    auto job = [&](int lane) { hits[lane].fetch_add(1); };
+    if (run % 2) pool.RunElastic(lanes, job);
+    else pool.Run(lanes, job);
+    ASSERT_EQ(hits[0].load(), 1) << "run " << run;
+    for (int l = 1; l < 8; ++l) {
+      ASSERT_LE(hits[l].load(), l < lanes ? 1 : 0) << "run " << run << " lane " << l;
+      if (run % 2 == 0 && l < lanes) ASSERT_EQ(hits[l].load(), 1) << "run " << run;
+    }
+  }
 }
 
 TEST(LanePool, PinnedThreadsStillRunEveryLane) {

@@ -1,6 +1,7 @@
 // The staged path's segment pipelines on a real GPU: event polling (default), stream signals
-// with host-queued DMAs (--signals), and DMAs queued behind stream waits (--gpu-waits), both
-// ways, at lengths that are and are not multiples of a segment. Every copy's data is checked.
+// with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
+// moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), both ways, at
+// lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@ namespace {
 
 struct Variant {
   const char* name;
-  bool signals, gpu_waits;
+  bool signals, gpu_waits, sm_copy;
 };
 
 class StagedCudaTest : public ::testing::TestWithParam<Variant> {
@@ -44,11 +45,14 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.allowed = {Path::kStaged};
   o.staging_signals = GetParam().signals;
   o.staging_gpu_waits = GetParam().gpu_waits;
+  o.staging_sm_copy = GetParam().sm_copy;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
   if (GetParam().signals && detail.find("stream signals") == std::string::npos)
     GTEST_SKIP() << "skipped: this driver has no stream memory operations (" << detail << ")";
+  if (GetParam().sm_copy && detail.find("moved by the SMs") == std::string::npos)
+    GTEST_SKIP() << "skipped: no piece ring (" << detail << ")";
   uint64_t seq = 1;
   // 64 KiB, 1 MiB + 4 KiB, 16 MiB, 40 MiB - 12 KiB: below, across and above a segment.
   for (uint64_t len : {uint64_t{64} << 10, (uint64_t{1} << 20) + 4096, uint64_t{16} << 20, max - 12288}) {
@@ -73,9 +77,10 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
-                         ::testing::Values(Variant{"events", false, false},
-                                           Variant{"signals", true, false},
-                                           Variant{"gpu_waits", true, true}),
+                         ::testing::Values(Variant{"events", false, false, false},
+                                           Variant{"signals", true, false, false},
+                                           Variant{"gpu_waits", true, true, false},
+                                           Variant{"sm_copy", false, false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -83,9 +83,10 @@ void DemoteLines(const uint8_t* p, uint64_t n) {
 
 }  // namespace
 
-uint64_t SegmentPiece(uint64_t seg, int lanes) {
+uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece) {
   const uint64_t fillers = 2 * static_cast<uint64_t>(lanes - 1);
-  return std::max<uint64_t>(64 << 10, ((seg + fillers - 1) / fillers + 4095) / 4096 * 4096);
+  return std::max<uint64_t>((min_piece + 4095) / 4096 * 4096,
+                            ((seg + fillers - 1) / fillers + 4095) / 4096 * 4096);
 }
 
 const char* PathName(Path p) {
@@ -227,6 +228,14 @@ Status TransferEngine::TryPath(Path p) {
           tickets_.push_back(*t);
         }
       }
+      if (segments_ && o_.staging_dma_streams > 1) {
+        if (Status st = cuda->EnsureCopyStreams(o_.staging_dma_streams); !st.ok()) {
+          for (auto& made : tickets_) cuda->ReleaseTicket(made);
+          tickets_.clear();
+          staging_.clear();
+          return refuse(0, st);
+        }
+      }
       std::string signals_note;
       if (segments_ && o_.staging_signals) {
         auto sig = cuda->NewSignals(2 * buffer_count);
@@ -235,6 +244,17 @@ Status TransferEngine::TryPath(Path p) {
           signals_note = ", DMAs queued behind stream signals";
         } else {
           signals_note = ", event polling (" + sig.status().message() + ")";
+        }
+      }
+      if (segments_ && o_.staging_sm_copy) {
+        const uint64_t piece = std::max<uint64_t>(4096, o_.staging_sm_piece / 4096 * 4096);
+        const uint64_t slots = std::max<uint64_t>(1, buffer_count * o_.staging_chunk / piece);
+        auto ring = cuda->NewPieceRing(piece, static_cast<uint32_t>(slots));
+        if (ring.ok()) {
+          piece_ring_ = std::move(ring).value();
+          signals_note += ", single copies moved by the SMs in " + FormatSize(piece) + " pieces";
+        } else {
+          signals_note += ", copy-engine DMAs (" + ring.status().message() + ")";
         }
       }
       LanePoolOptions lo;
@@ -288,6 +308,7 @@ TransferEngine::~TransferEngine() {
   if (auto* cuda = dynamic_cast<cuda::CudaGpu*>(&gpu_)) {
     for (auto& t : tickets_) cuda->ReleaseTicket(t);
     cuda->FreeSignals(signals_);
+    cuda->FreePieceRing(piece_ring_);
   }
   for (uint64_t off : registered_) gpu_.Unregister(mem_, off);
 }
@@ -423,6 +444,11 @@ inline void Relax() {
 //   host to device: PumpSegments with one block.
 //   device to host: lane 0 queues the DMAs of segments 0..S-1, lets the lanes copy a segment
 //     out once its DMA finished, and reuses its buffer for segment i + S once they drained it.
+void TransferEngine::RunLanes(int lanes, const std::function<void(int)>& job) {
+  if (o_.staging_elastic) lanes_->RunElastic(lanes, job);
+  else lanes_->Run(lanes, job);
+}
+
 Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                                     uint64_t dev_offset, uint64_t length) {
   // Segments: at least staging_min_segments per copy where they can be >= staging_min_unit (so
@@ -433,9 +459,11 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   const uint64_t parts = static_cast<uint64_t>(std::max(1, min_segments));
   const uint64_t share = ((length + parts - 1) / parts + 4095) / 4096 * 4096;
   const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, share));
+  if (piece_ring_.ring && length % 16 == 0)
+    return CopyPieces(dir, host_offset, dev, dev_offset, length);
   if (signals_.host != nullptr)
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
-  if (o_.staging_trace) trace_ = StagedTrace();  // the event pipeline traces host to device only
+  if (o_.staging_trace) trace_ = StagedTrace();
   if (dir == CopyDirection::kHostToDevice) {
     bool handed = false;
     return PumpSegments(
@@ -452,7 +480,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
   const uint64_t nseg = (length + seg - 1) / seg;
-  const uint64_t piece = SegmentPiece(seg, lanes);
+  const uint64_t piece = SegmentPiece(seg, lanes, o_.staging_min_piece);
   const uint64_t pieces_per_seg = (seg + piece - 1) / piece;
   auto seg_len = [&](uint64_t i) { return std::min(seg, length - i * seg); };
   const bool demote_drain = o_.staging_demote_drain_upto != 0 && seg <= o_.staging_demote_drain_upto;
@@ -463,11 +491,30 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   std::atomic<bool> abort{false};
   Status driver_status;
   uint8_t* host = mem_.data() + host_offset;
+  // Trace (device to host): filled_us = the segment drained into the host mapping.
+  using Steady = std::chrono::steady_clock;
+  const bool tracing = o_.staging_trace;
+  const auto t0 = Steady::now();
+  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  std::unique_ptr<std::atomic<double>[]> drained_us(tracing ? new std::atomic<double>[nseg] : nullptr);
+  std::vector<double> lane_enter(tracing ? lanes : 0, 0), lane_first(tracing ? lanes : 0, -1);
+  if (tracing) {
+    trace_.bytes = length;
+    trace_.segment_bytes = seg;
+    trace_.lanes = lanes;
+    trace_.segments = static_cast<int>(nseg);
+    for (auto* v : {&trace_.filled_us, &trace_.issue_begin_us, &trace_.issued_us, &trace_.done_us})
+      v->assign(nseg, 0);
+    for (uint64_t i = 0; i < nseg; ++i) drained_us[i].store(0);
+  }
 
   auto driver = [&]() -> Status {
     auto issue = [&](uint64_t i) {
-      return cuda->CopyAsyncInto(tickets_[i % nbuf], dir, *staging_[i % nbuf], 0, dev,
-                                 dev_offset + i * seg, seg_len(i));
+      if (tracing) trace_.issue_begin_us[i] = us();
+      Status st = cuda->CopyAsyncInto(tickets_[i % nbuf], dir, *staging_[i % nbuf], 0, dev,
+                                      dev_offset + i * seg, seg_len(i), DmaStream(i));
+      if (tracing) trace_.issued_us[i] = us();
+      return st;
     };
     auto filled = [&](uint64_t i) {
       return moved[i].load(std::memory_order_acquire) >= seg_len(i);
@@ -480,6 +527,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
       if (finished < issued) {
         RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[finished % nbuf]));
         if (done) {
+          if (tracing) trace_.done_us[finished] = us();
           ++finished;
           ready.store(finished, std::memory_order_release);
           continue;
@@ -496,12 +544,8 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
     return Status::Ok();
   };
 
-  lanes_->Run(lanes, [&](int lane) {
-    if (lane == 0) {
-      driver_status = driver();
-      if (!driver_status.ok()) abort.store(true);
-      return;
-    }
+  // Lanes 1.. (and lane 0 once its DMAs are done) copy each segment out once its DMA finished.
+  auto drain = [&](int lane) {
     for (uint64_t i = 0; i < nseg; ++i) {
       while (ready.load(std::memory_order_acquire) <= i) {
         if (abort.load(std::memory_order_relaxed)) return;
@@ -513,12 +557,32 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
         const uint64_t at = k * piece;
         if (at >= n) break;
         const uint64_t len = std::min(piece, n - at);
+        if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
         CpuCopy(host + i * seg + at, buf + at, len, o_.staging_stream_to_host);
         if (demote_drain) DemoteLines(buf + at, len);
-        moved[i].fetch_add(len, std::memory_order_acq_rel);
+        if (moved[i].fetch_add(len, std::memory_order_acq_rel) + len == n && tracing)
+          drained_us[i].store(us(), std::memory_order_relaxed);
       }
     }
+  };
+  // Elastic: lane 0 returns only once every piece is drained (it drains the rest itself and
+  // waits for pieces still being copied), so a lane the OS has not scheduled yet is not waited for.
+  RunLanes(lanes, [&](int lane) {
+    if (tracing) lane_enter[lane] = us();
+    if (lane != 0) return drain(lane);
+    driver_status = driver();
+    if (!driver_status.ok()) {
+      abort.store(true);
+      return;
+    }
+    drain(0);
+    for (uint64_t i = 0; i < nseg; ++i)
+      while (moved[i].load(std::memory_order_acquire) < seg_len(i)) Relax();
   });
+  if (tracing) {
+    for (uint64_t i = 0; i < nseg; ++i) trace_.filled_us[i] = drained_us[i].load();
+    FinishTrace(&trace_, us(), lane_enter, lane_first);
+  }
   return driver_status;
 }
 
@@ -603,7 +667,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         if (o_.staging_ramp_first && known < 32)
           n = std::min(n, std::max<uint64_t>(4096, o_.staging_ramp_first << known));
         const uint64_t slot = known % kRing;
-        const uint64_t piece = SegmentPiece(n, lanes);
+        const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
         Desc& d = desc[slot];
         d.host.store(mem_.data() + cur.host_offset + cur_done, std::memory_order_relaxed);
         d.len.store(n, std::memory_order_relaxed);
@@ -639,7 +703,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
           RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(tickets_[issued % nbuf],
                                                      CopyDirection::kHostToDevice,
                                                      *staging_[issued % nbuf], 0, *desc[slot].dev,
-                                                     desc[slot].dev_offset, n));
+                                                     desc[slot].dev_offset, n, DmaStream(issued)));
           if (tracing) trace_.issued_us[issued] = us();
           ++issued;
           continue;
@@ -666,7 +730,9 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
     }
   };
 
-  lanes_->Run(lanes, [&](int lane) {
+  // Elastic: the driver returns only once every DMA finished, so every fill is done; a lane the
+  // OS has not scheduled by then is not waited for.
+  RunLanes(lanes, [&](int lane) {
     if (tracing) lane_enter[lane] = us();
     if (lane == 0) {
       driver_status = driver();
@@ -715,6 +781,85 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
     FinishTrace(&trace_, us(), lane_enter, lane_first);
   }
   return driver_status;
+}
+
+// Pieces moved by the SMs (TransferOptions::staging_sm_copy). Piece p of the copy is numbered
+// t = base + p + 1 and lives in ring slot p % slots. Lane 0 launches the kernel and watches it;
+// lanes 1.. claim pieces in order:
+//   host to device: wait until the kernel consumed the slot's previous piece (p >= slots), fill
+//                   the slot (cached stores, CLDEMOTEd), set the CPU word of the slot to t;
+//   device to host: wait until the kernel set the slot's word to t, drain the slot into the
+//                   mapping (CLDEMOTE the ring's lines), set the CPU word to t.
+// The copy is done when the kernel's done word reads base + n and every piece was moved.
+Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                                  uint64_t dev_offset, uint64_t length) {
+  auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
+  cuda::CudaGpu::PieceRing& r = piece_ring_;
+  const uint64_t piece = r.piece;
+  const uint32_t slots = r.slots;
+  const uint64_t n = (length + piece - 1) / piece;
+  const uint32_t base = piece_seq_;
+  piece_seq_ += static_cast<uint32_t>(n) + 1;
+  constexpr uint32_t kStride = cuda::kWordStride;
+  volatile uint32_t* cpu_words = r.words.host;
+  volatile uint32_t* gpu_words = r.words.host + slots * kStride;
+  volatile uint32_t* done_word = r.words.host + 2 * slots * kStride;
+  const bool h2d = dir == CopyDirection::kHostToDevice;
+  uint8_t* host = mem_.data() + host_offset;
+  uint8_t* ring = r.ring->data();
+  auto reached = [](uint32_t word, uint32_t value) {
+    return static_cast<int32_t>(word - value) >= 0;
+  };
+  std::atomic<uint64_t> next{0}, moved{0};
+  std::atomic<bool> abort{false};
+  Status status;
+  const int lanes = lanes_->size();
+  auto job = [&](int lane) {
+    if (lane != 0) {
+      for (uint64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+        const uint32_t slot = static_cast<uint32_t>(p % slots);
+        const uint32_t t = base + static_cast<uint32_t>(p) + 1;
+        const uint32_t want = h2d ? t - slots : t;
+        if (!h2d || p >= slots) {
+          while (!reached(gpu_words[slot * kStride], want)) {
+            if (abort.load(std::memory_order_relaxed)) return;
+            Relax();
+          }
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const uint64_t at = p * piece;
+        const uint64_t len = std::min(piece, length - at);
+        uint8_t* buf = ring + static_cast<uint64_t>(slot) * piece;
+        if (h2d) CpuCopy(buf, host + at, len, false);
+        else CpuCopy(host + at, buf, len, o_.staging_stream_to_host);
+        DemoteLines(buf, len);
+        std::atomic_thread_fence(std::memory_order_release);
+        cpu_words[slot * kStride] = t;
+        moved.fetch_add(1, std::memory_order_acq_rel);
+      }
+      return;
+    }
+    status = cuda->LaunchPieceCopy(r, dir, dev, dev_offset, length, base);
+    if (status.ok()) {
+      for (uint64_t polls = 1;; ++polls) {
+        if (reached(*done_word, base + static_cast<uint32_t>(n)) &&
+            moved.load(std::memory_order_acquire) == n)
+          break;
+        if (polls % 1024 == 0) {
+          status = cuda->StreamError();
+          if (!status.ok()) break;
+        }
+        Relax();
+      }
+    }
+    if (!status.ok()) {
+      abort.store(true);
+      done_word[kStride] = base;  // a kernel still waiting for pieces gives up
+      (void)cuda->SyncStream();
+    }
+  };
+  RunLanes(lanes, job);
+  return status;
 }
 
 namespace {
@@ -855,7 +1000,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         }
       }
       const uint64_t n = seg_len[g];
-      const uint64_t piece = SegmentPiece(n, lanes);
+      const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
       const uint64_t pieces = (n + piece - 1) / piece;
       // Host to device: non-temporal below staging_nt_fill_below and for the copy's last B
       // segments (TransferOptions::staging_nt_tail).

@@ -128,6 +128,31 @@ struct TransferOptions {
   // large, each one further in twice the one before, up to the copy's segment size. 0: equal
   // segments.
   uint64_t staging_edge_segment = 256 << 10;
+  // Segment DMAs spread round-robin over this many copy streams (CudaGpu::EnsureCopyStreams)
+  // instead of the driving lane's one stream, hoping a DMA's set-up would overlap the transfer of
+  // the one before. It does not on the H100: DMAs from pinned memory queued at once on 2-4
+  // streams took as long as on one (4 MiB H2D in 8: 120.6 us on one stream, 118-125 on more),
+  // and staged copies lost up to 20 points device to host (docs/hil/2026-11-24-h100-staged4,
+  // run 1). 1: one stream (the default).
+  int staging_dma_streams = 1;
+  // Single staged copies moved by the SMs instead of copy-engine DMAs: a kernel launched at the
+  // copy's start takes each piece of staging_sm_piece bytes the moment the lanes have filled it
+  // (host to device), or writes each piece into the ring for the lanes to drain (device to host),
+  // handing pieces over through words in mapped pinned memory (CudaGpu::LaunchPieceCopy). No
+  // DMA per segment (~2.5 us each on the H100) and no first segment to fill before anything
+  // moves. The ring is staging_buffers x staging_chunk bytes; CopyQueue keeps the DMA pipeline.
+  // The kernel holds up to two blocks per SM while it runs.
+  bool staging_sm_copy = false;
+  uint64_t staging_sm_piece = 32 << 10;
+  // Segment copies return once the work is done, not once every lane thread has looked in
+  // (LanePool::RunElastic): a lane the OS has not scheduled yet is not waited for.
+  bool staging_elastic = true;
+  // The smallest piece a filling lane claims of a segment (SegmentPiece's floor). Only segments
+  // under 30 x 64 KiB (copies under 16 MiB) are affected. H100, four interleaved bench rounds
+  // against the 64 KiB floor (docs/hil/2026-11-24-h100-staged4, runs 2 and 3): 1 MiB H2D
+  // 56-60% of pinned against 55% (undisturbed rounds), D2H 54-62% against 50-51%, 4 MiB H2D
+  // 67-72% against 66-68%, D2H 69-73% against 66-68%.
+  uint64_t staging_min_piece = 16 << 10;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
@@ -135,7 +160,8 @@ struct TransferOptions {
 
 // Where one staged segment copy's time went (TransferOptions::staging_trace), in microseconds
 // from the moment the copy was handed to the lanes. Per segment, as the driving lane saw it:
-// filled (all pieces in the pinned buffer), the DMA call entered and returned (submission cost),
+// filled (all pieces in the pinned buffer; device to host: all drained out of it into the
+// mapping), the DMA call entered and returned (submission cost),
 // and the DMA's event found complete.
 struct StagedTrace {
   uint64_t bytes = 0, segment_bytes = 0;
@@ -147,8 +173,9 @@ struct StagedTrace {
 };
 
 // The piece the filling lanes (all but the driving lane 0) claim of a staged segment of `seg`
-// bytes: about two per filling lane, at least 64 KiB, a multiple of 4 KiB. lanes >= 2.
-uint64_t SegmentPiece(uint64_t seg, int lanes);
+// bytes: about two per filling lane, at least `min_piece` (rounded up to 4 KiB), a multiple of
+// 4 KiB. lanes >= 2.
+uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece);
 
 // One block of a CopyQueue: host [host_offset, +length) to dev [dev_offset, +length).
 struct QueuedBlock {
@@ -214,9 +241,21 @@ class TransferEngine {
                        uint64_t dev_offset, uint64_t length, uint64_t seg_limit);
   Status CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                       uint64_t dev_offset, uint64_t length);
+  // A job on the lanes whose lane 0 returns only once the work is done: elastic (LanePool::
+  // RunElastic) unless TransferOptions::staging_elastic is off.
+  void RunLanes(int lanes, const std::function<void(int)>& job);
+  // One copy moved by the SMs (TransferOptions::staging_sm_copy).
+  Status CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                    uint64_t dev_offset, uint64_t length);
   // The host-to-device segment pipeline behind Copy (one block) and CopyQueue (many).
   Status PumpSegments(uint64_t seg_limit, const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
                       const std::function<Status(const QueuedBlock&)>& arrived);
+
+  // The copy stream of segment i's DMA (TransferOptions::staging_dma_streams; -1: the calling
+  // thread's stream).
+  int DmaStream(uint64_t i) const {
+    return o_.staging_dma_streams > 1 ? static_cast<int>(i % o_.staging_dma_streams) : -1;
+  }
 
   Gpu& gpu_;
   HostMemory& mem_;
@@ -236,6 +275,9 @@ class TransferEngine {
   // stream (segment's DMA finished), B = staging buffers; every segment takes the next number.
   cuda::CudaGpu::Signals signals_;
   uint32_t signal_seq_ = 0;
+  // SM-moved copies: the piece ring and the number of the next copy's first piece - 1.
+  cuda::CudaGpu::PieceRing piece_ring_;
+  uint32_t piece_seq_ = 1;
   StagedTrace trace_;
 };
 

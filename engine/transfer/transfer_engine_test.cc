@@ -250,13 +250,18 @@ TEST(TransferEngine, CopyQueueDeliversBlocksInOrderAndStopsOnError) {
   EXPECT_EQ(handed, 3);
 }
 
-// Pieces of a staged segment: about two per filling lane, at least 64 KiB, 4 KiB multiples (the
-// H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes).
-TEST(SegmentPieceTest, TwoPerFillingLaneAtLeast64KiB) {
-  EXPECT_EQ(SegmentPiece(2ull << 20, 16), 72ull << 10);
-  EXPECT_EQ(SegmentPiece(8ull << 20, 16), 276ull << 10);
-  EXPECT_EQ(SegmentPiece(256ull << 10, 16), 64ull << 10);
-  EXPECT_EQ(SegmentPiece(4ull << 20, 2), 2ull << 20);  // one filling lane: two halves
+// Pieces of a staged segment: about two per filling lane, at least the floor, 4 KiB multiples (the
+// H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes; with the
+// 16 KiB floor a 256 KiB segment gives each of 15 filling lanes a piece, 64 KiB gave 4 of them).
+TEST(SegmentPieceTest, TwoPerFillingLaneAtLeastTheFloor) {
+  EXPECT_EQ(SegmentPiece(2ull << 20, 16, 16 << 10), 72ull << 10);
+  EXPECT_EQ(SegmentPiece(8ull << 20, 16, 16 << 10), 276ull << 10);
+  EXPECT_EQ(SegmentPiece(256ull << 10, 16, 16 << 10), 16ull << 10);
+  EXPECT_EQ(SegmentPiece(256ull << 10, 16, 64 << 10), 64ull << 10);
+  EXPECT_EQ(SegmentPiece(512ull << 10, 16, 16 << 10), 20ull << 10);
+  EXPECT_EQ(SegmentPiece(256ull << 10, 16, 10 << 10), 12ull << 10);  // floor rounded to 4 KiB
+  EXPECT_EQ(SegmentPiece(4ull << 20, 2, 16 << 10), 2ull << 20);      // one filling lane: halves
+  EXPECT_EQ(TransferOptions().staging_min_piece, 16ull << 10);
 }
 
 }  // namespace
