@@ -1,8 +1,10 @@
 #include "engine/bench/bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "backends/host/host_region.h"
 #include "engine/transfer/block_check.h"
+#include "engine/transfer/lane_pool.h"
 #include "engine/transfer/transfer_engine.h"
 
 namespace resmem::bench {
@@ -208,10 +211,52 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
         if (!s.ok()) return s.status().WithContext("warm-up " + op.path.name + " " + DirName(dir));
       }
 
+  // Host check: how long an empty job takes on as many lanes as the staged path uses.
+  // Real time only: under a virtual clock (the simulator) copy times are modelled.
+  bool staged_runs = false;
+  for (const auto& op : open) staged_runs |= op.path.engine_path == "staged" && !clock.is_virtual();
+  // Also the lanes' memcpy rate between two 64 MiB buffers (host memory the DMAs share): a figure
+  // for the reader, not a limit (a quiet H100 host: 110-143 GB/s, a disturbed one far less).
+  constexpr uint64_t kCheckBytes = 64ull << 20;
+  std::vector<uint8_t> check_src, check_dst;
+  if (staged_runs) {
+    result.check_lanes = std::max(1, o.staging.staging_lanes);
+    check_src.assign(kCheckBytes, 1);
+    check_dst.assign(kCheckBytes, 2);
+  }
+  auto host_check = [&](int lanes, double* dispatch_us, double* memcpy_gbps) {
+    using Steady = std::chrono::steady_clock;
+    transfer::LanePoolOptions lo;
+    lo.lanes = lanes;
+    lo.spin_us = 20000;
+    transfer::LanePool pool(lo);
+    pool.Run(lanes, [](int) {});  // every worker started
+    std::vector<double> t;
+    for (int i = 0; i < 50; ++i) {
+      const auto a = Steady::now();
+      pool.Run(lanes, [](int) {});
+      t.push_back(std::chrono::duration<double, std::micro>(Steady::now() - a).count());
+    }
+    *dispatch_us = Median(t);
+    const uint64_t share = kCheckBytes / static_cast<uint64_t>(lanes) / 64 * 64;
+    const auto a = Steady::now();
+    pool.Run(lanes, [&](int lane) {
+      std::memcpy(check_dst.data() + lane * share, check_src.data() + lane * share, share);
+    });
+    const double s = std::chrono::duration<double>(Steady::now() - a).count();
+    *memcpy_gbps = s > 0 ? share * lanes / s / 1e9 : 0;
+  };
+
   // cells[(direction, size, path index)], filled pass by pass.
   std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
   uint64_t seq = o.seed << 32;
   for (int pass = 0; pass < o.passes; ++pass) {
+    if (staged_runs) {
+      double us = 0, gbps = 0;
+      host_check(result.check_lanes, &us, &gbps);
+      result.lane_dispatch_us.push_back(us);
+      result.lane_memcpy_gbps.push_back(gbps);
+    }
     for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
       for (uint64_t size : sizes) {
         const uint64_t reps = std::clamp<uint64_t>(o.bytes_per_sample / size, 1, 1024);
@@ -285,6 +330,25 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
 
 void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes) {
   char why[320];
+  if (!r->lane_dispatch_us.empty()) {
+    size_t slow = 0;
+    for (double us : r->lane_dispatch_us) slow += us > kMaxLaneDispatchUs;
+    if (3 * slow > r->lane_dispatch_us.size()) {
+      std::snprintf(why, sizeof why,
+                    "host CPU disturbed: an empty job on %d lanes took more than %.0f us in %zu of "
+                    "%zu passes (median %.1f us; a quiet host: ~5 us): staged copies need every "
+                    "lane scheduled",
+                    r->check_lanes, kMaxLaneDispatchUs, slow, r->lane_dispatch_us.size(),
+                    Median(r->lane_dispatch_us));
+      bool any = false;
+      for (auto& c : r->cells) {
+        if (c.path.rfind("staged", 0) != 0) continue;
+        c.unreliable = why;
+        any = true;
+      }
+      if (any) r->unreliable.push_back(why);
+    }
+  }
   for (auto& c : r->cells) {
     // pinned-wc may beat pinned for real: that is the claim it measures (seed 001).
     if (c.path == "pinned" || c.path == "pinned-wc" || c.ratio_to_pinned <= kMaxRatioToPinned)
@@ -359,6 +423,11 @@ std::string BenchResult::ToJson() const {
   j["headline"] = Headline();
   j["unreliable"] = !unreliable.empty();
   j["unreliable_reasons"] = unreliable;
+  if (!lane_dispatch_us.empty()) {
+    j["check_lanes"] = check_lanes;
+    j["lane_dispatch_us"] = lane_dispatch_us;
+    j["lane_memcpy_gbps"] = lane_memcpy_gbps;
+  }
   if (!reference.gbps.empty())
     j["reference"] = {{"source", reference.source}, {"size", reference.size},
                       {"gbps", reference.gbps}};
@@ -397,6 +466,9 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
   r.backend = j.value("backend", "");
   for (const auto& n : j.value("notes", std::vector<std::string>())) r.notes.push_back(n);
   r.unreliable = j.value("unreliable_reasons", std::vector<std::string>());
+  r.check_lanes = j.value("check_lanes", 0);
+  r.lane_dispatch_us = j.value("lane_dispatch_us", std::vector<double>());
+  r.lane_memcpy_gbps = j.value("lane_memcpy_gbps", std::vector<double>());
   if (j.contains("reference") && j["reference"].is_object()) {
     r.reference.source = j["reference"].value("source", "");
     r.reference.size = j["reference"].value("size", uint64_t{0});
@@ -475,6 +547,15 @@ std::string BenchResult::ToTable() const {
       out += line;
     }
     out += "\n";
+  }
+  if (!lane_dispatch_us.empty()) {
+    std::snprintf(line, sizeof line,
+                  "host check: an empty job on %d lanes, median %.1f us over %zu passes (max "
+                  "%.1f; limit %.0f); their memcpy %.1f GB/s (median)\n",
+                  check_lanes, Median(lane_dispatch_us), lane_dispatch_us.size(),
+                  *std::max_element(lane_dispatch_us.begin(), lane_dispatch_us.end()),
+                  kMaxLaneDispatchUs, Median(lane_memcpy_gbps));
+    out += line;
   }
   for (const auto& u : unreliable) out += "unreliable: " + u + "\n";
   out += Headline() + "\n";

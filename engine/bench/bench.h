@@ -60,6 +60,12 @@ Result<ReferenceBandwidth> ReferenceFromNvbandwidthJson(const std::string& json,
 // The limits that mark a run unreliable (issue 11).
 constexpr double kMaxRatioToPinned = 1.02;     // no path beats the pinned baseline by more
 constexpr double kMaxPinnedBelowReference = 0.03;  // the baseline within 3% of nvbandwidth
+// Staged figures need every lane thread scheduled: an empty job on the staging lanes takes
+// 3.5-5.5 us on a quiet H100 host and 1,000 us and more on a disturbed one (docs/hil/
+// 2026-11-24-h100-staged4, runs 1-3), where staged copies fell to a quarter of their speed while
+// pinned copies (one thread) did not move. More than a third of the passes above this limit
+// marks every staged cell unreliable.
+constexpr double kMaxLaneDispatchUs = 50;
 
 struct BenchOptions {
   std::vector<uint64_t> sizes;  // default 64 KiB .. 256 MiB, x4
@@ -112,6 +118,12 @@ struct BenchResult {
   ReferenceBandwidth reference;    // what the baseline was checked against (empty: nothing)
   std::vector<OverlapRow> overlap;  // copy/kernel overlap (seed 001); empty: not run
   std::vector<std::string> unreliable;  // why the run's ratios cannot be trusted (empty: fine)
+  // Host check, per pass before its copies (only where a staged path runs): the median time of
+  // an empty job on as many lane threads as the staged path uses, in microseconds.
+  // Also per pass: the lanes' memcpy rate between two 64 MiB buffers, GB/s (a figure only).
+  int check_lanes = 0;
+  std::vector<double> lane_dispatch_us;
+  std::vector<double> lane_memcpy_gbps;
   std::string ToJson() const;
   std::string ToTable() const;
   // Headline: ratios at the largest size for registered-direct and staged, per direction.
@@ -122,8 +134,9 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
                              const BenchOptions& options);
 
 // Sets BenchCell::unreliable and BenchResult::unreliable from the limits above: any non-pinned
-// cell above kMaxRatioToPinned, and the pinned cell at the reference's size (or the largest of
-// `sizes`) more than kMaxPinnedBelowReference below r->reference. RunBench calls it.
+// cell above kMaxRatioToPinned, the pinned cell at the reference's size (or the largest of
+// `sizes`) more than kMaxPinnedBelowReference below r->reference, and every staged cell when more
+// than a third of r->lane_dispatch_us exceed kMaxLaneDispatchUs. RunBench calls it.
 void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes);
 
 // Reads a bench JSON back (for plotting on another machine).

@@ -154,6 +154,43 @@ TEST(Bench, MarksARatioAbove102PercentUnreliable) {
   EXPECT_EQ(back->cells[1].unreliable, bad.cells[1].unreliable);
 }
 
+// A host whose lane threads are not scheduled (an empty job on the staging lanes took ~1 ms, as
+// on a disturbed H100 host) makes the staged cells unreliable, not the pinned ones; one slow pass
+// in three does not.
+TEST(Bench, MarksStagedCellsUnreliableOnADisturbedHost) {
+  auto with_staged = [] {
+    BenchResult r = Synthetic(54.0, 54.0);
+    BenchCell st = r.cells[0];
+    st.path = "staged";
+    st.median_gbps = 20;
+    st.ratio_to_pinned = 20 / 54.0;
+    r.cells.push_back(st);
+    r.check_lanes = 16;
+    return r;
+  };
+  BenchResult quiet = with_staged();
+  quiet.lane_dispatch_us = {4.1, 1041.4, 5.5};  // one of three: within the allowance
+  MarkUnreliable(&quiet, {256u << 20});
+  EXPECT_TRUE(quiet.unreliable.empty()) << quiet.unreliable[0];
+  BenchResult busy = with_staged();
+  busy.lane_dispatch_us = {4.1, 1041.4, 1210.6, 5.5};
+  busy.lane_memcpy_gbps = {120, 30, 25, 118};
+  MarkUnreliable(&busy, {256u << 20});
+  ASSERT_EQ(busy.unreliable.size(), 1u);
+  EXPECT_NE(busy.unreliable[0].find("host CPU disturbed: an empty job on 16 lanes took more than "
+                                    "50 us in 2 of 4 passes"),
+            std::string::npos)
+      << busy.unreliable[0];
+  EXPECT_FALSE(busy.cells.back().unreliable.empty());
+  for (size_t i = 0; i + 1 < busy.cells.size(); ++i) EXPECT_TRUE(busy.cells[i].unreliable.empty());
+  EXPECT_NE(busy.ToTable().find("host check: an empty job on 16 lanes"), std::string::npos);
+  auto back = BenchResultFromJson(busy.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->lane_dispatch_us, busy.lane_dispatch_us);
+  EXPECT_EQ(back->check_lanes, 16);
+  EXPECT_EQ(back->lane_memcpy_gbps, busy.lane_memcpy_gbps);
+}
+
 TEST(Bench, ChecksThePinnedBaselineAgainstNvbandwidth) {
   // The shape of nvbandwidth v0.8's -j output, trimmed to what is read.
   const std::string json = R"({"nvbandwidth": {"version": "v0.8", "testcases": [

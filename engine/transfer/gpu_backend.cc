@@ -112,6 +112,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
          "a segment copy returns only once every lane thread has run its part (default: once "
          "the work is done)")
       ->group(group);
+  cli::AddSizeOption(app, "--d2h-tail", &o->staging_d2h_tail,
+                     "device to host: cut the last segment into a falling ramp down to this size "
+                     "(0: equal segments)",
+                     0)
+      ->group(group);
   app.add_flag("--sm-copy", o->staging_sm_copy,
                "single staged copies moved by a kernel in pieces instead of copy-engine DMAs")
       ->group(group);

@@ -1,6 +1,7 @@
 // The staged path's segment pipelines on a real GPU: event polling (default), stream signals
 // with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
-// moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), both ways, at
+// moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
+// segments ending in a falling ramp (--d2h-tail), both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@ namespace {
 struct Variant {
   const char* name;
   bool signals, gpu_waits, sm_copy;
+  uint64_t d2h_tail = 0;
 };
 
 class StagedCudaTest : public ::testing::TestWithParam<Variant> {
@@ -46,6 +48,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_signals = GetParam().signals;
   o.staging_gpu_waits = GetParam().gpu_waits;
   o.staging_sm_copy = GetParam().sm_copy;
+  o.staging_d2h_tail = GetParam().d2h_tail;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -80,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                          ::testing::Values(Variant{"events", false, false, false},
                                            Variant{"signals", true, false, false},
                                            Variant{"gpu_waits", true, true, false},
-                                           Variant{"sm_copy", false, false, true}),
+                                           Variant{"sm_copy", false, false, true},
+                                           Variant{"d2h_tail", false, false, false, 512 << 10}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -83,6 +83,32 @@ void DemoteLines(const uint8_t* p, uint64_t n) {
 
 }  // namespace
 
+std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t tail) {
+  std::vector<uint64_t> b = {0};
+  if (seg == 0 || length == 0) {
+    b.push_back(length);
+    return b;
+  }
+  // The ramp replaces the copy's last `seg` bytes: seg/2, seg/4, ..., 2 tail, tail, tail.
+  std::vector<uint64_t> ramp;
+  if (tail != 0 && tail < seg && length >= 2 * seg) {
+    for (uint64_t n = seg / 2; n > tail && n >= 4096; n /= 2) ramp.push_back(n / 4096 * 4096);
+    uint64_t used = 0;
+    for (uint64_t n : ramp) used += n;
+    const uint64_t rest = seg - used;  // the last pieces: two of about `tail` bytes
+    const uint64_t first = (rest / 2 + 4095) / 4096 * 4096;
+    ramp.push_back(first);
+    if (rest > first) ramp.push_back(rest - first);
+  }
+  const uint64_t front = ramp.empty() ? length : length - seg;
+  for (uint64_t at = 0; at < front;) {
+    at += std::min(seg, front - at);
+    b.push_back(at);
+  }
+  for (uint64_t n : ramp) b.push_back(b.back() + n);
+  return b;
+}
+
 uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece) {
   const uint64_t fillers = 2 * static_cast<uint64_t>(lanes - 1);
   return std::max<uint64_t>((min_piece + 4095) / 4096 * 4096,
@@ -479,11 +505,10 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
-  const uint64_t nseg = (length + seg - 1) / seg;
-  const uint64_t piece = SegmentPiece(seg, lanes, o_.staging_min_piece);
-  const uint64_t pieces_per_seg = (seg + piece - 1) / piece;
-  auto seg_len = [&](uint64_t i) { return std::min(seg, length - i * seg); };
-  const bool demote_drain = o_.staging_demote_drain_upto != 0 && seg <= o_.staging_demote_drain_upto;
+  const std::vector<uint64_t> bounds = DrainSegmentBounds(length, seg, o_.staging_d2h_tail);
+  const uint64_t nseg = bounds.size() - 1;
+  auto seg_off = [&](uint64_t i) { return bounds[i]; };
+  auto seg_len = [&](uint64_t i) { return bounds[i + 1] - bounds[i]; };
   std::unique_ptr<std::atomic<uint64_t>[]> claimed(new std::atomic<uint64_t>[nseg]);
   std::unique_ptr<std::atomic<uint64_t>[]> moved(new std::atomic<uint64_t>[nseg]);
   for (uint64_t i = 0; i < nseg; ++i) claimed[i].store(0), moved[i].store(0);
@@ -512,7 +537,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
     auto issue = [&](uint64_t i) {
       if (tracing) trace_.issue_begin_us[i] = us();
       Status st = cuda->CopyAsyncInto(tickets_[i % nbuf], dir, *staging_[i % nbuf], 0, dev,
-                                      dev_offset + i * seg, seg_len(i), DmaStream(i));
+                                      dev_offset + seg_off(i), seg_len(i), DmaStream(i));
       if (tracing) trace_.issued_us[i] = us();
       return st;
     };
@@ -553,12 +578,16 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
       }
       uint8_t* buf = staging_[i % nbuf]->data();
       const uint64_t n = seg_len(i);
-      for (uint64_t k; (k = claimed[i].fetch_add(1)) < pieces_per_seg;) {
+      const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
+      const uint64_t pieces = (n + piece - 1) / piece;
+      const bool demote_drain =
+          o_.staging_demote_drain_upto != 0 && n <= o_.staging_demote_drain_upto;
+      for (uint64_t k; (k = claimed[i].fetch_add(1)) < pieces;) {
         const uint64_t at = k * piece;
         if (at >= n) break;
         const uint64_t len = std::min(piece, n - at);
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-        CpuCopy(host + i * seg + at, buf + at, len, o_.staging_stream_to_host);
+        CpuCopy(host + seg_off(i) + at, buf + at, len, o_.staging_stream_to_host);
         if (demote_drain) DemoteLines(buf + at, len);
         if (moved[i].fetch_add(len, std::memory_order_acq_rel) + len == n && tracing)
           drained_us[i].store(us(), std::memory_order_relaxed);

@@ -144,6 +144,10 @@ struct TransferOptions {
   // The kernel holds up to two blocks per SM while it runs.
   bool staging_sm_copy = false;
   uint64_t staging_sm_piece = 32 << 10;
+  // Device to host: the copy's last segment is cut into a falling ramp down to about this many
+  // bytes (DrainSegmentBounds), so the last drain, which nothing overlaps, is short. 0: equal
+  // segments.
+  uint64_t staging_d2h_tail = 0;
   // Segment copies return once the work is done, not once every lane thread has looked in
   // (LanePool::RunElastic): a lane the OS has not scheduled yet is not waited for.
   bool staging_elastic = true;
@@ -176,6 +180,12 @@ struct StagedTrace {
 // bytes: about two per filling lane, at least `min_piece` (rounded up to 4 KiB), a multiple of
 // 4 KiB. lanes >= 2.
 uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece);
+
+// Segment boundaries of a device-to-host copy of `length` bytes in segments of `seg`: offsets
+// from 0 to length. With `tail` (0 < tail < seg) and at least two segments' worth, the copy's
+// last `seg` bytes are cut into a falling ramp seg/2, seg/4, ..., ~tail, ~tail, so the drain
+// that nothing overlaps (the last segment's) is short (TransferOptions::staging_d2h_tail).
+std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t tail);
 
 // One block of a CopyQueue: host [host_offset, +length) to dev [dev_offset, +length).
 struct QueuedBlock {

@@ -250,6 +250,30 @@ TEST(TransferEngine, CopyQueueDeliversBlocksInOrderAndStopsOnError) {
   EXPECT_EQ(handed, 3);
 }
 
+// Device-to-host segments: equal without a tail; with one, the last segment's bytes fall in a
+// ramp to about the tail, the bounds cover [0, length) with no gap, and a copy of fewer than two
+// segments is left alone.
+TEST(DrainSegmentBoundsTest, EqualSegmentsThenAFallingRamp) {
+  const uint64_t M = 1ull << 20;
+  EXPECT_EQ(DrainSegmentBounds(64 * M, 8 * M, 0),
+            (std::vector<uint64_t>{0, 8 * M, 16 * M, 24 * M, 32 * M, 40 * M, 48 * M, 56 * M, 64 * M}));
+  EXPECT_EQ(DrainSegmentBounds(64 * M, 8 * M, 1 * M),
+            (std::vector<uint64_t>{0, 8 * M, 16 * M, 24 * M, 32 * M, 40 * M, 48 * M, 56 * M, 60 * M,
+                                   62 * M, 63 * M, 64 * M}));
+  EXPECT_EQ(DrainSegmentBounds(10 * M, 8 * M, 1 * M), (std::vector<uint64_t>{0, 8 * M, 10 * M}));
+  for (uint64_t len : {16 * M + 4096, 256 * M - 12288, 40 * M}) {
+    auto b = DrainSegmentBounds(len, 8 * M, 512 << 10);
+    ASSERT_GE(b.size(), 2u);
+    EXPECT_EQ(b.front(), 0u);
+    EXPECT_EQ(b.back(), len);
+    for (size_t i = 1; i < b.size(); ++i) {
+      EXPECT_GT(b[i], b[i - 1]) << len;
+      EXPECT_LE(b[i] - b[i - 1], 8 * M) << len;
+    }
+    EXPECT_LE(b[b.size() - 1] - b[b.size() - 2], 512u << 10) << len;
+  }
+}
+
 // Pieces of a staged segment: about two per filling lane, at least the floor, 4 KiB multiples (the
 // H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes; with the
 // 16 KiB floor a 256 KiB segment gives each of 15 filling lanes a piece, 64 KiB gave 4 of them).
