@@ -201,14 +201,23 @@ struct Probe {
     return Status::Ok();
   }
 
+  // drain: ring -> host. after_dma: before each timed drain, the device writes the ring's
+  // segments by DMA (and the DMAs finish), so the drain reads lines the device just wrote, as in
+  // a device-to-host copy, but with no DMA running beside it.
   Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
-                  transfer::LanePool& pool, bool drain = false) {
+                  transfer::LanePool& pool, bool drain = false, bool after_dma = false) {
     const int lanes = pool.size();
     const uint64_t piece = transfer::SegmentPiece(seg, lanes, base.staging_min_piece);
     const uint64_t per_seg = (seg + piece - 1) / piece;
     const uint64_t nseg = (size + seg - 1) / seg;
     std::vector<double> t;
     for (int c = 0; c < copies; ++c) {
+      if (after_dma) {
+        for (uint64_t s = 0; s < nseg && s < ring.size(); ++s)
+          RESMEM_RETURN_IF_ERROR(gpu->Copy(CopyDirection::kDeviceToHost, *ring[s], 0, *dev, s * seg,
+                                           std::min(seg, size - s * seg))
+                                     .status());
+      }
       std::atomic<uint64_t> next{0};
       auto t0 = Steady::now();
       pool.Run(lanes, [&](int lane) {
@@ -225,7 +234,7 @@ struct Probe {
       t.push_back(Us(t0, Steady::now()));
     }
     std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n",
-                drain ? "drain-only" : "fill-only ", lanes - 1,
+                after_dma ? "drain-only after DMA" : drain ? "drain-only" : "fill-only ", lanes - 1,
                 FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)));
     return Status::Ok();
   }
@@ -532,6 +541,7 @@ int Main(int argc, char** argv) {
                [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
                [&] { return p.FillOnly(size, seg, ring, pool); },
                [&] { return p.FillOnly(size, seg, ring, pool, true); },
+               [&] { return p.FillOnly(size, seg, ring, pool, true, true); },
                [&] { return p.Staged(size, v, 0, "event polling", true); },
                [&] { return p.Staged(size, v, 0, "event polling", true, d2h); }}) {
         st = step();
