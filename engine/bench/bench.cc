@@ -216,7 +216,8 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
   bool staged_runs = false;
   for (const auto& op : open) staged_runs |= op.path.engine_path == "staged" && !clock.is_virtual();
   // Also the lanes' memcpy rate between two 64 MiB buffers (host memory the DMAs share): a figure
-  // for the reader, not a limit (a quiet H100 host: 110-143 GB/s, a disturbed one far less).
+  // for the reader, not a limit (42.2 GB/s on a quiet H100 host, docs/hil/2026-11-24-h100-staged4
+  // run 11; a host whose memory other tenants load shows less).
   constexpr uint64_t kCheckBytes = 64ull << 20;
   std::vector<uint8_t> check_src, check_dst;
   if (staged_runs) {

@@ -131,9 +131,9 @@ struct TransferOptions {
   // Segment DMAs spread round-robin over this many copy streams (CudaGpu::EnsureCopyStreams)
   // instead of the driving lane's one stream, hoping a DMA's set-up would overlap the transfer of
   // the one before. It does not on the H100: DMAs from pinned memory queued at once on 2-4
-  // streams took as long as on one (4 MiB H2D in 8: 120.6 us on one stream, 118-125 on more),
-  // and staged copies lost up to 20 points device to host (docs/hil/2026-11-24-h100-staged4,
-  // run 1). 1: one stream (the default).
+  // streams took about as long as on one (4 MiB H2D in 8: 120.6 us on one stream, 113.8-121.6
+  // on 2-4), and staged copies lost up to 21 points device to host (docs/hil/2026-11-24-h100-
+  // staged4, run 1). 1: one stream (the default).
   int staging_dma_streams = 1;
   // Single staged copies moved by the SMs instead of copy-engine DMAs: a kernel launched at the
   // copy's start takes each piece of staging_sm_piece bytes the moment the lanes have filled it
@@ -141,12 +141,15 @@ struct TransferOptions {
   // handing pieces over through words in mapped pinned memory (CudaGpu::LaunchPieceCopy). No
   // DMA per segment (~2.5 us each on the H100) and no first segment to fill before anything
   // moves. The ring is staging_buffers x staging_chunk bytes; CopyQueue keeps the DMA pipeline.
-  // The kernel holds up to two blocks per SM while it runs.
+  // The kernel holds up to two blocks per SM while it runs. Off by default: correct, but slower
+  // on the H100 (4 MiB H2D 38-39% of pinned against 69-71% for the DMA pipeline, 16 MiB 50-51%
+  // against 80-81%; docs/hil/2026-11-24-h100-staged4, run 7).
   bool staging_sm_copy = false;
   uint64_t staging_sm_piece = 32 << 10;
   // Device to host: the copy's last segment is cut into a falling ramp down to about this many
   // bytes (DrainSegmentBounds), so the last drain, which nothing overlaps, is short. 0: equal
-  // segments.
+  // segments (the default: on the one quiet round measured, 64 MiB D2H 84.1-85.7% of pinned with
+  // tails of 512 KiB-2 MiB against 84.5% without; docs/hil/2026-11-24-h100-staged4, run 9).
   uint64_t staging_d2h_tail = 0;
   // Segment copies return once the work is done, not once every lane thread has looked in
   // (LanePool::RunElastic): a lane the OS has not scheduled yet is not waited for.
