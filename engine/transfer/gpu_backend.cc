@@ -112,6 +112,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
          "a segment copy returns only once every lane thread has run its part (default: once "
          "the work is done)")
       ->group(group);
+  app.add_flag_callback(
+         "--no-prefetch-dst", [o] { o->staging_prefetch_dst = false; },
+         "device to host: claim a piece only once its DMA is done (default: claim it before and "
+         "prefetch its destination for writing meanwhile)")
+      ->group(group);
   cli::AddSizeOption(app, "--d2h-tail", &o->staging_d2h_tail,
                      "device to host: cut the last segment into a falling ramp down to this size "
                      "(0: equal segments)",

@@ -131,7 +131,9 @@ TEST(LanePool, ElasticAndPlainRunsMixedRunEachLaneAtMostOnce) {
     ASSERT_EQ(hits[0].load(), 1) << "run " << run;
     for (int l = 1; l < 8; ++l) {
       ASSERT_LE(hits[l].load(), l < lanes ? 1 : 0) << "run " << run << " lane " << l;
-      if (run % 2 == 0 && l < lanes) ASSERT_EQ(hits[l].load(), 1) << "run " << run;
+      if (run % 2 == 0 && l < lanes) {
+        ASSERT_EQ(hits[l].load(), 1) << "run " << run;
+      }
     }
   }
 }

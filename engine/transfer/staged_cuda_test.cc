@@ -1,7 +1,8 @@
 // The staged path's segment pipelines on a real GPU: event polling (default), stream signals
 // with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
 // moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
-// segments ending in a falling ramp (--d2h-tail), both ways, at
+// segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
+// (--no-prefetch-dst; the default claims before and prefetches the destination), both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@ struct Variant {
   const char* name;
   bool signals, gpu_waits, sm_copy;
   uint64_t d2h_tail = 0;
+  bool prefetch_dst = true;
 };
 
 class StagedCudaTest : public ::testing::TestWithParam<Variant> {
@@ -49,6 +51,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_gpu_waits = GetParam().gpu_waits;
   o.staging_sm_copy = GetParam().sm_copy;
   o.staging_d2h_tail = GetParam().d2h_tail;
+  o.staging_prefetch_dst = GetParam().prefetch_dst;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -84,7 +87,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"signals", true, false, false},
                                            Variant{"gpu_waits", true, true, false},
                                            Variant{"sm_copy", false, false, true},
-                                           Variant{"d2h_tail", false, false, false, 512 << 10}),
+                                           Variant{"d2h_tail", false, false, false, 512 << 10},
+                                           Variant{"claim_after_dma", false, false, false, 0, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

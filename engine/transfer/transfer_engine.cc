@@ -81,6 +81,17 @@ void DemoteLines(const uint8_t* p, uint64_t n) {
 #endif
 }
 
+// PREFETCHW every cache line of [p, p+n): the lines come into this core's cache ready to be
+// written (the read-for-ownership done ahead of the stores). Encoded in the NOP space on CPUs
+// without it.
+void PrefetchForWrite(const uint8_t* p, uint64_t n) {
+#if defined(__x86_64__)
+  for (uint64_t at = 0; at < n; at += 64) asm volatile("prefetchw (%0)" : : "r"(p + at));
+#else
+  (void)p, (void)n;
+#endif
+}
+
 }  // namespace
 
 std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t tail) {
@@ -570,12 +581,19 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   };
 
   // Lanes 1.. (and lane 0 once its DMAs are done) copy each segment out once its DMA finished.
+  // With staging_prefetch_dst a lane claims its piece before the segment's DMA is done and
+  // prefetches the piece's destination lines for writing while it waits.
+  const bool prefetch_dst = o_.staging_prefetch_dst;
   auto drain = [&](int lane) {
     for (uint64_t i = 0; i < nseg; ++i) {
-      while (ready.load(std::memory_order_acquire) <= i) {
-        if (abort.load(std::memory_order_relaxed)) return;
-        Relax();
-      }
+      auto wait_ready = [&] {
+        while (ready.load(std::memory_order_acquire) <= i) {
+          if (abort.load(std::memory_order_relaxed)) return false;
+          Relax();
+        }
+        return true;
+      };
+      if (!prefetch_dst && !wait_ready()) return;
       uint8_t* buf = staging_[i % nbuf]->data();
       const uint64_t n = seg_len(i);
       const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
@@ -586,6 +604,10 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
         const uint64_t at = k * piece;
         if (at >= n) break;
         const uint64_t len = std::min(piece, n - at);
+        if (prefetch_dst) {
+          PrefetchForWrite(host + seg_off(i) + at, len);
+          if (!wait_ready()) return;
+        }
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
         CpuCopy(host + seg_off(i) + at, buf + at, len, o_.staging_stream_to_host);
         if (demote_drain) DemoteLines(buf + at, len);

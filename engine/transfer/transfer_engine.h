@@ -146,6 +146,14 @@ struct TransferOptions {
   // against 80-81%; docs/hil/2026-11-24-h100-staged4, run 7).
   bool staging_sm_copy = false;
   uint64_t staging_sm_piece = 32 << 10;
+  // Device to host: a lane claims its piece before the segment's DMA is done and prefetches the
+  // piece's destination lines for writing (PREFETCHW) while it waits, so fewer of the drain's
+  // stores wait for a read-for-ownership. Why: a drain into lines another thread wrote last ran
+  // 1 MiB copies at 44% of pinned against 61% into lines the lanes wrote last (H100, docs/hil/
+  // 2026-11-24-h100-staged4, run 14). Gain, two interleaved bench rounds (run 15): D2H 64 KiB
+  // 54-57% against 44-45%, 1 MiB to 64 MiB +0.5 to +2 points, 256 MiB 95.9-96.3% against
+  // 95.4-95.7%; host to device unchanged.
+  bool staging_prefetch_dst = true;
   // Device to host: the copy's last segment is cut into a falling ramp down to about this many
   // bytes (DrainSegmentBounds), so the last drain, which nothing overlaps, is short. 0: equal
   // segments (the default: on the one quiet round measured, 64 MiB D2H 84.1-85.7% of pinned with
