@@ -539,11 +539,6 @@ Status CudaGpu::EnsureCopyStreams(int n) {
   return Status::Ok();
 }
 
-int CudaGpu::copy_streams() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(copy_streams_.size());
-}
-
 void* CudaGpu::StreamOf(int stream) {
   if (stream < 0) return cudaStreamPerThread;
   std::lock_guard<std::mutex> lock(mu_);

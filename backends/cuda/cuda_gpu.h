@@ -102,7 +102,6 @@ class CudaGpu : public Gpu {
   // call) in the current context, for a caller that spreads DMAs over several so that one DMA's
   // set-up overlaps another's transfer. Safe from several threads.
   Status EnsureCopyStreams(int n);
-  int copy_streams();
   Status WaitKeep(const CopyTicket& ticket);
   // Non-blocking: true once the copy recorded in the ticket finished (cudaEventQuery).
   Result<bool> Done(const CopyTicket& ticket);

@@ -81,7 +81,15 @@ bool LanePool::Admit(uint64_t run) {
   }
 }
 
-void LanePool::Start(int lanes, const std::function<void(int)>& job) {
+void LanePool::Run(int lanes, const std::function<void(int)>& job) { RunJoined(lanes, job, false); }
+
+void LanePool::RunElastic(int lanes, const std::function<void(int)>& job) {
+  RunJoined(lanes, job, true);
+}
+
+void LanePool::RunJoined(int lanes, const std::function<void(int)>& job, bool elastic) {
+  lanes = std::max(1, std::min(lanes, size_));
+  if (lanes == 1) return job(0);
   job_ = &job;
   const uint64_t run = (generation_.load(std::memory_order_relaxed) >> 16) + 1;
   admit_.store((run & 0x7fffffffu) << kRunShift, std::memory_order_relaxed);
@@ -92,39 +100,20 @@ void LanePool::Start(int lanes, const std::function<void(int)>& job) {
     { std::lock_guard<std::mutex> l(mu_); }
     cv_.notify_all();
   }
-}
-
-void LanePool::RunElastic(int lanes, const std::function<void(int)>& job) {
-  lanes = std::max(1, std::min(lanes, size_));
-  if (lanes > 1) Start(lanes, job);
   job(0);
-  if (lanes > 1) {
-    // Close the run; wait for the workers inside it.
-    uint64_t s = admit_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
-    for (int polls = 1; (s & kInsideMask) != 0; ++polls) {
-      RESMEM_CPU_RELAX();
-      if (polls % 4096 == 0) std::this_thread::yield();
-      s = admit_.load(std::memory_order_acquire);
-    }
-    job_ = nullptr;
+  // Plain: wait until every worker has finished. Elastic: close the run, then wait for the
+  // workers inside it. Spin: a lane's share of a copy lasts tens of microseconds; yield now and
+  // then so a host with fewer CPUs than lanes still lets the workers run.
+  const uint64_t workers = static_cast<uint64_t>(lanes - 1);
+  if (elastic) admit_.fetch_or(kClosed, std::memory_order_acq_rel);
+  auto joined = [&](uint64_t s) {
+    return elastic ? (s & kInsideMask) == 0 : ((s >> 16) & kInsideMask) >= workers;
+  };
+  for (int polls = 1; !joined(admit_.load(std::memory_order_acquire)); ++polls) {
+    RESMEM_CPU_RELAX();
+    if (polls % 4096 == 0) std::this_thread::yield();
   }
-}
-
-void LanePool::Run(int lanes, const std::function<void(int)>& job) {
-  lanes = std::max(1, std::min(lanes, size_));
-  if (lanes > 1) Start(lanes, job);
-  job(0);
-  if (lanes > 1) {
-    // Spin: a lane's share of a copy lasts tens of microseconds. Yield now and then so a host
-    // with fewer CPUs than lanes still lets the workers run.
-    const uint64_t workers = static_cast<uint64_t>(lanes - 1);
-    for (int polls = 1;
-         ((admit_.load(std::memory_order_acquire) >> 16) & kInsideMask) < workers; ++polls) {
-      RESMEM_CPU_RELAX();
-      if (polls % 4096 == 0) std::this_thread::yield();
-    }
-    job_ = nullptr;
-  }
+  job_ = nullptr;
 }
 
 }  // namespace resmem::transfer

@@ -76,7 +76,7 @@ class LanePool {
   static constexpr int kRunShift = 33;
   std::atomic<uint64_t> admit_{0};
   bool Admit(uint64_t run);
-  void Start(int lanes, const std::function<void(int lane)>& job);
+  void RunJoined(int lanes, const std::function<void(int lane)>& job, bool elastic);
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeps_{0};

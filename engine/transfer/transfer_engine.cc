@@ -273,14 +273,14 @@ Status TransferEngine::TryPath(Path p) {
           return refuse(0, st);
         }
       }
-      std::string signals_note;
+      std::string pipeline_note;
       if (segments_ && o_.staging_signals) {
         auto sig = cuda->NewSignals(2 * buffer_count);
         if (sig.ok()) {
           signals_ = *sig;
-          signals_note = ", DMAs queued behind stream signals";
+          pipeline_note = ", DMAs queued behind stream signals";
         } else {
-          signals_note = ", event polling (" + sig.status().message() + ")";
+          pipeline_note = ", event polling (" + sig.status().message() + ")";
         }
       }
       if (segments_ && o_.staging_sm_copy) {
@@ -289,9 +289,9 @@ Status TransferEngine::TryPath(Path p) {
         auto ring = cuda->NewPieceRing(piece, static_cast<uint32_t>(slots));
         if (ring.ok()) {
           piece_ring_ = std::move(ring).value();
-          signals_note += ", single copies moved by the SMs in " + FormatSize(piece) + " pieces";
+          pipeline_note += ", single copies moved by the SMs in " + FormatSize(piece) + " pieces";
         } else {
-          signals_note += ", copy-engine DMAs (" + ring.status().message() + ")";
+          pipeline_note += ", copy-engine DMAs (" + ring.status().message() + ")";
         }
       }
       LanePoolOptions lo;
@@ -321,7 +321,7 @@ Status TransferEngine::TryPath(Path p) {
                             ? ", D2H segments <= " + FormatSize(o_.staging_demote_drain_upto) +
                                   " demoted after draining"
                             : "") +
-                       signals_note;
+                       pipeline_note;
       return Status::Ok();
     }
     case Path::kPageableAccess: {
@@ -468,6 +468,12 @@ void FinishTrace(StagedTrace* t, double returned_us, const std::vector<double>& 
   }
 }
 
+// Words of stream signals and piece rings compare cyclically, as the driver's
+// CU_STREAM_WAIT_VALUE_GEQ does.
+inline bool Reached(const volatile uint32_t* word, uint32_t value) {
+  return static_cast<int32_t>(*word - value) >= 0;
+}
+
 inline void Relax() {
 #if defined(__x86_64__)
   _mm_pause();
@@ -475,17 +481,17 @@ inline void Relax() {
 }
 }  // namespace
 
+void TransferEngine::RunLanes(int lanes, const std::function<void(int)>& job) {
+  if (o_.staging_elastic) lanes_->RunElastic(lanes, job);
+  else lanes_->Run(lanes, job);
+}
+
 // Segments (see TransferOptions::staging_segments). Lane 0 drives the DMAs; lanes 1.. move the
 // bytes between the host mapping and the pinned segment buffers in pieces claimed from a
 // per-segment counter, so a lane that finishes early helps with the next segment.
 //   host to device: PumpSegments with one block.
 //   device to host: lane 0 queues the DMAs of segments 0..S-1, lets the lanes copy a segment
 //     out once its DMA finished, and reuses its buffer for segment i + S once they drained it.
-void TransferEngine::RunLanes(int lanes, const std::function<void(int)>& job) {
-  if (o_.staging_elastic) lanes_->RunElastic(lanes, job);
-  else lanes_->Run(lanes, job);
-}
-
 Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                                     uint64_t dev_offset, uint64_t length) {
   // Segments: at least staging_min_segments per copy where they can be >= staging_min_unit (so
@@ -858,9 +864,6 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
   const bool h2d = dir == CopyDirection::kHostToDevice;
   uint8_t* host = mem_.data() + host_offset;
   uint8_t* ring = r.ring->data();
-  auto reached = [](uint32_t word, uint32_t value) {
-    return static_cast<int32_t>(word - value) >= 0;
-  };
   std::atomic<uint64_t> next{0}, moved{0};
   std::atomic<bool> abort{false};
   Status status;
@@ -872,7 +875,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
         const uint32_t t = base + static_cast<uint32_t>(p) + 1;
         const uint32_t want = h2d ? t - slots : t;
         if (!h2d || p >= slots) {
-          while (!reached(gpu_words[slot * kStride], want)) {
+          while (!Reached(gpu_words + slot * kStride, want)) {
             if (abort.load(std::memory_order_relaxed)) return;
             Relax();
           }
@@ -893,7 +896,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
     status = cuda->LaunchPieceCopy(r, dir, dev, dev_offset, length, base);
     if (status.ok()) {
       for (uint64_t polls = 1;; ++polls) {
-        if (reached(*done_word, base + static_cast<uint32_t>(n)) &&
+        if (Reached(done_word, base + static_cast<uint32_t>(n)) &&
             moved.load(std::memory_order_acquire) == n)
           break;
         if (polls % 1024 == 0) {
@@ -912,13 +915,6 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
   RunLanes(lanes, job);
   return status;
 }
-
-namespace {
-// Stream signal words compare cyclically, as the driver's CU_STREAM_WAIT_VALUE_GEQ does.
-inline bool Reached(const volatile uint32_t* word, uint32_t value) {
-  return static_cast<int32_t>(*word - value) >= 0;
-}
-}  // namespace
 
 // Signalled segments. The copy is cut into segments (small at the exposed end, see
 // TransferOptions::staging_edge_segment); segment i uses buffer b = i % B and number t_i. Lane 0
