@@ -2,7 +2,8 @@
 // with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
 // moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
 // segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
-// (--no-prefetch-dst; the default claims before and prefetches the destination), both ways, at
+// (--no-prefetch-dst; the default claims before and prefetches the destination), and segment
+// DMAs spread over three copy streams (--dma-streams 3), both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ struct Variant {
   bool signals, gpu_waits, sm_copy;
   uint64_t d2h_tail = 0;
   bool prefetch_dst = true;
+  int dma_streams = 1;
 };
 
 class StagedCudaTest : public ::testing::TestWithParam<Variant> {
@@ -52,6 +54,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_sm_copy = GetParam().sm_copy;
   o.staging_d2h_tail = GetParam().d2h_tail;
   o.staging_prefetch_dst = GetParam().prefetch_dst;
+  o.staging_dma_streams = GetParam().dma_streams;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -88,7 +91,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"gpu_waits", true, true, false},
                                            Variant{"sm_copy", false, false, true},
                                            Variant{"d2h_tail", false, false, false, 512 << 10},
-                                           Variant{"claim_after_dma", false, false, false, 0, false}),
+                                           Variant{"claim_after_dma", false, false, false, 0, false},
+                                           Variant{"dma_streams", false, false, false, 0, true, 3}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
