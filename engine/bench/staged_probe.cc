@@ -13,6 +13,9 @@
 // options given, each with its last copy's per-segment timeline. --streams-matrix: only DMAs
 // from pinned memory, 1-32 per copy on 1-4 copy streams, with an event after each or one after
 // the last (does a second stream or fewer events hide a DMA's set-up? On the H100: no).
+// --ceiling: only the host's staging costs, measured apart (segment_plan.h: start, submit, DMA
+// rate and per-DMA cost, the lanes' fill and drain alone and beside a DMA loop) and, per size,
+// what the best cut of a staged copy reaches under them: the ceiling of any segment schedule.
 // Every staged copy's data is checked on the device. Nothing is asserted: figures only.
 // Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.
 #include <algorithm>
@@ -76,6 +79,7 @@ struct Probe {
   uint64_t fill_seed = 7;
   uint64_t mismatched_copies = 0;
   bool dump = false;  // --dump: the last copy's per-segment timeline
+  cuda::CudaGpu::CopyTicket* beside_ticket = nullptr;  // FillOnly's `beside` DMAs
 
   uint64_t SegmentOf(uint64_t size, int min_segments) const {
     const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;
@@ -205,7 +209,9 @@ struct Probe {
   // segments by DMA (and the DMAs finish), so the drain reads lines the device just wrote, as in
   // a device-to-host copy, but with no DMA running beside it.
   Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
-                  transfer::LanePool& pool, bool drain = false, bool after_dma = false) {
+                  transfer::LanePool& pool, bool drain = false, bool after_dma = false,
+                  double* gbps = nullptr, const char* note = "",
+                  const CopyDirection* beside = nullptr) {
     const int lanes = pool.size();
     const uint64_t piece = transfer::SegmentPiece(seg, lanes, base.staging_min_piece);
     const uint64_t per_seg = (seg + piece - 1) / piece;
@@ -218,11 +224,24 @@ struct Probe {
                                            std::min(seg, size - s * seg))
                                      .status());
       }
-      std::atomic<uint64_t> next{0};
+      std::atomic<uint64_t> next{0}, moved{0};
+      Status dma_status;
       auto t0 = Steady::now();
       pool.Run(lanes, [&](int lane) {
-        if (lane == 0) return;
-        for (uint64_t k; (k = next.fetch_add(1)) < nseg * per_seg;) {
+        if (lane == 0) {
+          // `beside`: lane 0, the driving lane of a staged copy, keeps 4 MiB DMAs from pinned
+          // memory running in that direction until the other lanes are done.
+          while (beside && dma_status.ok() && moved.load(std::memory_order_acquire) < nseg * per_seg) {
+            dma_status = cuda->CopyAsyncInto(*beside_ticket, *beside, *pinned, 0, *dev, 0, 4ull << 20);
+            for (bool done = false; dma_status.ok() && !done;) {
+              Result<bool> d = cuda->Done(*beside_ticket);
+              dma_status = d.status();
+              done = d.ok() && *d;
+            }
+          }
+          return;
+        }
+        for (uint64_t k; (k = next.fetch_add(1)) < nseg * per_seg; moved.fetch_add(1, std::memory_order_release)) {
           const uint64_t s = k / per_seg, at = s * seg + (k % per_seg) * piece;
           const uint64_t end = std::min(size, (s + 1) * seg);
           if (at >= end) continue;
@@ -232,10 +251,12 @@ struct Probe {
         }
       });
       t.push_back(Us(t0, Steady::now()));
+      RESMEM_RETURN_IF_ERROR(dma_status);
     }
-    std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n",
+    std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s%s\n",
                 after_dma ? "drain-only after DMA" : drain ? "drain-only" : "fill-only ", lanes - 1,
-                FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)));
+                FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)), note);
+    if (gbps) *gbps = Gbps(size, Median(t));
     return Status::Ok();
   }
 
@@ -311,6 +332,91 @@ struct Probe {
       std::printf("returned %.1f\n", tr.returned_us);
     }
     return Status::Ok();
+  }
+
+  // The host's staging costs (segment_plan.h) in direction `dir`, each measured apart:
+  //   start      an empty job on the lanes, hot (median of 200)
+  //   submit     one cudaMemcpyAsync call from pinned memory
+  //   DMA rate and per-DMA cost: 4 MiB from pinned memory in 1 DMA and in 8 queued at once
+  //   fill/drain the lanes' copy of 4 MiB in 512 KiB segments (the drain right after DMAs into
+  //              the ring), alone, and beside 4 MiB DMAs from pinned memory in the same
+  //              direction that lane 0 keeps running, as it does in a staged copy (`*beside`)
+  // The model with the alone rates gives what no cut can beat on this host (a ceiling); the
+  // beside rates give the plan a copy would use.
+  Status Costs(CopyDirection dir, const std::vector<std::unique_ptr<HostMemory>>& ring,
+               transfer::LanePool& pool, transfer::StagingCosts* alone,
+               transfer::StagingCosts* beside) {
+    const bool h2d = dir == CopyDirection::kHostToDevice;
+    const uint64_t size = 4ull << 20, seg = 512 << 10;
+    std::vector<double> hot;
+    for (int i = 0; i < 200; ++i) {
+      auto t0 = Steady::now();
+      pool.Run(pool.size(), [](int) {});
+      hot.push_back(Us(t0, Steady::now()));
+    }
+    RESMEM_ASSIGN_OR_RETURN(auto ticket, cuda->NewTicket());
+    std::vector<double> one, eight, submit;
+    for (int c = 0; c < std::max(copies, 11); ++c) {
+      auto t0 = Steady::now();
+      RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(ticket, dir, *pinned, 0, *dev, 0, size));
+      submit.push_back(Us(t0, Steady::now()));
+      RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(ticket));
+      one.push_back(Us(t0, Steady::now()));
+      t0 = Steady::now();
+      for (int i = 0; i < 8; ++i) {
+        if (i < 7)
+          RESMEM_RETURN_IF_ERROR(cuda->EnqueueCopy(dir, *pinned, i * size / 8, *dev, i * size / 8, size / 8));
+        else
+          RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(ticket, dir, *pinned, i * size / 8, *dev,
+                                                     i * size / 8, size / 8));
+      }
+      RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(ticket));
+      eight.push_back(Us(t0, Steady::now()));
+    }
+    cuda->ReleaseTicket(ticket);
+    transfer::StagingCosts c;
+    c.start_us = Median(hot);
+    c.submit_us = Median(submit);
+    c.per_dma_us = std::max(0.0, (Median(eight) - Median(one)) / 7);
+    c.dma_gbps = Gbps(size, std::max(1.0, Median(one) - c.submit_us - c.per_dma_us));
+    std::printf("  %s: start %.1f us, submit %.1f us, 4 MiB in 1 DMA %.1f us, in 8 %.1f us\n",
+                h2d ? "H2D" : "D2H", c.start_us, c.submit_us, Median(one), Median(eight));
+    double rate = 0;
+    RESMEM_RETURN_IF_ERROR(FillOnly(size, seg, ring, pool, !h2d, !h2d, &rate, " (alone)"));
+    (h2d ? c.fill_gbps : c.drain_gbps) = rate;
+    *alone = c;
+    // Beside DMAs driven by lane 0, as in a staged copy.
+    RESMEM_ASSIGN_OR_RETURN(auto t, cuda->NewTicket());
+    beside_ticket = &t;
+    Status fill = FillOnly(size, seg, ring, pool, !h2d, false, &rate, " (beside lane 0's DMAs)", &dir);
+    beside_ticket = nullptr;
+    cuda->ReleaseTicket(t);
+    RESMEM_RETURN_IF_ERROR(fill);
+    (h2d ? c.fill_gbps : c.drain_gbps) = rate;
+    *beside = c;
+    return Status::Ok();
+  }
+
+  // What the model makes of the costs: per size, the plan and its % of pinned.
+  void Ceilings(CopyDirection dir, const std::vector<uint64_t>& sizes,
+                const transfer::StagingCosts& alone, const transfer::StagingCosts& beside) {
+    const auto pd = dir == CopyDirection::kHostToDevice ? transfer::PlanDirection::kHostToDevice
+                                                        : transfer::PlanDirection::kDeviceToHost;
+    std::printf("%s costs, lanes alone:    %s\n%s costs, beside a DMA: %s\n",
+                dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", alone.Describe().c_str(),
+                dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", beside.Describe().c_str());
+    for (uint64_t size : sizes) {
+      const auto a = transfer::PlanSegments(pd, size, base.staging_chunk, alone);
+      const auto b = transfer::PlanSegments(pd, size, base.staging_chunk, beside);
+      std::string cut;
+      for (size_t i = 0; i < b.segments.size(); ++i)
+        cut += (i ? " " : "") + FormatSize(b.segments[i]);
+      if (b.segments.size() > 12) cut = std::to_string(b.segments.size()) + " segments";
+      std::printf("  ceiling %s %-8s %5.1f%% of pinned (lanes alone), %5.1f%% beside a DMA; "
+                  "pinned %.1f us; plan: %s\n",
+                  dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", FormatSize(size).c_str(),
+                  a.percent_of_pinned(), b.percent_of_pinned(), a.pinned_us, cut.c_str());
+    }
   }
 
   Status Dispatch(transfer::LanePool& pool) {
@@ -423,6 +529,10 @@ int Main(int argc, char** argv) {
   bool streams_matrix = false;
   app->add_flag("--streams-matrix", streams_matrix,
                 "only DMAs from pinned memory: 1-32 segments on 1-4 copy streams, both ways");
+  bool ceiling = false;
+  app->add_flag("--ceiling", ceiling,
+                "only the host's staging costs (the --costs of --plan) and, per size, what the "
+                "best cut of a staged copy can reach under them");
   transfer::AddStagingOptions(*app, &base);
   if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
                                std::cerr))
@@ -462,6 +572,16 @@ int Main(int argc, char** argv) {
   lo.spin_us = base.staging_spin_us;
   transfer::LanePool pool(lo);
   Status st = p.Dispatch(pool);
+  if (ceiling) {
+    for (auto dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
+      transfer::StagingCosts alone, beside;
+      if (st.ok()) st = p.Costs(dir, ring, pool, &alone, &beside);
+      if (st.ok()) p.Ceilings(dir, sizes, alone, beside);
+    }
+    for (auto& t : tickets) cuda->ReleaseTicket(t);
+    if (!st.ok()) return Fail(st, 4);
+    return 0;
+  }
   for (uint64_t size : sizes) {
     if (!st.ok() || !streams_matrix) break;
     for (auto dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost})

@@ -3,7 +3,8 @@
 // moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
 // segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
 // (--no-prefetch-dst; the default claims before and prefetches the destination), and segment
-// DMAs spread over three copy streams (--dma-streams 3), both ways, at
+// DMAs spread over three copy streams (--dma-streams 3), and copies cut by the segment plan
+// (--plan --plan-d2h: uneven segments, small at the exposed end), both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
@@ -26,6 +27,7 @@ struct Variant {
   uint64_t d2h_tail = 0;
   bool prefetch_dst = true;
   int dma_streams = 1;
+  bool plan = false;
 };
 
 class StagedCudaTest : public ::testing::TestWithParam<Variant> {
@@ -55,6 +57,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_d2h_tail = GetParam().d2h_tail;
   o.staging_prefetch_dst = GetParam().prefetch_dst;
   o.staging_dma_streams = GetParam().dma_streams;
+  o.staging_plan = o.staging_plan_d2h = GetParam().plan;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -92,7 +95,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"sm_copy", false, false, true},
                                            Variant{"d2h_tail", false, false, false, 512 << 10},
                                            Variant{"claim_after_dma", false, false, false, 0, false},
-                                           Variant{"dma_streams", false, false, false, 0, true, 3}),
+                                           Variant{"dma_streams", false, false, false, 0, true, 3},
+                                           Variant{"plan", false, false, false, 0, true, 1, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

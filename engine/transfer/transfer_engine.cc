@@ -321,6 +321,13 @@ Status TransferEngine::TryPath(Path p) {
                             ? ", D2H segments <= " + FormatSize(o_.staging_demote_drain_upto) +
                                   " demoted after draining"
                             : "") +
+                       (segments_ && (o_.staging_plan || o_.staging_plan_d2h)
+                            ? std::string(", single copies cut by plan (") +
+                                  (o_.staging_plan ? "H2D" : "") +
+                                  (o_.staging_plan && o_.staging_plan_d2h ? ", " : "") +
+                                  (o_.staging_plan_d2h ? "D2H" : "") +
+                                  "; " + o_.staging_costs.Describe() + ")"
+                            : "") +
                        pipeline_note;
       return Status::Ok();
     }
@@ -507,22 +514,32 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   if (signals_.host != nullptr)
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
   if (o_.staging_trace) trace_ = StagedTrace();
+  const std::vector<uint64_t>* plan =
+      (dir == CopyDirection::kHostToDevice ? o_.staging_plan : o_.staging_plan_d2h)
+          ? &PlanOf(dir, length)
+          : nullptr;
   if (dir == CopyDirection::kHostToDevice) {
     bool handed = false;
     return PumpSegments(
-        seg,
+        plan ? *std::max_element(plan->begin(), plan->end()) : seg,
         [&](QueuedBlock* b) -> Result<QueuePoll> {
           if (handed) return QueuePoll::kEnd;
           handed = true;
           *b = QueuedBlock{host_offset, &dev, dev_offset, length, 0};
           return QueuePoll::kBlock;
         },
-        [](const QueuedBlock&) { return Status::Ok(); });
+        [](const QueuedBlock&) { return Status::Ok(); }, plan);
   }
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
-  const std::vector<uint64_t> bounds = DrainSegmentBounds(length, seg, o_.staging_d2h_tail);
+  std::vector<uint64_t> bounds;
+  if (plan) {
+    bounds.push_back(0);
+    for (uint64_t n : *plan) bounds.push_back(bounds.back() + n);
+  } else {
+    bounds = DrainSegmentBounds(length, seg, o_.staging_d2h_tail);
+  }
   const uint64_t nseg = bounds.size() - 1;
   auto seg_off = [&](uint64_t i) { return bounds[i]; };
   auto seg_len = [&](uint64_t i) { return bounds[i + 1] - bounds[i]; };
@@ -651,9 +668,20 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
 // and polls the oldest DMA's event. Lanes 1.. claim pieces of a segment with a compare-and-swap
 // on a word that carries the segment's number, so a lane that arrives after the segment was
 // finished and its ring slot reused claims nothing.
+const std::vector<uint64_t>& TransferEngine::PlanOf(CopyDirection dir, uint64_t length) {
+  const bool h2d = dir == CopyDirection::kHostToDevice;
+  auto [it, added] = plans_.try_emplace({h2d ? 0 : 1, length});
+  if (added)
+    it->second = PlanSegments(h2d ? PlanDirection::kHostToDevice : PlanDirection::kDeviceToHost,
+                              length, o_.staging_chunk, o_.staging_costs)
+                     .segments;
+  return it->second;
+}
+
 Status TransferEngine::PumpSegments(uint64_t seg_limit,
                                     const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
-                                    const std::function<Status(const QueuedBlock&)>& arrived) {
+                                    const std::function<Status(const QueuedBlock&)>& arrived,
+                                    const std::vector<uint64_t>* plan) {
   using Steady = std::chrono::steady_clock;
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   const int nbuf = static_cast<int>(staging_.size());
@@ -721,7 +749,8 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
           if (tracing) trace_.bytes += b.length;
         }
         uint64_t n = std::min(seg_limit, cur.length - cur_done);
-        if (o_.staging_ramp_first && known < 32)
+        if (plan && known < plan->size()) n = std::min(n, (*plan)[known]);
+        else if (o_.staging_ramp_first && known < 32)
           n = std::min(n, std::max<uint64_t>(4096, o_.staging_ramp_first << known));
         const uint64_t slot = known % kRing;
         const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
@@ -732,8 +761,11 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         d.pieces.store((n + piece - 1) / piece, std::memory_order_relaxed);
         // Non-temporal below staging_nt_fill_below and for a block's last B segments
         // (TransferOptions::staging_nt_tail).
+        // A plan's segments below staging_demote_fill_from stream too: a cached fill that is
+        // not demoted leaves lines the DMA must snoop out of the lanes' caches.
         d.non_temporal.store(
-            non_temporal || (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n),
+            non_temporal || (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n) ||
+                (plan && n < o_.staging_demote_fill_from),
             std::memory_order_relaxed);
         d.dev = cur.dev;
         d.dev_offset = cur.dev_offset + cur_done;

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "backends/api/gpu.h"
 #include "backends/cuda/cuda_gpu.h"
 #include "engine/transfer/lane_pool.h"
+#include "engine/transfer/segment_plan.h"
 
 namespace resmem::transfer {
 
@@ -168,6 +170,12 @@ struct TransferOptions {
   // 56-60% of pinned against 55% (undisturbed rounds), D2H 54-62% against 50-51%, 4 MiB H2D
   // 67-72% against 66-68%, D2H 69-73% against 66-68%.
   uint64_t staging_min_piece = 16 << 10;
+  // Single segment copies cut by a plan (segment_plan.h) from staging_costs instead of into
+  // equal segments: host to device small first and growing, device to host falling at the end.
+  // staging_plan_d2h: the same for device-to-host copies (off: DrainSegmentBounds).
+  bool staging_plan = false;
+  bool staging_plan_d2h = false;
+  StagingCosts staging_costs;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
@@ -269,8 +277,13 @@ class TransferEngine {
   Status CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                     uint64_t dev_offset, uint64_t length);
   // The host-to-device segment pipeline behind Copy (one block) and CopyQueue (many).
+  // `plan`: the sizes of the first segments (a single copy's plan), or null.
   Status PumpSegments(uint64_t seg_limit, const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
-                      const std::function<Status(const QueuedBlock&)>& arrived);
+                      const std::function<Status(const QueuedBlock&)>& arrived,
+                      const std::vector<uint64_t>* plan = nullptr);
+  // The plan of a single staged copy (TransferOptions::staging_plan), made once per direction and
+  // length.
+  const std::vector<uint64_t>& PlanOf(CopyDirection dir, uint64_t length);
 
   // The copy stream of segment i's DMA (TransferOptions::staging_dma_streams; -1: the calling
   // thread's stream).
@@ -292,6 +305,7 @@ class TransferEngine {
   int buffers_per_lane_ = 1;
   bool segments_ = false;  // staging_segments in effect (CUDA, real clock, >= 2 lanes)
   std::unique_ptr<LanePool> lanes_;
+  std::map<std::pair<int, uint64_t>, std::vector<uint64_t>> plans_;  // PlanOf's
   // Signalled copies: words [0, B) are set by the lanes (segment filled / drained), [B, 2B) by the
   // stream (segment's DMA finished), B = staging buffers; every segment takes the next number.
   cuda::CudaGpu::Signals signals_;
