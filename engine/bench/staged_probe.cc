@@ -383,6 +383,7 @@ struct Probe {
                 h2d ? "H2D" : "D2H", c.start_us, c.submit_us, Median(one), Median(eight));
     double rate = 0;
     RESMEM_RETURN_IF_ERROR(FillOnly(size, seg, ring, pool, !h2d, !h2d, &rate, " (alone)"));
+    (h2d ? c.fill_alone_gbps : c.drain_alone_gbps) = rate;
     (h2d ? c.fill_gbps : c.drain_gbps) = rate;
     *alone = c;
     // Beside DMAs driven by lane 0, as in a staged copy.
@@ -397,25 +398,24 @@ struct Probe {
     return Status::Ok();
   }
 
-  // What the model makes of the costs: per size, the plan and its % of pinned.
+  // What the model makes of the costs: per size, the best cut with the lanes at their rates
+  // alone (the ceiling) and the plan with their rates beside DMAs.
   void Ceilings(CopyDirection dir, const std::vector<uint64_t>& sizes,
-                const transfer::StagingCosts& alone, const transfer::StagingCosts& beside) {
-    const auto pd = dir == CopyDirection::kHostToDevice ? transfer::PlanDirection::kHostToDevice
-                                                        : transfer::PlanDirection::kDeviceToHost;
-    std::printf("%s costs, lanes alone:    %s\n%s costs, beside a DMA: %s\n",
-                dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", alone.Describe().c_str(),
-                dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", beside.Describe().c_str());
+                const transfer::StagingCosts& costs) {
+    const bool h2d = dir == CopyDirection::kHostToDevice;
+    const auto pd = h2d ? transfer::PlanDirection::kHostToDevice
+                        : transfer::PlanDirection::kDeviceToHost;
     for (uint64_t size : sizes) {
-      const auto a = transfer::PlanSegments(pd, size, base.staging_chunk, alone);
-      const auto b = transfer::PlanSegments(pd, size, base.staging_chunk, beside);
+      const auto a = transfer::PlanSegments(pd, size, base.staging_chunk, costs.Alone());
+      const auto b = transfer::PlanSegments(pd, size, base.staging_chunk, costs);
       std::string cut;
       for (size_t i = 0; i < b.segments.size(); ++i)
         cut += (i ? " " : "") + FormatSize(b.segments[i]);
       if (b.segments.size() > 12) cut = std::to_string(b.segments.size()) + " segments";
-      std::printf("  ceiling %s %-8s %5.1f%% of pinned (lanes alone), %5.1f%% beside a DMA; "
-                  "pinned %.1f us; plan: %s\n",
-                  dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", FormatSize(size).c_str(),
-                  a.percent_of_pinned(), b.percent_of_pinned(), a.pinned_us, cut.c_str());
+      std::printf("  ceiling %s %-8s %5.1f%% of pinned (lanes at their rates alone); plan "
+                  "%5.1f%% (beside DMAs): %s; pinned %.1f us\n",
+                  h2d ? "H2D" : "D2H", FormatSize(size).c_str(), a.percent_of_pinned(),
+                  b.percent_of_pinned(), cut.c_str(), a.pinned_us);
     }
   }
 
@@ -573,10 +573,19 @@ int Main(int argc, char** argv) {
   transfer::LanePool pool(lo);
   Status st = p.Dispatch(pool);
   if (ceiling) {
-    for (auto dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
-      transfer::StagingCosts alone, beside;
-      if (st.ok()) st = p.Costs(dir, ring, pool, &alone, &beside);
-      if (st.ok()) p.Ceilings(dir, sizes, alone, beside);
+    // One set of costs: start, submit and the DMA figures of host to device, the fill's and the
+    // drain's rates of each direction.
+    transfer::StagingCosts up_alone, up, down_alone, down;
+    if (st.ok()) st = p.Costs(CopyDirection::kHostToDevice, ring, pool, &up_alone, &up);
+    if (st.ok()) st = p.Costs(CopyDirection::kDeviceToHost, ring, pool, &down_alone, &down);
+    if (st.ok()) {
+      transfer::StagingCosts c = up;
+      c.fill_alone_gbps = up_alone.fill_gbps;
+      c.drain_alone_gbps = down_alone.drain_gbps;
+      c.drain_gbps = down.drain_gbps;
+      std::printf("costs: %s\n", c.Describe().c_str());
+      p.Ceilings(CopyDirection::kHostToDevice, sizes, c);
+      p.Ceilings(CopyDirection::kDeviceToHost, sizes, c);
     }
     for (auto& t : tickets) cuda->ReleaseTicket(t);
     if (!st.ok()) return Fail(st, 4);

@@ -136,18 +136,21 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
   cli::AddSizeOption(app, "--min-piece", &o->staging_min_piece,
                      "the smallest piece a filling lane copies of a segment", 4096)
       ->group(group);
-  app.add_flag("--plan", o->staging_plan,
-               "host to device: cut each single staged copy by the segment plan of the host's "
-               "costs (--costs) instead of into equal segments")
+  cli::AddSizeOption(app, "--plan-upto", &o->staging_plan_upto,
+                     "host to device: single staged copies up to this size are cut by the "
+                     "segment plan of the host's costs (--costs), larger ones into equal "
+                     "segments (0: never)",
+                     0)
       ->group(group);
-  app.add_flag("--plan-d2h", o->staging_plan_d2h,
-               "device to host: the same (default: equal segments)")
+  cli::AddSizeOption(app, "--plan-d2h-upto", &o->staging_plan_d2h_upto,
+                     "device to host: the same (0: never)", 0)
       ->group(group);
   app.add_option_function<std::string>(
          "--costs",
          [o](const std::string& v) { o->staging_costs = ParseStagingCosts(v).value(); },
-         "the host's staging costs the plan is made from, as measured by staged_probe --ceiling: "
-         "start_us,fill_gbps,drain_gbps,submit_us,dma_gbps,per_dma_us (default: the H100 host's)")
+         std::string("the host's staging costs the plan is made from, as staged_probe --ceiling "
+                     "measures and prints them: ") +
+             kStagingCostsFields + " (default: the H100 host's)")
       ->check([](const std::string& v) {
         Result<StagingCosts> c = ParseStagingCosts(v);
         return c.ok() ? std::string() : c.status().message();

@@ -24,62 +24,72 @@ double PinnedUs(uint64_t length, const StagingCosts& c) { return c.submit_us + D
 
 }  // namespace
 
+StagingCosts StagingCosts::Alone() const {
+  StagingCosts c = *this;
+  c.fill_gbps = fill_alone_gbps;
+  c.drain_gbps = drain_alone_gbps;
+  return c;
+}
+
 std::string StagingCosts::Describe() const {
-  char b[256];
+  char b[400];
   std::snprintf(b, sizeof b,
-                "start %.1f us, fill %.1f GB/s, drain %.1f GB/s, submit %.1f us, DMA %.1f GB/s + "
-                "%.1f us each = --costs %g,%g,%g,%g,%g,%g",
-                start_us, fill_gbps, drain_gbps, submit_us, dma_gbps, per_dma_us, start_us,
-                fill_gbps, drain_gbps, submit_us, dma_gbps, per_dma_us);
+                "start %.1f us, fill %.1f GB/s alone and %.1f beside DMAs, drain %.1f and %.1f, "
+                "submit %.1f us, DMA %.1f GB/s + %.1f us each = --costs %g,%g,%g,%g,%g,%g,%g,%g",
+                start_us, fill_alone_gbps, fill_gbps, drain_alone_gbps, drain_gbps, submit_us,
+                dma_gbps, per_dma_us, start_us, fill_alone_gbps, fill_gbps, drain_alone_gbps,
+                drain_gbps, submit_us, dma_gbps, per_dma_us);
   return b;
 }
 
 Result<StagingCosts> ParseStagingCosts(const std::string& text) {
-  static const char* const kNames[] = {"start_us", "fill_gbps", "drain_gbps",
-                                       "submit_us", "dma_gbps", "per_dma_us"};
-  double v[6];
-  size_t at = 0;
-  for (int i = 0; i < 6; ++i) {
+  constexpr int kFields = 8;
+  static const char* const kNames[kFields] = {"start_us",   "fill_alone_gbps", "fill_gbps",
+                                              "drain_alone_gbps", "drain_gbps", "submit_us",
+                                              "dma_gbps",   "per_dma_us"};
+  const std::string want = std::string("; give ") + std::to_string(kFields) +
+                           " numbers: " + kStagingCostsFields;
+  std::vector<std::string> fields;
+  for (size_t at = 0;;) {
     const size_t comma = text.find(',', at);
-    const std::string field = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    char* end = nullptr;
-    v[i] = std::strtod(field.c_str(), &end);
-    const bool rate = i == 1 || i == 2 || i == 4;
-    if (field.empty() || end != field.c_str() + field.size() || !(rate ? v[i] > 0 : v[i] >= 0))
-      return Status::InvalidArgument(
-          "staging costs '" + text + "': " + kNames[i] + " is '" + field + "', not a number " +
-          (rate ? "> 0" : ">= 0") +
-          "; give six numbers: start_us,fill_gbps,drain_gbps,submit_us,dma_gbps,per_dma_us");
-    if (i < 5 && comma == std::string::npos)
-      return Status::InvalidArgument("staging costs '" + text + "': " + std::to_string(i + 1) +
-                                     " numbers, want 6: start_us,fill_gbps,drain_gbps,submit_us,"
-                                     "dma_gbps,per_dma_us");
-    if (i == 5 && comma != std::string::npos)
-      return Status::InvalidArgument("staging costs '" + text + "': more than 6 numbers, want "
-                                     "start_us,fill_gbps,drain_gbps,submit_us,dma_gbps,per_dma_us");
+    fields.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
     at = comma + 1;
   }
+  if (fields.size() != kFields)
+    return Status::InvalidArgument("staging costs '" + text + "': " +
+                                   std::to_string(fields.size()) + " numbers" + want);
+  double v[kFields];
+  for (int i = 0; i < kFields; ++i) {
+    char* end = nullptr;
+    v[i] = std::strtod(fields[i].c_str(), &end);
+    const bool time = i == 0 || i == 5 || i == 7;
+    if (fields[i].empty() || end != fields[i].c_str() + fields[i].size() ||
+        !(time ? v[i] >= 0 : v[i] > 0))
+      return Status::InvalidArgument("staging costs '" + text + "': " + kNames[i] + " is '" +
+                                     fields[i] + "', not a number " + (time ? ">= 0" : "> 0") +
+                                     want);
+  }
   StagingCosts c;
-  c.start_us = v[0], c.fill_gbps = v[1], c.drain_gbps = v[2];
-  c.submit_us = v[3], c.dma_gbps = v[4], c.per_dma_us = v[5];
+  c.start_us = v[0], c.fill_alone_gbps = v[1], c.fill_gbps = v[2], c.drain_alone_gbps = v[3];
+  c.drain_gbps = v[4], c.submit_us = v[5], c.dma_gbps = v[6], c.per_dma_us = v[7];
   return c;
 }
 
 double PredictSegmentsUs(PlanDirection dir, const std::vector<uint64_t>& segments,
                          const StagingCosts& c) {
   double filled = c.start_us, dma_end = 0, drain_end = c.start_us;
-  uint64_t bytes = 0;
-  int k = 0;
-  for (uint64_t s : segments) {
-    bytes += s;
-    ++k;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    const uint64_t s = segments[k];
     if (dir == PlanDirection::kHostToDevice) {
-      filled += s / BytesPerUs(c.fill_gbps);
+      filled += s / BytesPerUs(k == 0 ? c.fill_alone_gbps : c.fill_gbps);
       dma_end = std::max(filled + c.submit_us, dma_end) + DmaUs(s, c);
     } else {
-      // Queued at once: DMA k starts once submitted (k submits) and once DMA k-1 is done.
-      dma_end = std::max(k * c.submit_us, dma_end) + DmaUs(s, c);
-      drain_end = std::max(dma_end, drain_end) + s / BytesPerUs(c.drain_gbps);
+      // Queued at once: DMA k starts once submitted (k + 1 submits) and once DMA k-1 is done.
+      dma_end = std::max((k + 1) * c.submit_us, dma_end) + DmaUs(s, c);
+      const bool last = k + 1 == segments.size();
+      drain_end = std::max(dma_end, drain_end) +
+                  s / BytesPerUs(last ? c.drain_alone_gbps : c.drain_gbps);
     }
   }
   return dir == PlanDirection::kHostToDevice ? dma_end : drain_end;
@@ -97,16 +107,29 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
   auto end_of = [&](uint64_t u) { return std::min(length, u * unit); };
   std::vector<uint64_t> prev;
   if (dir == PlanDirection::kHostToDevice) {
-    // best[u]: the soonest the DMAs of the first u units can be done. Monotone: a later DMA
-    // end never lets a later segment finish sooner, so the minimum is the state.
-    std::vector<double> best(units + 1, kInf);
-    prev.assign(units + 1, 0);
-    best[0] = -kInf;
-    for (uint64_t u = 1; u <= units; ++u) {
-      const double ready = c.start_us + end_of(u) / BytesPerUs(c.fill_gbps) + c.submit_us;
-      for (uint64_t p = u > max_units ? u - max_units : 0; p < u; ++p) {
-        const double t = std::max(ready, best[p]) + DmaUs(end_of(u) - end_of(p), c) + kTieBreakUs;
-        if (t < best[u]) best[u] = t, prev[u] = p;
+    // For each first segment f (filled alone): best[u], the soonest the DMAs of the first u
+    // units can be done. Monotone: a later DMA end never lets a later segment finish sooner, so
+    // the minimum is the state.
+    double best_total = kInf;
+    std::vector<double> best(units + 1);
+    std::vector<uint64_t> from(units + 1);
+    for (uint64_t f = 1; f <= std::min(units, max_units); ++f) {
+      const double first_filled = c.start_us + end_of(f) / BytesPerUs(c.fill_alone_gbps);
+      if (first_filled + c.submit_us >= best_total) break;  // later firsts only fill longer
+      std::fill(best.begin(), best.end(), kInf);
+      best[f] = first_filled + c.submit_us + DmaUs(end_of(f), c) + kTieBreakUs;
+      from[f] = 0;
+      for (uint64_t u = f + 1; u <= units; ++u) {
+        const double ready =
+            first_filled + (end_of(u) - end_of(f)) / BytesPerUs(c.fill_gbps) + c.submit_us;
+        for (uint64_t p = std::max(f, u > max_units ? u - max_units : 0); p < u; ++p) {
+          const double t = std::max(ready, best[p]) + DmaUs(end_of(u) - end_of(p), c) + kTieBreakUs;
+          if (t < best[u]) best[u] = t, from[u] = p;
+        }
+      }
+      if (best[units] < best_total) {
+        best_total = best[units];
+        prev = from;
       }
     }
   } else {
@@ -131,11 +154,24 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
         }
       }
     }
-    int bk = 1;
-    for (int k = 1; k <= kmax; ++k)
-      if (best[k][units] < best[bk][units]) bk = k;
+    // The last segment drains alone: over every (k, p) before it.
+    double best_total = kInf;
+    int bk = 0;
+    uint64_t bp = 0;
+    for (int k = 0; k < kmax; ++k) {
+      for (uint64_t p = units > max_units ? units - max_units : 0; p < units; ++p) {
+        if (best[k][p] == kInf) continue;
+        const uint64_t s = length - end_of(p);
+        const double dma_end =
+            std::max(c.submit_us + length / BytesPerUs(c.dma_gbps) + (k + 1) * c.per_dma_us,
+                     (k + 1) * c.submit_us + DmaUs(s, c));
+        const double t = std::max(dma_end, best[k][p]) + s / BytesPerUs(c.drain_alone_gbps);
+        if (t < best_total) best_total = t, bk = k, bp = p;
+      }
+    }
     prev.assign(units + 1, 0);
-    for (uint64_t u = units; bk > 0; --bk) {
+    prev[units] = bp;
+    for (uint64_t u = bp; bk > 0; --bk) {
       prev[u] = from[bk][u];
       u = from[bk][u];
     }

@@ -1,17 +1,20 @@
 // Segment plans for the staged path: how to cut one copy into segments so that it finishes
 // soonest, from a few measured costs of the host, and what the best cut can reach at all.
 //
-// The model (the staged pipelines of transfer_engine.cc, host to device):
-//   the lanes fill the copy in order at fill_gbps, starting start_us after the call; a
-//   segment's DMA is submitted (submit_us) once its last byte is in, and the copy engine runs
-//   the DMAs back to back, each taking bytes / dma_gbps + per_dma_us.
+// The model (the staged pipelines of transfer_engine.cc), host to device:
+//   the lanes fill the copy in order, starting start_us after the call: the first segment at
+//   fill_alone_gbps (no DMA runs yet), the rest at fill_gbps (beside the DMAs, which share the
+//   host's memory with them); a segment's DMA is submitted (submit_us) once its last byte is
+//   in, and the copy engine runs the DMAs back to back, each taking bytes / dma_gbps +
+//   per_dma_us.
 // Device to host: the DMAs are queued at once and run back to back in the same way; the lanes
-// drain a segment (drain_gbps) once its DMA is done, in order; the copy ends with the last drain.
+// drain a segment once its DMA is done, in order, at drain_gbps beside later DMAs and at
+// drain_alone_gbps for the last one; the copy ends with the last drain.
 // A pinned copy (the baseline) is one submit and one DMA.
-// Buffers are not modelled (the ring holds staging_buffers x staging_chunk bytes, more than the
-// segments in flight of every plan below), nor the fill's slowing of the DMA: so a plan's
-// prediction is what the best schedule could reach on a host with these costs, a ceiling that a
-// measured copy stays under.
+// Not modelled: the ring's buffers (staging_buffers x staging_chunk bytes hold more than the
+// segments in flight of the plans below), the lanes' hand-over per segment. With the rates the
+// lanes reach alone for every segment, the best cut's time is what no schedule of this design
+// beats on the host: a ceiling (staged_probe --ceiling).
 #ifndef RESMEM_ENGINE_TRANSFER_SEGMENT_PLAN_H_
 #define RESMEM_ENGINE_TRANSFER_SEGMENT_PLAN_H_
 
@@ -24,25 +27,30 @@
 namespace resmem::transfer {
 
 // Costs of one host, in microseconds and GB/s (10^9 bytes per second).
-// Defaults: the H100 host of docs/hil/2026-11-24-h100-staged4 (run4 timelines: lanes entered by
-// 3.9-4.4 us, 512 KiB segments filled 6.1-6.7 us apart beside running DMAs, submits of 2.3-3.2 us;
-// run5: 4 MiB from pinned memory in 1 / 2 / 4 / 8 DMAs took 85.6 / 88.8 / 94.8 / 103.2 us, so
-// ~2.5 us per DMA and ~52 GB/s; run12: a drain right after a DMA into the ring ran at 81.7-90.8
-// GB/s; inside a copy, into lines another core held, drains ran slower, 20-40 GB/s, run14).
+// Defaults: the H100 host of docs/hil/2026-11-24-h100-staged5, run 2 (staged_probe --ceiling on
+// a quiet host: an empty job on the lanes 5.8 us; the lanes' copy of 4 MiB alone 88.4 GB/s into
+// the ring, 84.0 out of it, beside lane 0's DMAs 48.8 and 49.5; a submit 3.2 us; 4 MiB from
+// pinned memory in 1 and in 8 DMAs 85.3 and 102.9 us, so 52.7 GB/s and 2.5 us per DMA).
 struct StagingCosts {
-  double start_us = 4.5;    // call -> the lanes copying the first segment
-  double fill_gbps = 80;    // lanes filling the ring (host to device)
-  double drain_gbps = 80;   // lanes draining the ring into the host mapping (device to host)
-  double submit_us = 2.8;   // one DMA's submit on the driving lane
-  double dma_gbps = 52;     // the copy engine's rate over PCIe
-  double per_dma_us = 2.5;  // the copy engine's cost of each DMA beyond its bytes
+  double start_us = 5.8;           // call -> the lanes copying the first segment
+  double fill_alone_gbps = 88;     // lanes filling the ring, no DMA beside (host to device)
+  double fill_gbps = 49;           // the same beside running DMAs
+  double drain_alone_gbps = 84;    // lanes draining the ring, no DMA beside (device to host)
+  double drain_gbps = 49.5;        // the same beside running DMAs
+  double submit_us = 3.2;          // one DMA's submit on the driving lane
+  double dma_gbps = 52.7;          // the copy engine's rate over PCIe
+  double per_dma_us = 2.5;         // the copy engine's cost of each DMA beyond its bytes
 
+  // The same host with the lanes at their rates alone throughout: what PlanSegments makes of
+  // it is the ceiling.
+  StagingCosts Alone() const;
   std::string Describe() const;
 };
 
-// "start_us,fill_gbps,drain_gbps,submit_us,dma_gbps,per_dma_us" (what staged_probe --ceiling
-// prints) -> costs. Every field a number, rates > 0, times >= 0; otherwise InvalidArgument naming
+// kStagingCostsFields (what staged_probe --ceiling and Describe print) -> costs. Every field a number, rates > 0, times >= 0; otherwise InvalidArgument naming
 // the field.
+inline constexpr const char* kStagingCostsFields =
+    "start_us,fill_alone_gbps,fill_gbps,drain_alone_gbps,drain_gbps,submit_us,dma_gbps,per_dma_us";
 Result<StagingCosts> ParseStagingCosts(const std::string& text);
 
 struct SegmentPlan {

@@ -4,13 +4,15 @@
 // segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
 // (--no-prefetch-dst; the default claims before and prefetches the destination), and segment
 // DMAs spread over three copy streams (--dma-streams 3), and copies cut by the segment plan
-// (--plan --plan-d2h: uneven segments, small at the exposed end), both ways, at
+// at every length (--plan-upto, --plan-d2h-upto; by default only copies up to 64 / 16 MiB are)
+// and into equal segments at every length, both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "backends/api/clock.h"
 #include "backends/cuda/cuda_gpu.h"
@@ -57,7 +59,10 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_d2h_tail = GetParam().d2h_tail;
   o.staging_prefetch_dst = GetParam().prefetch_dst;
   o.staging_dma_streams = GetParam().dma_streams;
-  o.staging_plan = o.staging_plan_d2h = GetParam().plan;
+  // "plan": every length planned; the other pipelines keep the default (planned up to 64 MiB
+  // host to device and 16 MiB device to host), but "equal_segments", which plans none.
+  if (GetParam().plan) o.staging_plan_upto = o.staging_plan_d2h_upto = ~0ull;
+  if (std::string(GetParam().name) == "equal_segments") o.staging_plan_upto = o.staging_plan_d2h_upto = 0;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -96,7 +101,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"d2h_tail", false, false, false, 512 << 10},
                                            Variant{"claim_after_dma", false, false, false, 0, false},
                                            Variant{"dma_streams", false, false, false, 0, true, 3},
-                                           Variant{"plan", false, false, false, 0, true, 1, true}),
+                                           Variant{"plan", false, false, false, 0, true, 1, true},
+                                           Variant{"equal_segments", false, false, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

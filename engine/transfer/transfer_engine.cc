@@ -321,12 +321,11 @@ Status TransferEngine::TryPath(Path p) {
                             ? ", D2H segments <= " + FormatSize(o_.staging_demote_drain_upto) +
                                   " demoted after draining"
                             : "") +
-                       (segments_ && (o_.staging_plan || o_.staging_plan_d2h)
-                            ? std::string(", single copies cut by plan (") +
-                                  (o_.staging_plan ? "H2D" : "") +
-                                  (o_.staging_plan && o_.staging_plan_d2h ? ", " : "") +
-                                  (o_.staging_plan_d2h ? "D2H" : "") +
-                                  "; " + o_.staging_costs.Describe() + ")"
+                       (segments_ && (o_.staging_plan_upto || o_.staging_plan_d2h_upto)
+                            ? ", single copies cut by plan up to " +
+                                  FormatSize(o_.staging_plan_upto) + " H2D and " +
+                                  FormatSize(o_.staging_plan_d2h_upto) + " D2H (" +
+                                  o_.staging_costs.Describe() + ")"
                             : "") +
                        pipeline_note;
       return Status::Ok();
@@ -515,7 +514,8 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
   if (o_.staging_trace) trace_ = StagedTrace();
   const std::vector<uint64_t>* plan =
-      (dir == CopyDirection::kHostToDevice ? o_.staging_plan : o_.staging_plan_d2h)
+      length <= (dir == CopyDirection::kHostToDevice ? o_.staging_plan_upto
+                                                     : o_.staging_plan_d2h_upto)
           ? &PlanOf(dir, length)
           : nullptr;
   if (dir == CopyDirection::kHostToDevice) {
@@ -670,6 +670,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
 // finished and its ring slot reused claims nothing.
 const std::vector<uint64_t>& TransferEngine::PlanOf(CopyDirection dir, uint64_t length) {
   const bool h2d = dir == CopyDirection::kHostToDevice;
+  if (plans_.size() >= 64 && !plans_.count({h2d ? 0 : 1, length})) plans_.clear();
   auto [it, added] = plans_.try_emplace({h2d ? 0 : 1, length});
   if (added)
     it->second = PlanSegments(h2d ? PlanDirection::kHostToDevice : PlanDirection::kDeviceToHost,

@@ -170,11 +170,15 @@ struct TransferOptions {
   // 56-60% of pinned against 55% (undisturbed rounds), D2H 54-62% against 50-51%, 4 MiB H2D
   // 67-72% against 66-68%, D2H 69-73% against 66-68%.
   uint64_t staging_min_piece = 16 << 10;
-  // Single segment copies cut by a plan (segment_plan.h) from staging_costs instead of into
-  // equal segments: host to device small first and growing, device to host falling at the end.
-  // staging_plan_d2h: the same for device-to-host copies (off: DrainSegmentBounds).
-  bool staging_plan = false;
-  bool staging_plan_d2h = false;
+  // Single segment copies of at most this many bytes are cut by a plan (segment_plan.h) made
+  // from staging_costs, larger ones into equal segments (host to device) or DrainSegmentBounds
+  // (device to host); 0: never. H100, three alternated bench rounds against equal segments
+  // (docs/hil/2026-11-24-h100-staged5, run 3, quiet rounds 2-3): host to device 64 KiB-64 MiB
+  // +1.5 to +13 points (2 MiB 72% against 59%, 64 MiB 85-86% against 81-83%), 256 MiB -3;
+  // device to host 64 KiB-4 MiB +3 to +7, 8-16 MiB within the rounds' spread, 32-256 MiB
+  // -2 to -38 (the plan's 2.5-3.5 MiB segments against 8 MiB ones).
+  uint64_t staging_plan_upto = 64ull << 20;
+  uint64_t staging_plan_d2h_upto = 16ull << 20;
   StagingCosts staging_costs;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
@@ -281,8 +285,8 @@ class TransferEngine {
   Status PumpSegments(uint64_t seg_limit, const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
                       const std::function<Status(const QueuedBlock&)>& arrived,
                       const std::vector<uint64_t>* plan = nullptr);
-  // The plan of a single staged copy (TransferOptions::staging_plan), made once per direction and
-  // length.
+  // The plan of a single staged copy (TransferOptions::staging_plan_upto), made once per
+  // direction and length (the last 64 lengths are kept).
   const std::vector<uint64_t>& PlanOf(CopyDirection dir, uint64_t length);
 
   // The copy stream of segment i's DMA (TransferOptions::staging_dma_streams; -1: the calling

@@ -7,6 +7,7 @@ B=$(dirname "$0")
 export LD_LIBRARY_PATH=$B/lib
 exec > >(tee "$OUT/run2.log") 2>&1
 date -u
+for k in 1 2 3; do timeout 60 $B/cuda_gpu_test --gtest_filter=*TwoStreams* 2>&1 | grep -E "^\[  PASSED|^\[  FAILED|Failure|Expected|Which|actual|overlap" | head -8; done
 timeout 120 $B/staged_cuda_test 2>&1 | grep -E "^\[  |Failure" | tail -10
 timeout 120 $B/staged_probe --ceiling --sizes 64K,256K,1M,4M,16M,64M,256M --copies 21 > $OUT/run2-ceiling.log 2>&1; echo "== ceiling rc=$?"
 cat $OUT/run2-ceiling.log
