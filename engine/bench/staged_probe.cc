@@ -80,6 +80,7 @@ struct Probe {
   uint64_t mismatched_copies = 0;
   bool dump = false;  // --dump: the last copy's per-segment timeline
   cuda::CudaGpu::CopyTicket* beside_ticket = nullptr;  // FillOnly's `beside` DMAs
+  std::vector<double> beside_dma_us;                    // and their times
 
   uint64_t SegmentOf(uint64_t size, int min_segments) const {
     const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;
@@ -225,32 +226,42 @@ struct Probe {
                                      .status());
       }
       std::atomic<uint64_t> next{0}, moved{0};
+      std::atomic<double> last_piece{0};
       Status dma_status;
       auto t0 = Steady::now();
       pool.Run(lanes, [&](int lane) {
         if (lane == 0) {
           // `beside`: lane 0, the driving lane of a staged copy, keeps 4 MiB DMAs from pinned
           // memory running in that direction until the other lanes are done.
+          // Each DMA that finished while the lanes were still copying is timed (beside_dma_us).
           while (beside && dma_status.ok() && moved.load(std::memory_order_acquire) < nseg * per_seg) {
+            const auto d0 = Steady::now();
             dma_status = cuda->CopyAsyncInto(*beside_ticket, *beside, *pinned, 0, *dev, 0, 4ull << 20);
             for (bool done = false; dma_status.ok() && !done;) {
               Result<bool> d = cuda->Done(*beside_ticket);
               dma_status = d.status();
               done = d.ok() && *d;
             }
+            if (moved.load(std::memory_order_acquire) < nseg * per_seg)
+              beside_dma_us.push_back(Us(d0, Steady::now()));
           }
           return;
         }
-        for (uint64_t k; (k = next.fetch_add(1)) < nseg * per_seg; moved.fetch_add(1, std::memory_order_release)) {
+        for (uint64_t k; (k = next.fetch_add(1)) < nseg * per_seg;) {
           const uint64_t s = k / per_seg, at = s * seg + (k % per_seg) * piece;
           const uint64_t end = std::min(size, (s + 1) * seg);
-          if (at >= end) continue;
-          uint8_t* r = ring[s % ring.size()]->data() + (at - s * seg);
-          if (drain) std::memcpy(host->data() + at, r, std::min(piece, end - at));
-          else std::memcpy(r, host->data() + at, std::min(piece, end - at));
+          if (at < end) {
+            uint8_t* r = ring[s % ring.size()]->data() + (at - s * seg);
+            if (drain) std::memcpy(host->data() + at, r, std::min(piece, end - at));
+            else std::memcpy(r, host->data() + at, std::min(piece, end - at));
+          }
+          // The lane that moves the last piece stamps the end: with `beside`, lane 0 may still
+          // be in a DMA then, which is not the copy's time.
+          if (moved.fetch_add(1, std::memory_order_acq_rel) + 1 == nseg * per_seg)
+            last_piece.store(Us(t0, Steady::now()), std::memory_order_relaxed);
         }
       });
-      t.push_back(Us(t0, Steady::now()));
+      t.push_back(beside ? last_piece.load() : Us(t0, Steady::now()));
       RESMEM_RETURN_IF_ERROR(dma_status);
     }
     std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s%s\n",
@@ -379,6 +390,7 @@ struct Probe {
     c.submit_us = Median(submit);
     c.per_dma_us = std::max(0.0, (Median(eight) - Median(one)) / 7);
     c.dma_gbps = Gbps(size, std::max(1.0, Median(one) - c.submit_us - c.per_dma_us));
+    c.dma_beside_gbps = c.dma_gbps;
     std::printf("  %s: start %.1f us, submit %.1f us, 4 MiB in 1 DMA %.1f us, in 8 %.1f us\n",
                 h2d ? "H2D" : "D2H", c.start_us, c.submit_us, Median(one), Median(eight));
     double rate = 0;
@@ -386,34 +398,43 @@ struct Probe {
     (h2d ? c.fill_alone_gbps : c.drain_alone_gbps) = rate;
     (h2d ? c.fill_gbps : c.drain_gbps) = rate;
     *alone = c;
-    // Beside DMAs driven by lane 0, as in a staged copy.
+    // Beside DMAs driven by lane 0, as in a staged copy: the lanes copy 16 MiB (several DMAs
+    // long) and lane 0 times the 4 MiB DMAs that finish meanwhile.
     RESMEM_ASSIGN_OR_RETURN(auto t, cuda->NewTicket());
     beside_ticket = &t;
-    Status fill = FillOnly(size, seg, ring, pool, !h2d, false, &rate, " (beside lane 0's DMAs)", &dir);
+    beside_dma_us.clear();
+    Status fill = FillOnly(4 * size, seg, ring, pool, !h2d, false, &rate,
+                           " (beside lane 0's DMAs)", &dir);
     beside_ticket = nullptr;
     cuda->ReleaseTicket(t);
     RESMEM_RETURN_IF_ERROR(fill);
+    if (!beside_dma_us.empty()) {
+      const double us = Median(beside_dma_us);
+      c.dma_beside_gbps = Gbps(size, std::max(1.0, us - c.submit_us - c.per_dma_us));
+      std::printf("  %s: 4 MiB DMA beside the lanes' copy %.1f us (median of %zu), alone %.1f\n",
+                  h2d ? "H2D" : "D2H", us, beside_dma_us.size(), Median(one));
+    }
     (h2d ? c.fill_gbps : c.drain_gbps) = rate;
     *beside = c;
     return Status::Ok();
   }
 
-  // What the model makes of the costs: per size, the best cut with the lanes at their rates
-  // alone (the ceiling) and the plan with their rates beside DMAs.
+  // What the model makes of the costs: per size, the best cut with every rate at its better
+  // figure (the ceiling) and the plan of the costs as measured.
   void Ceilings(CopyDirection dir, const std::vector<uint64_t>& sizes,
                 const transfer::StagingCosts& costs) {
     const bool h2d = dir == CopyDirection::kHostToDevice;
     const auto pd = h2d ? transfer::PlanDirection::kHostToDevice
                         : transfer::PlanDirection::kDeviceToHost;
     for (uint64_t size : sizes) {
-      const auto a = transfer::PlanSegments(pd, size, base.staging_chunk, costs.Alone());
+      const auto a = transfer::PlanSegments(pd, size, base.staging_chunk, costs.Ceiling());
       const auto b = transfer::PlanSegments(pd, size, base.staging_chunk, costs);
       std::string cut;
       for (size_t i = 0; i < b.segments.size(); ++i)
         cut += (i ? " " : "") + FormatSize(b.segments[i]);
       if (b.segments.size() > 12) cut = std::to_string(b.segments.size()) + " segments";
-      std::printf("  ceiling %s %-8s %5.1f%% of pinned (lanes at their rates alone); plan "
-                  "%5.1f%% (beside DMAs): %s; pinned %.1f us\n",
+      std::printf("  ceiling %s %-8s %5.1f%% of pinned (every rate at its better figure); plan "
+                  "%5.1f%% (the rates as measured): %s; pinned %.1f us\n",
                   h2d ? "H2D" : "D2H", FormatSize(size).c_str(), a.percent_of_pinned(),
                   b.percent_of_pinned(), cut.c_str(), a.pinned_us);
     }
@@ -583,6 +604,8 @@ int Main(int argc, char** argv) {
       c.fill_alone_gbps = up_alone.fill_gbps;
       c.drain_alone_gbps = down_alone.drain_gbps;
       c.drain_gbps = down.drain_gbps;
+      // The DMA beside the lanes: the slower of the two directions' figures.
+      c.dma_beside_gbps = std::min(up.dma_beside_gbps, down.dma_beside_gbps);
       std::printf("costs: %s\n", c.Describe().c_str());
       p.Ceilings(CopyDirection::kHostToDevice, sizes, c);
       p.Ceilings(CopyDirection::kDeviceToHost, sizes, c);

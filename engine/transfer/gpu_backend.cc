@@ -142,8 +142,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "segments (0: never)",
                      0)
       ->group(group);
-  cli::AddSizeOption(app, "--plan-d2h-upto", &o->staging_plan_d2h_upto,
-                     "device to host: the same (0: never)", 0)
+  cli::AddSizeOption(app, "--plan-d2h-from", &o->staging_plan_d2h_from,
+                     "device to host: single staged copies of at least this size are cut by the "
+                     "plan, smaller ones into equal segments (0: never)",
+                     0)
       ->group(group);
   app.add_option_function<std::string>(
          "--costs",

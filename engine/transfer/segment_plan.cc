@@ -17,36 +17,40 @@ constexpr double kTieBreakUs = 0.1;
 
 double BytesPerUs(double gbps) { return gbps * 1e3; }
 
-// One DMA of n bytes in the copy engine.
-double DmaUs(uint64_t n, const StagingCosts& c) { return n / BytesPerUs(c.dma_gbps) + c.per_dma_us; }
+// One DMA of n bytes in the copy engine, alone or beside the lanes' copy.
+double DmaUs(uint64_t n, const StagingCosts& c, bool beside = false) {
+  return n / BytesPerUs(beside ? c.dma_beside_gbps : c.dma_gbps) + c.per_dma_us;
+}
 
 double PinnedUs(uint64_t length, const StagingCosts& c) { return c.submit_us + DmaUs(length, c); }
 
 }  // namespace
 
-StagingCosts StagingCosts::Alone() const {
+StagingCosts StagingCosts::Ceiling() const {
   StagingCosts c = *this;
-  c.fill_gbps = fill_alone_gbps;
-  c.drain_gbps = drain_alone_gbps;
+  c.fill_gbps = c.fill_alone_gbps = std::max(fill_gbps, fill_alone_gbps);
+  c.drain_gbps = c.drain_alone_gbps = std::max(drain_gbps, drain_alone_gbps);
+  c.dma_gbps = c.dma_beside_gbps = std::max(dma_gbps, dma_beside_gbps);
   return c;
 }
 
 std::string StagingCosts::Describe() const {
-  char b[400];
+  char b[480];
   std::snprintf(b, sizeof b,
                 "start %.1f us, fill %.1f GB/s alone and %.1f beside DMAs, drain %.1f and %.1f, "
-                "submit %.1f us, DMA %.1f GB/s + %.1f us each = --costs %g,%g,%g,%g,%g,%g,%g,%g",
+                "submit %.1f us, DMA %.1f GB/s alone and %.1f beside the lanes + %.1f us each = "
+                "--costs %g,%g,%g,%g,%g,%g,%g,%g,%g",
                 start_us, fill_alone_gbps, fill_gbps, drain_alone_gbps, drain_gbps, submit_us,
-                dma_gbps, per_dma_us, start_us, fill_alone_gbps, fill_gbps, drain_alone_gbps,
-                drain_gbps, submit_us, dma_gbps, per_dma_us);
+                dma_gbps, dma_beside_gbps, per_dma_us, start_us, fill_alone_gbps, fill_gbps,
+                drain_alone_gbps, drain_gbps, submit_us, dma_gbps, dma_beside_gbps, per_dma_us);
   return b;
 }
 
 Result<StagingCosts> ParseStagingCosts(const std::string& text) {
-  constexpr int kFields = 8;
-  static const char* const kNames[kFields] = {"start_us",   "fill_alone_gbps", "fill_gbps",
-                                              "drain_alone_gbps", "drain_gbps", "submit_us",
-                                              "dma_gbps",   "per_dma_us"};
+  constexpr int kFields = 9;
+  static const char* const kNames[kFields] = {
+      "start_us",  "fill_alone_gbps", "fill_gbps", "drain_alone_gbps", "drain_gbps",
+      "submit_us", "dma_gbps",        "dma_beside_gbps", "per_dma_us"};
   const std::string want = std::string("; give ") + std::to_string(kFields) +
                            " numbers: " + kStagingCostsFields;
   std::vector<std::string> fields;
@@ -63,7 +67,7 @@ Result<StagingCosts> ParseStagingCosts(const std::string& text) {
   for (int i = 0; i < kFields; ++i) {
     char* end = nullptr;
     v[i] = std::strtod(fields[i].c_str(), &end);
-    const bool time = i == 0 || i == 5 || i == 7;
+    const bool time = i == 0 || i == 5 || i == 8;
     if (fields[i].empty() || end != fields[i].c_str() + fields[i].size() ||
         !(time ? v[i] >= 0 : v[i] > 0))
       return Status::InvalidArgument("staging costs '" + text + "': " + kNames[i] + " is '" +
@@ -72,7 +76,8 @@ Result<StagingCosts> ParseStagingCosts(const std::string& text) {
   }
   StagingCosts c;
   c.start_us = v[0], c.fill_alone_gbps = v[1], c.fill_gbps = v[2], c.drain_alone_gbps = v[3];
-  c.drain_gbps = v[4], c.submit_us = v[5], c.dma_gbps = v[6], c.per_dma_us = v[7];
+  c.drain_gbps = v[4], c.submit_us = v[5], c.dma_gbps = v[6], c.dma_beside_gbps = v[7];
+  c.per_dma_us = v[8];
   return c;
 }
 
@@ -81,13 +86,13 @@ double PredictSegmentsUs(PlanDirection dir, const std::vector<uint64_t>& segment
   double filled = c.start_us, dma_end = 0, drain_end = c.start_us;
   for (size_t k = 0; k < segments.size(); ++k) {
     const uint64_t s = segments[k];
+    const bool last = k + 1 == segments.size();
     if (dir == PlanDirection::kHostToDevice) {
       filled += s / BytesPerUs(k == 0 ? c.fill_alone_gbps : c.fill_gbps);
-      dma_end = std::max(filled + c.submit_us, dma_end) + DmaUs(s, c);
+      dma_end = std::max(filled + c.submit_us, dma_end) + DmaUs(s, c, !last);
     } else {
       // Queued at once: DMA k starts once submitted (k + 1 submits) and once DMA k-1 is done.
-      dma_end = std::max((k + 1) * c.submit_us, dma_end) + DmaUs(s, c);
-      const bool last = k + 1 == segments.size();
+      dma_end = std::max((k + 1) * c.submit_us, dma_end) + DmaUs(s, c, k > 0);
       drain_end = std::max(dma_end, drain_end) +
                   s / BytesPerUs(last ? c.drain_alone_gbps : c.drain_gbps);
     }
@@ -117,13 +122,14 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
       const double first_filled = c.start_us + end_of(f) / BytesPerUs(c.fill_alone_gbps);
       if (first_filled + c.submit_us >= best_total) break;  // later firsts only fill longer
       std::fill(best.begin(), best.end(), kInf);
-      best[f] = first_filled + c.submit_us + DmaUs(end_of(f), c) + kTieBreakUs;
+      best[f] = first_filled + c.submit_us + DmaUs(end_of(f), c, f < units) + kTieBreakUs;
       from[f] = 0;
       for (uint64_t u = f + 1; u <= units; ++u) {
         const double ready =
             first_filled + (end_of(u) - end_of(f)) / BytesPerUs(c.fill_gbps) + c.submit_us;
         for (uint64_t p = std::max(f, u > max_units ? u - max_units : 0); p < u; ++p) {
-          const double t = std::max(ready, best[p]) + DmaUs(end_of(u) - end_of(p), c) + kTieBreakUs;
+          const double t = std::max(ready, best[p]) +
+                           DmaUs(end_of(u) - end_of(p), c, u < units) + kTieBreakUs;
           if (t < best[u]) best[u] = t, from[u] = p;
         }
       }
@@ -134,8 +140,9 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
     }
   } else {
     // best[k][u]: the soonest the first u units, cut into k segments, are drained; the DMA end
-    // of that prefix is taken as its chain without waits (submit + bytes / rate + k per-DMA
-    // costs), or the k-th submit plus the last DMA where submits are the slower.
+    // of that prefix is taken as its chain without waits (submit + bytes / the rate beside the
+    // lanes + k per-DMA costs), or the k-th submit plus the last DMA where submits are the
+    // slower. The plan's figure is then the exact model's (PredictSegmentsUs).
     const int kmax = static_cast<int>(std::min<uint64_t>(kMaxSegments, units));
     std::vector<std::vector<double>> best(kmax + 1, std::vector<double>(units + 1, kInf));
     std::vector<std::vector<uint64_t>> from(kmax + 1, std::vector<uint64_t>(units + 1, 0));
@@ -146,8 +153,8 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
           if (best[k - 1][p] == kInf) continue;
           const uint64_t s = end_of(u) - end_of(p);
           const double dma_end =
-              std::max(c.submit_us + end_of(u) / BytesPerUs(c.dma_gbps) + k * c.per_dma_us,
-                       k * c.submit_us + DmaUs(s, c));
+              std::max(c.submit_us + end_of(u) / BytesPerUs(c.dma_beside_gbps) + k * c.per_dma_us,
+                       k * c.submit_us + DmaUs(s, c, k > 1));
           const double t =
               std::max(dma_end, best[k - 1][p]) + s / BytesPerUs(c.drain_gbps) + kTieBreakUs;
           if (t < best[k][u]) best[k][u] = t, from[k][u] = p;
@@ -163,8 +170,8 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
         if (best[k][p] == kInf) continue;
         const uint64_t s = length - end_of(p);
         const double dma_end =
-            std::max(c.submit_us + length / BytesPerUs(c.dma_gbps) + (k + 1) * c.per_dma_us,
-                     (k + 1) * c.submit_us + DmaUs(s, c));
+            std::max(c.submit_us + length / BytesPerUs(c.dma_beside_gbps) + (k + 1) * c.per_dma_us,
+                     (k + 1) * c.submit_us + DmaUs(s, c, k > 0));
         const double t = std::max(dma_end, best[k][p]) + s / BytesPerUs(c.drain_alone_gbps);
         if (t < best_total) best_total = t, bk = k, bp = p;
       }

@@ -4,7 +4,8 @@
 // segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
 // (--no-prefetch-dst; the default claims before and prefetches the destination), and segment
 // DMAs spread over three copy streams (--dma-streams 3), and copies cut by the segment plan
-// at every length (--plan-upto, --plan-d2h-upto; by default only copies up to 64 / 16 MiB are)
+// at every length (--plan-upto, --plan-d2h-from; by default host-to-device copies up to 64 MiB and
+// device-to-host ones from 64 MiB are)
 // and into equal segments at every length, both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
@@ -59,10 +60,10 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_d2h_tail = GetParam().d2h_tail;
   o.staging_prefetch_dst = GetParam().prefetch_dst;
   o.staging_dma_streams = GetParam().dma_streams;
-  // "plan": every length planned; the other pipelines keep the default (planned up to 64 MiB
-  // host to device and 16 MiB device to host), but "equal_segments", which plans none.
-  if (GetParam().plan) o.staging_plan_upto = o.staging_plan_d2h_upto = ~0ull;
-  if (std::string(GetParam().name) == "equal_segments") o.staging_plan_upto = o.staging_plan_d2h_upto = 0;
+  // "plan": every length planned; the other pipelines keep the default, but "equal_segments",
+  // which plans none.
+  if (GetParam().plan) o.staging_plan_upto = ~0ull, o.staging_plan_d2h_from = 4096;
+  if (std::string(GetParam().name) == "equal_segments") o.staging_plan_upto = o.staging_plan_d2h_from = 0;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;

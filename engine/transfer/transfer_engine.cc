@@ -321,11 +321,15 @@ Status TransferEngine::TryPath(Path p) {
                             ? ", D2H segments <= " + FormatSize(o_.staging_demote_drain_upto) +
                                   " demoted after draining"
                             : "") +
-                       (segments_ && (o_.staging_plan_upto || o_.staging_plan_d2h_upto)
-                            ? ", single copies cut by plan up to " +
-                                  FormatSize(o_.staging_plan_upto) + " H2D and " +
-                                  FormatSize(o_.staging_plan_d2h_upto) + " D2H (" +
-                                  o_.staging_costs.Describe() + ")"
+                       (segments_ && (o_.staging_plan_upto || o_.staging_plan_d2h_from)
+                            ? ", single copies cut by plan: H2D " +
+                                  (o_.staging_plan_upto ? "up to " + FormatSize(o_.staging_plan_upto)
+                                                        : std::string("never")) +
+                                  ", D2H " +
+                                  (o_.staging_plan_d2h_from
+                                       ? "from " + FormatSize(o_.staging_plan_d2h_from)
+                                       : std::string("never")) +
+                                  " (" + o_.staging_costs.Describe() + ")"
                             : "") +
                        pipeline_note;
       return Status::Ok();
@@ -514,8 +518,9 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
   if (o_.staging_trace) trace_ = StagedTrace();
   const std::vector<uint64_t>* plan =
-      length <= (dir == CopyDirection::kHostToDevice ? o_.staging_plan_upto
-                                                     : o_.staging_plan_d2h_upto)
+      (dir == CopyDirection::kHostToDevice
+           ? length <= o_.staging_plan_upto
+           : o_.staging_plan_d2h_from != 0 && length >= o_.staging_plan_d2h_from)
           ? &PlanOf(dir, length)
           : nullptr;
   if (dir == CopyDirection::kHostToDevice) {

@@ -170,15 +170,20 @@ struct TransferOptions {
   // 56-60% of pinned against 55% (undisturbed rounds), D2H 54-62% against 50-51%, 4 MiB H2D
   // 67-72% against 66-68%, D2H 69-73% against 66-68%.
   uint64_t staging_min_piece = 16 << 10;
-  // Single segment copies of at most this many bytes are cut by a plan (segment_plan.h) made
-  // from staging_costs, larger ones into equal segments (host to device) or DrainSegmentBounds
-  // (device to host); 0: never. H100, three alternated bench rounds against equal segments
-  // (docs/hil/2026-11-24-h100-staged5, run 3, quiet rounds 2-3): host to device 64 KiB-64 MiB
-  // +1.5 to +13 points (2 MiB 72% against 59%, 64 MiB 85-86% against 81-83%), 256 MiB -3;
-  // device to host 64 KiB-4 MiB +3 to +7, 8-16 MiB within the rounds' spread, 32-256 MiB
-  // -2 to -38 (the plan's 2.5-3.5 MiB segments against 8 MiB ones).
+  // Host to device, single segment copies of at most staging_plan_upto bytes, and device to
+  // host, those of at least staging_plan_d2h_from bytes, are cut by a plan (segment_plan.h) made
+  // from staging_costs; the others into equal segments (host to device) or DrainSegmentBounds
+  // (device to host). 0: never. H100 (docs/hil/2026-11-24-h100-staged5), alternated bench
+  // rounds against equal segments:
+  //   host to device, runs 3, 4 and 6: 1-2 MiB +2 to +13 points (2 MiB 69-72% against 58-59%),
+  //   32-64 MiB +1.5 to +3.5 (85-86% against 81-83%), 4-16 MiB within the rounds' spread; the
+  //   plan at 256 MiB lost 3 points (run 3);
+  //   device to host, run 6 (the plan of the costs measured that call, 8 MiB segments ending in
+  //   a falling tail): 64 MiB 94.4-95.5% against 91.6-92.5%, 256 MiB 96.8-97.1% against
+  //   96.2-96.8%; below 64 MiB the plans were within the spread (runs 3, 4) or far below it
+  //   (4-8 MiB: 52-56% against 75-81%, run 6).
   uint64_t staging_plan_upto = 64ull << 20;
-  uint64_t staging_plan_d2h_upto = 16ull << 20;
+  uint64_t staging_plan_d2h_from = 64ull << 20;
   StagingCosts staging_costs;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
