@@ -1,0 +1,55 @@
+// The staging options bench, stream and calibrate share (AddStagingOptions): the segment-plan
+// options land in TransferOptions, and a bad --costs is refused naming the field, with exit 2.
+#include "engine/transfer/gpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "engine/cli/command.h"
+
+namespace resmem::transfer {
+namespace {
+
+std::optional<int> Parse(const std::vector<std::string>& args, TransferOptions* o,
+                         std::string* err) {
+  auto app = cli::MakeApp("test", "test");
+  AddStagingOptions(*app, o);
+  std::ostringstream out, e;
+  auto rc = cli::ParseArgs(*app, args, out, e);
+  *err = e.str();
+  return rc;
+}
+
+TEST(StagingOptions, PlanOptionsLandInTransferOptions) {
+  TransferOptions o;
+  std::string err;
+  EXPECT_EQ(o.staging_plan_upto, 64ull << 20);
+  EXPECT_EQ(o.staging_plan_d2h_from, 64ull << 20);
+  ASSERT_FALSE(Parse({"--plan-upto", "1M", "--plan-d2h-from", "0", "--costs",
+                      "1,90,50,85,45,3,53.5,48,2"},
+                     &o, &err))
+      << err;
+  EXPECT_EQ(o.staging_plan_upto, 1ull << 20);
+  EXPECT_EQ(o.staging_plan_d2h_from, 0u);
+  EXPECT_DOUBLE_EQ(o.staging_costs.start_us, 1);
+  EXPECT_DOUBLE_EQ(o.staging_costs.dma_beside_gbps, 48);
+  EXPECT_DOUBLE_EQ(o.staging_costs.per_dma_us, 2);
+}
+
+TEST(StagingOptions, BadCostsAreRefusedByField) {
+  TransferOptions o;
+  const double before = o.staging_costs.fill_gbps;
+  std::string err;
+  auto rc = Parse({"--costs", "1,90,0,85,45,3,53.5,48,2"}, &o, &err);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 2);
+  EXPECT_NE(err.find("fill_gbps"), std::string::npos) << err;
+  EXPECT_DOUBLE_EQ(o.staging_costs.fill_gbps, before) << "a refused value changes nothing";
+  rc = Parse({"--costs", "1,2"}, &o, &err);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_NE(err.find("2 numbers"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace resmem::transfer
