@@ -80,7 +80,7 @@ struct Probe {
   uint64_t mismatched_copies = 0;
   bool dump = false;  // --dump: the last copy's per-segment timeline
   cuda::CudaGpu::CopyTicket* beside_ticket = nullptr;  // FillOnly's `beside` DMAs
-  std::vector<double> beside_dma_us;                    // and their times
+  std::vector<double> beside_dma_us = {};               // and their times
 
   uint64_t SegmentOf(uint64_t size, int min_segments) const {
     const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;

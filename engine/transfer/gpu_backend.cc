@@ -147,6 +147,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "plan, smaller ones into equal segments (0: never)",
                      0)
       ->group(group);
+  app.add_flag_callback(
+         "--no-driver-fill", [o] { o->staging_driver_fills = false; },
+         "host to device: the driving lane only issues DMAs (default: it also fills the first "
+         "segment until its DMA can be issued)")
+      ->group(group);
   app.add_option_function<std::string>(
          "--costs",
          [o](const std::string& v) { o->staging_costs = ParseStagingCosts(v).value(); },

@@ -6,7 +6,8 @@
 // DMAs spread over three copy streams (--dma-streams 3), and copies cut by the segment plan
 // at every length (--plan-upto, --plan-d2h-from; by default host-to-device copies up to 64 MiB and
 // device-to-host ones from 64 MiB are)
-// and into equal segments at every length, both ways, at
+// and into equal segments at every length, and with the driving lane only issuing DMAs (by
+// default it fills the first segment too), both ways, at
 // lengths that are and are not multiples of a segment. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
@@ -64,6 +65,8 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   // which plans none.
   if (GetParam().plan) o.staging_plan_upto = ~0ull, o.staging_plan_d2h_from = 4096;
   if (std::string(GetParam().name) == "equal_segments") o.staging_plan_upto = o.staging_plan_d2h_from = 0;
+  // "no_driver_fill": the driving lane only issues DMAs (the default also fills segment 0).
+  if (std::string(GetParam().name) == "no_driver_fill") o.staging_driver_fills = false;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -103,7 +106,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"claim_after_dma", false, false, false, 0, false},
                                            Variant{"dma_streams", false, false, false, 0, true, 3},
                                            Variant{"plan", false, false, false, 0, true, 1, true},
-                                           Variant{"equal_segments", false, false, false}),
+                                           Variant{"equal_segments", false, false, false},
+                                           Variant{"no_driver_fill", false, false, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

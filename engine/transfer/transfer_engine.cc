@@ -722,6 +722,42 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   }
   Status driver_status;
 
+  // Lane `lane` copies pieces of published segment g, claimed one at a time, until none is left
+  // or it has copied `limit` of them. Any lane may, the driving lane too. Returns how many it
+  // copied.
+  auto fill_segment = [&](int lane, uint64_t g, uint64_t limit) -> uint64_t {
+    const uint64_t slot = g % kRing;
+    Desc& d = desc[slot];
+    const uint8_t* src = d.host.load(std::memory_order_relaxed);
+    const uint64_t n = d.len.load(std::memory_order_relaxed);
+    const uint64_t piece = d.piece.load(std::memory_order_relaxed);
+    const uint64_t pieces = d.pieces.load(std::memory_order_relaxed);
+    const bool nt = d.non_temporal.load(std::memory_order_relaxed);
+    const bool demote = o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
+    uint8_t* buf = staging_[g % nbuf]->data();
+    uint64_t v = claimed[slot].load(std::memory_order_acquire);
+    uint64_t copied = 0;
+    while (copied < limit) {
+      // Another number in the slot: segment g is finished (and the slot reused); the
+      // descriptor read above may then be stale, and is not used.
+      if ((v >> kPieceBits) != g) break;
+      const uint64_t k = v & ((1ull << kPieceBits) - 1);
+      if (k >= pieces) break;
+      if (!claimed[slot].compare_exchange_weak(v, v + 1, std::memory_order_acq_rel,
+                                               std::memory_order_acquire))
+        continue;
+      const uint64_t at = k * piece;
+      const uint64_t len = std::min(piece, n - at);
+      if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
+      CpuCopy(buf + at, src + at, len, nt && !demote);
+      if (demote) DemoteLines(buf + at, len);
+      moved[slot].fetch_add(len, std::memory_order_acq_rel);
+      ++copied;
+      v = claimed[slot].load(std::memory_order_acquire);
+    }
+    return copied;
+  };
+
   auto driver = [&]() -> Status {
     uint64_t known = 0, issued = 0, finished = 0;
     bool closed = false, have_block = false;
@@ -821,6 +857,13 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         }
       }
       if (closed && finished == known) return Status::Ok();
+      // Until the first DMA is issued the driving lane has nothing else to do: it fills pieces of
+      // the first segment beside the lanes, which are still entering (TransferOptions::
+      // staging_driver_fills), one piece at a time so it issues the DMA the moment the last
+      // piece is in.
+      if (!progress && issued == 0 && known > 0 && o_.staging_driver_fills &&
+          fill_segment(0, 0, 1) > 0)
+        continue;
       if (!progress) Relax();
     }
   };
@@ -842,33 +885,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         Relax();
         if (++polls % 4096 == 0) std::this_thread::yield();  // a queue waiting on its producer
       }
-      const uint64_t slot = g % kRing;
-      Desc& d = desc[slot];
-      const uint8_t* src = d.host.load(std::memory_order_relaxed);
-      const uint64_t n = d.len.load(std::memory_order_relaxed);
-      const uint64_t piece = d.piece.load(std::memory_order_relaxed);
-      const uint64_t pieces = d.pieces.load(std::memory_order_relaxed);
-      const bool nt = d.non_temporal.load(std::memory_order_relaxed);
-      const bool demote = o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
-      uint8_t* buf = staging_[g % nbuf]->data();
-      uint64_t v = claimed[slot].load(std::memory_order_acquire);
-      for (;;) {
-        // Another number in the slot: segment g is finished (and the slot reused); the
-        // descriptor read above may then be stale, and is not used.
-        if ((v >> kPieceBits) != g) break;
-        const uint64_t k = v & ((1ull << kPieceBits) - 1);
-        if (k >= pieces) break;
-        if (!claimed[slot].compare_exchange_weak(v, v + 1, std::memory_order_acq_rel,
-                                                 std::memory_order_acquire))
-          continue;
-        const uint64_t at = k * piece;
-        const uint64_t len = std::min(piece, n - at);
-        if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-        CpuCopy(buf + at, src + at, len, nt && !demote);
-        if (demote) DemoteLines(buf + at, len);
-        moved[slot].fetch_add(len, std::memory_order_acq_rel);
-        v = claimed[slot].load(std::memory_order_acquire);
-      }
+      fill_segment(lane, g, ~0ull);
     }
   });
   if (tracing) {

@@ -185,6 +185,11 @@ struct TransferOptions {
   uint64_t staging_plan_upto = 64ull << 20;
   uint64_t staging_plan_d2h_from = 64ull << 20;
   StagingCosts staging_costs;
+  // Host to device: the driving lane fills pieces of the first segment itself until its DMA can
+  // be issued (the other lanes take microseconds to enter a copy). H100, three alternated bench
+  // rounds against off (docs/hil/2026-11-24-h100-staged5, run 9): 64-256 KiB +2 to +6 points in
+  // the two undisturbed rounds, 1 MiB +2 to +2.5, larger copies within the rounds' spread.
+  bool staging_driver_fills = true;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
