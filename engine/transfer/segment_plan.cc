@@ -9,7 +9,8 @@ namespace resmem::transfer {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int kMaxSegments = 64;  // device to host: the DP's second dimension
+constexpr int kMaxSegments = 64;      // device to host: the DP's second dimension
+constexpr uint64_t kWindowSegments = 32;  // PlanSegments' window, in largest segments
 // Added per segment to what the DP minimises (not to the prediction): of cuts the model finds
 // equal, which happens wherever the lanes, not the copy engine, set the pace, the one with
 // fewer DMAs wins (each DMA costs the driving lane a submit and the engine per_dma_us).
@@ -100,12 +101,48 @@ double PredictSegmentsUs(PlanDirection dir, const std::vector<uint64_t>& segment
   return dir == PlanDirection::kHostToDevice ? dma_end : drain_end;
 }
 
+namespace {
+
+// The DP over a copy of at most kWindowSegments x max_segment bytes.
+std::vector<uint64_t> PlanWindow(PlanDirection dir, uint64_t length, uint64_t max_segment,
+                                 const StagingCosts& c, uint64_t unit);
+
+}  // namespace
+
 SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segment,
                          const StagingCosts& c, uint64_t unit) {
   SegmentPlan plan;
   if (length == 0) return plan;
+  max_segment = std::max<uint64_t>(4096, max_segment / 4096 * 4096);
+  // A long copy is planned where it is exposed (host to device its start, device to host its
+  // end) over a window of kWindowSegments largest segments; the rest is cut into largest
+  // segments, as the plan of a long copy does anyway. This bounds the DP's work and the device-
+  // to-host DP's segment count.
+  const uint64_t window = kWindowSegments * max_segment;
+  const uint64_t planned = std::min(length, window);
+  const uint64_t rest = length - planned;
+  std::vector<uint64_t> head_or_tail = PlanWindow(dir, planned, max_segment, c, unit);
+  std::vector<uint64_t> whole;
+  for (uint64_t at = 0; at < rest; at += max_segment) whole.push_back(std::min(max_segment, rest - at));
+  if (dir == PlanDirection::kHostToDevice) {
+    plan.segments = std::move(head_or_tail);
+    plan.segments.insert(plan.segments.end(), whole.begin(), whole.end());
+  } else {
+    plan.segments = std::move(whole);
+    plan.segments.insert(plan.segments.end(), head_or_tail.begin(), head_or_tail.end());
+  }
+  plan.predicted_us = PredictSegmentsUs(dir, plan.segments, c);
+  plan.pinned_us = PinnedUs(length, c);
+  return plan;
+}
+
+namespace {
+
+std::vector<uint64_t> PlanWindow(PlanDirection dir, uint64_t length, uint64_t max_segment,
+                                 const StagingCosts& c, uint64_t unit) {
   if (unit == 0) unit = std::max<uint64_t>(16 << 10, (length / 256 + 4095) / 4096 * 4096);
-  max_segment = std::max(unit, max_segment / unit * unit);
+  unit = std::min(unit, max_segment);
+  max_segment = max_segment / unit * unit;
   const uint64_t units = (length + unit - 1) / unit;
   const uint64_t max_units = max_segment / unit;
   // Segment end in bytes after u units (the last unit may be short).
@@ -176,6 +213,12 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
         if (t < best_total) best_total = t, bk = k, bp = p;
       }
     }
+    if (best_total == kInf) {  // no cut within kmax segments (not for a window's lengths)
+      std::vector<uint64_t> equal;
+      for (uint64_t at = 0; at < length; at += max_segment)
+        equal.push_back(std::min(max_segment, length - at));
+      return equal;
+    }
     prev.assign(units + 1, 0);
     prev[units] = bp;
     for (uint64_t u = bp; bk > 0; --bk) {
@@ -183,11 +226,12 @@ SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segmen
       u = from[bk][u];
     }
   }
-  for (uint64_t u = units; u > 0; u = prev[u]) plan.segments.push_back(end_of(u) - end_of(prev[u]));
-  std::reverse(plan.segments.begin(), plan.segments.end());
-  plan.predicted_us = PredictSegmentsUs(dir, plan.segments, c);
-  plan.pinned_us = PinnedUs(length, c);
-  return plan;
+  std::vector<uint64_t> segments;
+  for (uint64_t u = units; u > 0; u = prev[u]) segments.push_back(end_of(u) - end_of(prev[u]));
+  std::reverse(segments.begin(), segments.end());
+  return segments;
 }
+
+}  // namespace
 
 }  // namespace resmem::transfer

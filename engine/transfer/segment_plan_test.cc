@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 
 namespace resmem::transfer {
@@ -33,6 +34,25 @@ TEST(SegmentPlan, CutsTheWholeCopyIntoWholeUnitsNoLargerThanTheLimit) {
     }
   }
   EXPECT_TRUE(PlanSegments(PlanDirection::kHostToDevice, 0, 8 * kMiB, costs).segments.empty());
+}
+
+// Copies far longer than the ring (a 100 GiB reservation in one call) are planned in
+// milliseconds, and no segment is ever larger than a ring buffer.
+TEST(SegmentPlan, LongCopiesKeepEverySegmentWithinTheBuffer) {
+  const StagingCosts costs;
+  for (PlanDirection dir : kDirs) {
+    for (uint64_t length : {512 * kMiB + 4096, 4096 * kMiB + 12288, 102400 * kMiB}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const SegmentPlan p = PlanSegments(dir, length, 8 * kMiB, costs);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_LT(ms, 2000) << "planning " << length << " bytes";
+      EXPECT_EQ(std::accumulate(p.segments.begin(), p.segments.end(), uint64_t{0}), length);
+      for (uint64_t seg : p.segments) ASSERT_LE(seg, 8 * kMiB) << length;
+      // Device to host the last drain stands alone: the plan still ends small.
+      if (dir == PlanDirection::kDeviceToHost) EXPECT_LT(p.segments.back(), 8 * kMiB);
+    }
+  }
 }
 
 // The plan is the model's best: no equal cut of the same copy (on the plan's units) does better.

@@ -34,7 +34,7 @@ struct Variant {
   bool plan = false;
 };
 
-class StagedCudaTest : public ::testing::TestWithParam<Variant> {
+class StagedCudaLongTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto g = cuda::CudaGpu::Create();
@@ -44,6 +44,8 @@ class StagedCudaTest : public ::testing::TestWithParam<Variant> {
   std::unique_ptr<cuda::CudaGpu> gpu_;
   SteadyClock clock_;
 };
+
+class StagedCudaTest : public StagedCudaLongTest, public ::testing::WithParamInterface<Variant> {};
 
 TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   const uint64_t max = 40ull << 20;
@@ -95,6 +97,31 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, 0u) << GetParam().name << " D2H " << len;
   }
+}
+
+// A copy longer than the planned window (32 segments of 8 MiB): device to host it is cut into
+// 8 MiB segments and a planned tail, and every segment must fit a ring buffer.
+TEST_F(StagedCudaLongTest, GigabyteCopyBothWaysIntact) {
+  const uint64_t len = (1ull << 30) + 4096;
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, len);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  auto dev = gpu_->AllocDevice(len);
+  ASSERT_TRUE(dev.ok());
+  TransferOptions o;
+  o.allowed = {Path::kStaged};
+  o.staging_plan_upto = ~0ull;  // host to device planned too
+  auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_TRUE(FillPattern(**host, 0, len, 77, 5).ok());
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len).ok());
+  auto bad = DeviceMismatches(*gpu_, **dev, 0, len, 77, 5);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u) << "H2D";
+  std::memset((*host)->data(), 0, len);
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kDeviceToHost, 0, **dev, 0, len).ok());
+  auto back = HostMismatches(**host, 0, len, 77, 5);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, 0u) << "D2H";
 }
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
