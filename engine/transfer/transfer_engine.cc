@@ -665,14 +665,6 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   return driver_status;
 }
 
-// Host to device through the segment ring, for one block (Copy) or a queue of them (CopyQueue).
-// Segments are numbered across blocks: segment g fills pinned buffer g % S (S buffers) once the
-// DMA of segment g - S finished, so the lanes fill block k+1 while block k's DMAs drain. Lane 0
-// (the driver) pulls blocks, cuts them into segments of at most seg_limit bytes, publishes each
-// segment's descriptor in a small ring, issues a segment's DMA the moment its last piece is in,
-// and polls the oldest DMA's event. Lanes 1.. claim pieces of a segment with a compare-and-swap
-// on a word that carries the segment's number, so a lane that arrives after the segment was
-// finished and its ring slot reused claims nothing.
 const std::vector<uint64_t>& TransferEngine::PlanOf(CopyDirection dir, uint64_t length) {
   const bool h2d = dir == CopyDirection::kHostToDevice;
   if (plans_.size() >= 64 && !plans_.count({h2d ? 0 : 1, length})) plans_.clear();
@@ -684,6 +676,14 @@ const std::vector<uint64_t>& TransferEngine::PlanOf(CopyDirection dir, uint64_t 
   return it->second;
 }
 
+// Host to device through the segment ring, for one block (Copy) or a queue of them (CopyQueue).
+// Segments are numbered across blocks: segment g fills pinned buffer g % S (S buffers) once the
+// DMA of segment g - S finished, so the lanes fill block k+1 while block k's DMAs drain. Lane 0
+// (the driver) pulls blocks, cuts them into segments of at most seg_limit bytes, publishes each
+// segment's descriptor in a small ring, issues a segment's DMA the moment its last piece is in,
+// and polls the oldest DMA's event. Lanes 1.. claim pieces of a segment with a compare-and-swap
+// on a word that carries the segment's number, so a lane that arrives after the segment was
+// finished and its ring slot reused claims nothing.
 Status TransferEngine::PumpSegments(uint64_t seg_limit,
                                     const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
                                     const std::function<Status(const QueuedBlock&)>& arrived,
