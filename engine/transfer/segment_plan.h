@@ -39,9 +39,13 @@ namespace resmem::transfer {
 // within 1% of alone: dma_beside_gbps is left equal to dma_gbps, the costs runs 3-4 measured the
 // host-to-device plans with.
 // fill_gbps is not the lanes' measured rate beside DMAs (83-96 GB/s, runs 5-6) but the rate
-// that makes the model's host-to-device plans the best measured (runs 2-4, 6): plans from the
-// measured rate cut 4-32 MiB copies into a few large segments and lost 2-13 points to them
-// (run 6). The model leaves out what makes large segments slower in a copy than alone.
+// whose host-to-device plans measured best, and that depends on the host. On hosts whose lanes
+// copied 41-48 GB/s (bench's host check; runs 2-4, 6, 7) plans from 49 beat equal segments. On
+// hosts whose lanes copied 45-58 GB/s (runs 11-12, five rounds) 60 beat 49 by 2-6 points from
+// 1 MiB to 64 MiB; on a host at 41-43 GB/s (run 13, two rounds) 60 lost 5-9 points to 49 at
+// 32-64 MiB. 49 stays: it never lost to equal segments. `--costs` sets another. Plans from the
+// measured rate cut 4-32 MiB copies into a few large segments and lost 2-13 points (run 6): the
+// model leaves out what makes large segments slower in a copy than alone.
 struct StagingCosts {
   double start_us = 5.8;           // call -> the lanes copying the first segment
   double fill_alone_gbps = 88;     // lanes filling the ring, no DMA beside (host to device)
