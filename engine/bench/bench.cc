@@ -109,6 +109,32 @@ Result<std::vector<OverlapRow>> RunOverlap(Gpu& gpu, const BenchOptions& o,
 
 }  // namespace
 
+LaneHostCheck CheckLaneHost(int lanes, const uint8_t* src, uint8_t* dst, uint64_t bytes,
+                            const std::function<void(int lane)>& lane_hook) {
+  using Steady = std::chrono::steady_clock;
+  transfer::LanePoolOptions lo;
+  lo.lanes = lanes;
+  lo.spin_us = 20000;
+  transfer::LanePool pool(lo);
+  pool.Run(lanes, [](int) {});  // every worker started
+  std::vector<double> t;
+  for (int i = 0; i < 50; ++i) {
+    const auto a = Steady::now();
+    pool.Run(lanes, [&](int lane) {
+      if (lane_hook) lane_hook(lane);
+    });
+    t.push_back(std::chrono::duration<double, std::micro>(Steady::now() - a).count());
+  }
+  LaneHostCheck c;
+  c.dispatch_us = Median(t);
+  const uint64_t share = bytes / static_cast<uint64_t>(lanes) / 64 * 64;
+  const auto a = Steady::now();
+  pool.Run(lanes, [&](int lane) { std::memcpy(dst + lane * share, src + lane * share, share); });
+  const double s = std::chrono::duration<double>(Steady::now() - a).count();
+  c.memcpy_gbps = s > 0 ? share * lanes / s / 1e9 : 0;
+  return c;
+}
+
 Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
                              const BenchOptions& o) {
   std::vector<uint64_t> sizes = o.sizes;
@@ -225,38 +251,15 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     check_src.assign(kCheckBytes, 1);
     check_dst.assign(kCheckBytes, 2);
   }
-  auto host_check = [&](int lanes, double* dispatch_us, double* memcpy_gbps) {
-    using Steady = std::chrono::steady_clock;
-    transfer::LanePoolOptions lo;
-    lo.lanes = lanes;
-    lo.spin_us = 20000;
-    transfer::LanePool pool(lo);
-    pool.Run(lanes, [](int) {});  // every worker started
-    std::vector<double> t;
-    for (int i = 0; i < 50; ++i) {
-      const auto a = Steady::now();
-      pool.Run(lanes, [](int) {});
-      t.push_back(std::chrono::duration<double, std::micro>(Steady::now() - a).count());
-    }
-    *dispatch_us = Median(t);
-    const uint64_t share = kCheckBytes / static_cast<uint64_t>(lanes) / 64 * 64;
-    const auto a = Steady::now();
-    pool.Run(lanes, [&](int lane) {
-      std::memcpy(check_dst.data() + lane * share, check_src.data() + lane * share, share);
-    });
-    const double s = std::chrono::duration<double>(Steady::now() - a).count();
-    *memcpy_gbps = s > 0 ? share * lanes / s / 1e9 : 0;
-  };
-
   // cells[(direction, size, path index)], filled pass by pass.
   std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
   uint64_t seq = o.seed << 32;
   for (int pass = 0; pass < o.passes; ++pass) {
     if (staged_runs) {
-      double us = 0, gbps = 0;
-      host_check(result.check_lanes, &us, &gbps);
-      result.lane_dispatch_us.push_back(us);
-      result.lane_memcpy_gbps.push_back(gbps);
+      const LaneHostCheck c =
+          CheckLaneHost(result.check_lanes, check_src.data(), check_dst.data(), kCheckBytes);
+      result.lane_dispatch_us.push_back(c.dispatch_us);
+      result.lane_memcpy_gbps.push_back(c.memcpy_gbps);
     }
     for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
       for (uint64_t size : sizes) {

@@ -18,6 +18,7 @@
 #define RESMEM_ENGINE_BENCH_BENCH_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -132,6 +133,17 @@ struct BenchResult {
 
 Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
                              const BenchOptions& options);
+
+// bench's host check, before each pass that runs a staged path on a real clock: the median time
+// of 50 empty jobs on `lanes` staging lanes (a job returns when its slowest lane has run, so one
+// unscheduled lane shows), and the lanes' memcpy rate copying `bytes` from `src` to `dst`, each
+// lane its share. `lane_hook` (tests) runs inside every empty job on every lane.
+struct LaneHostCheck {
+  double dispatch_us = 0;
+  double memcpy_gbps = 0;
+};
+LaneHostCheck CheckLaneHost(int lanes, const uint8_t* src, uint8_t* dst, uint64_t bytes,
+                            const std::function<void(int lane)>& lane_hook = nullptr);
 
 // Sets BenchCell::unreliable and BenchResult::unreliable from the limits above: any non-pinned
 // cell above kMaxRatioToPinned, the pinned cell at the reference's size (or the largest of
