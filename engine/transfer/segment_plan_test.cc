@@ -27,7 +27,9 @@ TEST(SegmentPlan, CutsTheWholeCopyIntoWholeUnitsNoLargerThanTheLimit) {
       for (size_t i = 0; i < p.segments.size(); ++i) {
         EXPECT_LE(p.segments[i], 8 * kMiB);
         EXPECT_GT(p.segments[i], 0u);
-        if (i + 1 < p.segments.size()) EXPECT_EQ(p.segments[i] % 4096, 0u) << length;
+        if (i + 1 < p.segments.size()) {
+          EXPECT_EQ(p.segments[i] % 4096, 0u) << length;
+        }
       }
       EXPECT_GT(p.predicted_us, p.pinned_us) << "a staged copy cannot beat one pinned DMA";
       EXPECT_DOUBLE_EQ(p.predicted_us, PredictSegmentsUs(dir, p.segments, costs));
@@ -50,7 +52,9 @@ TEST(SegmentPlan, LongCopiesKeepEverySegmentWithinTheBuffer) {
       EXPECT_EQ(std::accumulate(p.segments.begin(), p.segments.end(), uint64_t{0}), length);
       for (uint64_t seg : p.segments) ASSERT_LE(seg, 8 * kMiB) << length;
       // Device to host the last drain stands alone: the plan still ends small.
-      if (dir == PlanDirection::kDeviceToHost) EXPECT_LT(p.segments.back(), 8 * kMiB);
+      if (dir == PlanDirection::kDeviceToHost) {
+        EXPECT_LT(p.segments.back(), 8 * kMiB);
+      }
     }
   }
 }
