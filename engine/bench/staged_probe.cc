@@ -81,6 +81,7 @@ struct Probe {
   bool dump = false;  // --dump: the last copy's per-segment timeline
   cuda::CudaGpu::CopyTicket* beside_ticket = nullptr;  // FillOnly's `beside` DMAs
   std::vector<double> beside_dma_us = {};               // and their times
+  double hot_dispatch_us = 0;  // Dispatch's median empty job, lanes spinning (Costs' start)
 
   uint64_t SegmentOf(uint64_t size, int min_segments) const {
     const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;
@@ -346,7 +347,7 @@ struct Probe {
   }
 
   // The host's staging costs (segment_plan.h) in direction `dir`, each measured apart:
-  //   start      an empty job on the lanes, hot (median of 200)
+  //   start      an empty job on the lanes, hot (median of 200; Dispatch, which runs first)
   //   submit     one cudaMemcpyAsync call from pinned memory
   //   DMA rate and per-DMA cost: 4 MiB from pinned memory in 1 DMA and in 8 queued at once
   //   fill/drain the lanes' copy of 4 MiB in 512 KiB segments (the drain right after DMAs into
@@ -359,12 +360,6 @@ struct Probe {
                transfer::StagingCosts* beside) {
     const bool h2d = dir == CopyDirection::kHostToDevice;
     const uint64_t size = 4ull << 20, seg = 512 << 10;
-    std::vector<double> hot;
-    for (int i = 0; i < 200; ++i) {
-      auto t0 = Steady::now();
-      pool.Run(pool.size(), [](int) {});
-      hot.push_back(Us(t0, Steady::now()));
-    }
     RESMEM_ASSIGN_OR_RETURN(auto ticket, cuda->NewTicket());
     std::vector<double> one, eight, submit;
     for (int c = 0; c < std::max(copies, 11); ++c) {
@@ -386,7 +381,7 @@ struct Probe {
     }
     cuda->ReleaseTicket(ticket);
     transfer::StagingCosts c;
-    c.start_us = Median(hot);
+    c.start_us = hot_dispatch_us;
     c.submit_us = Median(submit);
     c.per_dma_us = std::max(0.0, (Median(eight) - Median(one)) / 7);
     c.dma_gbps = Gbps(size, std::max(1.0, Median(one) - c.submit_us - c.per_dma_us));
@@ -454,6 +449,7 @@ struct Probe {
       pool.Run(pool.size(), [](int) {});
       cold.push_back(Us(t0, Steady::now()));
     }
+    hot_dispatch_us = Median(hot);
     std::printf("dispatch: empty Run of %d lanes: hot %.1f us, after 3 ms pause %.1f us "
                 "(max %.1f; %llu sleeps)\n",
                 pool.size(), Median(hot), Median(cold), *std::max_element(cold.begin(), cold.end()),

@@ -103,41 +103,14 @@ double PredictSegmentsUs(PlanDirection dir, const std::vector<uint64_t>& segment
 
 namespace {
 
-// The DP over a copy of at most kWindowSegments x max_segment bytes.
-std::vector<uint64_t> PlanWindow(PlanDirection dir, uint64_t length, uint64_t max_segment,
-                                 const StagingCosts& c, uint64_t unit);
-
-}  // namespace
-
-SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segment,
-                         const StagingCosts& c, uint64_t unit) {
-  SegmentPlan plan;
-  if (length == 0) return plan;
-  max_segment = std::max<uint64_t>(4096, max_segment / 4096 * 4096);
-  // A long copy is planned where it is exposed (host to device its start, device to host its
-  // end) over a window of kWindowSegments largest segments; the rest is cut into largest
-  // segments, as the plan of a long copy does anyway. This bounds the DP's work and the device-
-  // to-host DP's segment count.
-  const uint64_t window = kWindowSegments * max_segment;
-  const uint64_t planned = std::min(length, window);
-  const uint64_t rest = length - planned;
-  std::vector<uint64_t> head_or_tail = PlanWindow(dir, planned, max_segment, c, unit);
-  std::vector<uint64_t> whole;
-  for (uint64_t at = 0; at < rest; at += max_segment) whole.push_back(std::min(max_segment, rest - at));
-  if (dir == PlanDirection::kHostToDevice) {
-    plan.segments = std::move(head_or_tail);
-    plan.segments.insert(plan.segments.end(), whole.begin(), whole.end());
-  } else {
-    plan.segments = std::move(whole);
-    plan.segments.insert(plan.segments.end(), head_or_tail.begin(), head_or_tail.end());
-  }
-  plan.predicted_us = PredictSegmentsUs(dir, plan.segments, c);
-  plan.pinned_us = PinnedUs(length, c);
-  return plan;
+// `length` bytes in segments of max_segment, the last one shorter.
+std::vector<uint64_t> EqualCut(uint64_t length, uint64_t max_segment) {
+  std::vector<uint64_t> cut;
+  for (uint64_t at = 0; at < length; at += max_segment) cut.push_back(std::min(max_segment, length - at));
+  return cut;
 }
 
-namespace {
-
+// The DP over a copy of at most kWindowSegments x max_segment bytes.
 std::vector<uint64_t> PlanWindow(PlanDirection dir, uint64_t length, uint64_t max_segment,
                                  const StagingCosts& c, uint64_t unit) {
   if (unit == 0) unit = std::max<uint64_t>(16 << 10, (length / 256 + 4095) / 4096 * 4096);
@@ -213,12 +186,7 @@ std::vector<uint64_t> PlanWindow(PlanDirection dir, uint64_t length, uint64_t ma
         if (t < best_total) best_total = t, bk = k, bp = p;
       }
     }
-    if (best_total == kInf) {  // no cut within kmax segments (not for a window's lengths)
-      std::vector<uint64_t> equal;
-      for (uint64_t at = 0; at < length; at += max_segment)
-        equal.push_back(std::min(max_segment, length - at));
-      return equal;
-    }
+    if (best_total == kInf) return EqualCut(length, max_segment);  // not for a window's lengths
     prev.assign(units + 1, 0);
     prev[units] = bp;
     for (uint64_t u = bp; bk > 0; --bk) {
@@ -233,5 +201,31 @@ std::vector<uint64_t> PlanWindow(PlanDirection dir, uint64_t length, uint64_t ma
 }
 
 }  // namespace
+
+SegmentPlan PlanSegments(PlanDirection dir, uint64_t length, uint64_t max_segment,
+                         const StagingCosts& c, uint64_t unit) {
+  SegmentPlan plan;
+  if (length == 0) return plan;
+  max_segment = std::max<uint64_t>(4096, max_segment / 4096 * 4096);
+  // A long copy is planned where it is exposed (host to device its start, device to host its
+  // end) over a window of kWindowSegments largest segments; the rest is cut into largest
+  // segments, as the plan of a long copy does anyway. This bounds the DP's work and the device-
+  // to-host DP's segment count.
+  const uint64_t window = kWindowSegments * max_segment;
+  const uint64_t planned = std::min(length, window);
+  const uint64_t rest = length - planned;
+  std::vector<uint64_t> head_or_tail = PlanWindow(dir, planned, max_segment, c, unit);
+  std::vector<uint64_t> whole = EqualCut(rest, max_segment);
+  if (dir == PlanDirection::kHostToDevice) {
+    plan.segments = std::move(head_or_tail);
+    plan.segments.insert(plan.segments.end(), whole.begin(), whole.end());
+  } else {
+    plan.segments = std::move(whole);
+    plan.segments.insert(plan.segments.end(), head_or_tail.begin(), head_or_tail.end());
+  }
+  plan.predicted_us = PredictSegmentsUs(dir, plan.segments, c);
+  plan.pinned_us = PinnedUs(length, c);
+  return plan;
+}
 
 }  // namespace resmem::transfer
