@@ -124,6 +124,40 @@ TEST_F(StagedCudaLongTest, GigabyteCopyBothWaysIntact) {
   EXPECT_EQ(*back, 0u) << "D2H";
 }
 
+// The engine cuts a copy as its plan says (the trace counts the segments it ran), and into equal
+// segments where the plan is off: host to device 16 MiB, device to host 64 MiB, the defaults'
+// planned sizes, whose plans have more segments than the equal cut.
+TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
+  const uint64_t max = 64ull << 20;
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, max);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  auto dev = gpu_->AllocDevice(max);
+  ASSERT_TRUE(dev.ok());
+  struct Case { CopyDirection dir; uint64_t len; };
+  for (const Case& k : {Case{CopyDirection::kHostToDevice, 16ull << 20},
+                        Case{CopyDirection::kDeviceToHost, 64ull << 20}}) {
+    const bool h2d = k.dir == CopyDirection::kHostToDevice;
+    int segments[2] = {0, 0};  // planned, equal
+    for (int planned = 1; planned >= 0; --planned) {
+      TransferOptions o;
+      o.allowed = {Path::kStaged};
+      o.staging_trace = true;
+      if (!planned) o.staging_plan_upto = o.staging_plan_d2h_from = 0;
+      auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      ASSERT_TRUE((*e)->Copy(k.dir, 0, **dev, 0, k.len).ok());
+      segments[planned ? 0 : 1] = (*e)->last_trace().segments;
+    }
+    const TransferOptions d;
+    const SegmentPlan plan = PlanSegments(
+        h2d ? PlanDirection::kHostToDevice : PlanDirection::kDeviceToHost, k.len, d.staging_chunk,
+        d.staging_costs);
+    EXPECT_EQ(segments[0], static_cast<int>(plan.segments.size())) << (h2d ? "H2D" : "D2H");
+    EXPECT_NE(segments[0], segments[1]) << (h2d ? "H2D" : "D2H") << ": the plan was not used";
+    EXPECT_EQ(segments[1], 8) << (h2d ? "H2D" : "D2H") << ": equal segments, at least 8 per copy";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                          ::testing::Values(Variant{"events", false, false, false},
                                            Variant{"signals", true, false, false},
