@@ -16,6 +16,7 @@
 // --ceiling: only the host's staging costs, measured apart (segment_plan.h: start, submit, DMA
 // rate and per-DMA cost, the lanes' fill and drain alone and beside a DMA loop) and, per size,
 // what the best cut of a staged copy reaches under them: the ceiling of any segment schedule.
+// --handoff: only the lanes' start, lane by lane, through three hand-offs (no GPU needed).
 // Every staged copy's data is checked on the device. Nothing is asserted: figures only.
 // Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.
 #include <algorithm>
@@ -507,6 +508,108 @@ struct Probe {
   }
 };
 
+// --handoff: how long lanes take to start a job, lane by lane from the caller's call (the
+// `start` of segment_plan.h), through three hand-offs: the LanePool as the engine uses it, one
+// word all lanes poll and nothing else, and one word per lane that the caller writes in turn. "+ claim" is each lane's time after one fetch_add on one shared counter right after it
+// entered: what the segments' piece claim adds when every lane takes its first piece at once.
+// Medians over `runs` runs of each rank: the first worker in, the median one, the last.
+inline void Pause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+struct alignas(64) LaneWord {
+  std::atomic<uint64_t> go{0};
+};
+
+void PrintEntries(const char* label, std::vector<std::vector<double>>& runs) {
+  std::vector<double> first, mid, last;
+  for (auto& r : runs) {
+    std::sort(r.begin(), r.end());
+    first.push_back(r.front()), mid.push_back(r[r.size() / 2]), last.push_back(r.back());
+  }
+  std::printf("  %-34s first %5.2f us, median %5.2f us, last %5.2f us (medians of %zu runs)\n",
+              label, Median(first), Median(mid), Median(last), runs.size());
+}
+
+int Handoff(int lanes, int runs) {
+  const int workers = lanes - 1;
+  if (workers < 1) {
+    std::fprintf(stderr, "staged_probe: --handoff needs --lanes 2 or more\n");
+    return 2;
+  }
+  std::printf("handoff: %d lanes (%d workers), %d runs each\n", lanes, workers, runs);
+  std::vector<std::vector<double>> entered(runs, std::vector<double>(workers)),
+      claimed(runs, std::vector<double>(workers));
+  {
+    transfer::LanePoolOptions lo;
+    lo.lanes = lanes;
+    lo.spin_us = 100000;
+    transfer::LanePool pool(lo);
+    std::atomic<uint64_t> counter{0};
+    std::vector<double> whole;
+    for (int r = -20; r < runs; ++r) {  // 20 warm-up runs
+      const auto t0 = Steady::now();
+      std::vector<double> e(workers), c(workers);
+      pool.Run(lanes, [&](int lane) {
+        if (lane == 0) return;
+        e[lane - 1] = Us(t0, Steady::now());
+        counter.fetch_add(1, std::memory_order_acq_rel);
+        c[lane - 1] = Us(t0, Steady::now());
+      });
+      if (r >= 0) entered[r] = e, claimed[r] = c, whole.push_back(Us(t0, Steady::now()));
+    }
+    std::printf("  LanePool: an empty Run with a claim, whole: %.2f us (median)\n", Median(whole));
+    PrintEntries("LanePool", entered);
+    PrintEntries("LanePool + claim", claimed);
+  }
+  // Raw threads: `shared` polls one word, otherwise each its own.
+  for (bool shared : {true, false}) {
+    std::vector<LaneWord> words(workers);
+    LaneWord broadcast;
+    std::vector<double> e(workers), c(workers);
+    std::vector<LaneWord> done(workers);
+    std::atomic<uint64_t> counter{0};
+    std::atomic<bool> stop{false};
+    Steady::time_point t0;
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w)
+      threads.emplace_back([&, w] {
+        std::atomic<uint64_t>& go = shared ? broadcast.go : words[w].go;
+        for (uint64_t seen = 0;;) {
+          uint64_t g;
+          while ((g = go.load(std::memory_order_acquire)) == seen) {
+            if (stop.load(std::memory_order_relaxed)) return;
+            Pause();
+          }
+          seen = g;
+          e[w] = Us(t0, Steady::now());
+          counter.fetch_add(1, std::memory_order_acq_rel);
+          c[w] = Us(t0, Steady::now());
+          done[w].go.store(g, std::memory_order_release);
+        }
+      });
+    for (int r = -20; r < runs; ++r) {
+      const uint64_t run = static_cast<uint64_t>(r + 21);
+      t0 = Steady::now();
+      if (shared) broadcast.go.store(run, std::memory_order_release);
+      else
+        for (auto& w : words) w.go.store(run, std::memory_order_release);
+      for (auto& d : done)
+        while (d.go.load(std::memory_order_acquire) != run) Pause();
+      if (r >= 0) entered[r] = e, claimed[r] = c;
+    }
+    stop.store(true);
+    for (auto& t : threads) t.join();
+    PrintEntries(shared ? "one word, no admission" : "one word per lane", entered);
+    PrintEntries(shared ? "one word, no admission + claim" : "one word per lane + claim", claimed);
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   TransferOptions base;
   std::vector<uint64_t> sizes = {4ull << 20, 16ull << 20, 256ull << 20};
@@ -550,10 +653,14 @@ int Main(int argc, char** argv) {
   app->add_flag("--ceiling", ceiling,
                 "only the host's staging costs (the --costs of --plan) and, per size, what the "
                 "best cut of a staged copy can reach under them");
+  bool handoff = false;
+  app->add_flag("--handoff", handoff,
+                "only the lanes' start, lane by lane, through three hand-offs (no GPU needed)");
   transfer::AddStagingOptions(*app, &base);
   if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
                                std::cerr))
     return *rc;
+  if (handoff) return Handoff(base.staging_lanes, std::max(copies_n, 200));
   base.allowed = {transfer::Path::kStaged};
   auto backend = transfer::MakeGpuBackend("cuda");
   if (!backend.ok()) {

@@ -16,7 +16,9 @@
 namespace resmem::transfer {
 
 LanePool::LanePool(LanePoolOptions options)
-    : size_(std::max(1, std::min(options.lanes, 0xffff))), o_(std::move(options)) {
+    : size_(std::max(1, std::min(options.lanes, 0xffff))),
+      o_(std::move(options)),
+      slots_(new Slot[size_]) {
   for (int i = 1; i < size_; ++i) workers_.emplace_back([this, i] { Worker(i); });
 }
 
@@ -64,21 +66,16 @@ void LanePool::Worker(int lane) {
     }
     if (stop_.load()) return;
     seen = g;
-    if (lane < static_cast<int>(g & 0xffff) && Admit(g >> 16)) {
-      (*job_)(lane);
-      admit_.fetch_add(kFinishedOne - 1, std::memory_order_acq_rel);
-    }
+    if (lane < static_cast<int>(g & 0xffff) && Enter(lane, g >> 16)) (*job_)(lane);
+    if (lane < static_cast<int>(g & 0xffff))
+      slots_[lane].word.store(((g >> 16) << 2) | kLeft, std::memory_order_release);
   }
 }
 
-bool LanePool::Admit(uint64_t run) {
-  uint64_t s = admit_.load(std::memory_order_acquire);
-  for (;;) {
-    if ((s >> kRunShift) != (run & 0x7fffffffu) || (s & kClosed)) return false;
-    if (admit_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
-                                     std::memory_order_acquire))
-      return true;
-  }
+bool LanePool::Enter(int lane, uint64_t run) {
+  // seq_cst store and load: the store-load pair of the Dekker hand-shake with RunJoined's close.
+  slots_[lane].word.store((run << 2) | kEntered, std::memory_order_seq_cst);
+  return closed_.load(std::memory_order_seq_cst) < run;
 }
 
 void LanePool::Run(int lanes, const std::function<void(int)>& job) { RunJoined(lanes, job, false); }
@@ -92,8 +89,7 @@ void LanePool::RunJoined(int lanes, const std::function<void(int)>& job, bool el
   if (lanes == 1) return job(0);
   job_ = &job;
   const uint64_t run = (generation_.load(std::memory_order_relaxed) >> 16) + 1;
-  admit_.store((run & 0x7fffffffu) << kRunShift, std::memory_order_relaxed);
-  // seq_cst: publishes job_ and admit_ with the generation.
+  // seq_cst: publishes job_ with the generation.
   generation_.store((run << 16) | static_cast<uint64_t>(lanes));
   if (sleepers_.load() > 0) {
     // Taking the mutex orders this wake-up after any worker's predicate check.
@@ -101,17 +97,19 @@ void LanePool::RunJoined(int lanes, const std::function<void(int)>& job, bool el
     cv_.notify_all();
   }
   job(0);
-  // Plain: wait until every worker has finished. Elastic: close the run, then wait for the
-  // workers inside it. Spin: a lane's share of a copy lasts tens of microseconds; yield now and
-  // then so a host with fewer CPUs than lanes still lets the workers run.
-  const uint64_t workers = static_cast<uint64_t>(lanes - 1);
-  if (elastic) admit_.fetch_or(kClosed, std::memory_order_acq_rel);
-  auto joined = [&](uint64_t s) {
-    return elastic ? (s & kInsideMask) == 0 : ((s >> 16) & kInsideMask) >= workers;
-  };
-  for (int polls = 1; !joined(admit_.load(std::memory_order_acquire)); ++polls) {
-    RESMEM_CPU_RELAX();
-    if (polls % 4096 == 0) std::this_thread::yield();
+  // Plain: wait until every worker has left the run. Elastic: close the run, then wait for the
+  // workers that entered it. Spin: a lane's share of a copy lasts tens of microseconds; yield now
+  // and then so a host with fewer CPUs than lanes still lets the workers run.
+  if (elastic) closed_.store(run, std::memory_order_seq_cst);
+  const uint64_t entered = (run << 2) | kEntered, left = (run << 2) | kLeft;
+  int polls = 0;
+  for (int w = 1; w < lanes; ++w) {
+    for (;;) {
+      const uint64_t s = slots_[w].word.load(std::memory_order_seq_cst);
+      if (s == left || (elastic && s != entered)) break;
+      RESMEM_CPU_RELAX();
+      if (++polls % 4096 == 0) std::this_thread::yield();
+    }
   }
   job_ = nullptr;
 }

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -65,17 +66,24 @@ class LanePool {
   // (run counter << 16) | lanes of that run: one word, so a worker never pairs one run's counter
   // with another run's lane count.
   std::atomic<uint64_t> generation_{0};
-  // One word for a run's bookkeeping: (run number << 33) | kClosed | (workers finished << 16) |
-  // workers inside the job. A worker enters only while the word names its run and is not closed
-  // (one compare-and-swap), so closing and entering never race, and it leaves with one atomic
-  // add (inside - 1, finished + 1) after which it touches nothing of the run: the caller may
-  // return and start the next run at once.
-  static constexpr uint64_t kInsideMask = 0xffff;
-  static constexpr uint64_t kFinishedOne = 1ull << 16;
-  static constexpr uint64_t kClosed = 1ull << 32;
-  static constexpr int kRunShift = 33;
-  std::atomic<uint64_t> admit_{0};
-  bool Admit(uint64_t run);
+  // A run's bookkeeping, with no word that every lane writes: one compare-and-swap per worker on
+  // one shared word took the last of 15 workers 4.9 us to enter an empty job on the H100 host,
+  // where the generation word alone reached all of them in 0.46 us (staged_probe --handoff,
+  // docs/hil/2026-11-24-h100-staged6). Worker w writes only its own line, slots_[w]:
+  // (run << 2) | kEntered when it takes the run, (run << 2) | kLeft when it is done with it
+  // (finished, or backed out of a closed run). An elastic run is closed by storing its number in
+  // closed_. Entering is: store kEntered, full fence, load closed_; closing is: store closed_,
+  // full fence, load each slot. Of the two stores at least one is seen by the other side's load
+  // (store-load order under seq_cst), so a worker either sees the run closed and backs out, or
+  // the caller sees it entered and waits for its kLeft. A worker's last touch of a run is its
+  // kLeft store: the caller may return and start the next run at once.
+  static constexpr uint64_t kEntered = 1, kLeft = 2;
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> word{0};
+  };
+  std::unique_ptr<Slot[]> slots_;                     // one per lane; slot 0 unused
+  alignas(64) std::atomic<uint64_t> closed_{0};      // the last elastic run closed
+  bool Enter(int lane, uint64_t run);
   void RunJoined(int lanes, const std::function<void(int lane)>& job, bool elastic);
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};

@@ -7,8 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -146,6 +147,38 @@ TEST(LanePool, PinnedThreadsStillRunEveryLane) {
   std::atomic<int> hits{0};
   for (int run = 0; run < 10; ++run) pool.Run(4, [&](int) { hits.fetch_add(1); });
   EXPECT_EQ(hits.load(), 40);
+}
+
+// The close races the workers' entry on every run here: lane 0 returns at once, so a worker is
+// entering just as the caller closes. Whatever the interleaving, a run returns only when no
+// worker is inside its job, and no worker enters it afterwards (the per-lane hand-off's
+// store/fence/load pair on each side, lane_pool.h).
+TEST(LanePool, ElasticCloseRacingTheWorkersNeverLeavesOneInside) {
+  LanePoolOptions o;
+  o.lanes = 6;
+  o.spin_us = 200;
+  LanePool pool(o);
+  std::vector<std::atomic<int>> inside(6);
+  std::atomic<int> run_now{0}, stale{0};
+  uint64_t entered = 0;
+  for (int run = 1; run <= 20000; ++run) {
+    run_now.store(run);
+    std::atomic<int> count{0};
+    pool.RunElastic(6, [&](int lane) {
+      if (lane == 0) return;
+      if (run_now.load() != run) stale.fetch_add(1);
+      inside[lane].store(1);
+      count.fetch_add(1);
+      for (volatile int spin = 0; spin < 50; ++spin) {
+      }
+      inside[lane].store(0);
+    });
+    for (int l = 1; l < 6; ++l) ASSERT_EQ(inside[l].load(), 0) << "run " << run << " lane " << l;
+    entered += count.load();
+  }
+  EXPECT_EQ(stale.load(), 0) << "a worker ran a job after its run had returned";
+  std::printf("note: %llu of %d worker slots entered their run before it closed\n",
+              (unsigned long long)entered, 5 * 20000);
 }
 
 }  // namespace

@@ -31,9 +31,11 @@
 namespace resmem::transfer {
 
 // Costs of one host, in microseconds and GB/s (10^9 bytes per second).
-// Defaults: the H100 host of docs/hil/2026-11-24-h100-staged5 (staged_probe --ceiling). Run 2,
-// quiet host: an empty job on the lanes 5.8 us; the lanes' copy into the ring alone 88.4 GB/s;
-// a submit 3.2 us; 4 MiB from pinned memory in 1 and in 8 DMAs 85.3 and 102.9 us, so 52.7 GB/s
+// Defaults: the H100 host of docs/hil/2026-11-24-h100-staged5 (staged_probe --ceiling). The start
+// is staged6 run 1's (1.0 us, an empty job on 16 lanes through the per-lane hand-off of
+// lane_pool.h; it was 5.8 us through one shared admission word, staged5 run 2: the plans of 64 KiB
+// to 256 MiB under either differ by at most 32 KiB in a segment). Run 2, quiet host: the
+// lanes' copy into the ring alone 88.4 GB/s; a submit 3.2 us; 4 MiB from pinned memory in 1 and in 8 DMAs 85.3 and 102.9 us, so 52.7 GB/s
 // and 2.5 us per DMA. Run 6: the drain out of the ring 71.4 GB/s alone (right after a DMA) and
 // 91.3 beside lane 0's DMAs. A DMA beside the lanes' copy ran at 52.1-52.4 GB/s (runs 5-6),
 // within 1% of alone: dma_beside_gbps is left equal to dma_gbps, the costs runs 3-4 measured the
@@ -47,7 +49,7 @@ namespace resmem::transfer {
 // measured rate cut 4-32 MiB copies into a few large segments and lost 2-13 points (run 6): the
 // model leaves out what makes large segments slower in a copy than alone.
 struct StagingCosts {
-  double start_us = 5.8;           // call -> the lanes copying the first segment
+  double start_us = 1.0;           // call -> the lanes copying the first segment
   double fill_alone_gbps = 88;     // lanes filling the ring, no DMA beside (host to device)
   double fill_gbps = 49;           // the same beside running DMAs (see above)
   double drain_alone_gbps = 71.4;  // lanes draining the ring, no DMA beside (device to host)
