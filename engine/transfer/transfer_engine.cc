@@ -699,6 +699,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   // Published segments not yet finished never exceed S (<= 16 buffers), so 64 slots suffice.
   constexpr uint64_t kRing = 64;
   constexpr int kPieceBits = 24;
+  constexpr uint64_t kPieceMask = (1ull << kPieceBits) - 1;
   struct Desc {  // written by the driver before the segment is published, read by the lanes
     std::atomic<const uint8_t*> host{nullptr};
     std::atomic<uint64_t> len{0}, piece{0}, pieces{0};
@@ -728,11 +729,11 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   auto fill_segment = [&](int lane, uint64_t g, uint64_t limit) -> uint64_t {
     const uint64_t slot = g % kRing;
     Desc& d = desc[slot];
-    const uint8_t* src = d.host.load(std::memory_order_relaxed);
-    const uint64_t n = d.len.load(std::memory_order_relaxed);
-    const uint64_t piece = d.piece.load(std::memory_order_relaxed);
-    const uint64_t pieces = d.pieces.load(std::memory_order_relaxed);
-    const bool nt = d.non_temporal.load(std::memory_order_relaxed);
+    const uint8_t* src = d.host.load(std::memory_order_acquire);
+    const uint64_t n = d.len.load(std::memory_order_acquire);
+    const uint64_t piece = d.piece.load(std::memory_order_acquire);
+    const uint64_t pieces = d.pieces.load(std::memory_order_acquire);
+    const bool nt = d.non_temporal.load(std::memory_order_acquire);
     const bool demote = o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
     uint8_t* buf = staging_[g % nbuf]->data();
     uint64_t v = claimed[slot].load(std::memory_order_acquire);
@@ -741,7 +742,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       // Another number in the slot: segment g is finished (and the slot reused); the
       // descriptor read above may then be stale, and is not used.
       if ((v >> kPieceBits) != g) break;
-      const uint64_t k = v & ((1ull << kPieceBits) - 1);
+      const uint64_t k = v & kPieceMask;
       if (k >= pieces) break;
       if (!claimed[slot].compare_exchange_weak(v, v + 1, std::memory_order_acq_rel,
                                                std::memory_order_acquire))
@@ -797,10 +798,16 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         const uint64_t slot = known % kRing;
         const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
         Desc& d = desc[slot];
-        d.host.store(mem_.data() + cur.host_offset + cur_done, std::memory_order_relaxed);
-        d.len.store(n, std::memory_order_relaxed);
-        d.piece.store(piece, std::memory_order_relaxed);
-        d.pieces.store((n + piece - 1) / piece, std::memory_order_relaxed);
+        // First close the slot to the segment that used it last (tag `known`, no piece open),
+        // then rewrite its descriptor (release stores). A lane 64 segments behind that read a
+        // field of the new descriptor while about to claim from the old segment cannot then win
+        // its compare-and-swap on the old tag: the close came first. So a claim that succeeds
+        // used its own segment's descriptor (fill_segment reads it with acquire loads).
+        claimed[slot].store((known << kPieceBits) | kPieceMask, std::memory_order_release);
+        d.host.store(mem_.data() + cur.host_offset + cur_done, std::memory_order_release);
+        d.len.store(n, std::memory_order_release);
+        d.piece.store(piece, std::memory_order_release);
+        d.pieces.store((n + piece - 1) / piece, std::memory_order_release);
         // Non-temporal below staging_nt_fill_below and for a block's last B segments
         // (TransferOptions::staging_nt_tail).
         // A plan's segments below staging_demote_fill_from stream too: a cached fill that is
@@ -808,7 +815,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         d.non_temporal.store(
             non_temporal || (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n) ||
                 (plan && n < o_.staging_demote_fill_from),
-            std::memory_order_relaxed);
+            std::memory_order_release);
         d.dev = cur.dev;
         d.dev_offset = cur.dev_offset + cur_done;
         cur_done += n;
