@@ -12,6 +12,7 @@
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -155,6 +156,39 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
     EXPECT_EQ(segments[0], static_cast<int>(plan.segments.size())) << (h2d ? "H2D" : "D2H");
     EXPECT_NE(segments[0], segments[1]) << (h2d ? "H2D" : "D2H") << ": the plan was not used";
     EXPECT_EQ(segments[1], 8) << (h2d ? "H2D" : "D2H") << ": equal segments, at least 8 per copy";
+  }
+}
+
+// Host to device, the driving lane fills pieces of the first segment while the other lanes
+// enter (staging_driver_fills), and does not when that is off: the trace counts its pieces.
+// Twenty 1 MiB copies each way of the option; the lanes could take every piece of one copy
+// before the driving lane looks, not of twenty.
+TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
+  const uint64_t len = 1ull << 20;
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, len);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  auto dev = gpu_->AllocDevice(len);
+  ASSERT_TRUE(dev.ok());
+  for (bool fills : {true, false}) {
+    TransferOptions o;
+    o.allowed = {Path::kStaged};
+    o.staging_trace = true;
+    o.staging_driver_fills = fills;
+    auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    uint64_t pieces = 0;
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(FillPattern(**host, 0, len, 50 + i, 5).ok());
+      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len).ok());
+      pieces += (*e)->last_trace().driver_pieces;
+      auto bad = DeviceMismatches(*gpu_, **dev, 0, len, 50 + i, 5);
+      ASSERT_TRUE(bad.ok());
+      ASSERT_EQ(*bad, 0u) << "copy " << i << (fills ? "" : ", no driver fill");
+    }
+    std::printf("note: the driving lane filled %llu pieces in 20 copies (%s)\n",
+                (unsigned long long)pieces, fills ? "default" : "--no-driver-fill");
+    if (fills) EXPECT_GT(pieces, 0u) << "the driving lane never filled a piece";
+    else EXPECT_EQ(pieces, 0u) << "the driving lane filled with staging_driver_fills off";
   }
 }
 

@@ -869,8 +869,10 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       // staging_driver_fills), one piece at a time so it issues the DMA the moment the last
       // piece is in.
       if (!progress && issued == 0 && known > 0 && o_.staging_driver_fills &&
-          fill_segment(0, 0, 1) > 0)
+          fill_segment(0, 0, 1) > 0) {
+        if (tracing) ++trace_.driver_pieces;
         continue;
+      }
       if (!progress) Relax();
     }
   };

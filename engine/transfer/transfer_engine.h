@@ -207,6 +207,9 @@ struct StagedTrace {
   double first_piece_us = 0;                            // the first memcpy started
   std::vector<double> filled_us, issue_begin_us, issued_us, done_us;
   double returned_us = 0;  // the lane pool returned: the copy is complete
+  // Host to device: pieces of the first segment the driving lane filled itself
+  // (TransferOptions::staging_driver_fills).
+  uint64_t driver_pieces = 0;
 };
 
 // The piece the filling lanes (all but the driving lane 0) claim of a staged segment of `seg`
