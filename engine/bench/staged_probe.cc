@@ -566,6 +566,28 @@ int Handoff(int lanes, int runs) {
     PrintEntries("LanePool", entered);
     PrintEntries("LanePool + claim", claimed);
   }
+  {
+    // The same after a 3 ms pause with the engine's spin (1 ms): every worker asleep.
+    transfer::LanePoolOptions lo;
+    lo.lanes = lanes;
+    lo.spin_us = TransferOptions().staging_spin_us;
+    transfer::LanePool pool(lo);
+    std::vector<std::vector<double>> asleep(50, std::vector<double>(workers));
+    std::vector<double> whole;
+    for (int r = -5; r < 50; ++r) {
+      Pause(3000);
+      const auto t0 = Steady::now();
+      std::vector<double> e(workers);
+      pool.Run(lanes, [&](int lane) {
+        if (lane != 0) e[lane - 1] = Us(t0, Steady::now());
+      });
+      if (r >= 0) asleep[r] = e, whole.push_back(Us(t0, Steady::now()));
+    }
+    std::printf("  LanePool after a 3 ms pause (spin %d us, %llu sleeps): an empty Run %.1f us "
+                "(median)\n",
+                lo.spin_us, (unsigned long long)pool.sleeps(), Median(whole));
+    PrintEntries("LanePool, workers asleep", asleep);
+  }
   // Raw threads: `shared` polls one word, otherwise each its own.
   for (bool shared : {true, false}) {
     std::vector<LaneWord> words(workers);

@@ -6,8 +6,8 @@
 // condition_variable::notify_all per copy; a 16 MiB copy at PCIe Gen5 speed lasts ~0.3 ms
 // (FACTS.md: pinned 54.5 GB/s), the same order as waking 15 threads that then queue on one mutex.
 // Here an idle lane spins on an atomic generation counter for `spin_us` after its last job (so
-// back-to-back copies start within a microsecond) and only then sleeps on a condition variable;
-// completion is an atomic countdown the caller spins on.
+// back-to-back copies start within a microsecond) and only then sleeps on a futex that one
+// FUTEX_WAKE opens for all; completion is one word per worker the caller polls.
 //
 // Contract: Run() is not reentrant and not for concurrent callers (one copy at a time per
 // engine, as TransferEngine::Copy states). `job(lane)` runs exactly once for each lane in
@@ -16,11 +16,9 @@
 #define RESMEM_ENGINE_TRANSFER_LANE_POOL_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -88,8 +86,8 @@ class LanePool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeps_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  alignas(64) std::atomic<uint32_t> wake_seq_{0};  // the futex sleeping workers wait on
+  void WakeSleepers();
 };
 
 }  // namespace resmem::transfer
