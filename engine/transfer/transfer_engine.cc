@@ -693,7 +693,6 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
   const bool tracing = o_.staging_trace;
-  const bool non_temporal = seg_limit < o_.staging_nt_fill_below;
   const auto t0 = Steady::now();
   auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
   // Published segments not yet finished never exceed S (<= 16 buffers), so 64 slots suffice.
@@ -808,13 +807,14 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         d.len.store(n, std::memory_order_release);
         d.piece.store(piece, std::memory_order_release);
         d.pieces.store((n + piece - 1) / piece, std::memory_order_release);
-        // Non-temporal below staging_nt_fill_below and for a block's last B segments
-        // (TransferOptions::staging_nt_tail).
-        // A plan's segments below staging_demote_fill_from stream too: a cached fill that is
-        // not demoted leaves lines the DMA must snoop out of the lanes' caches.
+        // Non-temporal below staging_nt_fill_below, decided by this segment's own size (the
+        // short last segment of a large copy and ramp segments too: a cached fill that is not
+        // demoted leaves lines the DMA must snoop out of the lanes' caches), and for a block's
+        // last B segments (TransferOptions::staging_nt_tail). Segments from
+        // staging_demote_fill_from are filled cached and demoted instead (fill_segment).
         d.non_temporal.store(
-            non_temporal || (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n) ||
-                (plan && n < o_.staging_demote_fill_from),
+            n < o_.staging_nt_fill_below ||
+                (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n),
             std::memory_order_release);
         d.dev = cur.dev;
         d.dev_offset = cur.dev_offset + cur_done;
