@@ -340,7 +340,7 @@ void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes) {
     if (3 * slow > r->lane_dispatch_us.size()) {
       std::snprintf(why, sizeof why,
                     "host CPU disturbed: an empty job on %d lanes took more than %.0f us in %zu of "
-                    "%zu passes (median %.1f us; a quiet host: ~5 us): staged copies need every "
+                    "%zu passes (median %.1f us; a quiet H100 host: ~1 us): staged copies need every "
                     "lane scheduled",
                     r->check_lanes, kMaxLaneDispatchUs, slow, r->lane_dispatch_us.size(),
                     Median(r->lane_dispatch_us));
