@@ -218,6 +218,100 @@ passes = 5
             std::string::npos) << refused.status().message();
 }
 
+// The overlap step reports its median pass: the ratio and the path the backend read from that
+// same pass. A GPU part around the simulator's answers each pass of CopyKernelPipeline in turn
+// with 0.95 "serial", 0.97 "serial" and 0.50 "overlapped": the median pass is the first, so the
+// step reads "serial (1 stream)" at 0.95, though the last pass read "overlapped".
+class PassVaryingGpu : public Gpu {
+ public:
+  explicit PassVaryingGpu(std::unique_ptr<Gpu> inner) : in_(std::move(inner)) {}
+  std::string name() const override { return in_->name(); }
+  std::string profile() const override { return in_->profile(); }
+  Result<int> DeviceCount() override { return in_->DeviceCount(); }
+  Result<DeviceAttributes> Attributes(int d) override { return in_->Attributes(d); }
+  Result<int> CreateContext(int d) override { return in_->CreateContext(d); }
+  Status UseContext(int c) override { return in_->UseContext(c); }
+  int current_context() const override { return in_->current_context(); }
+  Status Register(HostMemory& m, uint64_t o, uint64_t n, uint32_t f) override {
+    return in_->Register(m, o, n, f);
+  }
+  Status Unregister(HostMemory& m, uint64_t o) override { return in_->Unregister(m, o); }
+  Result<std::unique_ptr<HostMemory>> AllocPinned(uint64_t n, uint32_t f) override {
+    return in_->AllocPinned(n, f);
+  }
+  Result<std::unique_ptr<DeviceBuffer>> AllocDevice(uint64_t n) override {
+    return in_->AllocDevice(n);
+  }
+  Result<CopyStats> Copy(CopyDirection d, HostMemory& h, uint64_t ho, DeviceBuffer& b,
+                         uint64_t bo, uint64_t n) override {
+    return in_->Copy(d, h, ho, b, bo, n);
+  }
+  Result<uint64_t> DeviceChecksum(DeviceBuffer& b, uint64_t o, uint64_t n) override {
+    return in_->DeviceChecksum(b, o, n);
+  }
+  Result<PipelineStats> CopyKernelPipeline(HostMemory& h, DeviceBuffer& b,
+                                           const PipelineSpec& spec) override {
+    auto st = in_->CopyKernelPipeline(h, b, spec);
+    if (!st.ok()) return st;
+    static constexpr double kRatios[] = {0.95, 0.97, 0.50};
+    const double ratio = kRatios[pass_++ % 3];
+    st->ratio_to_serial = ratio;
+    st->path = ratio < 0.9 ? "overlapped (1 stream)" : "serial (1 stream)";
+    return st;
+  }
+
+ private:
+  std::unique_ptr<Gpu> in_;
+  int pass_ = 0;
+};
+
+const bool kPassVaryingPart = RegisterGpuPart("pass-varying", [](PartContext& ctx) -> Result<std::unique_ptr<Gpu>> {
+  auto spec = ResolveBackendSpec("platform=sim,region=sim,gpu=sim");
+  if (!spec.ok()) return spec.status();
+  auto inner = MakeBackend(*spec, ctx);
+  if (!inner.ok()) return inner.status();
+  return std::unique_ptr<Gpu>(std::make_unique<PassVaryingGpu>(std::move(inner->gpu)));
+});
+
+TEST(Runner, OverlapReportsTheMedianPassPathBesideItsRatio) {
+  constexpr char kText[] = R"toml(
+[scenario]
+name = "overlap-median"
+
+[machine]
+preset = "h100-host"
+
+[[step]]
+do = "alloc_pinned"
+as = "p"
+length = "32M"
+
+[[step]]
+do = "alloc_device"
+as = "d"
+length = "32M"
+
+[[step]]
+do = "overlap"
+host = "p"
+device = "d"
+block_size = "16M"
+blocks = 4
+streams = 1
+kernel_us = 312
+passes = 3
+expect = { path = "serial (1 stream)", ratio_to_serial = 0.95, tolerance = 0.02 }
+)toml";
+  auto loaded = scenario::ParseScenarioText(kText, "overlap-median.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  RunOptions o;
+  o.backend = "platform=sim,region=sim,gpu=pass-varying";
+  auto r = RunScenario((*loaded)[0], o);
+  ASSERT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
+  EXPECT_EQ(r.steps[2].texts["path"], "serial (1 stream)");
+  EXPECT_DOUBLE_EQ(r.steps[2].numbers["ratio_to_serial"], 0.95);
+}
+
 // A [step.on.BACKEND] with other arguments, loaded from a file, runs with them on that backend.
 TEST(Runner, LoadedBackendArgumentsRunThere) {
   g_setup = {};
