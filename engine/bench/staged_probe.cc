@@ -510,17 +510,10 @@ struct Probe {
 
 // --handoff: how long lanes take to start a job, lane by lane from the caller's call (the
 // `start` of segment_plan.h), through three hand-offs: the LanePool as the engine uses it, one
-// word all lanes poll and nothing else, and one word per lane that the caller writes in turn. "+ claim" is each lane's time after one fetch_add on one shared counter right after it
-// entered: what the segments' piece claim adds when every lane takes its first piece at once.
+// word all lanes poll and nothing else, and one word per lane that the caller writes in turn.
+// "+ claim" is each lane's time after one fetch_add on one shared counter right after it entered:
+// what the segments' piece claim adds when every lane takes its first piece at once.
 // Medians over `runs` runs of each rank: the first worker in, the median one, the last.
-inline void Pause() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
 struct alignas(64) LaneWord {
   std::atomic<uint64_t> go{0};
 };
@@ -605,7 +598,7 @@ int Handoff(int lanes, int runs) {
           uint64_t g;
           while ((g = go.load(std::memory_order_acquire)) == seen) {
             if (stop.load(std::memory_order_relaxed)) return;
-            Pause();
+            transfer::CpuRelax();
           }
           seen = g;
           e[w] = Us(t0, Steady::now());
@@ -621,7 +614,7 @@ int Handoff(int lanes, int runs) {
       else
         for (auto& w : words) w.go.store(run, std::memory_order_release);
       for (auto& d : done)
-        while (d.go.load(std::memory_order_acquire) != run) Pause();
+        while (d.go.load(std::memory_order_acquire) != run) transfer::CpuRelax();
       if (r >= 0) entered[r] = e, claimed[r] = c;
     }
     stop.store(true);

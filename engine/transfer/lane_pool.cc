@@ -10,13 +10,6 @@
 #include <algorithm>
 #include <chrono>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define RESMEM_CPU_RELAX() _mm_pause()
-#else
-#define RESMEM_CPU_RELAX() std::this_thread::yield()
-#endif
-
 namespace resmem::transfer {
 
 LanePool::LanePool(LanePoolOptions options)
@@ -63,7 +56,7 @@ void LanePool::Worker(int lane) {
       int polls = 0;
       while ((g = generation_.load(std::memory_order_acquire)) == seen &&
              !stop_.load(std::memory_order_relaxed)) {
-        RESMEM_CPU_RELAX();
+        CpuRelax();
         if (++polls % 64 == 0 && Clock::now() >= until) break;
       }
       while (g == seen && !stop_.load()) {
@@ -83,9 +76,10 @@ void LanePool::Worker(int lane) {
     }
     if (stop_.load()) return;
     seen = g;
-    if (lane < static_cast<int>(g & 0xffff) && Enter(lane, g >> 16)) (*job_)(lane);
-    if (lane < static_cast<int>(g & 0xffff))
+    if (lane < static_cast<int>(g & 0xffff)) {
+      if (Enter(lane, g >> 16)) (*job_)(lane);
       slots_[lane].word.store(((g >> 16) << 2) | kLeft, std::memory_order_release);
+    }
   }
 }
 
@@ -120,7 +114,7 @@ void LanePool::RunJoined(int lanes, const std::function<void(int)>& job, bool el
     for (;;) {
       const uint64_t s = slots_[w].word.load(std::memory_order_seq_cst);
       if (s == left || (elastic && s != entered)) break;
-      RESMEM_CPU_RELAX();
+      CpuRelax();
       if (++polls % 4096 == 0) std::this_thread::yield();
     }
   }

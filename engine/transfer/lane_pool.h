@@ -24,6 +24,16 @@
 
 namespace resmem::transfer {
 
+// One step of a spin-wait: PAUSE on x86 (the lanes, the segment pipelines and staged_probe all
+// poll shared words this way), a yield elsewhere.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 struct LanePoolOptions {
   int lanes = 1;        // lanes including the calling thread (workers = lanes - 1)
   int spin_us = 1000;   // how long an idle worker polls before it sleeps; 0: sleep at once

@@ -484,11 +484,6 @@ inline bool Reached(const volatile uint32_t* word, uint32_t value) {
   return static_cast<int32_t>(*word - value) >= 0;
 }
 
-inline void Relax() {
-#if defined(__x86_64__)
-  _mm_pause();
-#endif
-}
 }  // namespace
 
 void TransferEngine::RunLanes(int lanes, const std::function<void(int)>& job) {
@@ -602,7 +597,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
         ++issued;
         continue;
       }
-      Relax();
+      CpuRelax();
     }
     // The lanes still copy the last segments out; Run returns once they have.
     return Status::Ok();
@@ -617,7 +612,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
       auto wait_ready = [&] {
         while (ready.load(std::memory_order_acquire) <= i) {
           if (abort.load(std::memory_order_relaxed)) return false;
-          Relax();
+          CpuRelax();
         }
         return true;
       };
@@ -656,7 +651,7 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
     }
     drain(0);
     for (uint64_t i = 0; i < nseg; ++i)
-      while (moved[i].load(std::memory_order_acquire) < seg_len(i)) Relax();
+      while (moved[i].load(std::memory_order_acquire) < seg_len(i)) CpuRelax();
   });
   if (tracing) {
     for (uint64_t i = 0; i < nseg; ++i) trace_.filled_us[i] = drained_us[i].load();
@@ -873,7 +868,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         if (tracing) ++trace_.driver_pieces;
         continue;
       }
-      if (!progress) Relax();
+      if (!progress) CpuRelax();
     }
   };
 
@@ -891,7 +886,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       while (ready.load(std::memory_order_acquire) <= g) {
         if (g >= end.load(std::memory_order_acquire) || abort.load(std::memory_order_relaxed))
           return;
-        Relax();
+        CpuRelax();
         if (++polls % 4096 == 0) std::this_thread::yield();  // a queue waiting on its producer
       }
       fill_segment(lane, g, ~0ull);
@@ -941,7 +936,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
         if (!h2d || p >= slots) {
           while (!Reached(gpu_words + slot * kStride, want)) {
             if (abort.load(std::memory_order_relaxed)) return;
-            Relax();
+            CpuRelax();
           }
         }
         std::atomic_thread_fence(std::memory_order_acquire);
@@ -967,7 +962,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
           status = cuda->StreamError();
           if (!status.ok()) break;
         }
-        Relax();
+        CpuRelax();
       }
     }
     if (!status.ok()) {
@@ -1057,7 +1052,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         // docs/hil/2026-11-23-h100-staged3), more than the ~3 us of queueing it now.
         for (uint64_t polls = 0; !Reached(&lane_word[b], need);) {
           if (++polls % 256 == 0 && !(st = cuda->StreamError()).ok()) break;
-          Relax();
+          CpuRelax();
         }
         if (!st.ok()) break;
       }
@@ -1081,7 +1076,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         st = cuda->StreamError();
         if (!st.ok()) break;
       }
-      Relax();
+      CpuRelax();
     }
     if (!st.ok()) {
       // Stop the lanes, then release every wait queued on the stream so it drains.
@@ -1107,7 +1102,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         const uint32_t want = h2d ? token(g - nbuf) : token(g);
         while (!Reached(&stream_word[b], want)) {
           if (abort.load(std::memory_order_relaxed)) return;
-          Relax();
+          CpuRelax();
         }
       }
       const uint64_t n = seg_len[g];
