@@ -486,6 +486,16 @@ Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots)
     FreePieceRing(r);
     return CudaError(err, "cudaMalloc (piece ring counter)");
   }
+  int device = 0;
+  if ((err = cudaHostGetDevicePointer(&r.ring_device, r.ring->data(), 0)) != cudaSuccess) {
+    FreePieceRing(r);
+    return CudaError(err, "cudaHostGetDevicePointer (piece ring)");
+  }
+  if ((err = cudaGetDevice(&device)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) {
+    FreePieceRing(r);
+    return CudaError(err, "cudaDeviceGetAttribute (multiprocessors, piece ring)");
+  }
   return r;
 }
 
@@ -504,14 +514,12 @@ Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& d
     FaultOutcome fault = CheckFault("gpu.copy", reinterpret_cast<uint64_t>(r.ring->data()), length);
     if (IsErrorFault(fault)) return fault.status;
   }
-  void* ring_dev = nullptr;
-  cudaError_t err = cudaHostGetDevicePointer(&ring_dev, r.ring->data(), 0);
-  if (err != cudaSuccess) return CudaError(err, "cudaHostGetDevicePointer (piece ring)");
   const uint32_t s = r.slots;
   r.words.host[(2 * s + 1) * kWordStride] = base ^ 0x80000000u;  // not abandoned
   PieceCopyArgs a;
   a.dev = b->ptr() + dev_offset;
-  a.ring = static_cast<uint8_t*>(ring_dev);
+  a.ring = static_cast<uint8_t*>(r.ring_device);
+  a.sms = r.sms;
   a.length = length;
   a.piece = r.piece;
   a.slots = s;
@@ -522,7 +530,7 @@ Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& d
   a.gpu_words = words + s * kWordStride;
   a.done_word = words + 2 * s * kWordStride;
   a.blocks_done = static_cast<unsigned int*>(r.blocks_done);
-  err = static_cast<cudaError_t>(cuda::LaunchPieceCopy(a, cudaStreamPerThread));
+  cudaError_t err = static_cast<cudaError_t>(cuda::LaunchPieceCopy(a, cudaStreamPerThread));
   if (err != cudaSuccess) return CudaError(err, "piece copy kernel launch");
   return Status::Ok();
 }

@@ -145,6 +145,8 @@ class CudaGpu : public Gpu {
     std::unique_ptr<HostMemory> ring;
     Signals words;
     void* blocks_done = nullptr;  // a device word the kernel counts finished blocks in
+    void* ring_device = nullptr;  // the device's view of `ring`
+    int sms = 0;                  // multiprocessors of the device: the kernel's blocks
     uint64_t piece = 0;
     uint32_t slots = 0;
   };

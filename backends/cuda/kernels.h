@@ -43,6 +43,7 @@ struct PieceCopyArgs {
   volatile uint32_t* gpu_words = nullptr;
   volatile uint32_t* done_word = nullptr;  // [0] done, [kWordStride] abandoned
   unsigned int* blocks_done = nullptr;     // device memory, 0 between launches
+  int sms = 0;                             // the device's multiprocessors: one block each
 };
 int LaunchPieceCopy(const PieceCopyArgs& args, void* stream);
 

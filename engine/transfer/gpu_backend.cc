@@ -125,8 +125,15 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
   app.add_flag("--sm-copy", o->staging_sm_copy,
                "single staged copies moved by a kernel in pieces instead of copy-engine DMAs")
       ->group(group);
+  cli::AddSizeOption(app, "--sm-copy-upto", &o->staging_sm_copy_upto,
+                     "host to device: single staged copies up to this size are moved by a "
+                     "kernel in pieces, larger ones by copy-engine DMAs (0: never)",
+                     0)
+      ->group(group);
   cli::AddSizeOption(app, "--sm-piece", &o->staging_sm_piece,
-                     "with --sm-copy: the piece the lanes and the kernel hand over", 4096)
+                     "with --sm-copy or --sm-copy-upto: the piece the lanes and the kernel hand "
+                     "over",
+                     4096)
       ->group(group);
   app.add_option("--dma-streams", o->staging_dma_streams,
                  "spread segment DMAs round-robin over this many copy streams")

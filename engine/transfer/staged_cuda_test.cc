@@ -1,4 +1,6 @@
-// The staged path's segment pipelines on a real GPU: event polling (default), stream signals
+// The staged path's pipelines on a real GPU: the defaults (host-to-device copies up to 64 MiB
+// moved by a kernel, larger ones and device to host by segment DMAs), and, host-to-device copies
+// of every size through the DMAs: event polling (default), stream signals
 // with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
 // moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
 // segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
@@ -33,6 +35,7 @@ struct Variant {
   bool prefetch_dst = true;
   int dma_streams = 1;
   bool plan = false;
+  bool sm_h2d = false;  // the default staging_sm_copy_upto; false: 0, every copy through DMAs
 };
 
 class StagedCudaLongTest : public ::testing::Test {
@@ -64,6 +67,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_d2h_tail = GetParam().d2h_tail;
   o.staging_prefetch_dst = GetParam().prefetch_dst;
   o.staging_dma_streams = GetParam().dma_streams;
+  if (!GetParam().sm_h2d) o.staging_sm_copy_upto = 0;
   // "plan": every length planned; the other pipelines keep the default, but "equal_segments",
   // which plans none.
   if (GetParam().plan) o.staging_plan_upto = ~0ull, o.staging_plan_d2h_from = 4096;
@@ -75,7 +79,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   const std::string detail = (*e)->choice().detail;
   if (GetParam().signals && detail.find("stream signals") == std::string::npos)
     GTEST_SKIP() << "skipped: this driver has no stream memory operations (" << detail << ")";
-  if (GetParam().sm_copy && detail.find("moved by the SMs") == std::string::npos)
+  if ((GetParam().sm_copy || GetParam().sm_h2d) && detail.find("moved by the SMs") == std::string::npos)
     GTEST_SKIP() << "skipped: no piece ring (" << detail << ")";
   uint64_t seq = 1;
   // 64 KiB, 1 MiB + 4 KiB, 16 MiB, 40 MiB - 12 KiB: below, across and above a segment.
@@ -143,6 +147,7 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
       TransferOptions o;
       o.allowed = {Path::kStaged};
       o.staging_trace = true;
+      o.staging_sm_copy_upto = 0;  // host to device through the segment DMAs
       if (!planned) o.staging_plan_upto = o.staging_plan_d2h_from = 0;
       auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
       ASSERT_TRUE(e.ok()) << e.status().ToString();
@@ -173,6 +178,7 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
     TransferOptions o;
     o.allowed = {Path::kStaged};
     o.staging_trace = true;
+    o.staging_sm_copy_upto = 0;  // host to device through the segment DMAs
     o.staging_driver_fills = fills;
     auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
@@ -192,8 +198,59 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
   }
 }
 
+// By default a host-to-device copy up to staging_sm_copy_upto (64 MiB) is moved by the kernel
+// and a larger one by segment DMAs; device to host always by segment DMAs. The trace says which
+// (sm_pieces against segments), and every copy's data is checked.
+TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
+  const TransferOptions defaults;
+  const uint64_t limit = defaults.staging_sm_copy_upto;
+  ASSERT_GT(limit, 0u) << "the default moves no copy through the SMs";
+  const uint64_t max = limit + (4ull << 20);
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, max);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  auto dev = gpu_->AllocDevice(max);
+  ASSERT_TRUE(dev.ok());
+  TransferOptions o;
+  o.allowed = {Path::kStaged};
+  o.staging_trace = true;
+  auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  if ((*e)->choice().detail.find("moved by the SMs") == std::string::npos)
+    GTEST_SKIP() << "skipped: no piece ring (" << (*e)->choice().detail << ")";
+  struct Case { CopyDirection dir; uint64_t len; bool sms; };
+  uint64_t seq = 300;
+  for (const Case& k : {Case{CopyDirection::kHostToDevice, 1ull << 20, true},
+                        Case{CopyDirection::kHostToDevice, limit, true},
+                        Case{CopyDirection::kHostToDevice, max, false},
+                        Case{CopyDirection::kDeviceToHost, 1ull << 20, false}}) {
+    const bool h2d = k.dir == CopyDirection::kHostToDevice;
+    const std::string what = std::string(h2d ? "H2D " : "D2H ") + std::to_string(k.len >> 10) + " KiB";
+    ++seq;
+    ASSERT_TRUE(FillPattern(**host, 0, k.len, seq, 5).ok());
+    if (!h2d) {  // the pattern onto the device first, then back into a cleared mapping
+      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, k.len).ok());
+      std::memset((*host)->data(), 0, k.len);
+    }
+    ASSERT_TRUE((*e)->Copy(k.dir, 0, **dev, 0, k.len).ok()) << what;
+    const StagedTrace& t = (*e)->last_trace();
+    if (k.sms) {
+      EXPECT_EQ(t.sm_pieces, (k.len + o.staging_sm_piece - 1) / o.staging_sm_piece) << what;
+      EXPECT_EQ(t.segments, 0) << what;
+      EXPECT_LE(t.launched_us, t.returned_us) << what;
+    } else {
+      EXPECT_EQ(t.sm_pieces, 0u) << what;
+      EXPECT_GT(t.segments, 0) << what;
+    }
+    auto bad = h2d ? DeviceMismatches(*gpu_, **dev, 0, k.len, seq, 5)
+                   : HostMismatches(**host, 0, k.len, seq, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u) << what;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
-                         ::testing::Values(Variant{"events", false, false, false},
+                         ::testing::Values(Variant{"defaults", false, false, false, 0, true, 1, false, true},
+                                           Variant{"events", false, false, false},
                                            Variant{"signals", true, false, false},
                                            Variant{"gpu_waits", true, true, false},
                                            Variant{"sm_copy", false, false, true},

@@ -283,13 +283,17 @@ Status TransferEngine::TryPath(Path p) {
           pipeline_note = ", event polling (" + sig.status().message() + ")";
         }
       }
-      if (segments_ && o_.staging_sm_copy) {
+      if (segments_ && (o_.staging_sm_copy || o_.staging_sm_copy_upto > 0)) {
         const uint64_t piece = std::max<uint64_t>(4096, o_.staging_sm_piece / 4096 * 4096);
         const uint64_t slots = std::max<uint64_t>(1, buffer_count * o_.staging_chunk / piece);
         auto ring = cuda->NewPieceRing(piece, static_cast<uint32_t>(slots));
         if (ring.ok()) {
           piece_ring_ = std::move(ring).value();
-          pipeline_note += ", single copies moved by the SMs in " + FormatSize(piece) + " pieces";
+          pipeline_note += o_.staging_sm_copy
+                               ? ", single copies moved by the SMs in " + FormatSize(piece) + " pieces"
+                               : ", single host-to-device copies up to " +
+                                     FormatSize(o_.staging_sm_copy_upto) +
+                                     " moved by the SMs in " + FormatSize(piece) + " pieces";
         } else {
           pipeline_note += ", copy-engine DMAs (" + ring.status().message() + ")";
         }
@@ -507,7 +511,9 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   const uint64_t parts = static_cast<uint64_t>(std::max(1, min_segments));
   const uint64_t share = ((length + parts - 1) / parts + 4095) / 4096 * 4096;
   const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, share));
-  if (piece_ring_.ring && length % 16 == 0)
+  if (piece_ring_.ring && length % 16 == 0 &&
+      (o_.staging_sm_copy ||
+       (dir == CopyDirection::kHostToDevice && length <= o_.staging_sm_copy_upto)))
     return CopyPieces(dir, host_offset, dev, dev_offset, length);
   if (signals_.host != nullptr)
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
@@ -901,7 +907,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
 
 // Pieces moved by the SMs (TransferOptions::staging_sm_copy). Piece p of the copy is numbered
 // t = base + p + 1 and lives in ring slot p % slots. Lane 0 launches the kernel and watches it;
-// lanes 1.. claim pieces in order:
+// every lane (lane 0 once the launch returned) claims pieces in order:
 //   host to device: wait until the kernel consumed the slot's previous piece (p >= slots), fill
 //                   the slot (cached stores, CLDEMOTEd), set the CPU word of the slot to t;
 //   device to host: wait until the kernel set the slot's word to t, drain the slot into the
@@ -927,37 +933,54 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
   std::atomic<bool> abort{false};
   Status status;
   const int lanes = lanes_->size();
-  auto job = [&](int lane) {
-    if (lane != 0) {
-      for (uint64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
-        const uint32_t slot = static_cast<uint32_t>(p % slots);
-        const uint32_t t = base + static_cast<uint32_t>(p) + 1;
-        const uint32_t want = h2d ? t - slots : t;
-        if (!h2d || p >= slots) {
-          while (!Reached(gpu_words + slot * kStride, want)) {
-            if (abort.load(std::memory_order_relaxed)) return;
-            CpuRelax();
-          }
+  // Claims pieces in order and moves each between the mapping and its slot.
+  auto move_pieces = [&]() {
+    for (uint64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+      const uint32_t slot = static_cast<uint32_t>(p % slots);
+      const uint32_t t = base + static_cast<uint32_t>(p) + 1;
+      const uint32_t want = h2d ? t - slots : t;
+      if (!h2d || p >= slots) {
+        while (!Reached(gpu_words + slot * kStride, want)) {
+          if (abort.load(std::memory_order_relaxed)) return;
+          CpuRelax();
         }
-        std::atomic_thread_fence(std::memory_order_acquire);
-        const uint64_t at = p * piece;
-        const uint64_t len = std::min(piece, length - at);
-        uint8_t* buf = ring + static_cast<uint64_t>(slot) * piece;
-        if (h2d) CpuCopy(buf, host + at, len, false);
-        else CpuCopy(host + at, buf, len, o_.staging_stream_to_host);
-        DemoteLines(buf, len);
-        std::atomic_thread_fence(std::memory_order_release);
-        cpu_words[slot * kStride] = t;
-        moved.fetch_add(1, std::memory_order_acq_rel);
       }
-      return;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const uint64_t at = p * piece;
+      const uint64_t len = std::min(piece, length - at);
+      uint8_t* buf = ring + static_cast<uint64_t>(slot) * piece;
+      if (h2d) CpuCopy(buf, host + at, len, false);
+      else CpuCopy(host + at, buf, len, o_.staging_stream_to_host);
+      DemoteLines(buf, len);
+      std::atomic_thread_fence(std::memory_order_release);
+      cpu_words[slot * kStride] = t;
+      moved.fetch_add(1, std::memory_order_acq_rel);
     }
+  };
+  using Steady = std::chrono::steady_clock;
+  const bool tracing = o_.staging_trace;
+  const auto t0 = Steady::now();
+  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  if (tracing) {
+    trace_ = StagedTrace();
+    trace_.bytes = length;
+    trace_.segment_bytes = piece;
+    trace_.lanes = lanes;
+    trace_.sm_pieces = n;
+  }
+  auto job = [&](int lane) {
+    if (lane != 0) return move_pieces();
     status = cuda->LaunchPieceCopy(r, dir, dev, dev_offset, length, base);
     if (status.ok()) {
+      if (tracing) trace_.launched_us = us();
+      move_pieces();  // the launching lane moves pieces too, as soon as the launch returned
+      bool all_moved = false;
       for (uint64_t polls = 1;; ++polls) {
-        if (Reached(done_word, base + static_cast<uint32_t>(n)) &&
-            moved.load(std::memory_order_acquire) == n)
-          break;
+        if (!all_moved && moved.load(std::memory_order_acquire) == n) {
+          all_moved = true;
+          if (tracing) trace_.pieces_moved_us = us();
+        }
+        if (all_moved && Reached(done_word, base + static_cast<uint32_t>(n))) break;
         if (polls % 1024 == 0) {
           status = cuda->StreamError();
           if (!status.ok()) break;
@@ -972,6 +995,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
     }
   };
   RunLanes(lanes, job);
+  if (tracing) trace_.returned_us = us();
   return status;
 }
 

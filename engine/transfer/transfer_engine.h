@@ -139,14 +139,22 @@ struct TransferOptions {
   int staging_dma_streams = 1;
   // Single staged copies moved by the SMs instead of copy-engine DMAs: a kernel launched at the
   // copy's start takes each piece of staging_sm_piece bytes the moment the lanes have filled it
-  // (host to device), or writes each piece into the ring for the lanes to drain (device to host),
-  // handing pieces over through words in mapped pinned memory (CudaGpu::LaunchPieceCopy). No
-  // DMA per segment (~2.5 us each on the H100) and no first segment to fill before anything
+  // (host to device), or writes each piece into the ring for the lanes to drain (device to
+  // host), handing pieces over through words in mapped pinned memory (CudaGpu::LaunchPieceCopy).
+  // No DMA per segment (~2.5 us each on the H100) and no first segment to fill before anything
   // moves. The ring is staging_buffers x staging_chunk bytes; CopyQueue keeps the DMA pipeline.
-  // The kernel holds up to two blocks per SM while it runs. Off by default: correct, but slower
-  // on the H100 (4 MiB H2D 38-39% of pinned against 69-71% for the DMA pipeline, 16 MiB 50-51%
-  // against 80-81%; docs/hil/2026-11-24-h100-staged4, run 7).
+  // The kernel holds one block of 512 threads per SM while it runs: a program's own kernels
+  // share the SMs with it for that long.
+  //   staging_sm_copy        every single copy, both ways (device to host the lanes' drain
+  //                          limits it: H100 16 MiB 78% of pinned against 86% for the DMAs);
+  //   staging_sm_copy_upto   host-to-device single copies up to this many bytes (0: none).
+  // H100, the kernel of docs/hil/2026-11-24-h100-staged7 against the DMA pipeline's medians
+  // (staged6): host to device 1 MiB 79% of pinned against 64%, 4 MiB 87% against 74%, 16 MiB
+  // 90% against 82%, 64 MiB 92% against 87%; from 256 MiB the DMA pipeline is ahead (92-95%),
+  // as one DMA outruns the SMs' reads of host memory (a kernel reads a ready ring at 89-91% of
+  // pinned).
   bool staging_sm_copy = false;
+  uint64_t staging_sm_copy_upto = 64ull << 20;
   uint64_t staging_sm_piece = 32 << 10;
   // Device to host: a lane claims its piece before the segment's DMA is done and prefetches the
   // piece's destination lines for writing (PREFETCHW) while it waits, so fewer of the drain's
@@ -210,6 +218,11 @@ struct StagedTrace {
   // Host to device: pieces of the first segment the driving lane filled itself
   // (TransferOptions::staging_driver_fills).
   uint64_t driver_pieces = 0;
+  // A copy moved by the SMs (TransferOptions::staging_sm_copy, staging_sm_copy_upto): its pieces
+  // (segments stays 0), the moment the kernel's launch returned, and the moment the lanes had
+  // moved every piece.
+  uint64_t sm_pieces = 0;
+  double launched_us = 0, pieces_moved_us = 0;
 };
 
 // The piece the filling lanes (all but the driving lane 0) claim of a staged segment of `seg`
