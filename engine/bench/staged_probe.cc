@@ -289,7 +289,7 @@ struct Probe {
     RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
     if (!h2d) RESMEM_RETURN_IF_ERROR(engine->Copy(dir, 0, *dev, 0, size).status());
     std::vector<double> total, enter_max, first_piece, fill0, submit, filled_last, issued_last,
-        done_last, returned, dma_gap;
+        done_last, returned, dma_gap, sm_launched, sm_moved;
     for (int c = 0; c < copies; ++c) {
       if (h2d) {
         ++seq;
@@ -315,6 +315,10 @@ struct Probe {
         done_last.push_back(tr.done_us[n - 1]);
         returned.push_back(tr.returned_us);
         if (n > 1) dma_gap.push_back((tr.done_us[n - 1] - tr.done_us[0]) / (n - 1));
+      } else if (tr.sm_pieces > 0) {
+        sm_launched.push_back(tr.launched_us);
+        sm_moved.push_back(tr.pieces_moved_us);
+        returned.push_back(tr.returned_us);
       }
       if (!h2d && !clear_host) continue;
       RESMEM_ASSIGN_OR_RETURN(
@@ -335,7 +339,12 @@ struct Probe {
                   Median(enter_max), Median(first_piece), Median(fill0), Median(submit),
                   Median(filled_last), Median(issued_last), Median(done_last), Median(returned),
                   Median(dma_gap));
-    if (show_phases && dump) {
+    if (show_phases && !sm_launched.empty())
+      std::printf("             phases (us, medians): kernel launched by %.1f, every piece %s "
+                  "by %.1f, returned %.1f (%llu pieces moved by the SMs)\n",
+                  Median(sm_launched), h2d ? "filled" : "drained", Median(sm_moved),
+                  Median(returned), (unsigned long long)engine->last_trace().sm_pieces);
+    if (show_phases && dump && engine->last_trace().segments > 0) {
       const auto& tr = engine->last_trace();
       std::printf("             last copy, per segment (us): ");
       for (int i = 0; i < tr.segments; ++i)
