@@ -50,8 +50,9 @@ __global__ void ReadAndHoldKernel(const uint64_t* w, uint64_t words, uint64_t bu
 // The hand-over word is read with a system-scope acquire load: the piece's bytes, which the CPU
 // wrote before the word, are read after it without a full system fence per piece. H100 (docs/hil/
 // 2026-11-24-h100-staged7): one block of 512 threads per SM, 32 KiB pieces in one round of four
-// 16-byte loads per thread, polls 1 us apart, moved 4 MiB at 87% of a pinned cudaMemcpy where two
-// blocks per SM with a fence after every poll and a second word read per poll gave 38-39%.
+// 16-byte loads per thread, polls 1 us apart: 4 MiB at 87% of a pinned cudaMemcpy (staged_probe,
+// run 8). The kernel before (two blocks per SM, and per poll a volatile load, a second word read
+// and a system fence) gave 38-39% in bench (docs/hil/2026-11-24-h100-staged4, run 7).
 __device__ __forceinline__ uint32_t LoadWord(const volatile uint32_t* w) {
   return __ldcv(const_cast<const uint32_t*>(w));
 }
