@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# boot() of ci/qemu/boot.sh against a stand-in qemu-system-x86_64 that prints what a real boot
+# would, or nothing, or a kernel report, boot by boot: a clean boot is not retried; a console that
+# stays empty for RESMEM_BOOT_SILENT_S is stopped, kept as OUT.boot1 and booted again; two such
+# boots fail; a report before the guest's TAP header is acted on under the debug kernel only.
+set -euo pipefail
+if [[ -n "${TEST_SRCDIR:-}" ]]; then
+	SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}"
+else
+	SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+fi
+TMP="${TEST_TMPDIR:-$(mktemp -d)}/boot-test"
+rm -rf "$TMP" && mkdir -p "$TMP/bin"
+cat >"$TMP/bin/qemu-system-x86_64" <<'STANDIN'
+#!/usr/bin/env bash
+# The stand-in: STANDIN_MODE says what boot number N (counted in $STANDIN_COUNT) prints.
+n=$(($(cat "$STANDIN_COUNT" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$STANDIN_COUNT"
+case "$STANDIN_MODE:$n" in
+	clean:*|silent-once:2|report-once:2) printf 'Linux version 6.1.0 (stand-in)\nTAP version 14\n1..1\nok 1 - a\n'; exit 0 ;;
+	silent-once:1|silent-always:*) exec sleep 60 ;;
+	report-once:1) printf 'Linux version 6.1.0 (stand-in)\nBUG: KASAN: wild-memory-access in do_raw_spin_lock\n'; exec sleep 60 ;;
+esac
+echo "stand-in: unknown mode $STANDIN_MODE" >&2
+exit 3
+STANDIN
+chmod +x "$TMP/bin/qemu-system-x86_64"
+export PATH="$TMP/bin:$PATH"
+
+# What boot() reads from the lane script.
+VMLINUZ=/dev/null
+WORK="$TMP"
+EDU_DEVICES=()
+log() { echo "kmod-lane: $*" >>"$TMP/log"; }
+# shellcheck source=ci/qemu/boot.sh
+source "$SRC/ci/qemu/boot.sh"
+
+failed=0
+n=0
+# check NAME MODE DEBUG WANT_RC WANT_BOOTS WANT_KEPT LOG_PATTERN: one boot() call.
+check() {
+	local name=$1 mode=$2 debug=$3 want_rc=$4 want_boots=$5 want_kept=$6 pattern=$7 rc=0 why=""
+	n=$((n + 1))
+	rm -f "$TMP/count" "$TMP/log" "$TMP"/console.log*
+	STANDIN_MODE=$mode STANDIN_COUNT="$TMP/count" RESMEM_KERNEL_DEBUG=$debug \
+		RESMEM_BOOT_SILENT_S=1 RESMEM_QEMU_TIMEOUT=20 boot "$TMP/console.log" 1G "console=ttyS0" || rc=$?
+	local boots kept
+	boots=$(cat "$TMP/count" 2>/dev/null || echo 0)
+	kept=$(find "$TMP" -maxdepth 1 -name 'console.log.boot*' | wc -l)
+	[[ $rc == "$want_rc" ]] || why+=" returned $rc, want $want_rc;"
+	[[ $boots == "$want_boots" ]] || why+=" booted $boots times, want $want_boots;"
+	[[ $kept == "$want_kept" ]] || why+=" kept $kept consoles, want $want_kept;"
+	if [[ -n $pattern ]] && ! grep -q -E "$pattern" "$TMP/log" 2>/dev/null; then
+		why+=" the log does not say /$pattern/ (log: $({ cat "$TMP/log" 2>/dev/null || true; } | tr '\n' ' '));"
+	fi
+	if [[ -z $why ]]; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name:$why"
+		failed=1
+	fi
+}
+
+echo "TAP version 14"
+echo "1..5"
+check "a clean boot is not retried" clean 0 0 1 0 ""
+check "an empty console is stopped, kept and booted again" silent-once 0 0 2 1 "console stayed empty"
+check "two empty consoles fail the boot, both kept" silent-always 0 1 2 2 "try 2 of 2"
+check "a report before the TAP header retries under the debug kernel" report-once 1 0 2 1 "reported during its own boot"
+# Without the debug kernel the report is left to the guest's cases: the boot runs on (here to the
+# stand-in's end, which RESMEM_QEMU_TIMEOUT cuts at 20 s: timeout's status 124).
+check "the same report is not acted on outside the debug kernel" report-once 0 124 1 0 ""
+exit $failed
