@@ -905,9 +905,9 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   return driver_status;
 }
 
-// Pieces moved by the SMs (TransferOptions::staging_sm_copy). Piece p of the copy is numbered
-// t = base + p + 1 and lives in ring slot p % slots. Lane 0 launches the kernel and watches it;
-// every lane (lane 0 once the launch returned) claims pieces in order:
+// Pieces moved by the SMs (TransferOptions::staging_sm_copy, staging_sm_copy_upto). Piece p of
+// the copy is numbered t = base + p + 1 and lives in ring slot p % slots. Lane 0 launches the
+// kernel and watches it; every lane (lane 0 once the launch returned) claims pieces in order:
 //   host to device: wait until the kernel consumed the slot's previous piece (p >= slots), fill
 //                   the slot (cached stores, CLDEMOTEd), set the CPU word of the slot to t;
 //   device to host: wait until the kernel set the slot's word to t, drain the slot into the
