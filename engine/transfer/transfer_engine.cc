@@ -94,6 +94,13 @@ void PrefetchForWrite(const uint8_t* p, uint64_t n) {
 
 }  // namespace
 
+SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail) {
+  if (o.staging_demote_fill_from != 0 && n >= o.staging_demote_fill_from)
+    return SegmentFill::kCachedDemoted;
+  if (n < o.staging_nt_fill_below || (o.staging_nt_tail && in_tail)) return SegmentFill::kNonTemporal;
+  return SegmentFill::kCached;
+}
+
 std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t tail) {
   std::vector<uint64_t> b = {0};
   if (seg == 0 || length == 0) {
@@ -703,7 +710,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   struct Desc {  // written by the driver before the segment is published, read by the lanes
     std::atomic<const uint8_t*> host{nullptr};
     std::atomic<uint64_t> len{0}, piece{0}, pieces{0};
-    std::atomic<bool> non_temporal{false};
+    std::atomic<SegmentFill> fill{SegmentFill::kCached};
     DeviceBuffer* dev = nullptr;  // driver only
     uint64_t dev_offset = 0;      // driver only
     bool last_of_block = false;   // driver only
@@ -733,8 +740,8 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
     const uint64_t n = d.len.load(std::memory_order_acquire);
     const uint64_t piece = d.piece.load(std::memory_order_acquire);
     const uint64_t pieces = d.pieces.load(std::memory_order_acquire);
-    const bool nt = d.non_temporal.load(std::memory_order_acquire);
-    const bool demote = o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
+    const SegmentFill fill = d.fill.load(std::memory_order_acquire);
+    const bool demote = fill == SegmentFill::kCachedDemoted;
     uint8_t* buf = staging_[g % nbuf]->data();
     uint64_t v = claimed[slot].load(std::memory_order_acquire);
     uint64_t copied = 0;
@@ -750,7 +757,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       const uint64_t at = k * piece;
       const uint64_t len = std::min(piece, n - at);
       if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-      CpuCopy(buf + at, src + at, len, nt && !demote);
+      CpuCopy(buf + at, src + at, len, fill == SegmentFill::kNonTemporal);
       if (demote) DemoteLines(buf + at, len);
       moved[slot].fetch_add(len, std::memory_order_acq_rel);
       ++copied;
@@ -808,15 +815,11 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
         d.len.store(n, std::memory_order_release);
         d.piece.store(piece, std::memory_order_release);
         d.pieces.store((n + piece - 1) / piece, std::memory_order_release);
-        // Non-temporal below staging_nt_fill_below, decided by this segment's own size (the
-        // short last segment of a large copy and ramp segments too: a cached fill that is not
-        // demoted leaves lines the DMA must snoop out of the lanes' caches), and for a block's
-        // last B segments (TransferOptions::staging_nt_tail). Segments from
-        // staging_demote_fill_from are filled cached and demoted instead (fill_segment).
-        d.non_temporal.store(
-            n < o_.staging_nt_fill_below ||
-                (o_.staging_nt_tail && cur.length - cur_done <= nbuf * n),
-            std::memory_order_release);
+        // By this segment's own size (the short last segment of a large copy and ramp
+        // segments too: a cached fill that is not demoted leaves lines the DMA must snoop out
+        // of the lanes' caches); the tail is the block's last B segments.
+        d.fill.store(HostToDeviceFill(o_, n, cur.length - cur_done <= nbuf * n),
+                     std::memory_order_release);
         d.dev = cur.dev;
         d.dev_offset = cur.dev_offset + cur_done;
         cur_done += n;
@@ -1132,12 +1135,10 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
       const uint64_t n = seg_len[g];
       const uint64_t piece = SegmentPiece(n, lanes, o_.staging_min_piece);
       const uint64_t pieces = (n + piece - 1) / piece;
-      // Host to device: non-temporal below staging_nt_fill_below and for the copy's last B
-      // segments (TransferOptions::staging_nt_tail).
-      const bool non_temporal =
-          h2d ? (n < o_.staging_nt_fill_below || (o_.staging_nt_tail && g + nbuf >= nseg))
-              : o_.staging_stream_to_host;
-      const bool demote = h2d && o_.staging_demote_fill_from != 0 && n >= o_.staging_demote_fill_from;
+      // Host to device: HostToDeviceFill, the tail being the copy's last B segments.
+      const SegmentFill fill = HostToDeviceFill(o_, n, g + nbuf >= nseg);
+      const bool non_temporal = h2d ? fill == SegmentFill::kNonTemporal : o_.staging_stream_to_host;
+      const bool demote = h2d && fill == SegmentFill::kCachedDemoted;
       uint8_t* buf = staging_[b]->data();
       uint8_t* at_host = host + seg_off[g];
       for (uint64_t k; (k = claimed[g].fetch_add(1, std::memory_order_relaxed)) < pieces;) {
@@ -1145,7 +1146,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         const uint64_t len = std::min(piece, n - at);
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
         if (h2d) {
-          CpuCopy(buf + at, at_host + at, len, non_temporal && !demote);
+          CpuCopy(buf + at, at_host + at, len, non_temporal);
           if (demote) DemoteLines(buf + at, len);
         } else {
           CpuCopy(at_host + at, buf + at, len, non_temporal);

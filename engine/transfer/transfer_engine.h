@@ -230,6 +230,14 @@ struct StagedTrace {
 // 4 KiB. lanes >= 2.
 uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece);
 
+// How the lanes fill a host-to-device segment of `n` bytes into its pinned buffer (segment
+// pipelines): cached stores then CLDEMOTE from staging_demote_fill_from (0: never), whatever else
+// holds; else non-temporal stores below staging_nt_fill_below, or when `in_tail` (the segment is
+// among its copy's last staging_buffers) and staging_nt_tail; else cached stores. Decided by the
+// segment's own size, not the copy's segment limit.
+enum class SegmentFill { kCached, kNonTemporal, kCachedDemoted };
+SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail);
+
 // Segment boundaries of a device-to-host copy of `length` bytes in segments of `seg`: offsets
 // from 0 to length. With `tail` (0 < tail < seg) and at least two segments' worth, the copy's
 // last `seg` bytes are cut into a falling ramp seg/2, seg/4, ..., ~tail, ~tail, so the drain

@@ -288,5 +288,37 @@ TEST(SegmentPieceTest, TwoPerFillingLaneAtLeastTheFloor) {
   EXPECT_EQ(TransferOptions().staging_min_piece, 16ull << 10);
 }
 
+// How a host-to-device segment is filled, by its own size (HostToDeviceFill): with the defaults
+// (demoted from 512 KiB, non-temporal below 8 MiB) small segments stream and the rest are demoted;
+// without the demote, the short last segment of a copy cut into 8 MiB segments still streams
+// (the rule once looked at the copy's segment limit instead), and staging_nt_tail streams a
+// copy's last segments whatever their size.
+TEST(HostToDeviceFillTest, BySegmentSizeThenTheTail) {
+  const TransferOptions d;
+  ASSERT_EQ(d.staging_demote_fill_from, 512ull << 10);
+  ASSERT_EQ(d.staging_nt_fill_below, 8ull << 20);
+  ASSERT_FALSE(d.staging_nt_tail);
+  EXPECT_EQ(HostToDeviceFill(d, 256 << 10, false), SegmentFill::kNonTemporal);
+  EXPECT_EQ(HostToDeviceFill(d, 512 << 10, false), SegmentFill::kCachedDemoted);
+  EXPECT_EQ(HostToDeviceFill(d, 8ull << 20, false), SegmentFill::kCachedDemoted);
+  EXPECT_EQ(HostToDeviceFill(d, 8ull << 20, true), SegmentFill::kCachedDemoted);
+
+  TransferOptions no_demote;
+  no_demote.staging_demote_fill_from = 0;
+  EXPECT_EQ(HostToDeviceFill(no_demote, 1ull << 20, true), SegmentFill::kNonTemporal);
+  EXPECT_EQ(HostToDeviceFill(no_demote, (8ull << 20) - 4096, false), SegmentFill::kNonTemporal);
+  EXPECT_EQ(HostToDeviceFill(no_demote, 8ull << 20, false), SegmentFill::kCached);
+  EXPECT_EQ(HostToDeviceFill(no_demote, 8ull << 20, true), SegmentFill::kCached);
+  no_demote.staging_nt_tail = true;
+  EXPECT_EQ(HostToDeviceFill(no_demote, 8ull << 20, true), SegmentFill::kNonTemporal);
+  EXPECT_EQ(HostToDeviceFill(no_demote, 8ull << 20, false), SegmentFill::kCached);
+
+  TransferOptions cached;  // --cached-fill and no demote: every segment cached
+  cached.staging_nt_fill_below = 0;
+  cached.staging_demote_fill_from = 0;
+  EXPECT_EQ(HostToDeviceFill(cached, 64 << 10, false), SegmentFill::kCached);
+  EXPECT_EQ(HostToDeviceFill(cached, 64 << 10, true), SegmentFill::kCached);
+}
+
 }  // namespace
 }  // namespace resmem::transfer
