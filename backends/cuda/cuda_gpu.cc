@@ -496,10 +496,22 @@ Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots)
     FreePieceRing(r);
     return CudaError(err, "cudaDeviceGetAttribute (multiprocessors, piece ring)");
   }
+  int least = 0, greatest = 0;
+  cudaStream_t stream = nullptr;
+  if ((err = cudaDeviceGetStreamPriorityRange(&least, &greatest)) != cudaSuccess ||
+      (err = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest)) != cudaSuccess) {
+    FreePieceRing(r);
+    return CudaError(err, "cudaStreamCreateWithPriority (piece ring)");
+  }
+  r.stream = stream;
   return r;
 }
 
 void CudaGpu::FreePieceRing(PieceRing& r) {
+  if (r.stream) {
+    cudaStreamSynchronize(static_cast<cudaStream_t>(r.stream));
+    cudaStreamDestroy(static_cast<cudaStream_t>(r.stream));
+  }
   if (r.blocks_done) cudaFree(r.blocks_done);
   FreeSignals(r.words);
   r = PieceRing();
@@ -507,7 +519,8 @@ void CudaGpu::FreePieceRing(PieceRing& r) {
 
 Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& dev,
                                 uint64_t dev_offset, uint64_t length, uint32_t base) {
-  if (!r.ring || !r.blocks_done) return Status::InvalidArgument("LaunchPieceCopy needs a ring from NewPieceRing");
+  if (!r.ring || !r.blocks_done || !r.stream)
+    return Status::InvalidArgument("LaunchPieceCopy needs a ring from NewPieceRing");
   RESMEM_RETURN_IF_ERROR(BindThread());
   RESMEM_ASSIGN_OR_RETURN(CudaBuffer* b, AsCuda(dev, dev_offset, length, "piece copy"));
   if (faults_) {
@@ -530,8 +543,24 @@ Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& d
   a.gpu_words = words + s * kWordStride;
   a.done_word = words + 2 * s * kWordStride;
   a.blocks_done = static_cast<unsigned int*>(r.blocks_done);
-  cudaError_t err = static_cast<cudaError_t>(cuda::LaunchPieceCopy(a, cudaStreamPerThread));
+  cudaError_t err = static_cast<cudaError_t>(cuda::LaunchPieceCopy(a, r.stream));
   if (err != cudaSuccess) return CudaError(err, "piece copy kernel launch");
+  return Status::Ok();
+}
+
+Status CudaGpu::PieceStreamError(PieceRing& r) {
+  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(r.stream));
+  if (err == cudaSuccess) return Status::Ok();
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();
+    return Status::Ok();
+  }
+  return CudaError(err, "the piece kernel's stream (cudaStreamQuery)");
+}
+
+Status CudaGpu::SyncPieceStream(PieceRing& r) {
+  cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(r.stream));
+  if (err != cudaSuccess) return CudaError(err, "cudaStreamSynchronize (piece kernel)");
   return Status::Ok();
 }
 

@@ -1,6 +1,6 @@
-// The staged path's pipelines on a real GPU: the defaults (host-to-device copies up to 64 MiB
-// moved by a kernel, larger ones and device to host by segment DMAs), and, host-to-device copies
-// of every size through the DMAs: event polling (default), stream signals
+// The staged path's pipelines on a real GPU: host-to-device copies up to 64 MiB moved by a kernel
+// (--sm-copy-upto 64M; larger ones and device to host by segment DMAs), and, every copy through
+// the DMAs: event polling (default), stream signals
 // with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
 // moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
 // segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
@@ -35,7 +35,7 @@ struct Variant {
   bool prefetch_dst = true;
   int dma_streams = 1;
   bool plan = false;
-  bool sm_h2d = false;  // the default staging_sm_copy_upto; false: 0, every copy through DMAs
+  bool sm_h2d = false;  // staging_sm_copy_upto 64 MiB; false: 0, every copy through DMAs
 };
 
 class StagedCudaLongTest : public ::testing::Test {
@@ -67,7 +67,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_d2h_tail = GetParam().d2h_tail;
   o.staging_prefetch_dst = GetParam().prefetch_dst;
   o.staging_dma_streams = GetParam().dma_streams;
-  if (!GetParam().sm_h2d) o.staging_sm_copy_upto = 0;
+  o.staging_sm_copy_upto = GetParam().sm_h2d ? 64ull << 20 : 0;
   // "plan": every length planned; the other pipelines keep the default, but "equal_segments",
   // which plans none.
   if (GetParam().plan) o.staging_plan_upto = ~0ull, o.staging_plan_d2h_from = 4096;
@@ -198,13 +198,12 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
   }
 }
 
-// By default a host-to-device copy up to staging_sm_copy_upto (64 MiB) is moved by the kernel
-// and a larger one by segment DMAs; device to host always by segment DMAs. The trace says which
-// (sm_pieces against segments), and every copy's data is checked.
+// With staging_sm_copy_upto (64 MiB) a host-to-device copy up to it is moved by the kernel and a
+// larger one by segment DMAs; device to host always by segment DMAs; by default (0) every copy
+// by DMAs. The trace says which (sm_pieces against segments), and every copy's data is checked.
 TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
-  const TransferOptions defaults;
-  const uint64_t limit = defaults.staging_sm_copy_upto;
-  ASSERT_GT(limit, 0u) << "the default moves no copy through the SMs";
+  EXPECT_EQ(TransferOptions().staging_sm_copy_upto, 0u) << "the SM copy is opt-in";
+  const uint64_t limit = 64ull << 20;
   const uint64_t max = limit + (4ull << 20);
   auto host = host::MapHostMemory(host::HostKind::kMemfd, max);
   ASSERT_TRUE(host.ok()) << host.status().ToString();
@@ -213,6 +212,7 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
   TransferOptions o;
   o.allowed = {Path::kStaged};
   o.staging_trace = true;
+  o.staging_sm_copy_upto = limit;
   auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   if ((*e)->choice().detail.find("moved by the SMs") == std::string::npos)
@@ -249,7 +249,7 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
-                         ::testing::Values(Variant{"defaults", false, false, false, 0, true, 1, false, true},
+                         ::testing::Values(Variant{"sm_h2d", false, false, false, 0, true, 1, false, true},
                                            Variant{"events", false, false, false},
                                            Variant{"signals", true, false, false},
                                            Variant{"gpu_waits", true, true, false},

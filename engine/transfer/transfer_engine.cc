@@ -985,7 +985,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
         }
         if (all_moved && Reached(done_word, base + static_cast<uint32_t>(n))) break;
         if (polls % 1024 == 0) {
-          status = cuda->StreamError();
+          status = cuda->PieceStreamError(r);
           if (!status.ok()) break;
         }
         CpuRelax();
@@ -994,7 +994,7 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
     if (!status.ok()) {
       abort.store(true);
       done_word[kStride] = base;  // a kernel still waiting for pieces gives up
-      (void)cuda->SyncStream();
+      (void)cuda->SyncPieceStream(r);
     }
   };
   RunLanes(lanes, job);

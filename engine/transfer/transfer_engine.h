@@ -143,18 +143,20 @@ struct TransferOptions {
   // host), handing pieces over through words in mapped pinned memory (CudaGpu::LaunchPieceCopy).
   // No DMA per segment (~2.5 us each on the H100) and no first segment to fill before anything
   // moves. The ring is staging_buffers x staging_chunk bytes; CopyQueue keeps the DMA pipeline.
-  // The kernel holds one block of 512 threads per SM while it runs: a program's own kernels
-  // share the SMs with it for that long.
   //   staging_sm_copy        every single copy, both ways (device to host the lanes' drain
   //                          limits it: H100 16 MiB 78% of pinned against 86% for the DMAs);
   //   staging_sm_copy_upto   host-to-device single copies up to this many bytes (0: none).
-  // H100, the kernel of docs/hil/2026-11-24-h100-staged7 against the DMA pipeline's medians
-  // (staged6): host to device 1 MiB 79% of pinned against 64%, 4 MiB 87% against 74%, 16 MiB
-  // 90% against 82%, 64 MiB 92% against 87%; from 256 MiB the DMA pipeline is ahead (92-95%),
-  // as one DMA outruns the SMs' reads of host memory (a kernel reads a ready ring at 89-91% of
-  // pinned).
+  // H100, eight alternated bench rounds against the DMA pipeline (docs/hil/2026-11-24-h100-
+  // staged7): host to device 1 MiB 77% of pinned against 64%, 4 MiB 85% against 73%, 16 MiB 88%
+  // against 82%, 64 MiB 89% against 86%; at 128 MiB even; a kernel reads host memory at 92-93%
+  // of a DMA, so larger copies are better with the DMAs.
+  // Off by default: the copy then needs the SMs, which a program's own kernel may hold. Beside
+  // a kernel whose blocks hold every SM for 2 ms, a 4 MiB SM copy took 1.9 ms against 0.1 ms for
+  // a DMA (smx-run7); the piece kernel's stream has the greatest priority, which helps only
+  // where that kernel's blocks are short (10 us blocks: 108.5 us). For programs that copy while
+  // the GPU's SMs are free, or whose kernels run short blocks: --sm-copy-upto 64M.
   bool staging_sm_copy = false;
-  uint64_t staging_sm_copy_upto = 64ull << 20;
+  uint64_t staging_sm_copy_upto = 0;
   uint64_t staging_sm_piece = 32 << 10;
   // Device to host: a lane claims its piece before the segment's DMA is done and prefetches the
   // piece's destination lines for writing (PREFETCHW) while it waits, so fewer of the drain's
