@@ -548,20 +548,32 @@ Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& d
   return Status::Ok();
 }
 
-Status CudaGpu::PieceStreamError(PieceRing& r) {
-  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(r.stream));
+namespace {
+// Without waiting: the error of stream `s` if its work failed, else Ok (running or idle). `what`
+// names the stream in the error.
+Status StreamErrorOf(cudaStream_t s, const std::string& what) {
+  cudaError_t err = cudaStreamQuery(s);
   if (err == cudaSuccess) return Status::Ok();
   if (err == cudaErrorNotReady) {
     cudaGetLastError();
     return Status::Ok();
   }
-  return CudaError(err, "the piece kernel's stream (cudaStreamQuery)");
+  return CudaError(err, what + " (cudaStreamQuery)");
+}
+
+Status SyncStreamOf(cudaStream_t s, const std::string& what) {
+  cudaError_t err = cudaStreamSynchronize(s);
+  if (err != cudaSuccess) return CudaError(err, "cudaStreamSynchronize (" + what + ")");
+  return Status::Ok();
+}
+}  // namespace
+
+Status CudaGpu::PieceStreamError(PieceRing& r) {
+  return StreamErrorOf(static_cast<cudaStream_t>(r.stream), "the piece kernel's stream");
 }
 
 Status CudaGpu::SyncPieceStream(PieceRing& r) {
-  cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(r.stream));
-  if (err != cudaSuccess) return CudaError(err, "cudaStreamSynchronize (piece kernel)");
-  return Status::Ok();
+  return SyncStreamOf(static_cast<cudaStream_t>(r.stream), "piece kernel");
 }
 
 Status CudaGpu::EnsureCopyStreams(int n) {
@@ -602,20 +614,10 @@ Status CudaGpu::EnqueueCopy(CopyDirection dir, HostMemory& host, uint64_t host_o
 }
 
 Status CudaGpu::StreamError() {
-  cudaError_t err = cudaStreamQuery(cudaStreamPerThread);
-  if (err == cudaSuccess) return Status::Ok();
-  if (err == cudaErrorNotReady) {
-    cudaGetLastError();
-    return Status::Ok();
-  }
-  return CudaError(err, "the staged segments' stream (cudaStreamQuery)");
+  return StreamErrorOf(cudaStreamPerThread, "the staged segments' stream");
 }
 
-Status CudaGpu::SyncStream() {
-  cudaError_t err = cudaStreamSynchronize(cudaStreamPerThread);
-  if (err != cudaSuccess) return CudaError(err, "cudaStreamSynchronize (staged segments)");
-  return Status::Ok();
-}
+Status CudaGpu::SyncStream() { return SyncStreamOf(cudaStreamPerThread, "staged segments"); }
 
 Result<bool> CudaGpu::Done(const CopyTicket& ticket) {
   if (!ticket.event) return Status::InvalidArgument("Done on an empty copy ticket");

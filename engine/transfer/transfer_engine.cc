@@ -92,6 +92,17 @@ void PrefetchForWrite(const uint8_t* p, uint64_t n) {
 #endif
 }
 
+// Microseconds since it was made: the time origin of a staged copy's trace.
+class MicrosSince {
+ public:
+  double operator()() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail) {
@@ -296,11 +307,10 @@ Status TransferEngine::TryPath(Path p) {
         auto ring = cuda->NewPieceRing(piece, static_cast<uint32_t>(slots));
         if (ring.ok()) {
           piece_ring_ = std::move(ring).value();
-          pipeline_note += o_.staging_sm_copy
-                               ? ", single copies moved by the SMs in " + FormatSize(piece) + " pieces"
-                               : ", single host-to-device copies up to " +
-                                     FormatSize(o_.staging_sm_copy_upto) +
-                                     " moved by the SMs in " + FormatSize(piece) + " pieces";
+          pipeline_note += (o_.staging_sm_copy ? std::string(", single copies")
+                                               : ", single host-to-device copies up to " +
+                                                     FormatSize(o_.staging_sm_copy_upto)) +
+                           " moved by the SMs in " + FormatSize(piece) + " pieces";
         } else {
           pipeline_note += ", copy-engine DMAs (" + ring.status().message() + ")";
         }
@@ -564,10 +574,8 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   Status driver_status;
   uint8_t* host = mem_.data() + host_offset;
   // Trace (device to host): filled_us = the segment drained into the host mapping.
-  using Steady = std::chrono::steady_clock;
   const bool tracing = o_.staging_trace;
-  const auto t0 = Steady::now();
-  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  const MicrosSince us;
   std::unique_ptr<std::atomic<double>[]> drained_us(tracing ? new std::atomic<double>[nseg] : nullptr);
   std::vector<double> lane_enter(tracing ? lanes : 0, 0), lane_first(tracing ? lanes : 0, -1);
   if (tracing) {
@@ -696,13 +704,11 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
                                     const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
                                     const std::function<Status(const QueuedBlock&)>& arrived,
                                     const std::vector<uint64_t>* plan) {
-  using Steady = std::chrono::steady_clock;
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   const int nbuf = static_cast<int>(staging_.size());
   const int lanes = lanes_->size();
   const bool tracing = o_.staging_trace;
-  const auto t0 = Steady::now();
-  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  const MicrosSince us;
   // Published segments not yet finished never exceed S (<= 16 buffers), so 64 slots suffice.
   constexpr uint64_t kRing = 64;
   constexpr int kPieceBits = 24;
@@ -960,10 +966,8 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
       moved.fetch_add(1, std::memory_order_acq_rel);
     }
   };
-  using Steady = std::chrono::steady_clock;
   const bool tracing = o_.staging_trace;
-  const auto t0 = Steady::now();
-  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  const MicrosSince us;
   if (tracing) {
     trace_ = StagedTrace();
     trace_.bytes = length;
@@ -1013,7 +1017,6 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
 // error lane 0 stops the lanes and releases every wait it queued, so the stream always drains.
 Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                                      uint64_t dev_offset, uint64_t length, uint64_t seg_limit) {
-  using Steady = std::chrono::steady_clock;
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   const bool h2d = dir == CopyDirection::kHostToDevice;
   const int nbuf = static_cast<int>(staging_.size());
@@ -1043,8 +1046,7 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
   auto token = [&](uint64_t i) { return static_cast<uint32_t>(base + i); };
   volatile uint32_t* lane_word = signals_.host;
   volatile uint32_t* stream_word = signals_.host + nbuf;
-  const auto t0 = Steady::now();
-  auto us = [&]() { return std::chrono::duration<double, std::micro>(Steady::now() - t0).count(); };
+  const MicrosSince us;
   if (tracing) {
     trace_ = StagedTrace();
     trace_.bytes = length;
