@@ -237,7 +237,7 @@ EDU_DEVICES=(-device edu,addr=0x10,dma_mask=0xffffffffffffffff -device edu,addr=
 EDU_DEVICES+=(-object memory-backend-ram,id=gpumem,size=64M -device ivshmem-plain,memdev=gpumem,addr=0x12)
 # boot OUT MEMORY APPEND [QEMU ARGS...]: one TCG boot of the lane's kernel and initramfs with the
 # edu devices, its console in OUT; returns QEMU's exit status (124: RESMEM_QEMU_TIMEOUT ran out).
-# boot OUT MEM APPEND [QEMU ARGS...]: one guest boot with the retry rules of ci/qemu/boot.sh.
+# Defined, with its retry rules, in ci/qemu/boot.sh.
 BOOT_SH="$SRC/ci/qemu/boot.sh"
 [[ -r "$BOOT_SH" ]] || die "ci/qemu/boot.sh not found beside the lane script"
 # shellcheck source=ci/qemu/boot.sh
