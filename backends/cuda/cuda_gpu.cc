@@ -466,16 +466,19 @@ Status CudaGpu::SetSignalAsync(const Signals& s, int index, uint32_t value) {
   return Status::Ok();
 }
 
-Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots) {
-  if (piece == 0 || piece % 4096 || slots == 0)
-    return Status::InvalidArgument("NewPieceRing needs a piece of a multiple of 4 KiB and >= 1 slot");
+Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots, int blocks) {
+  if (piece == 0 || piece % 4096 || slots == 0 || blocks < 1)
+    return Status::InvalidArgument(
+        "NewPieceRing needs a piece of a multiple of 4 KiB, >= 1 slot and >= 1 block (got piece " +
+        std::to_string(piece) + ", " + std::to_string(slots) + " slots, " + std::to_string(blocks) +
+        " blocks)");
   RESMEM_RETURN_IF_ERROR(BindThread());
   PieceRing r;
   r.piece = piece;
   r.slots = slots;
   RESMEM_ASSIGN_OR_RETURN(r.ring, AllocPinned(piece * slots, kRegisterMapped | kRegisterPortable));
   cudaError_t err = cudaSuccess;
-  auto words = NewSignals((2 * static_cast<int>(slots) + 2) * static_cast<int>(kWordStride));
+  auto words = NewSignals((2 * static_cast<int>(slots) + 3) * static_cast<int>(kWordStride));
   if (!words.ok()) {
     r.ring.reset();
     return words.status();
@@ -496,6 +499,7 @@ Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots)
     FreePieceRing(r);
     return CudaError(err, "cudaDeviceGetAttribute (multiprocessors, piece ring)");
   }
+  r.blocks = std::min(blocks, r.sms);
   int least = 0, greatest = 0;
   cudaStream_t stream = nullptr;
   if ((err = cudaDeviceGetStreamPriorityRange(&least, &greatest)) != cudaSuccess ||
@@ -532,7 +536,7 @@ Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& d
   PieceCopyArgs a;
   a.dev = b->ptr() + dev_offset;
   a.ring = static_cast<uint8_t*>(r.ring_device);
-  a.sms = r.sms;
+  a.blocks = r.blocks;
   a.length = length;
   a.piece = r.piece;
   a.slots = s;

@@ -140,19 +140,25 @@ class CudaGpu : public Gpu {
   // staging_kernel): a pinned, mapped ring of `slots` pieces of `piece` bytes and the words the
   // CPU lanes and the kernel hand pieces over with (kernels.h, PieceCopyArgs), each alone in a
   // 64-byte line: word(i) = words.host[i * kWordStride]; words 0..slots-1 the CPU's, slots..
-  // 2 slots-1 the kernel's, 2 slots done, 2 slots + 1 abandoned.
+  // 2 slots-1 the kernel's, 2 slots done, 2 slots + 1 abandoned, 2 slots + 2 the blocks the last
+  // copy's kernel ran with (written with done).
   struct PieceRing {
     std::unique_ptr<HostMemory> ring;
     Signals words;
     void* blocks_done = nullptr;  // a device word the kernel counts finished blocks in
     void* ring_device = nullptr;  // the device's view of `ring`
     void* stream = nullptr;       // the kernel's stream: non-blocking, the device's top priority
-    int sms = 0;                  // multiprocessors of the device: the kernel's blocks
+    int sms = 0;                  // multiprocessors of the device
+    int blocks = 0;               // the kernel's blocks of 512 threads: min(asked, sms)
     uint64_t piece = 0;
     uint32_t slots = 0;
   };
-  // piece: a multiple of 4 KiB; slots >= 1.
-  Result<PieceRing> NewPieceRing(uint64_t piece, uint32_t slots);
+  // piece: a multiple of 4 KiB; slots >= 1; blocks >= 1, at most one per SM is used (more are
+  // cut to the device's SM count). Fewer blocks leave SMs to a program's kernel: on the H100, 32
+  // blocks of 512 threads move a staged copy as fast as 132 (4 MiB 88.6% of pinned against
+  // 87.9%, 64 MiB 91.8 against 91.3) and take a quarter of the time from a kernel of 10 us blocks
+  // beside it (16 MiB: +21 us against +82), docs/hil/2026-11-24-h100-staged8, smx2-run1.
+  Result<PieceRing> NewPieceRing(uint64_t piece, uint32_t slots, int blocks);
   void FreePieceRing(PieceRing& r);
   // Launches the kernel for [dev_offset, +length) of `dev` (length a multiple of 16) on the
   // ring's stream, pieces numbered base+1 .., after setting the ring's abandoned word to a value

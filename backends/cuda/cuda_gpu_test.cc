@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -169,12 +170,10 @@ namespace {
 
 TEST_F(CudaGpuTest, FaultPointsFireOnTheRealBackend) {
   auto faults = std::make_shared<FaultInjector>(7);
-  FaultRule error;
-  error.point = "gpu.copy";
-  error.trigger = FaultTrigger::kNth;
-  error.nth = 1;
-  error.error = Status::Cuda(999, "injected fault at gpu.copy");
-  ASSERT_TRUE(faults->AddRule(error).ok());
+  ASSERT_TRUE(faults
+                  ->AddRule(FaultRule::ErrorOnCall("gpu.copy", 1,
+                                                   Status::Cuda(999, "injected fault at gpu.copy")))
+                  .ok());
   FaultRule corrupt;
   corrupt.point = "gpu.copy";
   corrupt.trigger = FaultTrigger::kNth;
@@ -319,7 +318,7 @@ TEST_F(CudaGpuTest, StreamSignalsHoldAndReleaseACopy) {
 // placed before a program's remaining ones (docs/hil/2026-11-24-h100-staged7, smx-run7: 108.5 us
 // beside 10 us blocks, 1,982 us at default priority). Freeing the ring frees the stream.
 TEST_F(CudaGpuTest, PieceRingStreamIsNonBlockingAtTheGreatestPriority) {
-  auto ring = gpu_->NewPieceRing(32 << 10, 4);
+  auto ring = gpu_->NewPieceRing(32 << 10, 4, 32);
   if (!ring.ok() && ring.status().code() == kUnsupported)
     GTEST_SKIP() << "skipped: " << ring.status().message();
   ASSERT_TRUE(ring.ok()) << ring.status().ToString();
@@ -334,6 +333,23 @@ TEST_F(CudaGpuTest, PieceRingStreamIsNonBlockingAtTheGreatestPriority) {
   EXPECT_EQ(flags & cudaStreamNonBlocking, static_cast<unsigned>(cudaStreamNonBlocking));
   gpu_->FreePieceRing(*ring);
   EXPECT_EQ(ring->stream, nullptr);
+}
+
+// The piece kernel's blocks: as many as asked, at most the device's SMs, never none.
+TEST_F(CudaGpuTest, PieceRingBlocksAreCutToTheSmCountAndNoneIsRefused) {
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  auto none = gpu_->NewPieceRing(32 << 10, 4, 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), kInvalidArgument);
+  EXPECT_NE(none.status().message().find("0 blocks"), std::string::npos) << none.status().message();
+  for (int asked : {1, 3, sms, sms + 1, 100000}) {
+    auto ring = gpu_->NewPieceRing(32 << 10, 4, asked);
+    ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+    EXPECT_EQ(ring->sms, sms);
+    EXPECT_EQ(ring->blocks, std::min(asked, sms)) << "asked " << asked;
+    gpu_->FreePieceRing(*ring);
+  }
 }
 
 }  // namespace

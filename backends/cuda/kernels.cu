@@ -129,6 +129,7 @@ __global__ void __launch_bounds__(kPieceThreads) PieceCopyKernel(PieceCopyArgs a
     __threadfence();
     if (atomicAdd(a.blocks_done, 1u) == gridDim.x - 1) {
       *a.blocks_done = 0;
+      a.done_word[2 * kWordStride] = gridDim.x;
       __threadfence_system();
       *a.done_word = a.base + static_cast<uint32_t>(pieces);
     }
@@ -151,12 +152,13 @@ int LaunchCountPatternMismatches(const void* dev, uint64_t len, uint64_t seq, ui
 }
 
 int LaunchPieceCopy(const PieceCopyArgs& args, void* stream) {
-  if (args.piece == 0 || args.piece % 16 || args.length % 16 || args.slots == 0 || args.sms <= 0)
+  if (args.piece == 0 || args.piece % 16 || args.length % 16 || args.slots == 0 || args.blocks <= 0)
     return static_cast<int>(cudaErrorInvalidValue);
   const uint64_t pieces = (args.length + args.piece - 1) / args.piece;
-  // One block per SM (every block resident: a waiting block must not keep a later one from
-  // running), never more blocks than pieces.
-  uint64_t grid = static_cast<uint64_t>(args.sms);
+  // At most one block per SM (the caller's limit; on an idle device every block is then
+  // resident, so a waiting block never keeps a later one from running), never more blocks than
+  // pieces.
+  uint64_t grid = static_cast<uint64_t>(args.blocks);
   if (grid > pieces) grid = pieces;
   if (grid < 1) grid = 1;
   PieceCopyKernel<<<static_cast<unsigned>(grid), kPieceThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);

@@ -28,8 +28,9 @@ int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
 // (the CPU filled it), reads it from the ring, and sets gpu_words[slot] (consumed). Device to
 // host: it waits for cpu_words[slot] to reach the number of the slot's previous piece (drained),
 // writes the piece into the ring, and sets gpu_words[slot] (filled). Numbers compare cyclically.
-// The last block sets done_word[0] = base + n; done_word[kWordStride] == base tells the kernel
-// the CPU abandoned the copy (every waiting block then stops). piece and length are multiples of 16.
+// The last block sets done_word[2 * kWordStride] to the kernel's block count and then
+// done_word[0] = base + n; done_word[kWordStride] == base tells the kernel the CPU abandoned the
+// copy (every waiting block then stops). piece and length are multiples of 16.
 // Each word sits alone in a 64-byte line (kWordStride words apart): the CPU lanes and the
 // device's polls then never share a cache line.
 constexpr uint32_t kWordStride = 16;
@@ -41,9 +42,9 @@ struct PieceCopyArgs {
   bool h2d = true;
   volatile uint32_t* cpu_words = nullptr;  // device views of mapped host words
   volatile uint32_t* gpu_words = nullptr;
-  volatile uint32_t* done_word = nullptr;  // [0] done, [kWordStride] abandoned
+  volatile uint32_t* done_word = nullptr;  // [0] done, [kWordStride] abandoned, [2 kWordStride] blocks
   unsigned int* blocks_done = nullptr;     // device memory, 0 between launches
-  int sms = 0;                             // the device's multiprocessors: one block each
+  int blocks = 0;  // the kernel's blocks (CudaGpu::PieceRing::blocks: at most one per SM)
 };
 int LaunchPieceCopy(const PieceCopyArgs& args, void* stream);
 

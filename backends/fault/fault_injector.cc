@@ -26,6 +26,16 @@ const char* FaultEffectName(FaultEffect e) {
   return "?";
 }
 
+FaultRule FaultRule::ErrorOnCall(std::string point, uint64_t nth, Status error) {
+  FaultRule r;
+  r.point = std::move(point);
+  r.trigger = FaultTrigger::kNth;
+  r.nth = nth;
+  r.effect = FaultEffect::kError;
+  r.error = std::move(error);
+  return r;
+}
+
 std::string FaultRule::Describe() const {
   char buf[256];
   std::string out = point + " trigger=" + FaultTriggerName(trigger);

@@ -35,6 +35,8 @@ struct FaultRule {
   double short_fraction = 0.5;       // kShortCopy: fraction of the length that arrives
   uint64_t max_fires = 0;            // 0: unlimited
   std::string Describe() const;      // one line, every parameter expanded
+  // The rule a test most often wants: `error` returned by the nth call at `point`.
+  static FaultRule ErrorOnCall(std::string point, uint64_t nth, Status error);
 };
 
 // What the point should do now.

@@ -25,9 +25,7 @@ TEST(FaultInjector, RefusesUnknownPointNamingTheKnownOnes) {
 
 TEST(FaultInjector, NthFiresOnceOnTheNthCall) {
   FaultInjector f(1);
-  FaultRule r = ErrorRule("gpu.copy", FaultTrigger::kNth);
-  r.nth = 3;
-  ASSERT_TRUE(f.AddRule(r).ok());
+  ASSERT_TRUE(f.AddRule(FaultRule::ErrorOnCall("gpu.copy", 3, Status::Errno(EIO, "injected"))).ok());
   EXPECT_FALSE(f.Check("gpu.copy").fired);
   EXPECT_FALSE(f.Check("gpu.copy").fired);
   FaultOutcome o = f.Check("gpu.copy");

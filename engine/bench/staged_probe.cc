@@ -58,6 +58,19 @@ double Median(std::vector<double> v) {
 
 double Gbps(uint64_t bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
 
+// The spread of a figure's copies: a user's throughput is their mean, which a slow tail drags
+// below the median (bench reports total bytes over total time).
+std::string Spread(std::vector<double> v) {
+  if (v.empty()) return "";
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "mean %.1f, p90 %.1f, max %.1f", sum / v.size(),
+                v[std::min(v.size() - 1, v.size() * 9 / 10)], v.back());
+  return buf;
+}
+
 void Pause(int us) {
   if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
 }
@@ -96,8 +109,8 @@ struct Probe {
                               gpu->Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, size));
       t.push_back(s.seconds * 1e6);
     }
-    std::printf("  pinned     cudaMemcpy                %8.1f us %6.2f GB/s\n", Median(t),
-                Gbps(size, Median(t)));
+    std::printf("  pinned     cudaMemcpy                %8.1f us %6.2f GB/s  (%s)\n", Median(t),
+                Gbps(size, Median(t)), Spread(t).c_str());
     return Status::Ok();
   }
 
@@ -330,8 +343,9 @@ struct Probe {
                     h2d ? "H2D" : "D2H", label, c, FormatSize(size).c_str(),
                     (unsigned long long)bad);
     }
-    std::printf("  staged %s %-26s %8.1f us %6.2f GB/s  (%s)\n", h2d ? "H2D" : "D2H", label, Median(total),
-                Gbps(size, Median(total)), engine->choice().detail.c_str());
+    std::printf("  staged %s %-26s %8.1f us %6.2f GB/s  (%s; %s)\n", h2d ? "H2D" : "D2H", label,
+                Median(total), Gbps(size, Median(total)), Spread(total).c_str(),
+                engine->choice().detail.c_str());
     if (show_phases && !enter_max.empty())
       std::printf("             phases (us, medians): lanes entered by %.1f, first piece %.1f, "
                   "segment 0 filled %.1f, DMA submit %.1f each, last segment filled %.1f, "
@@ -341,16 +355,22 @@ struct Probe {
                   Median(dma_gap));
     if (show_phases && !sm_launched.empty())
       std::printf("             phases (us, medians): kernel launched by %.1f, every piece %s "
-                  "by %.1f, returned %.1f (%llu pieces moved by the SMs)\n",
+                  "by %.1f, returned %.1f (%llu pieces moved by %d blocks)\n",
                   Median(sm_launched), h2d ? "filled" : "drained", Median(sm_moved),
-                  Median(returned), (unsigned long long)engine->last_trace().sm_pieces);
+                  Median(returned), (unsigned long long)engine->last_trace().sm_pieces,
+                  engine->last_trace().sm_blocks);
     if (show_phases && dump && engine->last_trace().segments > 0) {
       const auto& tr = engine->last_trace();
       std::printf("             last copy, per segment (us): ");
-      for (int i = 0; i < tr.segments; ++i)
-        std::printf("[%d %s: %s %.1f, issued %.1f, DMA done %.1f] ", i,
+      for (int i = 0; i < tr.segments; ++i) {
+        // By the fill frontier each DMA has its own length.
+        const std::string bytes = static_cast<size_t>(i) < tr.dma_bytes.size()
+                                      ? " " + FormatSize(tr.dma_bytes[i])
+                                      : std::string();
+        std::printf("[%d%s %s: %s %.1f, issued %.1f, DMA done %.1f] ", i, bytes.c_str(),
                     h2d ? "fill" : "drain", h2d ? "filled" : "drained", tr.filled_us[i],
                     tr.issued_us[i], tr.done_us[i]);
+      }
       std::printf("returned %.1f\n", tr.returned_us);
     }
     return Status::Ok();

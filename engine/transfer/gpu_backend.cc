@@ -135,6 +135,13 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "over",
                      4096)
       ->group(group);
+  app.add_option("--sm-blocks", o->staging_sm_blocks,
+                 "with --sm-copy or --sm-copy-upto: the kernel's blocks of 512 threads, at most "
+                 "one per SM (more are cut to the SM count); the other SMs stay free for a "
+                 "program's kernel")
+      ->type_name("N")
+      ->check(CLI::Range(1, 4096))
+      ->group(group);
   app.add_option("--dma-streams", o->staging_dma_streams,
                  "spread segment DMAs round-robin over this many copy streams")
       ->type_name("N")
@@ -152,6 +159,19 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
   cli::AddSizeOption(app, "--plan-d2h-from", &o->staging_plan_d2h_from,
                      "device to host: single staged copies of at least this size are cut by the "
                      "plan, smaller ones into equal segments (0: never)",
+                     0)
+      ->group(group);
+  app.add_flag("--frontier", o->staging_frontier,
+               "host to device: single copies in DMAs sized by the fill frontier instead of the "
+               "segment pipelines (planned or equal segments)")
+      ->group(group);
+  cli::AddSizeOption(app, "--frontier-unit", &o->staging_frontier_unit,
+                     "host to device, by the fill frontier: the unit a lane fills at a time",
+                     4096)
+      ->group(group);
+  cli::AddSizeOption(app, "--frontier-min-dma", &o->staging_frontier_min_dma,
+                     "host to device, by the fill frontier: the fewest bytes a DMA waits for "
+                     "(but the copy's last)",
                      0)
       ->group(group);
   app.add_flag_callback(

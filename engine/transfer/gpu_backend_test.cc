@@ -51,5 +51,36 @@ TEST(StagingOptions, BadCostsAreRefusedByField) {
   EXPECT_NE(err.find("2 numbers"), std::string::npos) << err;
 }
 
+TEST(StagingOptions, SmBlocksLandAndNoneIsRefused) {
+  TransferOptions o;
+  std::string err;
+  EXPECT_EQ(o.staging_sm_blocks, 32);
+  ASSERT_FALSE(Parse({"--sm-copy-upto", "64M", "--sm-blocks", "8"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_sm_blocks, 8);
+  auto rc = Parse({"--sm-blocks", "0"}, &o, &err);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 2);
+  EXPECT_NE(err.find("--sm-blocks"), std::string::npos) << err;
+  EXPECT_EQ(o.staging_sm_blocks, 8) << "a refused value changes nothing";
+}
+
+TEST(StagingOptions, FrontierOptionsLand) {
+  TransferOptions o;
+  std::string err;
+  EXPECT_FALSE(o.staging_frontier) << "opt-in";
+  EXPECT_EQ(o.staging_frontier_unit, 32u << 10);
+  EXPECT_EQ(o.staging_frontier_min_dma, 256u << 10);
+  ASSERT_FALSE(Parse({"--frontier-unit", "64K", "--frontier-min-dma", "0"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_frontier_unit, 64u << 10);
+  EXPECT_EQ(o.staging_frontier_min_dma, 0u);
+  EXPECT_FALSE(o.staging_frontier);
+  ASSERT_FALSE(Parse({"--frontier"}, &o, &err)) << err;
+  EXPECT_TRUE(o.staging_frontier);
+  auto rc = Parse({"--frontier-unit", "1K"}, &o, &err);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 2);
+  EXPECT_NE(err.find("--frontier-unit"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace resmem::transfer

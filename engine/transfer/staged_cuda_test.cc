@@ -14,6 +14,7 @@
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/cuda/cuda_gpu.h"
+#include "backends/fault/fault_injector.h"
 #include "backends/host/host_region.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/transfer_engine.h"
@@ -36,6 +38,11 @@ struct Variant {
   int dma_streams = 1;
   bool plan = false;
   bool sm_h2d = false;  // staging_sm_copy_upto 64 MiB; false: 0, every copy through DMAs
+  int sm_blocks = TransferOptions().staging_sm_blocks;
+  // Host to device by the fill frontier (--frontier); false: the segment pipeline named.
+  bool frontier = false;
+  uint64_t frontier_unit = TransferOptions().staging_frontier_unit;
+  uint64_t frontier_min_dma = TransferOptions().staging_frontier_min_dma;
 };
 
 class StagedCudaLongTest : public ::testing::Test {
@@ -45,7 +52,18 @@ class StagedCudaLongTest : public ::testing::Test {
     if (!g.ok()) GTEST_SKIP() << "skipped: no GPU (" << g.status().message() << ")";
     gpu_ = std::move(g).value();
   }
+  // A memfd mapping (RAM, as a reservation is) and a device buffer of `len` bytes each.
+  void MapBoth(uint64_t len) {
+    auto h = host::MapHostMemory(host::HostKind::kMemfd, len);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    host_ = std::move(h).value();
+    auto d = gpu_->AllocDevice(len);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    dev_ = std::move(d).value();
+  }
   std::unique_ptr<cuda::CudaGpu> gpu_;
+  std::unique_ptr<HostMemory> host_;
+  std::unique_ptr<DeviceBuffer> dev_;
   SteadyClock clock_;
 };
 
@@ -53,10 +71,7 @@ class StagedCudaTest : public StagedCudaLongTest, public ::testing::WithParamInt
 
 TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   const uint64_t max = 40ull << 20;
-  auto host = host::MapHostMemory(host::HostKind::kMemfd, max);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
-  auto dev = gpu_->AllocDevice(max);
-  ASSERT_TRUE(dev.ok());
+  ASSERT_NO_FATAL_FAILURE(MapBoth(max));
   auto other = gpu_->AllocDevice(max);
   ASSERT_TRUE(other.ok());
   TransferOptions o;
@@ -68,13 +83,18 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_prefetch_dst = GetParam().prefetch_dst;
   o.staging_dma_streams = GetParam().dma_streams;
   o.staging_sm_copy_upto = GetParam().sm_h2d ? 64ull << 20 : 0;
+  o.staging_sm_blocks = GetParam().sm_blocks;
+  o.staging_frontier = GetParam().frontier;
+  o.staging_frontier_unit = GetParam().frontier_unit;
+  o.staging_frontier_min_dma = GetParam().frontier_min_dma;
+  o.staging_trace = true;
   // "plan": every length planned; the other pipelines keep the default, but "equal_segments",
   // which plans none.
   if (GetParam().plan) o.staging_plan_upto = ~0ull, o.staging_plan_d2h_from = 4096;
   if (std::string(GetParam().name) == "equal_segments") o.staging_plan_upto = o.staging_plan_d2h_from = 0;
   // "no_driver_fill": the driving lane only issues DMAs (the default also fills segment 0).
   if (std::string(GetParam().name) == "no_driver_fill") o.staging_driver_fills = false;
-  auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
   if (GetParam().signals && detail.find("stream signals") == std::string::npos)
@@ -85,20 +105,46 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   // 64 KiB, 1 MiB + 4 KiB, 16 MiB, 40 MiB - 12 KiB: below, across and above a segment.
   for (uint64_t len : {uint64_t{64} << 10, (uint64_t{1} << 20) + 4096, uint64_t{16} << 20, max - 12288}) {
     ++seq;
-    ASSERT_TRUE(FillPattern(**host, 0, len, seq, 5).ok());
-    auto up = (*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len);
+    ASSERT_TRUE(FillPattern(*host_, 0, len, seq, 5).ok());
+    auto up = (*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len);
     ASSERT_TRUE(up.ok()) << up.status().ToString();
-    auto bad = DeviceMismatches(*gpu_, **dev, 0, len, seq, 5);
+    auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, seq, 5);
     ASSERT_TRUE(bad.ok());
     EXPECT_EQ(*bad, 0u) << GetParam().name << " H2D " << len;
+    // The SM copy ran with the blocks asked (fewer than any GPU's SMs here), or the pieces.
+    const StagedTrace& t = (*e)->last_trace();
+    if (t.sm_pieces > 0 && GetParam().sm_blocks < 32) {
+      EXPECT_EQ(static_cast<uint64_t>(t.sm_blocks),
+                std::min<uint64_t>(static_cast<uint64_t>(GetParam().sm_blocks), t.sm_pieces))
+          << GetParam().name << " H2D " << len;
+    }
+    // By the fill frontier: DMAs that cover the copy in order, each inside one buffer, none
+    // under the minimum but the last.
+    if (GetParam().frontier) {
+      ASSERT_EQ(t.sm_pieces, 0u);
+      ASSERT_EQ(t.dma_bytes.size(), static_cast<size_t>(t.segments)) << GetParam().name;
+      uint64_t at = 0;
+      const uint64_t min_dma =
+          FrontierShapeOf(len, o.staging_frontier_unit, o.staging_frontier_min_dma).min_dma;
+      for (size_t i = 0; i < t.dma_bytes.size(); ++i) {
+        const uint64_t n = t.dma_bytes[i];
+        EXPECT_GT(n, 0u);
+        EXPECT_LE(at % o.staging_chunk + n, o.staging_chunk) << "DMA " << i << " crosses a buffer";
+        if (i + 1 < t.dma_bytes.size() && (at + n) % o.staging_chunk != 0) {
+          EXPECT_GE(n, min_dma) << GetParam().name << " DMA " << i << " of " << len;
+        }
+        at += n;
+      }
+      EXPECT_EQ(at, len) << GetParam().name;
+    }
     // Put another pattern through the ring (into a second buffer) first, so a drain that ran
     // ahead of its DMA would bring back that pattern, not the one on the device.
-    ASSERT_TRUE(FillPattern(**host, 0, len, seq + 1000, 5).ok());
+    ASSERT_TRUE(FillPattern(*host_, 0, len, seq + 1000, 5).ok());
     ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, len).ok());
-    std::memset((*host)->data(), 0, len);
-    auto down = (*e)->Copy(CopyDirection::kDeviceToHost, 0, **dev, 0, len);
+    std::memset(host_->data(), 0, len);
+    auto down = (*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len);
     ASSERT_TRUE(down.ok()) << down.status().ToString();
-    auto back = HostMismatches(**host, 0, len, seq, 5);
+    auto back = HostMismatches(*host_, 0, len, seq, 5);
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, 0u) << GetParam().name << " D2H " << len;
   }
@@ -108,23 +154,32 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
 // 8 MiB segments and a planned tail, and every segment must fit a ring buffer.
 TEST_F(StagedCudaLongTest, GigabyteCopyBothWaysIntact) {
   const uint64_t len = (1ull << 30) + 4096;
-  auto host = host::MapHostMemory(host::HostKind::kMemfd, len);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
-  auto dev = gpu_->AllocDevice(len);
-  ASSERT_TRUE(dev.ok());
+  ASSERT_NO_FATAL_FAILURE(MapBoth(len));
   TransferOptions o;
   o.allowed = {Path::kStaged};
-  o.staging_plan_upto = ~0ull;  // host to device planned too
-  auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
-  ASSERT_TRUE(FillPattern(**host, 0, len, 77, 5).ok());
-  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len).ok());
-  auto bad = DeviceMismatches(*gpu_, **dev, 0, len, 77, 5);
+  // Host to device planned (128 segments through the 64-slot descriptor ring), then by the fill
+  // frontier (the 32 MiB ring refilled 32 times).
+  o.staging_plan_upto = ~0ull;
+  o.staging_frontier = false;
+  auto planned = TransferEngine::Open(*gpu_, *host_, clock_, o);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 76, 5).ok());
+  ASSERT_TRUE((*planned)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
+  auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 76, 5);
   ASSERT_TRUE(bad.ok());
-  EXPECT_EQ(*bad, 0u) << "H2D";
-  std::memset((*host)->data(), 0, len);
-  ASSERT_TRUE((*e)->Copy(CopyDirection::kDeviceToHost, 0, **dev, 0, len).ok());
-  auto back = HostMismatches(**host, 0, len, 77, 5);
+  EXPECT_EQ(*bad, 0u) << "H2D, planned";
+  (*planned).reset();  // its lanes and pinned ring go before the next engine takes its own
+  o.staging_frontier = true;
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 77, 5).ok());
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
+  bad = DeviceMismatches(*gpu_, *dev_, 0, len, 77, 5);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u) << "H2D, by the fill frontier";
+  std::memset(host_->data(), 0, len);
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len).ok());
+  auto back = HostMismatches(*host_, 0, len, 77, 5);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, 0u) << "D2H";
 }
@@ -134,10 +189,7 @@ TEST_F(StagedCudaLongTest, GigabyteCopyBothWaysIntact) {
 // planned sizes, whose plans have more segments than the equal cut.
 TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
   const uint64_t max = 64ull << 20;
-  auto host = host::MapHostMemory(host::HostKind::kMemfd, max);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
-  auto dev = gpu_->AllocDevice(max);
-  ASSERT_TRUE(dev.ok());
+  ASSERT_NO_FATAL_FAILURE(MapBoth(max));
   struct Case { CopyDirection dir; uint64_t len; };
   for (const Case& k : {Case{CopyDirection::kHostToDevice, 16ull << 20},
                         Case{CopyDirection::kDeviceToHost, 64ull << 20}}) {
@@ -148,10 +200,11 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
       o.allowed = {Path::kStaged};
       o.staging_trace = true;
       o.staging_sm_copy_upto = 0;  // host to device through the segment DMAs
+      o.staging_frontier = false;  // and their plan
       if (!planned) o.staging_plan_upto = o.staging_plan_d2h_from = 0;
-      auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+      auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
       ASSERT_TRUE(e.ok()) << e.status().ToString();
-      ASSERT_TRUE((*e)->Copy(k.dir, 0, **dev, 0, k.len).ok());
+      ASSERT_TRUE((*e)->Copy(k.dir, 0, *dev_, 0, k.len).ok());
       segments[planned ? 0 : 1] = (*e)->last_trace().segments;
     }
     const TransferOptions d;
@@ -170,24 +223,22 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
 // before the driving lane looks, not of a hundred (H100 host, staged6 run 4: 6 pieces in 20).
 TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
   const uint64_t len = 1ull << 20;
-  auto host = host::MapHostMemory(host::HostKind::kMemfd, len);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
-  auto dev = gpu_->AllocDevice(len);
-  ASSERT_TRUE(dev.ok());
+  ASSERT_NO_FATAL_FAILURE(MapBoth(len));
   for (bool fills : {true, false}) {
     TransferOptions o;
     o.allowed = {Path::kStaged};
     o.staging_trace = true;
     o.staging_sm_copy_upto = 0;  // host to device through the segment DMAs
+    o.staging_frontier = false;  // the segment pipeline's driver fill
     o.staging_driver_fills = fills;
-    auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+    auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     uint64_t pieces = 0;
     for (int i = 0; i < 100; ++i) {
-      ASSERT_TRUE(FillPattern(**host, 0, len, 50 + i, 5).ok());
-      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len).ok());
+      ASSERT_TRUE(FillPattern(*host_, 0, len, 50 + i, 5).ok());
+      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
       pieces += (*e)->last_trace().driver_pieces;
-      auto bad = DeviceMismatches(*gpu_, **dev, 0, len, 50 + i, 5);
+      auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 50 + i, 5);
       ASSERT_TRUE(bad.ok());
       ASSERT_EQ(*bad, 0u) << "copy " << i << (fills ? "" : ", no driver fill");
     }
@@ -203,53 +254,98 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
 // by DMAs. The trace says which (sm_pieces against segments), and every copy's data is checked.
 TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
   EXPECT_EQ(TransferOptions().staging_sm_copy_upto, 0u) << "the SM copy is opt-in";
+  EXPECT_EQ(TransferOptions().staging_sm_blocks, 32) << "the SM copy's blocks by default";
   const uint64_t limit = 64ull << 20;
   const uint64_t max = limit + (4ull << 20);
-  auto host = host::MapHostMemory(host::HostKind::kMemfd, max);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
-  auto dev = gpu_->AllocDevice(max);
-  ASSERT_TRUE(dev.ok());
+  ASSERT_NO_FATAL_FAILURE(MapBoth(max));
   TransferOptions o;
   o.allowed = {Path::kStaged};
   o.staging_trace = true;
   o.staging_sm_copy_upto = limit;
-  auto e = TransferEngine::Open(*gpu_, **host, clock_, o);
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   if ((*e)->choice().detail.find("moved by the SMs") == std::string::npos)
     GTEST_SKIP() << "skipped: no piece ring (" << (*e)->choice().detail << ")";
+  auto probe = gpu_->NewPieceRing(4096, 1, 1);  // for the device's SM count
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  const uint64_t sms = static_cast<uint64_t>(probe->sms);
+  gpu_->FreePieceRing(*probe);
   struct Case { CopyDirection dir; uint64_t len; bool sms; };
   uint64_t seq = 300;
-  for (const Case& k : {Case{CopyDirection::kHostToDevice, 1ull << 20, true},
+  for (const Case& k : {Case{CopyDirection::kHostToDevice, 64ull << 10, true},
+                        Case{CopyDirection::kHostToDevice, 1ull << 20, true},
                         Case{CopyDirection::kHostToDevice, limit, true},
                         Case{CopyDirection::kHostToDevice, max, false},
                         Case{CopyDirection::kDeviceToHost, 1ull << 20, false}}) {
     const bool h2d = k.dir == CopyDirection::kHostToDevice;
     const std::string what = std::string(h2d ? "H2D " : "D2H ") + std::to_string(k.len >> 10) + " KiB";
     ++seq;
-    ASSERT_TRUE(FillPattern(**host, 0, k.len, seq, 5).ok());
+    ASSERT_TRUE(FillPattern(*host_, 0, k.len, seq, 5).ok());
     if (!h2d) {  // the pattern onto the device first, then back into a cleared mapping
-      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, k.len).ok());
-      std::memset((*host)->data(), 0, k.len);
+      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, k.len).ok());
+      std::memset(host_->data(), 0, k.len);
     }
-    ASSERT_TRUE((*e)->Copy(k.dir, 0, **dev, 0, k.len).ok()) << what;
+    ASSERT_TRUE((*e)->Copy(k.dir, 0, *dev_, 0, k.len).ok()) << what;
     const StagedTrace& t = (*e)->last_trace();
     if (k.sms) {
       EXPECT_EQ(t.sm_pieces, (k.len + o.staging_sm_piece - 1) / o.staging_sm_piece) << what;
+      // The kernel's own count of its blocks: 32, or fewer where the SMs or the pieces are fewer.
+      EXPECT_EQ(static_cast<uint64_t>(t.sm_blocks), std::min<uint64_t>({32, sms, t.sm_pieces}))
+          << what;
       EXPECT_EQ(t.segments, 0) << what;
       EXPECT_LE(t.launched_us, t.returned_us) << what;
     } else {
       EXPECT_EQ(t.sm_pieces, 0u) << what;
       EXPECT_GT(t.segments, 0) << what;
     }
-    auto bad = h2d ? DeviceMismatches(*gpu_, **dev, 0, k.len, seq, 5)
-                   : HostMismatches(**host, 0, k.len, seq, 5);
+    auto bad = h2d ? DeviceMismatches(*gpu_, *dev_, 0, k.len, seq, 5)
+                   : HostMismatches(*host_, 0, k.len, seq, 5);
     ASSERT_TRUE(bad.ok());
     EXPECT_EQ(*bad, 0u) << what;
   }
 }
 
+// By the fill frontier, a DMA that fails (the "gpu.copy" fault point, on the copy's second DMA:
+// a 16 MiB copy has at least two, one per 8 MiB buffer) ends the copy with that error, stops the
+// lanes, and leaves the engine whole: the next copy is intact.
+TEST_F(StagedCudaLongTest, FrontierCopyReturnsAFailedDmaAndTheNextCopyIsIntact) {
+  const uint64_t len = 16ull << 20;
+  ASSERT_NO_FATAL_FAILURE(MapBoth(len));
+  TransferOptions o;
+  o.allowed = {Path::kStaged};
+  o.staging_frontier = true;
+  o.staging_trace = true;
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  if ((*e)->choice().detail.find("fill frontier (") == std::string::npos)
+    GTEST_SKIP() << "skipped: no copies by the fill frontier (" << (*e)->choice().detail << ")";
+  auto faults = std::make_shared<FaultInjector>(11);
+  ASSERT_TRUE(faults
+                  ->AddRule(FaultRule::ErrorOnCall("gpu.copy", 2,
+                                                   Status::Cuda(999, "injected fault at gpu.copy")))
+                  .ok());
+  gpu_->set_faults(faults);
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 41, 5).ok());
+  auto failed = (*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len);
+  ASSERT_FALSE(failed.ok()) << "the injected DMA error was lost";
+  EXPECT_EQ(failed.status().code(), 999) << failed.status().ToString();
+  EXPECT_EQ(faults->fired().size(), 1u);
+  gpu_->set_faults(nullptr);
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 42, 5).ok());
+  auto again = (*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_GE((*e)->last_trace().segments, 2);
+  auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 42, 5);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                          ::testing::Values(Variant{"sm_h2d", false, false, false, 0, true, 1, false, true},
+                                           // one block takes every piece: a 40 MiB copy goes
+                                           // round the 32 MiB ring through one SM
+                                           Variant{"sm_h2d_one_block", false, false, false, 0, true, 1, false, true, 1},
+                                           Variant{"sm_copy_three_blocks", false, false, true, 0, true, 1, false, false, 3},
                                            Variant{"events", false, false, false},
                                            Variant{"signals", true, false, false},
                                            Variant{"gpu_waits", true, true, false},
@@ -259,7 +355,11 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"dma_streams", false, false, false, 0, true, 3},
                                            Variant{"plan", false, false, false, 0, true, 1, true},
                                            Variant{"equal_segments", false, false, false},
-                                           Variant{"no_driver_fill", false, false, false}),
+                                           Variant{"no_driver_fill", false, false, false},
+                                           Variant{"frontier", true, false, false, 0, true, 1, false, false, 32, true},
+                                           // a DMA for every 4 KiB unit filled: the most DMAs
+                                           Variant{"frontier_every_unit", true, false, false, 0, true, 1, false, false, 32, true, 4096, 0},
+                                           Variant{"frontier_dma_streams", true, false, false, 0, true, 3, false, false, 32, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

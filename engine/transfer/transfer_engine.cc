@@ -112,6 +112,29 @@ SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail)
   return SegmentFill::kCached;
 }
 
+// Host to device: n bytes from the mapping into a pinned segment, stored as `fill` says (the
+// step every host-to-device pipeline's lanes take per piece).
+void FillAs(SegmentFill fill, uint8_t* dst, const uint8_t* src, uint64_t n) {
+  CpuCopy(dst, src, n, fill == SegmentFill::kNonTemporal);
+  if (fill == SegmentFill::kCachedDemoted) DemoteLines(dst, n);
+}
+
+uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, int in_flight,
+                         int depth, uint64_t min_dma, uint64_t chunk) {
+  if (in_flight >= depth || frontier <= issued || chunk == 0) return 0;
+  const uint64_t waiting = frontier - issued;
+  if (waiting < min_dma && frontier < length) return 0;
+  return std::min(waiting, chunk - issued % chunk);
+}
+
+FrontierShape FrontierShapeOf(uint64_t length, uint64_t unit, uint64_t min_dma) {
+  FrontierShape s;
+  s.unit = unit;
+  while (s.unit > 4096 && s.unit / 2 % 4096 == 0 && s.unit * 64 > length) s.unit /= 2;
+  s.min_dma = std::min(min_dma, std::max(s.unit, length / 8 / 4096 * 4096));
+  return s;
+}
+
 std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t tail) {
   std::vector<uint64_t> b = {0};
   if (seg == 0 || length == 0) {
@@ -193,6 +216,13 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemor
         "transfer options: the first segment of a ramp (--ramp-first) and the edge segment "
         "(--edge-segment) must be multiples of 4 KiB (0: none) and segments per copy "
         "(--min-segments) at least 1");
+  if (options.staging_frontier_unit < 4096 || options.staging_frontier_unit % 4096)
+    return Status::InvalidArgument("transfer options: the fill frontier's unit (--frontier-unit) "
+                                   "must be a multiple of 4 KiB, got " +
+                                   std::to_string(options.staging_frontier_unit));
+  if (options.staging_sm_blocks < 1)
+    return Status::InvalidArgument("transfer options: the SM copy's blocks (--sm-blocks) must be "
+                                   "at least 1, got " + std::to_string(options.staging_sm_blocks));
   std::unique_ptr<TransferEngine> e(new TransferEngine(gpu, mem, clock, options));
   std::vector<Path> order = options.allowed.empty() ? PathsFastestFirst() : options.allowed;
   for (Path p : order) {
@@ -304,15 +334,32 @@ Status TransferEngine::TryPath(Path p) {
       if (segments_ && (o_.staging_sm_copy || o_.staging_sm_copy_upto > 0)) {
         const uint64_t piece = std::max<uint64_t>(4096, o_.staging_sm_piece / 4096 * 4096);
         const uint64_t slots = std::max<uint64_t>(1, buffer_count * o_.staging_chunk / piece);
-        auto ring = cuda->NewPieceRing(piece, static_cast<uint32_t>(slots));
+        auto ring = cuda->NewPieceRing(piece, static_cast<uint32_t>(slots), o_.staging_sm_blocks);
         if (ring.ok()) {
           piece_ring_ = std::move(ring).value();
           pipeline_note += (o_.staging_sm_copy ? std::string(", single copies")
                                                : ", single host-to-device copies up to " +
                                                      FormatSize(o_.staging_sm_copy_upto)) +
-                           " moved by the SMs in " + FormatSize(piece) + " pieces";
+                           " moved by the SMs in " + FormatSize(piece) + " pieces (" +
+                           std::to_string(piece_ring_.blocks) + " blocks of 512 threads, " +
+                           std::to_string(piece_ring_.sms) + " SMs)";
         } else {
           pipeline_note += ", copy-engine DMAs (" + ring.status().message() + ")";
+        }
+      }
+      if (segments_ && o_.staging_frontier) {
+        if (o_.staging_chunk % o_.staging_frontier_unit == 0) {
+          frontier_unit_ = o_.staging_frontier_unit;
+          // One word per 4 KiB of the ring: a short copy's units are smaller (FrontierShapeOf).
+          frontier_words_.reset(
+              new UnitWord[static_cast<uint64_t>(buffer_count) * o_.staging_chunk / 4096]);
+          pipeline_note += ", host-to-device single copies in DMAs sized by the fill frontier (" +
+                           FormatSize(frontier_unit_) + " units, DMAs of >= " +
+                           FormatSize(o_.staging_frontier_min_dma) + ", two queued)";
+        } else {
+          pipeline_note += ", no DMAs by the fill frontier (the buffers of " +
+                           FormatSize(o_.staging_chunk) + " are no multiple of its unit of " +
+                           FormatSize(o_.staging_frontier_unit) + ")";
         }
       }
       LanePoolOptions lo;
@@ -344,8 +391,10 @@ Status TransferEngine::TryPath(Path p) {
                             : "") +
                        (segments_ && (o_.staging_plan_upto || o_.staging_plan_d2h_from)
                             ? ", single copies cut by plan: H2D " +
-                                  (o_.staging_plan_upto ? "up to " + FormatSize(o_.staging_plan_upto)
-                                                        : std::string("never")) +
+                                  (frontier_unit_ ? std::string("never (the fill frontier)")
+                                   : o_.staging_plan_upto
+                                       ? "up to " + FormatSize(o_.staging_plan_upto)
+                                       : std::string("never")) +
                                   ", D2H " +
                                   (o_.staging_plan_d2h_from
                                        ? "from " + FormatSize(o_.staging_plan_d2h_from)
@@ -532,6 +581,8 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
       (o_.staging_sm_copy ||
        (dir == CopyDirection::kHostToDevice && length <= o_.staging_sm_copy_upto)))
     return CopyPieces(dir, host_offset, dev, dev_offset, length);
+  if (dir == CopyDirection::kHostToDevice && frontier_unit_ > 0)
+    return CopyFrontier(host_offset, dev, dev_offset, length);
   if (signals_.host != nullptr)
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
   if (o_.staging_trace) trace_ = StagedTrace();
@@ -747,7 +798,6 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
     const uint64_t piece = d.piece.load(std::memory_order_acquire);
     const uint64_t pieces = d.pieces.load(std::memory_order_acquire);
     const SegmentFill fill = d.fill.load(std::memory_order_acquire);
-    const bool demote = fill == SegmentFill::kCachedDemoted;
     uint8_t* buf = staging_[g % nbuf]->data();
     uint64_t v = claimed[slot].load(std::memory_order_acquire);
     uint64_t copied = 0;
@@ -763,8 +813,7 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
       const uint64_t at = k * piece;
       const uint64_t len = std::min(piece, n - at);
       if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
-      CpuCopy(buf + at, src + at, len, fill == SegmentFill::kNonTemporal);
-      if (demote) DemoteLines(buf + at, len);
+      FillAs(fill, buf + at, src + at, len);
       moved[slot].fetch_add(len, std::memory_order_acq_rel);
       ++copied;
       v = claimed[slot].load(std::memory_order_acquire);
@@ -914,6 +963,141 @@ Status TransferEngine::PumpSegments(uint64_t seg_limit,
   return driver_status;
 }
 
+// Host to device by the fill frontier (TransferOptions::staging_frontier). The ring is the staging
+// buffers end to end (B x chunk bytes): copy byte x lives at ring position x % ring. Every lane
+// claims units in order from one counter, waits until the DMA that last read the unit's ring
+// space is done (copy bytes before x + n - ring retired), fills the unit (FillAs) and sets the
+// ring unit's word to the unit's number. Lane 0 advances the frontier over those words,
+// retires the DMAs in order and issues the next one (NextFrontierDma, at most two queued); while
+// no DMA runs it fills units too (staging_driver_fills).
+Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
+                                    uint64_t length) {
+  if (length == 0) return Status::Ok();
+  // Two DMAs queued: one runs while the next is set up (dyn-run2: one queued lost 2-9 points,
+  // three 1.6-4.5; docs/hil/2026-11-24-h100-staged8).
+  constexpr int kDepth = 2;
+  auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
+  const uint64_t chunk = o_.staging_chunk;
+  const uint64_t nbuf = staging_.size();
+  const uint64_t ring = chunk * nbuf;
+  const FrontierShape shape = FrontierShapeOf(length, frontier_unit_, o_.staging_frontier_min_dma);
+  const uint64_t unit = shape.unit;
+  const uint64_t units = (length + unit - 1) / unit;
+  // Non-temporal stores for copies under staging_nt_fill_below, cached and CLDEMOTEd from there
+  // (dyn-run1: NT ahead at 1 MiB, 67.7% against 58.6, and 4 MiB, 76.6 against 74.4; 10-21
+  // points behind from 16 MiB). By the copy's length: its DMAs are not known when it starts.
+  const SegmentFill fill_as = length < o_.staging_nt_fill_below ? SegmentFill::kNonTemporal
+                                                                 : SegmentFill::kCachedDemoted;
+  const uint64_t base = frontier_seq_;
+  frontier_seq_ += units + 1;
+  const int depth = static_cast<int>(std::min<uint64_t>(kDepth, nbuf));
+  const uint8_t* src = mem_.data() + host_offset;
+  const int lanes = lanes_->size();
+  std::atomic<uint64_t> next{0};     // units claimed
+  std::atomic<uint64_t> retired{0};  // copy bytes whose DMA is done (a prefix)
+  std::atomic<bool> abort{false};
+  const bool tracing = o_.staging_trace;
+  const MicrosSince us;
+  std::vector<double> lane_enter(tracing ? lanes : 0, 0), lane_first(tracing ? lanes : 0, -1);
+  if (tracing) {
+    trace_ = StagedTrace();
+    trace_.bytes = length;
+    trace_.segment_bytes = unit;
+    trace_.lanes = lanes;
+  }
+  auto space_free = [&](uint64_t u) {
+    const uint64_t end = std::min(length, (u + 1) * unit);
+    return end <= ring || retired.load(std::memory_order_acquire) >= end - ring;
+  };
+  auto fill = [&](int lane, uint64_t u) {
+    const uint64_t at = u * unit, n = std::min(unit, length - at), r = at % ring;
+    uint8_t* dst = staging_[r / chunk]->data() + r % chunk;
+    if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
+    FillAs(fill_as, dst, src + at, n);
+    frontier_words_[r / unit].v.store(base + u, std::memory_order_release);
+  };
+  Status status;
+  auto driver = [&]() -> Status {
+    uint64_t frontier = 0, issued = 0, dmas = 0;
+    std::deque<std::pair<uint64_t, uint64_t>> flight;  // (copy end, DMA number), oldest first
+    while (retired.load(std::memory_order_relaxed) < length) {
+      while (frontier < length &&
+             frontier_words_[(frontier % ring) / unit].v.load(std::memory_order_acquire) ==
+                 base + frontier / unit)
+        frontier = std::min(length, frontier + unit);
+      if (!flight.empty()) {
+        RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[flight.front().second % nbuf]));
+        if (done) {
+          if (tracing) trace_.done_us[flight.front().second] = us();
+          retired.store(flight.front().first, std::memory_order_release);
+          flight.pop_front();
+          continue;
+        }
+      }
+      const uint64_t n = NextFrontierDma(issued, frontier, length, static_cast<int>(flight.size()),
+                                         depth, shape.min_dma, chunk);
+      if (n > 0) {
+        const uint64_t r = issued % ring;
+        if (tracing) {
+          trace_.filled_us.push_back(us());
+          trace_.issue_begin_us.push_back(trace_.filled_us.back());
+        }
+        RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(tickets_[dmas % nbuf],
+                                                   CopyDirection::kHostToDevice,
+                                                   *staging_[r / chunk], r % chunk, dev,
+                                                   dev_offset + issued, n, DmaStream(dmas)));
+        if (tracing) {
+          trace_.issued_us.push_back(us());
+          trace_.done_us.push_back(0);
+          trace_.dma_bytes.push_back(n);
+        }
+        flight.emplace_back(issued + n, dmas);
+        issued += n;
+        ++dmas;
+        continue;
+      }
+      // Nothing to issue or retire, and no DMA running (the link idles: the first fill, or lanes
+      // still waking up): fill the next unit (staging_driver_fills) if its ring space is free
+      // already. Not while a DMA runs: with every lane filling, a unit takes a lane ~13 us on
+      // the H100 host (16 lanes share ~40 GB/s), which the next DMA would wait for.
+      uint64_t u = next.load(std::memory_order_relaxed);
+      if (flight.empty() && o_.staging_driver_fills && u < units && space_free(u) &&
+          next.compare_exchange_strong(u, u + 1, std::memory_order_relaxed)) {
+        fill(0, u);
+        if (tracing) ++trace_.driver_pieces;
+        continue;
+      }
+      CpuRelax();
+    }
+    return Status::Ok();
+  };
+  RunLanes(lanes, [&](int lane) {
+    if (tracing) lane_enter[lane] = us();
+    if (lane == 0) {
+      status = driver();
+      if (!status.ok()) {
+        abort.store(true, std::memory_order_release);
+        // The DMAs already queued still read the ring: let them finish before it is refilled.
+        for (auto& t : tickets_) (void)cuda->WaitKeep(t);
+      }
+      return;
+    }
+    for (uint64_t u; !abort.load(std::memory_order_relaxed) &&
+                     (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+      while (!space_free(u)) {
+        if (abort.load(std::memory_order_relaxed)) return;
+        CpuRelax();
+      }
+      fill(lane, u);
+    }
+  });
+  if (tracing) {
+    trace_.segments = static_cast<int>(trace_.filled_us.size());
+    FinishTrace(&trace_, us(), lane_enter, lane_first);
+  }
+  return status;
+}
+
 // Pieces moved by the SMs (TransferOptions::staging_sm_copy, staging_sm_copy_upto). Piece p of
 // the copy is numbered t = base + p + 1 and lives in ring slot p % slots. Lane 0 launches the
 // kernel and watches it; every lane (lane 0 once the launch returned) claims pieces in order:
@@ -987,7 +1171,11 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
           all_moved = true;
           if (tracing) trace_.pieces_moved_us = us();
         }
-        if (all_moved && Reached(done_word, base + static_cast<uint32_t>(n))) break;
+        if (all_moved && Reached(done_word, base + static_cast<uint32_t>(n))) {
+          // The blocks the kernel ran with, which it wrote before the done word.
+          if (tracing) trace_.sm_blocks = static_cast<int>(done_word[2 * kStride]);
+          break;
+        }
         if (polls % 1024 == 0) {
           status = cuda->PieceStreamError(r);
           if (!status.ok()) break;
@@ -1139,8 +1327,6 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
       const uint64_t pieces = (n + piece - 1) / piece;
       // Host to device: HostToDeviceFill, the tail being the copy's last B segments.
       const SegmentFill fill = HostToDeviceFill(o_, n, g + nbuf >= nseg);
-      const bool non_temporal = h2d ? fill == SegmentFill::kNonTemporal : o_.staging_stream_to_host;
-      const bool demote = h2d && fill == SegmentFill::kCachedDemoted;
       uint8_t* buf = staging_[b]->data();
       uint8_t* at_host = host + seg_off[g];
       for (uint64_t k; (k = claimed[g].fetch_add(1, std::memory_order_relaxed)) < pieces;) {
@@ -1148,10 +1334,9 @@ Status TransferEngine::CopySignalled(CopyDirection dir, uint64_t host_offset, De
         const uint64_t len = std::min(piece, n - at);
         if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
         if (h2d) {
-          CpuCopy(buf + at, at_host + at, len, non_temporal);
-          if (demote) DemoteLines(buf + at, len);
+          FillAs(fill, buf + at, at_host + at, len);
         } else {
-          CpuCopy(at_host + at, buf + at, len, non_temporal);
+          CpuCopy(at_host + at, buf + at, len, o_.staging_stream_to_host);
           if (o_.staging_demote_drain_upto != 0 && n <= o_.staging_demote_drain_upto)
             DemoteLines(buf + at, len);
         }

@@ -158,6 +158,17 @@ struct TransferOptions {
   bool staging_sm_copy = false;
   uint64_t staging_sm_copy_upto = 0;
   uint64_t staging_sm_piece = 32 << 10;
+  // The SM copy's kernel: this many blocks of 512 threads, at most one per SM (more are cut to
+  // the device's SM count). A program's kernel beside the copy keeps the other SMs. H100
+  // (docs/hil/2026-11-24-h100-staged8, smx2-run1), the copy's own speed in % of pinned:
+  //   blocks         1 MiB   4 MiB   16 MiB   64 MiB
+  //   132 (every SM) 79.5    87.9    91.3     91.3
+  //   32             79.5    88.6    91.3     91.8
+  //   8              76.0    84.9    90.8     90.2
+  // and what a 16 MiB copy took from a ~2 ms kernel of 10 us blocks on another stream: +82 us
+  // with 132 blocks, +21 with 32 (4 MiB: +11 against +6). Long blocks (100 us) lose about one
+  // block's time either way: the copy's blocks wait for a block to end before they run.
+  int staging_sm_blocks = 32;
   // Device to host: a lane claims its piece before the segment's DMA is done and prefetches the
   // piece's destination lines for writing (PREFETCHW) while it waits, so fewer of the drain's
   // stores wait for a read-for-ownership. Why: a drain into lines another thread wrote last ran
@@ -200,6 +211,28 @@ struct TransferOptions {
   // rounds against off (docs/hil/2026-11-24-h100-staged5, run 9): 64-256 KiB +2 to +6 points in
   // the two undisturbed rounds, 1 MiB +2 to +2.5, larger copies within the rounds' spread.
   bool staging_driver_fills = true;
+  // Host-to-device single copies (not CopyQueue, not the SM copy) with DMAs sized by the fill
+  // frontier instead of a plan: the lanes fill units of the pinned ring in order (staging_
+  // frontier_unit, smaller for short copies: FrontierShapeOf); the driving lane issues one DMA
+  // for every unit filled since its last one whenever fewer than two DMAs are queued and at
+  // least staging_frontier_min_dma bytes (or the copy's rest) wait. A fill that runs ahead of the
+  // link makes the DMAs grow by themselves, one that does not keeps them small: there is no model
+  // of the host to get wrong. Non-temporal fill under staging_nt_fill_below, cached and CLDEMOTEd
+  // from there. H100 (docs/hil/2026-11-24-h100-staged8):
+  //   the shape stand-alone (dyn-run1 to 3, against pinned cudaMemcpy alternated with it): 16 MiB
+  //   85-90% of pinned, 64 MiB 92-95%, 256 MiB 94-98%;
+  //   in the engine, staged_probe on quiet moments (runs 10, 13): 16 MiB 89.4-89.6%, 64 MiB
+  //   89.4-94.1%, where the segment pipelines read 84-90% (runs 4, 13);
+  //   but bench's alternated rounds on the same hosts (runs 8-12; 11 and 12 with this form) do
+  //   not separate the two from 16 MiB (16 MiB 76-82% against 80-84%, 64 MiB 74-87% against
+  //   71-87%, 256 MiB 80-94% against 69-94%), and it is behind at 64 KiB (44-54% against
+  //   61-64%); run 16, three rounds each, medians: 16 MiB 80.6% against 82.7, 64 MiB 83.2
+  //   against 85.2, and with the lanes spinning through bench's work (--spin-us 200000) 81.6
+  //   against 85.5 and 86.6 against 89.3, so the lanes' wake-up is not why.
+  // So it is opt-in (--frontier) until bench says why it reads below staged_probe.
+  bool staging_frontier = false;
+  uint64_t staging_frontier_unit = 32 << 10;
+  uint64_t staging_frontier_min_dma = 256 << 10;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
@@ -217,14 +250,18 @@ struct StagedTrace {
   double first_piece_us = 0;                            // the first memcpy started
   std::vector<double> filled_us, issue_begin_us, issued_us, done_us;
   double returned_us = 0;  // the lane pool returned: the copy is complete
-  // Host to device: pieces of the first segment the driving lane filled itself
-  // (TransferOptions::staging_driver_fills).
+  // Host to device: pieces of the first segment the driving lane filled itself, or by the fill
+  // frontier the units it filled while no DMA ran (TransferOptions::staging_driver_fills).
   uint64_t driver_pieces = 0;
   // A copy moved by the SMs (TransferOptions::staging_sm_copy, staging_sm_copy_upto): its pieces
   // (segments stays 0), the moment the kernel's launch returned, and the moment the lanes had
   // moved every piece.
   uint64_t sm_pieces = 0;
   double launched_us = 0, pieces_moved_us = 0;
+  int sm_blocks = 0;  // the blocks the kernel ran with (it says so itself, with its done word)
+  // A copy by the fill frontier (TransferOptions::staging_frontier): each DMA's bytes, in order
+  // (its segments are its DMAs).
+  std::vector<uint64_t> dma_bytes;
 };
 
 // The piece the filling lanes (all but the driving lane 0) claim of a staged segment of `seg`
@@ -239,6 +276,23 @@ uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece);
 // segment's own size, not the copy's segment limit.
 enum class SegmentFill { kCached, kNonTemporal, kCachedDemoted };
 SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail);
+
+// The next DMA of a host-to-device copy by the fill frontier (TransferOptions::staging_frontier):
+// its length, or 0 for none yet. Copy bytes [issued, frontier) are filled and in no DMA,
+// `in_flight` DMAs are queued (at most `depth`), and the ring's buffers are `chunk` bytes each, a
+// DMA staying inside one (issued % chunk is its offset there). A DMA takes every waiting byte
+// once at least min_dma wait, or the copy's rest is filled.
+uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, int in_flight,
+                         int depth, uint64_t min_dma, uint64_t chunk);
+// A copy's unit and smallest DMA by the fill frontier: `unit` halved (down to 4 KiB, while it
+// stays a multiple of 4 KiB) until the copy has 64 units, and the smallest DMA an eighth of the
+// copy, between that unit and `min_dma`. A short copy then has enough units for every lane and
+// its first DMA goes early (H100, staged8 run 9: 1 MiB with 16 KiB units and 128 KiB DMAs 44.5 us
+// against 53.2 with 32 KiB and 256 KiB).
+struct FrontierShape {
+  uint64_t unit = 0, min_dma = 0;
+};
+FrontierShape FrontierShapeOf(uint64_t length, uint64_t unit, uint64_t min_dma);
 
 // Segment boundaries of a device-to-host copy of `length` bytes in segments of `seg`: offsets
 // from 0 to length. With `tail` (0 < tail < seg) and at least two segments' worth, the copy's
@@ -313,6 +367,10 @@ class TransferEngine {
   // A job on the lanes whose lane 0 returns only once the work is done: elastic (LanePool::
   // RunElastic) unless TransferOptions::staging_elastic is off.
   void RunLanes(int lanes, const std::function<void(int)>& job);
+  // One host-to-device copy with DMAs sized by the fill frontier (TransferOptions::
+  // staging_frontier).
+  Status CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
+                      uint64_t length);
   // One copy moved by the SMs (TransferOptions::staging_sm_copy).
   Status CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                     uint64_t dev_offset, uint64_t length);
@@ -353,6 +411,14 @@ class TransferEngine {
   // SM-moved copies: the piece ring and the number of the next copy's first piece - 1.
   cuda::CudaGpu::PieceRing piece_ring_;
   uint32_t piece_seq_ = 1;
+  // CopyFrontier's per-unit words of the ring (the number of the copy unit that filled the ring
+  // unit last), each on its own line, and the number its next copy's first unit takes.
+  struct alignas(64) UnitWord {
+    std::atomic<uint64_t> v{0};
+  };
+  std::unique_ptr<UnitWord[]> frontier_words_;
+  uint64_t frontier_unit_ = 0;  // 0: no copies by the fill frontier
+  uint64_t frontier_seq_ = 1;
   StagedTrace trace_;
 };
 

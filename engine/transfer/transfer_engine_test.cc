@@ -109,6 +109,24 @@ TEST(TransferEngine, MemfdTakesRegisteredDirectAndUnregistersAtTheEnd) {
   EXPECT_EQ(gpu.registrations(), 0u);
 }
 
+// Options the engine cannot run with are refused at Open, naming the option.
+TEST(TransferEngine, BadStagingOptionsAreRefusedNamingTheOption) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  auto mem = Map(host::HostKind::kMemfd, 4 << 20);
+  struct Case { const char* option; void (*set)(TransferOptions*); };
+  for (const Case& c : {Case{"--sm-blocks", [](TransferOptions* o) { o->staging_sm_blocks = 0; }},
+                        Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 5000; }},
+                        Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 0; }}}) {
+    TransferOptions o;
+    c.set(&o);
+    auto e = TransferEngine::Open(gpu, *mem, clock, o);
+    ASSERT_FALSE(e.ok()) << c.option;
+    EXPECT_EQ(e.status().code(), kInvalidArgument);
+    EXPECT_NE(e.status().message().find(c.option), std::string::npos) << e.status().message();
+  }
+}
+
 TEST(TransferEngine, TooLargeForOneCallIsRegisteredInChunks) {
   FakeGpu gpu(1 << 20);
   SteadyClock clock;
@@ -293,6 +311,59 @@ TEST(SegmentPieceTest, TwoPerFillingLaneAtLeastTheFloor) {
 // without the demote, the short last segment of a copy cut into 8 MiB segments still streams
 // (the rule once looked at the copy's segment limit instead), and staging_nt_tail streams a
 // copy's last segments whatever their size.
+// The next DMA by the fill frontier: none while two are queued, none for fewer waiting bytes than
+// the minimum unless the copy's rest is filled, else every waiting byte up to the buffer's end.
+TEST(NextFrontierDmaTest, WaitsForTheMinimumOrTheRestAndStaysInItsBuffer) {
+  constexpr uint64_t K = 1024, M = K * K, kChunk = 8 * M;
+  struct Row {
+    uint64_t issued, frontier, length;
+    int in_flight;
+    uint64_t want;
+  };
+  const Row rows[] = {
+      {0, 0, 4 * M, 0, 0},                  // nothing filled
+      {0, 128 * K, 4 * M, 0, 0},            // under the 256 KiB minimum
+      {0, 256 * K, 4 * M, 0, 256 * K},      // the minimum: all of it
+      {0, 3 * M, 4 * M, 1, 3 * M},          // everything waiting, one queued
+      {0, 3 * M, 4 * M, 2, 0},              // two queued: none
+      {4 * M - 32 * K, 4 * M, 4 * M, 1, 32 * K},  // the rest, under the minimum
+      {7 * M, 9 * M, 64 * M, 0, M},         // up to the first buffer's end
+      {8 * M, 9 * M, 64 * M, 0, M},         // then from the next buffer's start
+      {9 * M, 9 * M, 64 * M, 0, 0},         // nothing new
+      {32 * M - 64 * K, 40 * M, 64 * M, 1, 64 * K},  // cut at a buffer's end, under the minimum
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(NextFrontierDma(r.issued, r.frontier, r.length, r.in_flight, 2, 256 * K, kChunk),
+              r.want)
+        << "issued " << r.issued << " frontier " << r.frontier << " in flight " << r.in_flight;
+  EXPECT_EQ(NextFrontierDma(0, M, M, 0, 2, 256 * K, 0), 0u) << "no buffer";
+}
+
+// A copy's unit and smallest DMA: 64 units at least (down to 4 KiB), the smallest DMA an eighth
+// of the copy between the unit and the option.
+TEST(FrontierShapeTest, ShortCopiesGetSmallerUnitsAndDmas) {
+  constexpr uint64_t K = 1024, M = K * K;
+  struct Row {
+    uint64_t length, unit, min_dma, want_unit, want_min;
+  };
+  const Row rows[] = {
+      {64 * M, 32 * K, 256 * K, 32 * K, 256 * K},
+      {4 * M, 32 * K, 256 * K, 32 * K, 256 * K},
+      {2 * M, 32 * K, 256 * K, 32 * K, 256 * K},  // 64 units of 32 KiB
+      {1 * M, 32 * K, 256 * K, 16 * K, 128 * K},
+      {64 * K, 32 * K, 256 * K, 4 * K, 8 * K},
+      {4 * K, 32 * K, 256 * K, 4 * K, 4 * K},      // the unit is the floor of the smallest DMA
+      {1 * M, 48 * K, 256 * K, 12 * K, 128 * K},   // halved twice: 64 units of 12 KiB fit
+      {64 * K, 12 * K, 256 * K, 12 * K, 12 * K},   // not to 6 KiB: no multiple of 4 KiB
+      {64 * M, 32 * K, 0, 32 * K, 0},              // no minimum asked: none
+  };
+  for (const Row& r : rows) {
+    const FrontierShape s = FrontierShapeOf(r.length, r.unit, r.min_dma);
+    EXPECT_EQ(s.unit, r.want_unit) << r.length << " " << r.unit;
+    EXPECT_EQ(s.min_dma, r.want_min) << r.length << " " << r.unit;
+  }
+}
+
 TEST(HostToDeviceFillTest, BySegmentSizeThenTheTail) {
   const TransferOptions d;
   ASSERT_EQ(d.staging_demote_fill_from, 512ull << 10);

@@ -635,11 +635,8 @@ TEST_P(BothProfiles, CopyFaultEffects) {
   auto copy = [&] {
     return fx.gpu->Copy(CopyDirection::kHostToDevice, src, 0, *dev.value(), 0, src.size());
   };
-  FaultRule err;
-  err.point = "gpu.copy";
-  err.trigger = FaultTrigger::kNth;
-  err.nth = 1;
-  err.error = Status::Cuda(fx.profile.error_unknown, "injected");
+  const FaultRule err =
+      FaultRule::ErrorOnCall("gpu.copy", 1, Status::Cuda(fx.profile.error_unknown, "injected"));
   ASSERT_TRUE(fx.faults->AddRule(err).ok());
   FaultRule delay = err;
   delay.nth = 2;

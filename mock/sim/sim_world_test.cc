@@ -256,12 +256,9 @@ TEST_F(CopyHostTest, BoundsAreChecked) {
 }
 
 TEST_F(CopyHostTest, FaultErrorReturnsAndMovesNothing) {
-  FaultRule rule;
-  rule.point = "host.memcpy";
-  rule.trigger = FaultTrigger::kNth;
-  rule.nth = 2;
-  rule.error = Status::Errno(EIO, "injected");
-  ASSERT_TRUE(world->faults->AddRule(rule).ok());
+  ASSERT_TRUE(world->faults
+                  ->AddRule(FaultRule::ErrorOnCall("host.memcpy", 2, Status::Errno(EIO, "injected")))
+                  .ok());
   auto src = Alloc(4096);
   auto dst = Alloc(4096);
   const uint8_t one = 1;
