@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Device run 11 (staged8): the fill frontier with units and DMAs scaled to short copies and a non-temporal fill under 8 MiB,
+# against the segment pipelines (--no-frontier): three alternated bench rounds, and staged_probe
+# timelines.
+B=$(dirname "$0")
+export LD_LIBRARY_PATH=$B/lib
+exec > >(tee "$OUT/run11.log") 2>&1
+date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for i in 1 2 3; do
+  for cfg in "" "--no-frontier"; do
+    timeout 120 $B/resmem-gpu bench --backend cuda --paths pinned,staged --sizes 64K,1M,4M,16M,64M,256M --passes 9 --overlap-blocks 0 $cfg > /tmp/bench.log 2>&1
+    echo "== bench $i [$cfg] rc=$?"; awk '$1=="staged" && $2=="H2D" {printf "  %s %s %s %s %s\n", $1, $2, $3$4, $5, $6} /UNRELIABLE|unreliable|MISMATCH|host check/' /tmp/bench.log | head -32
+  done
+done
+timeout 300 $B/staged_cuda_test 2>&1 | grep -E "^\[  PASSED|^\[  FAILED|Failure|Which is" | tail -8
+timeout 100 $B/staged_probe --timeline --sizes 1M,4M,16M,64M --copies 30 2>&1 | grep -E "^==|pinned |staged H2D|phases|fill:" | grep -B1 -A2 "staged H2D" | cut -c1-900 | sed 's/(mean.*two queued))//'
+date -u
