@@ -30,6 +30,12 @@
 namespace resmem::transfer {
 namespace {
 
+// A copy's result as an assertion that prints the engine's error when it failed.
+::testing::AssertionResult CopyOk(const Result<CopyStats>& r) {
+  if (r.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << r.status().ToString();
+}
+
 struct Variant {
   const char* name;
   bool signals, gpu_waits, sm_copy;
@@ -140,7 +146,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
     // Put another pattern through the ring (into a second buffer) first, so a drain that ran
     // ahead of its DMA would bring back that pattern, not the one on the device.
     ASSERT_TRUE(FillPattern(*host_, 0, len, seq + 1000, 5).ok());
-    ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, len).ok());
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, len)));
     std::memset(host_->data(), 0, len);
     auto down = (*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len);
     ASSERT_TRUE(down.ok()) << down.status().ToString();
@@ -164,7 +170,7 @@ TEST_F(StagedCudaLongTest, GigabyteCopyBothWaysIntact) {
   auto planned = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   ASSERT_TRUE(FillPattern(*host_, 0, len, 76, 5).ok());
-  ASSERT_TRUE((*planned)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
+  ASSERT_TRUE(CopyOk((*planned)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len)));
   auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 76, 5);
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(*bad, 0u) << "H2D, planned";
@@ -173,12 +179,12 @@ TEST_F(StagedCudaLongTest, GigabyteCopyBothWaysIntact) {
   auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   ASSERT_TRUE(FillPattern(*host_, 0, len, 77, 5).ok());
-  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
+  ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len)));
   bad = DeviceMismatches(*gpu_, *dev_, 0, len, 77, 5);
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(*bad, 0u) << "H2D, by the fill frontier";
   std::memset(host_->data(), 0, len);
-  ASSERT_TRUE((*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len).ok());
+  ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len)));
   auto back = HostMismatches(*host_, 0, len, 77, 5);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, 0u) << "D2H";
@@ -204,7 +210,7 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
       if (!planned) o.staging_plan_upto = o.staging_plan_d2h_from = 0;
       auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
       ASSERT_TRUE(e.ok()) << e.status().ToString();
-      ASSERT_TRUE((*e)->Copy(k.dir, 0, *dev_, 0, k.len).ok());
+      ASSERT_TRUE(CopyOk((*e)->Copy(k.dir, 0, *dev_, 0, k.len)));
       segments[planned ? 0 : 1] = (*e)->last_trace().segments;
     }
     const TransferOptions d;
@@ -236,7 +242,7 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
     uint64_t pieces = 0;
     for (int i = 0; i < 100; ++i) {
       ASSERT_TRUE(FillPattern(*host_, 0, len, 50 + i, 5).ok());
-      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
+      ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len)));
       pieces += (*e)->last_trace().driver_pieces;
       auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 50 + i, 5);
       ASSERT_TRUE(bad.ok());
@@ -282,10 +288,10 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
     ++seq;
     ASSERT_TRUE(FillPattern(*host_, 0, k.len, seq, 5).ok());
     if (!h2d) {  // the pattern onto the device first, then back into a cleared mapping
-      ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, k.len).ok());
+      ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, k.len)));
       std::memset(host_->data(), 0, k.len);
     }
-    ASSERT_TRUE((*e)->Copy(k.dir, 0, *dev_, 0, k.len).ok()) << what;
+    ASSERT_TRUE(CopyOk((*e)->Copy(k.dir, 0, *dev_, 0, k.len))) << what;
     const StagedTrace& t = (*e)->last_trace();
     if (k.sms) {
       EXPECT_EQ(t.sm_pieces, (k.len + o.staging_sm_piece - 1) / o.staging_sm_piece) << what;

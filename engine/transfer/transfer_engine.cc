@@ -127,6 +127,13 @@ uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, in
   return std::min(waiting, chunk - issued % chunk);
 }
 
+uint64_t FirstRefilledUnit(const std::function<uint64_t(uint64_t)>& word, uint64_t base,
+                           uint64_t from, uint64_t to) {
+  for (uint64_t u = from; u < to; ++u)
+    if (word(u) != base + u) return u;
+  return to;
+}
+
 FrontierShape FrontierShapeOf(uint64_t length, uint64_t unit, uint64_t min_dma) {
   FrontierShape s;
   s.unit = unit;
@@ -1016,20 +1023,49 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
     FillAs(fill_as, dst, src + at, n);
     frontier_words_[r / unit].v.store(base + u, std::memory_order_release);
   };
+  auto unit_word = [&](uint64_t u) {
+    return frontier_words_[(u * unit % ring) / unit].v.load(std::memory_order_acquire);
+  };
   Status status;
   auto driver = [&]() -> Status {
     uint64_t frontier = 0, issued = 0, dmas = 0;
     std::deque<std::pair<uint64_t, uint64_t>> flight;  // (copy end, DMA number), oldest first
     while (retired.load(std::memory_order_relaxed) < length) {
-      while (frontier < length &&
-             frontier_words_[(frontier % ring) / unit].v.load(std::memory_order_acquire) ==
-                 base + frontier / unit)
+      // Each unit's word is stamped with its number in this copy (base + u). A lane refills a
+      // unit's ring space only once the DMA that read it is done, which the driver issues only
+      // after seeing the word: a word already past base + u was refilled by a later lap before
+      // its data went out. That breaks the ring's rule; the copy fails, naming the unit, rather
+      // than waiting for a word that will never come.
+      while (frontier < length) {
+        const uint64_t want = base + frontier / unit;
+        const uint64_t word = unit_word(frontier / unit);
+        if (word != want) {
+          if (word > want)
+            return Status::Internal(
+                "fill frontier: the ring space of unit " + std::to_string(frontier / unit) +
+                " (copy offset " + std::to_string(frontier) + ") was refilled by unit " +
+                std::to_string(word - base) + " before its DMA was issued: a lane broke the "
+                "ring's order; the copy's data on the device is not whole");
+          break;
+        }
         frontier = std::min(length, frontier + unit);
+      }
       if (!flight.empty()) {
         RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[flight.front().second % nbuf]));
         if (done) {
           if (tracing) trace_.done_us[flight.front().second] = us();
-          retired.store(flight.front().first, std::memory_order_release);
+          // Before the DMA's ring space is freed, none of its units may have been refilled.
+          const uint64_t end = flight.front().first;
+          const uint64_t from = retired.load(std::memory_order_relaxed) / unit;
+          const uint64_t to = (end + unit - 1) / unit;
+          const uint64_t bad = FirstRefilledUnit(unit_word, base, from, to);
+          if (bad < to)
+            return Status::Internal(
+                "fill frontier: the ring space of unit " + std::to_string(bad) + " (copy offset " +
+                std::to_string(bad * unit) + ") was refilled by unit " +
+                std::to_string(unit_word(bad) - base) + " while its DMA still read it: a lane " +
+                "broke the ring's order; the copy's data on the device is not whole");
+          retired.store(end, std::memory_order_release);
           flight.pop_front();
           continue;
         }

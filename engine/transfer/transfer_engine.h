@@ -229,7 +229,11 @@ struct TransferOptions {
   //   61-64%); run 16, three rounds each, medians: 16 MiB 80.6% against 82.7, 64 MiB 83.2
   //   against 85.2, and with the lanes spinning through bench's work (--spin-us 200000) 81.6
   //   against 85.5 and 86.6 against 89.3, so the lanes' wake-up is not why.
-  // So it is opt-in (--frontier) until bench says why it reads below staged_probe.
+  // Why (staged9, runs 3-5): the caches' state. bench's first copy of a cell follows the other
+  // path's stamps and copies; with 512 MiB of other memory dirtied before each copy the lanes'
+  // fill alone runs at 36-46 GB/s (112-143 warm), under the link, and this pipeline loses more
+  // than the segment pipelines (64 MiB 1,742-2,051 us against 1,551-1,702), where warm it is the
+  // fastest (16 MiB 361-370 us against 379-410). So it is opt-in (--frontier).
   bool staging_frontier = false;
   uint64_t staging_frontier_unit = 32 << 10;
   uint64_t staging_frontier_min_dma = 256 << 10;
@@ -284,6 +288,12 @@ SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail)
 // once at least min_dma wait, or the copy's rest is filled.
 uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, int in_flight,
                          int depth, uint64_t min_dma, uint64_t chunk);
+// The first unit u in [from, to) of a fill-frontier copy whose ring word, word(u), no longer
+// reads the unit's own number base + u, or `to` when every one does. The driver checks a DMA's
+// units when the DMA is done, before their ring space is freed: a unit refilled earlier (by a
+// later lap of the ring) was overwritten while the DMA could still read it, and the copy fails.
+uint64_t FirstRefilledUnit(const std::function<uint64_t(uint64_t)>& word, uint64_t base,
+                           uint64_t from, uint64_t to);
 // A copy's unit and smallest DMA by the fill frontier: `unit` halved (down to 4 KiB, while it
 // stays a multiple of 4 KiB) until the copy has 64 units, and the smallest DMA an eighth of the
 // copy, between that unit and `min_dma`. A short copy then has enough units for every lane and

@@ -364,6 +364,27 @@ TEST(FrontierShapeTest, ShortCopiesGetSmallerUnitsAndDmas) {
   }
 }
 
+// A ring of 8 units whose words a copy numbered from base 100 stamped: unit u of the copy
+// lives in ring unit u % 8 and reads 100 + u until a later lap (u + 8) refills it.
+TEST(FirstRefilledUnitTest, FindsTheFirstUnitALaterLapOverwrote) {
+  constexpr uint64_t kBase = 100, kRing = 8;
+  uint64_t ring[kRing];
+  for (uint64_t u = 0; u < kRing; ++u) ring[u] = kBase + u;
+  auto word = [&](uint64_t u) { return ring[u % kRing]; };
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 0, 8), 8u) << "every unit reads its own number";
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 3, 3), 3u) << "no units: none refilled";
+  ring[5] = kBase + 13;  // the second lap's unit 13 took ring unit 5 too early
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 0, 8), 5u);
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 2, 5), 5u) << "a DMA that ends before it";
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 5, 6), 5u);
+  ring[2] = 7;  // a word an earlier copy left (not filled yet in this one) counts too
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 0, 8), 2u);
+  // The second lap, legitimately refilled after the first lap's DMAs were done.
+  for (uint64_t u = 8; u < 16; ++u) ring[u % kRing] = kBase + u;
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 8, 16), 16u);
+  EXPECT_EQ(FirstRefilledUnit(word, kBase, 0, 1), 0u) << "unit 0's space now holds unit 8";
+}
+
 TEST(HostToDeviceFillTest, BySegmentSizeThenTheTail) {
   const TransferOptions d;
   ASSERT_EQ(d.staging_demote_fill_from, 512ull << 10);
