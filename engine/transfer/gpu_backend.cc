@@ -194,6 +194,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
   app.add_flag("--nt-tail", o->staging_nt_tail,
                "fill a copy's last segments with non-temporal stores whatever their size")
       ->group(group);
+  cli::AddSizeOption(app, "--nt-fill-below", &o->staging_nt_fill_below,
+                     "fill pinned segments under this size (by the fill frontier: copies under "
+                     "it) with non-temporal stores, larger ones through the cache (0: never)",
+                     0)
+      ->group(group);
   app.add_flag_callback(
          "--cached-fill", [o] { o->staging_nt_fill_below = 0; },
          "fill every pinned segment with ordinary stores (default: segments under 8 MiB get "

@@ -82,5 +82,24 @@ TEST(StagingOptions, FrontierOptionsLand) {
   EXPECT_NE(err.find("--frontier-unit"), std::string::npos) << err;
 }
 
+// Where the fill switches from non-temporal stores to the cache: a size, 0 for never, and
+// --cached-fill as a name for 0.
+TEST(StagingOptions, NonTemporalFillLimitLands) {
+  TransferOptions o;
+  std::string err;
+  EXPECT_EQ(o.staging_nt_fill_below, 8u << 20);
+  ASSERT_FALSE(Parse({"--nt-fill-below", "1G"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_nt_fill_below, 1u << 30);
+  ASSERT_FALSE(Parse({"--nt-fill-below", "0"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_nt_fill_below, 0u);
+  o = TransferOptions();
+  ASSERT_FALSE(Parse({"--cached-fill"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_nt_fill_below, 0u);
+  auto rc = Parse({"--nt-fill-below", "lots"}, &o, &err);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 2);
+  EXPECT_NE(err.find("--nt-fill-below"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace resmem::transfer
