@@ -17,6 +17,8 @@
 // rate and per-DMA cost, the lanes' fill and drain alone and beside a DMA loop) and, per size,
 // what the best cut of a staged copy reaches under them: the ceiling of any segment schedule.
 // --handoff: only the lanes' start, lane by lane, through three hand-offs (no GPU needed).
+// --evict-mib N: before each timed step, dirty N MiB of other memory, so copies start with cold
+// caches as bench's do (docs/hil/2026-11-24-h100-staged9).
 // Every staged copy's data is checked on the device. Nothing is asserted: figures only.
 // Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.
 #include <algorithm>
@@ -96,6 +98,21 @@ struct Probe {
   cuda::CudaGpu::CopyTicket* beside_ticket = nullptr;  // FillOnly's `beside` DMAs
   std::vector<double> beside_dma_us = {};               // and their times
   double hot_dispatch_us = 0;  // Dispatch's median empty job, lanes spinning (Costs' start)
+  // --evict-mib: before each timed pinned, DMA-only, fill-only or staged copy (before its source
+  // is stamped), the calling thread dirties this many bytes of its own, line by line, so what the
+  // copy's last run left in the caches (the pinned ring, the source) is gone, as in bench, where
+  // the other paths' copies and stamps come between two copies of one path.
+  uint64_t evict_bytes = 0;
+  std::vector<uint8_t> scratch = {};
+
+  void Evict() {
+    if (evict_bytes == 0) return;
+    if (scratch.size() != evict_bytes) scratch.assign(evict_bytes, 0);
+    // One read-modify-write per 64-byte line: cached stores (a large memset may stream past
+    // the caches).
+    volatile uint8_t* line = scratch.data();
+    for (uint64_t i = 0; i < evict_bytes; i += 64) line[i] = line[i] + 1;
+  }
 
   uint64_t SegmentOf(uint64_t size, int min_segments) const {
     const uint64_t share = ((size + min_segments - 1) / min_segments + 4095) / 4096 * 4096;
@@ -105,6 +122,7 @@ struct Probe {
   Status Pinned(uint64_t size) {
     std::vector<double> t;
     for (int i = 0; i < copies; ++i) {
+      Evict();
       RESMEM_ASSIGN_OR_RETURN(CopyStats s,
                               gpu->Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, size));
       t.push_back(s.seconds * 1e6);
@@ -160,6 +178,7 @@ struct Probe {
     const uint64_t nbuf = ring.size();
     std::vector<double> t, submit;
     for (int c = 0; c < copies; ++c) {
+      Evict();
       auto t0 = Steady::now();
       uint64_t issued = 0, finished = 0;
       double sub = 0;
@@ -234,6 +253,11 @@ struct Probe {
     const uint64_t nseg = (size + seg - 1) / seg;
     std::vector<double> t;
     for (int c = 0; c < copies; ++c) {
+      if (evict_bytes) {
+        // As a staged copy meets it: the source just stamped, the ring cold.
+        Evict();
+        RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*host, 0, size, ++seq));
+      }
       if (after_dma) {
         for (uint64_t s = 0; s < nseg && s < ring.size(); ++s)
           RESMEM_RETURN_IF_ERROR(gpu->Copy(CopyDirection::kDeviceToHost, *ring[s], 0, *dev, s * seg,
@@ -304,6 +328,7 @@ struct Probe {
     std::vector<double> total, enter_max, first_piece, fill0, submit, filled_last, issued_last,
         done_last, returned, dma_gap, sm_launched, sm_moved;
     for (int c = 0; c < copies; ++c) {
+      Evict();
       if (h2d) {
         ++seq;
         RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*host, 0, size, seq));
@@ -671,6 +696,11 @@ int Main(int argc, char** argv) {
           },
           "", "4K-MULTIPLE"))
       ->default_str("4M,16M,256M");
+  uint64_t evict_mib = 0;
+  app->add_option("--evict-mib", evict_mib,
+                  "before each timed pinned or staged copy, dirty this many MiB of other memory "
+                  "(caches emptied of the ring and the source, as between bench's copies)")
+      ->check(CLI::Range(0, 65536));
   app->add_option("--copies", copies_n, "copies per figure (median)")
       ->type_name("N")
       ->check(CLI::Range(1, 100000));
@@ -726,6 +756,7 @@ int Main(int argc, char** argv) {
   Probe p{cuda, backend->gpu.get(), backend->clock.get(), host->get(), dev->get(), pinned->get(),
           base, copies_n};
   p.dump = dump || timeline;
+  p.evict_bytes = evict_mib << 20;
   std::vector<std::unique_ptr<HostMemory>> ring;
   std::vector<cuda::CudaGpu::CopyTicket> tickets;
   for (int i = 0; i < std::max(2, base.staging_buffers); ++i) {
