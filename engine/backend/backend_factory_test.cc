@@ -63,7 +63,7 @@ TEST(BackendFactory, BuildsTheSimulatorOnAVirtualClock) {
 }
 
 TEST(BackendFactory, UnknownPartNamesWhatExists) {
-  BackendSpec spec{"x", "sim", "teleport", "sim"};
+  BackendSpec spec{"x", "sim", "teleport", "sim", ""};
   PartContext ctx;
   ctx.machine = *sim::MachinePreset("seed000-workstation");
   auto b = MakeBackend(spec, ctx);

@@ -100,7 +100,7 @@ TEST(Calibrate, ANumberThatIsNoWholeNumberInRangeIsRefusedByName) {
   ASSERT_TRUE(b.ok());
   auto profile = RunCalibration(*b->gpu, *b->clock, Small());
   ASSERT_TRUE(profile.ok());
-  for (const nlohmann::json bad : {nlohmann::json(1.67779e+68), nlohmann::json(1.5), nlohmann::json(-4096)}) {
+  for (const nlohmann::json& bad : {nlohmann::json(1.67779e+68), nlohmann::json(1.5), nlohmann::json(-4096)}) {
     nlohmann::json edited = *profile;
     edited["registration"][0]["size"] = bad;
     auto report = CompareWithSim(edited);

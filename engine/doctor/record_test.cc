@@ -80,10 +80,10 @@ TEST_P(RecordRoundTrip, ReplayFindsTheSameWithTheSameEvidence) {
 
 INSTANTIATE_TEST_SUITE_P(
     Presets, RecordRoundTrip,
-    ::testing::Values(Case{"seed000-workstation", ""}, Case{"seed002-workstation", ""},
-                      Case{"seed002-workstation", "mem=4G memmap=8G"},
-                      Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0xbe000000 memmap=64M$0x40000000"},
-                      Case{"qemu-q35-2g", ""}, Case{"h100-host", ""},
+    ::testing::Values(Case{"seed000-workstation", "", ""}, Case{"seed002-workstation", "", ""},
+                      Case{"seed002-workstation", "mem=4G memmap=8G", ""},
+                      Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0xbe000000 memmap=64M$0x40000000", ""},
+                      Case{"qemu-q35-2g", "", ""}, Case{"h100-host", "", ""},
                       // The IOMMU: translating, identity, off by the kernel's default, by the
                       // firmware, options the kernel does not take.
                       Case{"qemu-q35-5g", "console=ttyS0 intel_iommu=on memmap=64M$0x40000000", "intel"},

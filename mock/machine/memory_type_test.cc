@@ -27,13 +27,13 @@ TEST(MtrrTypeAt, VariableRangesDefaultAndFixedRange) {
   EXPECT_EQ(MtrrTypeAt(reversed, 3 * kGiB + 5), MemoryType::kUncached);
   EXPECT_EQ(MtrrTypeAt(reversed, 2 * kGiB), MemoryType::kWriteBack);
   MtrrConfig mixed;  // WC and WB both matching: undefined by the SDM, modelled as UC
-  mixed.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining},
-                    {0, 2 * kGiB, MemoryType::kWriteBack}};
+  mixed.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining, ""},
+                    {0, 2 * kGiB, MemoryType::kWriteBack, ""}};
   EXPECT_EQ(MtrrTypeAt(mixed, 1 * kGiB), MemoryType::kUncached);
   MtrrConfig overlap;
   overlap.default_type = MemoryType::kWriteBack;
-  overlap.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining},
-                      {0, 2 * kGiB, MemoryType::kWriteCombining}};
+  overlap.variable = {{0, 4 * kGiB, MemoryType::kWriteCombining, ""},
+                      {0, 2 * kGiB, MemoryType::kWriteCombining, ""}};
   EXPECT_EQ(MtrrTypeAt(overlap, 1 * kGiB), MemoryType::kWriteCombining);  // equal types stay
 }
 
@@ -58,9 +58,9 @@ TEST(EffectiveMemoryType, Seed000CliffBetween64And128GB) {
 TEST(EffectiveMemoryType, AMachineWhoseMtrrsCover80GBHasItsCliffAt80GB) {
   auto spec = Seed000();
   // 80 GB = 64 GB + 16 GB: two aligned power-of-two ranges.
-  spec.mtrr.variable = {{0, 64 * kGiB, MemoryType::kWriteBack},
-                        {64 * kGiB, 16 * kGiB, MemoryType::kWriteBack},
-                        {3 * kGiB, 1 * kGiB, MemoryType::kUncached}};
+  spec.mtrr.variable = {{0, 64 * kGiB, MemoryType::kWriteBack, ""},
+                        {64 * kGiB, 16 * kGiB, MemoryType::kWriteBack, ""},
+                        {3 * kGiB, 1 * kGiB, MemoryType::kUncached, ""}};
   const uint64_t base = 4 * kGiB;
   EXPECT_EQ(EffectiveMemoryType(spec, base, 80 * kGiB, MemoryType::kWriteBack),
             MemoryType::kWriteBack);

@@ -52,7 +52,7 @@ TEST(RenderMtrr, KernelFormat) {
             "reg00: base=0x000000000 (    0MB), size=131072MB, count=1: write-back\n"
             "reg01: base=0x0c0000000 ( 3072MB), size= 1024MB, count=1: uncachable\n");
   MachineSpec small;
-  small.mtrr.variable = {{0xd0000000, 64 << 10, MemoryType::kWriteCombining}};
+  small.mtrr.variable = {{0xd0000000, 64 << 10, MemoryType::kWriteCombining, ""}};
   EXPECT_EQ(RenderMtrr(small),
             "reg00: base=0x0d0000000 ( 3328MB), size=   64KB, count=1: write-combining\n");
 }

@@ -51,8 +51,8 @@ MachineSpec Seed000() {
   // 000's table between 64 GB and 128 GB comes from here, not from any size rule.
   m.mtrr.enabled = true;
   m.mtrr.default_type = MemoryType::kUncached;
-  m.mtrr.variable = {{0, 128 * kGiB, MemoryType::kWriteBack},
-                     {3 * kGiB, 1 * kGiB, MemoryType::kUncached}};
+  m.mtrr.variable = {{0, 128 * kGiB, MemoryType::kWriteBack, ""},
+                     {3 * kGiB, 1 * kGiB, MemoryType::kUncached, ""}};
   m.phys_addr_bits = 40;
   // Fitted to seed 000's table (16 MiB blocks, MB = 1e6):
   m.perf.wb_copy_gbps = 3.93;       // run A, second pass: 3942/3948/3941/3903 MB/s
@@ -84,10 +84,10 @@ MachineSpec Seed002() {
   m.cmdline = "mem=4G memmap=8G$4G";  // seed 002
   // All RAM WB (the seed shows no speed cliff): [0,8G) + [8G,12G) + [12G,13G) WB, hole UC.
   m.mtrr.default_type = MemoryType::kUncached;
-  m.mtrr.variable = {{0, 8 * kGiB, MemoryType::kWriteBack},
-                     {8 * kGiB, 4 * kGiB, MemoryType::kWriteBack},
-                     {12 * kGiB, 1 * kGiB, MemoryType::kWriteBack},
-                     {3 * kGiB, 1 * kGiB, MemoryType::kUncached}};
+  m.mtrr.variable = {{0, 8 * kGiB, MemoryType::kWriteBack, ""},
+                     {8 * kGiB, 4 * kGiB, MemoryType::kWriteBack, ""},
+                     {12 * kGiB, 1 * kGiB, MemoryType::kWriteBack, ""},
+                     {3 * kGiB, 1 * kGiB, MemoryType::kUncached, ""}};
   m.phys_addr_bits = 36;
   m.perf = Seed000().perf;  // assumption: same era of workstation, same author; not measured
   m.kernel_reserved_bytes = 80 * kMiB;  // assumption; leaves "only 3GB" as the seed says
@@ -117,7 +117,7 @@ MachineSpec Qemu(const std::string& name, uint64_t ram) {
   m.mtrr.default_type = MemoryType::kWriteBack;  // FACTS.md: "PAT reports write-back"
   // SeaBIOS (src/fw/mtrr.c) marks the PCI hole [lowmem, 4G) UC; lowmem is 2G or 3G here, so
   // one aligned power-of-two MTRR covers it.
-  m.mtrr.variable = {{lowmem, 4 * kGiB - lowmem, MemoryType::kUncached}};
+  m.mtrr.variable = {{lowmem, 4 * kGiB - lowmem, MemoryType::kUncached, ""}};
   m.phys_addr_bits = 40;                 // QEMU's default for TCG CPUs
   m.perf.wb_copy_gbps = 1.0;             // assumption: TCG emulation, caching ignored (FACTS.md)
   m.perf.wc_write_gbps = 1.0;
@@ -138,7 +138,7 @@ MachineSpec H100Host() {
   AddPciHole(m, 3 * kGiB);
   m.cmdline = "console=ttyS0 reboot=k panic=1";  // assumption: no memmap= (nothing to reserve)
   m.mtrr.default_type = MemoryType::kWriteBack;  // assumption: all RAM WB
-  m.mtrr.variable = {{3 * kGiB, 1 * kGiB, MemoryType::kUncached}};
+  m.mtrr.variable = {{3 * kGiB, 1 * kGiB, MemoryType::kUncached, ""}};
   m.phys_addr_bits = 46;  // assumption: not read on that machine
   m.perf.wb_copy_gbps = 11;                             // FACTS.md: one thread about 11 GB/s
   m.perf.memcpy_threads_gbps = {11, 17.5, 24, 40, 52};  // FACTS.md 1,4,8,16; 2 interpolated
