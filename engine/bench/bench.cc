@@ -161,6 +161,7 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
   BenchResult result;
   result.backend = backend;
   result.reference = o.reference;
+  result.warm_cells = o.warm_cells;
   RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(max_size));
 
   // Every path is opened before anything is timed, so passes can interleave them.
@@ -277,6 +278,18 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
             cell.choice = op.choice;
           }
           ++seq;
+          if (o.warm_cells) {
+            // Another stamp than the timed copies', so the check below sees their data. Device
+            // to host: the device buffer, which every path shares, is loaded with this path's
+            // data first; the warm copy would bring another path's into this one's otherwise.
+            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 62)));
+            if (dir == CopyDirection::kDeviceToHost)
+              RESMEM_RETURN_IF_ERROR(copy(op, CopyDirection::kHostToDevice, size).status());
+            auto w = copy(op, dir, size);
+            if (!w.ok())
+              return w.status().WithContext("warm copy " + op.path.name + " " + cell.direction +
+                                            " " + FormatSize(size));
+          }
           RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
           if (dir == CopyDirection::kDeviceToHost) {
             // Load the device with this pass's block, then make the host copy stale.
@@ -427,6 +440,7 @@ std::string BenchResult::ToJson() const {
   j["headline"] = Headline();
   j["unreliable"] = !unreliable.empty();
   j["unreliable_reasons"] = unreliable;
+  j["warm_cells"] = warm_cells;
   if (!lane_dispatch_us.empty()) {
     j["check_lanes"] = check_lanes;
     j["lane_dispatch_us"] = lane_dispatch_us;
@@ -470,6 +484,7 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
   r.backend = j.value("backend", "");
   for (const auto& n : j.value("notes", std::vector<std::string>())) r.notes.push_back(n);
   r.unreliable = j.value("unreliable_reasons", std::vector<std::string>());
+  r.warm_cells = j.value("warm_cells", false);
   r.check_lanes = j.value("check_lanes", 0);
   r.lane_dispatch_us = j.value("lane_dispatch_us", std::vector<double>());
   r.lane_memcpy_gbps = j.value("lane_memcpy_gbps", std::vector<double>());
@@ -512,6 +527,9 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
 
 std::string BenchResult::ToTable() const {
   std::string out = "backend " + backend + "; GB/s (1e9 B/s), median of passes; ratio to pinned\n";
+  if (warm_cells)
+    out += "each cell's timed copies follow an untimed copy of their own path and size "
+           "(--warm-cells)\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-20s %-4s %10s %10s %8s %s\n", "path", "dir", "size", "GB/s",
                 "ratio", "verified");

@@ -74,6 +74,14 @@ struct BenchOptions {
   int passes = 7;
   uint64_t bytes_per_sample = 64ull << 20;  // small blocks are repeated up to this many bytes
   bool warmup = true;  // one untimed copy per path and direction before the first pass
+  // One untimed copy of the same path, direction and size right before each cell's timed
+  // copies (of another pattern, so the check still sees the timed copies' data). Off, a cell's
+  // first copy meets the caches as the other path's copies and stamps left them: on the H100
+  // host a staged copy then runs up to a third slower than one after a copy of its own (the
+  // pinned ring and the driver's data cold; docs/hil/2026-11-24-h100-staged9). On, every cell
+  // measures copies that follow copies of their own, as a program copying block after block
+  // makes them. The run says which (BenchResult::warm_cells).
+  bool warm_cells = false;
   ReferenceBandwidth reference;  // empty gbps: no cross-check with a reference tool
   transfer::TransferOptions staging;  // the staged row's lanes, buffers, units (allowed is set here)
   uint64_t seed = 1;
@@ -119,6 +127,7 @@ struct BenchResult {
   ReferenceBandwidth reference;    // what the baseline was checked against (empty: nothing)
   std::vector<OverlapRow> overlap;  // copy/kernel overlap (seed 001); empty: not run
   std::vector<std::string> unreliable;  // why the run's ratios cannot be trusted (empty: fine)
+  bool warm_cells = false;  // BenchOptions::warm_cells
   // Host check, per pass before its copies (only where a staged path runs): the median time of
   // an empty job on as many lane threads as the staged path uses, in microseconds.
   // Also per pass: the lanes' memcpy rate between two 64 MiB buffers, GB/s (a figure only).

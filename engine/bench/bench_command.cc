@@ -74,6 +74,9 @@ cli::Action Define(CLI::App& app) {
   app.add_option("--replot", a->replot, "redraw the plot of a bench.json (with --plot FILE.png)")
       ->type_name("FILE");
   app.add_flag("--verbose", o.verbose, "print every pass");
+  app.add_flag("--warm-cells", o.warm_cells,
+               "before each cell's timed copies, one untimed copy of the same path and size, so "
+               "they meet caches their own path warmed (default: as the other paths left them)");
   app.add_option("--overlap-blocks", o.overlap_blocks,
                  "blocks of the copy/kernel overlap rows (seed 001; 0: skip them)")
       ->type_name("N")

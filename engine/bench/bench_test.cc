@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "backends/fault/fault_injector.h"
 #include "engine/transfer/gpu_backend.h"
 
 namespace resmem::bench {
@@ -118,6 +120,46 @@ TEST(Bench, InterleavesPathsAndKeepsTheTableOrder) {
     EXPECT_EQ(c.pass_gbps.size(), 4u);
     EXPECT_EQ(c.verify_failures, 0u);
   }
+}
+
+// --warm-cells: one more copy per cell, untimed, before the timed ones, and the data check still
+// holds the timed copies to their own pattern; the run says it was warmed, in the table and JSON.
+TEST(Bench, WarmCellsCopyOnceMoreBeforeEachCellAndSaySo) {
+  auto count_copies = [](bool warm, BenchResult* out) -> uint64_t {
+    auto faults = std::make_shared<FaultInjector>(1);
+    auto backend = transfer::MakeGpuBackend("sim", 1, faults);
+    EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+    if (!backend.ok()) return 0;
+    BenchOptions o;
+    o.sizes = {64 << 10, 256 << 10};
+    // Two paths share the device buffer: a warm device-to-host copy must not bring one path's
+    // data into the other's host memory.
+    o.paths = {"pinned", "registered-direct"};
+    o.passes = 3;
+    o.bytes_per_sample = 64 << 10;  // one timed copy per cell and pass
+    o.warmup = false;
+    o.overlap_blocks = 0;
+    o.warm_cells = warm;
+    auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return 0;
+    *out = *r;
+    return faults->calls("gpu.copy");
+  };
+  BenchResult cold, warm;
+  const uint64_t plain = count_copies(false, &cold);
+  const uint64_t warmed = count_copies(true, &warm);
+  // 2 paths x 2 directions x 2 sizes x 3 passes: 24 warm copies, and before each device-to-host
+  // one the device loaded with that path's data (12).
+  EXPECT_EQ(warmed, plain + 36);
+  EXPECT_FALSE(cold.warm_cells);
+  ASSERT_TRUE(warm.warm_cells);
+  for (const auto& c : warm.cells) EXPECT_EQ(c.verify_failures, 0u) << c.direction << " " << c.size;
+  EXPECT_NE(warm.ToTable().find("--warm-cells"), std::string::npos);
+  EXPECT_EQ(cold.ToTable().find("--warm-cells"), std::string::npos);
+  auto back = BenchResultFromJson(warm.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->warm_cells);
 }
 
 // A synthetic run: the limits mark what they must and nothing else.
