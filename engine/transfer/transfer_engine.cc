@@ -1026,6 +1026,14 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
   auto unit_word = [&](uint64_t u) {
     return frontier_words_[(u * unit % ring) / unit].v.load(std::memory_order_acquire);
   };
+  // Unit u's ring space holds `word` (a later unit's number) `when` it must still hold u.
+  auto ring_broken = [&](uint64_t u, uint64_t word, const char* when) {
+    return Status::Internal("fill frontier: the ring space of unit " + std::to_string(u) +
+                            " (copy offset " + std::to_string(u * unit) + ") was refilled by unit " +
+                            std::to_string(word - base) + " " + when +
+                            ": a lane broke the ring's order; the copy's data on the device is "
+                            "not whole");
+  };
   Status status;
   auto driver = [&]() -> Status {
     uint64_t frontier = 0, issued = 0, dmas = 0;
@@ -1040,12 +1048,7 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
         const uint64_t want = base + frontier / unit;
         const uint64_t word = unit_word(frontier / unit);
         if (word != want) {
-          if (word > want)
-            return Status::Internal(
-                "fill frontier: the ring space of unit " + std::to_string(frontier / unit) +
-                " (copy offset " + std::to_string(frontier) + ") was refilled by unit " +
-                std::to_string(word - base) + " before its DMA was issued: a lane broke the "
-                "ring's order; the copy's data on the device is not whole");
+          if (word > want) return ring_broken(frontier / unit, word, "before its DMA was issued");
           break;
         }
         frontier = std::min(length, frontier + unit);
@@ -1059,12 +1062,7 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
           const uint64_t from = retired.load(std::memory_order_relaxed) / unit;
           const uint64_t to = (end + unit - 1) / unit;
           const uint64_t bad = FirstRefilledUnit(unit_word, base, from, to);
-          if (bad < to)
-            return Status::Internal(
-                "fill frontier: the ring space of unit " + std::to_string(bad) + " (copy offset " +
-                std::to_string(bad * unit) + ") was refilled by unit " +
-                std::to_string(unit_word(bad) - base) + " while its DMA still read it: a lane " +
-                "broke the ring's order; the copy's data on the device is not whole");
+          if (bad < to) return ring_broken(bad, unit_word(bad), "while its DMA still read it");
           retired.store(end, std::memory_order_release);
           flight.pop_front();
           continue;
