@@ -278,22 +278,28 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
             cell.choice = op.choice;
           }
           ++seq;
-          if (o.warm_cells) {
-            // Another stamp than the timed copies', so the check below sees their data. Device
-            // to host: the device buffer, which every path shares, is loaded with this path's
-            // data first; the warm copy would bring another path's into this one's otherwise.
-            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 62)));
-            if (dir == CopyDirection::kDeviceToHost)
-              RESMEM_RETURN_IF_ERROR(copy(op, CopyDirection::kHostToDevice, size).status());
+          // --warm-cells: one untimed copy of this cell right before its timed ones.
+          auto warm = [&]() -> Status {
             auto w = copy(op, dir, size);
-            if (!w.ok())
-              return w.status().WithContext("warm copy " + op.path.name + " " + cell.direction +
-                                            " " + FormatSize(size));
-          }
-          RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
-          if (dir == CopyDirection::kDeviceToHost) {
-            // Load the device with this pass's block, then make the host copy stale.
+            return w.ok() ? Status::Ok()
+                          : w.status().WithContext("warm copy " + op.path.name + " " +
+                                                   cell.direction + " " + FormatSize(size));
+          };
+          if (dir == CopyDirection::kHostToDevice) {
+            // The warm copy moves another stamp than the timed copies', so the check below sees
+            // their data.
+            if (o.warm_cells) {
+              RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 62)));
+              RESMEM_RETURN_IF_ERROR(warm());
+            }
+            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
+          } else {
+            // Load the device with this pass's block (the warm copy brings it back, not another
+            // path's data from the device buffer every path shares), then make the host copy
+            // stale.
+            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
             RESMEM_RETURN_IF_ERROR(copy(op, CopyDirection::kHostToDevice, size).status());
+            if (o.warm_cells) RESMEM_RETURN_IF_ERROR(warm());
             RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 63)));
           }
           double seconds = 0;
