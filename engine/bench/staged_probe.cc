@@ -698,8 +698,9 @@ int Main(int argc, char** argv) {
       ->default_str("4M,16M,256M");
   uint64_t evict_mib = 0;
   app->add_option("--evict-mib", evict_mib,
-                  "before each timed pinned or staged copy, dirty this many MiB of other memory "
-                  "(caches emptied of the ring and the source, as between bench's copies)")
+                  "before each timed pinned, DMA-only, fill-only or staged step, dirty this many "
+                  "MiB of other memory (caches emptied of the ring and the driver's data, as "
+                  "between bench's copies)")
       ->check(CLI::Range(0, 65536));
   app->add_option("--copies", copies_n, "copies per figure (median)")
       ->type_name("N")
