@@ -326,7 +326,7 @@ struct Probe {
     RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
     if (!h2d) RESMEM_RETURN_IF_ERROR(engine->Copy(dir, 0, *dev, 0, size).status());
     std::vector<double> total, enter_max, first_piece, fill0, submit, filled_last, issued_last,
-        done_last, returned, dma_gap, sm_launched, sm_moved;
+        done_last, returned, dma_gap, sm_launched, sm_moved, dma_count;
     for (int c = 0; c < copies; ++c) {
       Evict();
       if (h2d) {
@@ -342,6 +342,7 @@ struct Probe {
       const auto& tr = engine->last_trace();
       if (tr.segments > 0) {
         const int n = tr.segments;
+        dma_count.push_back(n);
         enter_max.push_back(tr.lane_enter_max_us);
         first_piece.push_back(tr.first_piece_us);
         fill0.push_back(tr.filled_us[0]);
@@ -374,10 +375,10 @@ struct Probe {
     if (show_phases && !enter_max.empty())
       std::printf("             phases (us, medians): lanes entered by %.1f, first piece %.1f, "
                   "segment 0 filled %.1f, DMA submit %.1f each, last segment filled %.1f, "
-                  "issued %.1f, done %.1f, returned %.1f; DMA done every %.1f us\n",
+                  "issued %.1f, done %.1f, returned %.1f; %.0f DMAs, done every %.1f us\n",
                   Median(enter_max), Median(first_piece), Median(fill0), Median(submit),
                   Median(filled_last), Median(issued_last), Median(done_last), Median(returned),
-                  Median(dma_gap));
+                  Median(dma_count), Median(dma_gap));
     if (show_phases && !sm_launched.empty())
       std::printf("             phases (us, medians): kernel launched by %.1f, every piece %s "
                   "by %.1f, returned %.1f (%llu pieces moved by %d blocks)\n",

@@ -174,6 +174,13 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "(but the copy's last)",
                      0)
       ->group(group);
+  app.add_option("--frontier-lead-us", o->staging_frontier_lead_us,
+                 "host to device, by the fill frontier: while a DMA is queued, issue the next "
+                 "only once the queued ones are projected to end within this many us, so it "
+                 "takes everything filled meanwhile (fewer, larger DMAs; 0: at once)")
+      ->type_name("US")
+      ->check(CLI::Range(0.0, 100000.0))
+      ->group(group);
   app.add_flag_callback(
          "--no-driver-fill", [o] { o->staging_driver_fills = false; },
          "host to device: the driving lane only issues DMAs (default: it also fills the first "

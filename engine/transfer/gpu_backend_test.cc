@@ -70,6 +70,15 @@ TEST(StagingOptions, FrontierOptionsLand) {
   EXPECT_FALSE(o.staging_frontier) << "opt-in";
   EXPECT_EQ(o.staging_frontier_unit, 32u << 10);
   EXPECT_EQ(o.staging_frontier_min_dma, 256u << 10);
+  EXPECT_EQ(o.staging_frontier_lead_us, 0.0) << "issue at once unless asked";
+  ASSERT_FALSE(Parse({"--frontier-lead-us", "8.5"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_frontier_lead_us, 8.5);
+  {
+    auto bad = Parse({"--frontier-lead-us", "-1"}, &o, &err);
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_NE(err.find("--frontier-lead-us"), std::string::npos) << err;
+    EXPECT_EQ(o.staging_frontier_lead_us, 8.5) << "a refused value changes nothing";
+  }
   ASSERT_FALSE(Parse({"--frontier-unit", "64K", "--frontier-min-dma", "0"}, &o, &err)) << err;
   EXPECT_EQ(o.staging_frontier_unit, 64u << 10);
   EXPECT_EQ(o.staging_frontier_min_dma, 0u);

@@ -49,6 +49,7 @@ struct Variant {
   bool frontier = false;
   uint64_t frontier_unit = TransferOptions().staging_frontier_unit;
   uint64_t frontier_min_dma = TransferOptions().staging_frontier_min_dma;
+  double frontier_lead_us = 0;  // --frontier-lead-us: the late issue
 };
 
 class StagedCudaLongTest : public ::testing::Test {
@@ -93,6 +94,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_frontier = GetParam().frontier;
   o.staging_frontier_unit = GetParam().frontier_unit;
   o.staging_frontier_min_dma = GetParam().frontier_min_dma;
+  o.staging_frontier_lead_us = GetParam().frontier_lead_us;
   o.staging_trace = true;
   // "plan": every length planned; the other pipelines keep the default, but "equal_segments",
   // which plans none.
@@ -365,7 +367,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"frontier", true, false, false, 0, true, 1, false, false, 32, true},
                                            // a DMA for every 4 KiB unit filled: the most DMAs
                                            Variant{"frontier_every_unit", true, false, false, 0, true, 1, false, false, 32, true, 4096, 0},
-                                           Variant{"frontier_dma_streams", true, false, false, 0, true, 3, false, false, 32, true}),
+                                           Variant{"frontier_dma_streams", true, false, false, 0, true, 3, false, false, 32, true},
+                                           Variant{"frontier_late", true, false, false, 0, true, 1, false, false, 32, true, 32 << 10, 256 << 10, 8.0}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

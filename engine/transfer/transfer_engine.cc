@@ -120,11 +120,13 @@ void FillAs(SegmentFill fill, uint8_t* dst, const uint8_t* src, uint64_t n) {
 }
 
 uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, int in_flight,
-                         int depth, uint64_t min_dma, uint64_t chunk) {
+                         int depth, uint64_t min_dma, uint64_t chunk, bool hold) {
   if (in_flight >= depth || frontier <= issued || chunk == 0) return 0;
   const uint64_t waiting = frontier - issued;
+  const uint64_t room = chunk - issued % chunk;
   if (waiting < min_dma && frontier < length) return 0;
-  return std::min(waiting, chunk - issued % chunk);
+  if (hold && in_flight > 0 && waiting < room && frontier < length) return 0;
+  return std::min(waiting, room);
 }
 
 uint64_t FirstRefilledUnit(const std::function<uint64_t(uint64_t)>& word, uint64_t base,
@@ -227,6 +229,10 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemor
     return Status::InvalidArgument("transfer options: the fill frontier's unit (--frontier-unit) "
                                    "must be a multiple of 4 KiB, got " +
                                    std::to_string(options.staging_frontier_unit));
+  if (!(options.staging_frontier_lead_us >= 0))
+    return Status::InvalidArgument(
+        "transfer options: the fill frontier's lead (--frontier-lead-us) must be 0 (issue at "
+        "once) or more microseconds, got " + std::to_string(options.staging_frontier_lead_us));
   if (options.staging_sm_blocks < 1)
     return Status::InvalidArgument("transfer options: the SM copy's blocks (--sm-blocks) must be "
                                    "at least 1, got " + std::to_string(options.staging_sm_blocks));
@@ -1035,9 +1041,28 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
                             "not whole");
   };
   Status status;
+  // The late issue (staging_frontier_lead_us): when the queued DMAs are projected to end, from
+  // the link's rate (bytes per us) measured by the earlier DMAs of 1 MiB and more.
+  const double lead_us = o_.staging_frontier_lead_us;
+  const double per_dma_us = o_.staging_costs.per_dma_us;
+  double link_bpus =
+      frontier_link_bpus_ > 0 ? frontier_link_bpus_ : o_.staging_costs.dma_gbps * 1e3;
   auto driver = [&]() -> Status {
     uint64_t frontier = 0, issued = 0, dmas = 0;
-    std::deque<std::pair<uint64_t, uint64_t>> flight;  // (copy end, DMA number), oldest first
+    struct Queued {
+      uint64_t end, dma;  // copy end, DMA number
+      double issued_us;
+    };
+    std::deque<Queued> flight;  // oldest first
+    double queued_end_us = 0, last_done_us = 0;
+    auto project = [&](double now) {  // the queued DMAs' end, after a retirement
+      queued_end_us = now;
+      uint64_t from = retired.load(std::memory_order_relaxed);
+      for (const Queued& q : flight) {
+        queued_end_us += static_cast<double>(q.end - from) / link_bpus + per_dma_us;
+        from = q.end;
+      }
+    };
     while (retired.load(std::memory_order_relaxed) < length) {
       // Each unit's word is stamped with its number in this copy (base + u). A lane refills a
       // unit's ring space only once the DMA that read it is done, which the driver issues only
@@ -1054,22 +1079,31 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
         frontier = std::min(length, frontier + unit);
       }
       if (!flight.empty()) {
-        RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[flight.front().second % nbuf]));
+        RESMEM_ASSIGN_OR_RETURN(bool done, cuda->Done(tickets_[flight.front().dma % nbuf]));
         if (done) {
-          if (tracing) trace_.done_us[flight.front().second] = us();
+          const double now = us();
+          if (tracing) trace_.done_us[flight.front().dma] = now;
           // Before the DMA's ring space is freed, none of its units may have been refilled.
-          const uint64_t end = flight.front().first;
-          const uint64_t from = retired.load(std::memory_order_relaxed) / unit;
+          const uint64_t end = flight.front().end;
+          const uint64_t was = retired.load(std::memory_order_relaxed);
+          const uint64_t from = was / unit;
           const uint64_t to = (end + unit - 1) / unit;
           const uint64_t bad = FirstRefilledUnit(unit_word, base, from, to);
           if (bad < to) return ring_broken(bad, unit_word(bad), "while its DMA still read it");
+          // The link's rate from this DMA's run: from its issue, or the DMA before it ending.
+          const double ran = now - std::max(flight.front().issued_us, last_done_us) - per_dma_us;
+          if (end - was >= (1u << 20) && ran > 0)
+            link_bpus = 0.5 * link_bpus + 0.5 * static_cast<double>(end - was) / ran;
+          last_done_us = now;
           retired.store(end, std::memory_order_release);
           flight.pop_front();
+          project(now);
           continue;
         }
       }
+      const bool hold = lead_us > 0 && !flight.empty() && us() < queued_end_us - lead_us;
       const uint64_t n = NextFrontierDma(issued, frontier, length, static_cast<int>(flight.size()),
-                                         depth, shape.min_dma, chunk);
+                                         depth, shape.min_dma, chunk, hold);
       if (n > 0) {
         const uint64_t r = issued % ring;
         if (tracing) {
@@ -1085,7 +1119,10 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
           trace_.done_us.push_back(0);
           trace_.dma_bytes.push_back(n);
         }
-        flight.emplace_back(issued + n, dmas);
+        const double now = us();
+        queued_end_us = std::max(queued_end_us, now) + static_cast<double>(n) / link_bpus +
+                        per_dma_us;
+        flight.push_back({issued + n, dmas, now});
         issued += n;
         ++dmas;
         continue;
@@ -1125,6 +1162,7 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
       fill(lane, u);
     }
   });
+  if (status.ok()) frontier_link_bpus_ = link_bpus;
   if (tracing) {
     trace_.segments = static_cast<int>(trace_.filled_us.size());
     FinishTrace(&trace_, us(), lane_enter, lane_first);

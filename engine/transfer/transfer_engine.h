@@ -237,6 +237,15 @@ struct TransferOptions {
   bool staging_frontier = false;
   uint64_t staging_frontier_unit = 32 << 10;
   uint64_t staging_frontier_min_dma = 256 << 10;
+  // By the fill frontier: while a DMA is queued, the next one is issued only once the queued DMAs
+  // are projected to end within this many microseconds (their bytes at the link rate the copies
+  // have measured so far, first staging_costs.dma_gbps, plus staging_costs.per_dma_us each), so
+  // it takes everything the lanes filled meanwhile. A fill ahead of the link then makes each DMA
+  // about fill/link times the one before, where issuing at once grows them by about the square
+  // root of that: fewer DMAs, each costing the copy engine ~2.5 us beyond its bytes (docs/hil/
+  // 2026-11-24-h100-staged4, run 5). The lead covers a submit (2.7-3.5 us warm, 9.8-12.3 cold:
+  // staged9 run 5). 0: issue as soon as fewer than two are queued (the rule before).
+  double staging_frontier_lead_us = 0;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
@@ -285,9 +294,12 @@ SegmentFill HostToDeviceFill(const TransferOptions& o, uint64_t n, bool in_tail)
 // its length, or 0 for none yet. Copy bytes [issued, frontier) are filled and in no DMA,
 // `in_flight` DMAs are queued (at most `depth`), and the ring's buffers are `chunk` bytes each, a
 // DMA staying inside one (issued % chunk is its offset there). A DMA takes every waiting byte
-// once at least min_dma wait, or the copy's rest is filled.
+// once at least min_dma wait, or the copy's rest is filled. `hold`: the DMAs queued are projected
+// to keep the link busy for longer than the lead (TransferOptions::staging_frontier_lead_us), so
+// while one is queued the next waits and grows, unless it already reaches its buffer's end or the
+// copy's end (it could grow no further).
 uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, int in_flight,
-                         int depth, uint64_t min_dma, uint64_t chunk);
+                         int depth, uint64_t min_dma, uint64_t chunk, bool hold = false);
 // The first unit u in [from, to) of a fill-frontier copy whose ring word, word(u), no longer
 // reads the unit's own number base + u, or `to` when every one does. The driver checks a DMA's
 // units when the DMA is done, before their ring space is freed: a unit refilled earlier (by a
@@ -428,6 +440,9 @@ class TransferEngine {
   };
   std::unique_ptr<UnitWord[]> frontier_words_;
   uint64_t frontier_unit_ = 0;  // 0: no copies by the fill frontier
+  // The link's rate as the fill frontier's DMAs of 1 MiB and more ran (bytes per microsecond),
+  // for staging_frontier_lead_us's projection; 0: not measured yet (staging_costs.dma_gbps).
+  double frontier_link_bpus_ = 0;
   uint64_t frontier_seq_ = 1;
   StagedTrace trace_;
 };

@@ -2,6 +2,7 @@
 // registration rules are the ones measured on the GPU machine (FACTS.md), so these run anywhere.
 #include "engine/transfer/transfer_engine.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -117,7 +118,9 @@ TEST(TransferEngine, BadStagingOptionsAreRefusedNamingTheOption) {
   struct Case { const char* option; void (*set)(TransferOptions*); };
   for (const Case& c : {Case{"--sm-blocks", [](TransferOptions* o) { o->staging_sm_blocks = 0; }},
                         Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 5000; }},
-                        Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 0; }}}) {
+                        Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 0; }},
+                        Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = -1; }},
+                        Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }}}) {
     TransferOptions o;
     c.set(&o);
     auto e = TransferEngine::Open(gpu, *mem, clock, o);
@@ -337,6 +340,39 @@ TEST(NextFrontierDmaTest, WaitsForTheMinimumOrTheRestAndStaysInItsBuffer) {
               r.want)
         << "issued " << r.issued << " frontier " << r.frontier << " in flight " << r.in_flight;
   EXPECT_EQ(NextFrontierDma(0, M, M, 0, 2, 256 * K, 0), 0u) << "no buffer";
+}
+
+// Held (the queued DMAs are projected to run longer than the lead): with one queued, the next
+// waits and grows, unless it already reaches its buffer's end or the copy's end; with none
+// queued the hold changes nothing.
+TEST(NextFrontierDmaTest, AHeldDmaWaitsWhileOneIsQueuedUnlessItCannotGrow) {
+  constexpr uint64_t K = 1024, M = K * K, kChunk = 8 * M;
+  struct Row {
+    uint64_t issued, frontier, length;
+    int in_flight;
+    uint64_t held, not_held;
+  };
+  const Row rows[] = {
+      {M, 3 * M, 64 * M, 1, 0, 2 * M},          // one queued: wait and grow
+      {M, 3 * M, 64 * M, 0, 2 * M, 2 * M},      // none queued: issue
+      {6 * M, 8 * M, 64 * M, 1, 2 * M, 2 * M},  // reaches its buffer's end: no growing further
+      {6 * M, 10 * M, 64 * M, 1, 2 * M, 2 * M},  // past it: cut there either way
+      {12 * M, 16 * M, 16 * M, 1, 4 * M, 4 * M},  // the copy's rest
+      {M, 3 * M, 64 * M, 2, 0, 0},              // two queued: none either way
+  };
+  for (const Row& r : rows) {
+    const std::string where = "issued " + std::to_string(r.issued) + " frontier " +
+                              std::to_string(r.frontier) + " in flight " +
+                              std::to_string(r.in_flight);
+    EXPECT_EQ(NextFrontierDma(r.issued, r.frontier, r.length, r.in_flight, 2, 256 * K, kChunk,
+                              true),
+              r.held)
+        << where;
+    EXPECT_EQ(NextFrontierDma(r.issued, r.frontier, r.length, r.in_flight, 2, 256 * K, kChunk,
+                              false),
+              r.not_held)
+        << where;
+  }
 }
 
 // A copy's unit and smallest DMA: 64 units at least (down to 4 KiB), the smallest DMA an eighth
