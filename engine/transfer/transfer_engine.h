@@ -244,7 +244,13 @@ struct TransferOptions {
   // about fill/link times the one before, where issuing at once grows them by about the square
   // root of that: fewer DMAs, each costing the copy engine ~2.5 us beyond its bytes (docs/hil/
   // 2026-11-24-h100-staged4, run 5). The lead covers a submit (2.7-3.5 us warm, 9.8-12.3 cold:
-  // staged9 run 5). 0: issue as soon as fewer than two are queued (the rule before).
+  // staged9 run 5). 0 (the default): issue as soon as fewer than two are queued. H100 (docs/hil/
+  // 2026-11-24-h100-staged10): fewer DMAs, no time gained. staged_probe, 16 MiB back to back
+  // (runs 1, 6): 7-10 DMAs against 10-14, 354-384 us against 359-363; 64 MiB 1,310-1,338 us
+  // against 1,316-1,519. bench's alternated rounds, host to device, medians (runs 5, 6: ten
+  // rounds each): 16 MiB 80.5% against 78.3 (the segment pipelines 81.8), 64 MiB 80.4 against
+  // 80.6 (segments 85.1); a smaller first DMA with it (--frontier-min-dma 64K/128K) did not start
+  // the link earlier (the first DMA still issued at 10-14 us) and lost from 16 MiB.
   double staging_frontier_lead_us = 0;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
