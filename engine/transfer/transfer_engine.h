@@ -249,8 +249,11 @@ struct TransferOptions {
   // (runs 1, 6): 7-10 DMAs against 10-14, 354-384 us against 359-363; 64 MiB 1,310-1,338 us
   // against 1,316-1,519. bench's alternated rounds, host to device, medians (runs 5, 6: ten
   // rounds each): 16 MiB 80.5% against 78.3 (the segment pipelines 81.8), 64 MiB 80.4 against
-  // 80.6 (segments 85.1); a smaller first DMA with it (--frontier-min-dma 64K/128K) did not start
-  // the link earlier (the first DMA still issued at 10-14 us) and lost from 16 MiB.
+  // 80.6 (segments 85.1); run 9, six rounds, lead 24 us: 16 MiB 79.5 against 80.3, with
+  // --warm-cells 87.4 against 86.6. A smaller first DMA with it (--frontier-min-dma 64K/128K)
+  // did not start the link earlier (the first DMA still issued at 10-14 us) and lost from
+  // 16 MiB. Why (run 7): later DMAs let the lanes fill at 65-71 GB/s instead of about the link's
+  // rate, but the first DMA goes later.
   double staging_frontier_lead_us = 0;
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
