@@ -398,6 +398,8 @@ struct Probe {
                     tr.issued_us[i], tr.done_us[i]);
       }
       std::printf("returned %.1f\n", tr.returned_us);
+      const std::string fills = transfer::DescribeUnitFills(tr);
+      if (!fills.empty()) std::printf("             last copy, its fill: %s\n", fills.c_str());
     }
     return Status::Ok();
   }

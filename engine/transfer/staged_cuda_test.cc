@@ -144,6 +144,20 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
         at += n;
       }
       EXPECT_EQ(at, len) << GetParam().name;
+      // Every unit was filled once, after it began, and before the DMA that reads it was issued.
+      const uint64_t units = (len + t.unit_bytes - 1) / t.unit_bytes;
+      ASSERT_EQ(t.unit_filled_us.size(), units) << GetParam().name;
+      ASSERT_EQ(t.unit_begin_us.size(), units);
+      for (uint64_t u = 0; u < units; ++u) {
+        EXPECT_GT(t.unit_begin_us[u], 0) << "unit " << u;
+        EXPECT_LE(t.unit_begin_us[u], t.unit_filled_us[u]) << "unit " << u;
+      }
+      at = 0;
+      for (size_t i = 0; i < t.dma_bytes.size(); ++i) {
+        at += t.dma_bytes[i];
+        EXPECT_LE(FrontierReachedUs(t, at), t.issue_begin_us[i])
+            << GetParam().name << ": DMA " << i << " issued before its units were filled";
+      }
     }
     // Put another pattern through the ring (into a second buffer) first, so a drain that ran
     // ahead of its DMA would bring back that pattern, not the one on the device.

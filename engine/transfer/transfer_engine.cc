@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -134,6 +135,41 @@ uint64_t FirstRefilledUnit(const std::function<uint64_t(uint64_t)>& word, uint64
   for (uint64_t u = from; u < to; ++u)
     if (word(u) != base + u) return u;
   return to;
+}
+
+double FrontierReachedUs(const StagedTrace& t, uint64_t bytes) {
+  if (t.unit_filled_us.empty() || t.unit_bytes == 0) return -1;
+  const uint64_t units = std::min<uint64_t>(t.unit_filled_us.size(),
+                                            (bytes + t.unit_bytes - 1) / t.unit_bytes);
+  double reached = 0;
+  for (uint64_t u = 0; u < units; ++u) reached = std::max(reached, t.unit_filled_us[u]);
+  return reached;
+}
+
+std::string DescribeUnitFills(const StagedTrace& t) {
+  const size_t n = t.unit_filled_us.size();
+  if (n == 0 || t.unit_begin_us.size() != n || t.unit_bytes == 0) return "";
+  std::vector<double> took(n);
+  size_t longest = 0;
+  double first_began = t.unit_begin_us[0];
+  for (size_t u = 0; u < n; ++u) {
+    took[u] = t.unit_filled_us[u] - t.unit_begin_us[u];
+    if (took[u] > took[longest]) longest = u;
+    first_began = std::min(first_began, t.unit_begin_us[u]);
+  }
+  std::vector<double> sorted = took;
+  std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
+  const uint64_t bytes = t.bytes;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "%zu units of %s: the first began at %.1f us; the frontier reached 256 KiB at "
+                "%.1f, 1 MiB at %.1f, a quarter at %.1f, half at %.1f, all at %.1f; a unit took "
+                "%.1f us (median), %.1f at most (unit %zu)",
+                n, FormatSize(t.unit_bytes).c_str(), first_began,
+                FrontierReachedUs(t, 256 << 10), FrontierReachedUs(t, 1 << 20),
+                FrontierReachedUs(t, bytes / 4), FrontierReachedUs(t, bytes / 2),
+                FrontierReachedUs(t, bytes), sorted[n / 2], took[longest], longest);
+  return line;
 }
 
 FrontierShape FrontierShapeOf(uint64_t length, uint64_t unit, uint64_t min_dma) {
@@ -1017,6 +1053,9 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
     trace_.bytes = length;
     trace_.segment_bytes = unit;
     trace_.lanes = lanes;
+    trace_.unit_bytes = unit;
+    trace_.unit_begin_us.assign(units, 0);
+    trace_.unit_filled_us.assign(units, 0);
   }
   auto space_free = [&](uint64_t u) {
     const uint64_t end = std::min(length, (u + 1) * unit);
@@ -1025,8 +1064,12 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
   auto fill = [&](int lane, uint64_t u) {
     const uint64_t at = u * unit, n = std::min(unit, length - at), r = at % ring;
     uint8_t* dst = staging_[r / chunk]->data() + r % chunk;
-    if (tracing && lane_first[lane] < 0) lane_first[lane] = us();
+    if (tracing) {
+      trace_.unit_begin_us[u] = us();  // each unit is one lane's: no two write one element
+      if (lane_first[lane] < 0) lane_first[lane] = trace_.unit_begin_us[u];
+    }
     FillAs(fill_as, dst, src + at, n);
+    if (tracing) trace_.unit_filled_us[u] = us();
     frontier_words_[r / unit].v.store(base + u, std::memory_order_release);
   };
   auto unit_word = [&](uint64_t u) {

@@ -282,8 +282,11 @@ struct StagedTrace {
   double launched_us = 0, pieces_moved_us = 0;
   int sm_blocks = 0;  // the blocks the kernel ran with (it says so itself, with its done word)
   // A copy by the fill frontier (TransferOptions::staging_frontier): each DMA's bytes, in order
-  // (its segments are its DMAs).
+  // (its segments are its DMAs), and each unit's fill, by unit number: when a lane began it and
+  // when its word was set (unit_bytes each, the last one shorter).
   std::vector<uint64_t> dma_bytes;
+  uint64_t unit_bytes = 0;
+  std::vector<double> unit_begin_us, unit_filled_us;
 };
 
 // The piece the filling lanes (all but the driving lane 0) claim of a staged segment of `seg`
@@ -315,6 +318,14 @@ uint64_t NextFrontierDma(uint64_t issued, uint64_t frontier, uint64_t length, in
 // later lap of the ring) was overwritten while the DMA could still read it, and the copy fails.
 uint64_t FirstRefilledUnit(const std::function<uint64_t(uint64_t)>& word, uint64_t base,
                            uint64_t from, uint64_t to);
+// A fill-frontier copy's fill, from its trace's unit times (StagedTrace::unit_filled_us): the
+// moment the frontier (every unit before it filled) first covered `bytes` of the copy; past the
+// copy's end, the moment all of it was; 0 for 0 bytes; -1 when the trace has no unit times.
+double FrontierReachedUs(const StagedTrace& t, uint64_t bytes);
+// One line on a fill-frontier copy's fill (staged_probe --dump): when the first unit began, when
+// the frontier reached 256 KiB, 1 MiB, a quarter, half and all of the copy, and a unit's fill
+// time, median and longest (with its unit). Empty when the trace has no unit times.
+std::string DescribeUnitFills(const StagedTrace& t);
 // A copy's unit and smallest DMA by the fill frontier: `unit` halved (down to 4 KiB, while it
 // stays a multiple of 4 KiB) until the copy has 64 units, and the smallest DMA an eighth of the
 // copy, between that unit and `min_dma`. A short copy then has enough units for every lane and

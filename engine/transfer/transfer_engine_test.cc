@@ -375,6 +375,33 @@ TEST(NextFrontierDmaTest, AHeldDmaWaitsWhileOneIsQueuedUnlessItCannotGrow) {
   }
 }
 
+// The fill's frontier from unit times: the latest fill among the units a prefix covers, however
+// the units finished out of order; the line names each step and the longest unit.
+TEST(FrontierFillTest, TheFrontierWaitsForItsSlowestUnit) {
+  constexpr uint64_t K = 1024;
+  StagedTrace t;
+  EXPECT_EQ(FrontierReachedUs(t, 64 * K), -1) << "no unit times";
+  EXPECT_EQ(DescribeUnitFills(t), "");
+  t.bytes = 8 * 32 * K - 4096;  // the last unit 28 KiB
+  t.unit_bytes = 32 * K;
+  t.unit_begin_us = {1, 1.5, 2, 2, 3, 4, 5, 6};
+  t.unit_filled_us = {5, 3, 9, 4, 20, 6, 7, 8};
+  EXPECT_EQ(FrontierReachedUs(t, 0), 0);
+  EXPECT_EQ(FrontierReachedUs(t, 1), 5) << "unit 0";
+  EXPECT_EQ(FrontierReachedUs(t, 64 * K), 5) << "units 0-1";
+  EXPECT_EQ(FrontierReachedUs(t, 64 * K + 1), 9) << "units 0-2";
+  EXPECT_EQ(FrontierReachedUs(t, 160 * K), 20) << "unit 4, the slowest";
+  EXPECT_EQ(FrontierReachedUs(t, t.bytes), 20);
+  EXPECT_EQ(FrontierReachedUs(t, 1ull << 30), 20) << "past the copy: all of it";
+  const std::string line = DescribeUnitFills(t);
+  for (const char* part : {"8 units of 32 KiB", "first began at 1.0 us", "256 KiB at 20.0",
+                           "1 MiB at 20.0", "a quarter at 5.0", "half at 9.0", "all at 20.0",
+                           "17.0 at most (unit 4)"})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " in: " << line;
+  t.unit_begin_us.pop_back();
+  EXPECT_EQ(DescribeUnitFills(t), "") << "begin and fill times that do not pair up";
+}
+
 // A copy's unit and smallest DMA: 64 units at least (down to 4 KiB), the smallest DMA an eighth
 // of the copy between the unit and the option.
 TEST(FrontierShapeTest, ShortCopiesGetSmallerUnitsAndDmas) {
