@@ -162,6 +162,7 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
   result.backend = backend;
   result.reference = o.reference;
   result.warm_cells = o.warm_cells;
+  result.dma_source = o.dma_source;
   RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(max_size));
 
   // Every path is opened before anything is timed, so passes can interleave them.
@@ -171,6 +172,11 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     std::unique_ptr<HostMemory> mem;
     std::unique_ptr<TransferEngine> engine;
     std::string choice;
+    // --dma-source: the block's device copy reaches the host memory by a DMA: gpu.Copy (pinned
+    // memory), the path's own engine (registered paths), or `writer`, a registered-direct
+    // engine on the same memory (staged paths: their copies never use the registration).
+    bool dma_writes = false;
+    std::unique_ptr<TransferEngine> writer;
   };
   std::vector<OpenPath> open;
   for (size_t pi = 0; pi < paths.size(); ++pi) {
@@ -224,8 +230,44 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
         if (!probe.ok()) op.choice += "; " + probe.status().message();
       }
     }
+    if (o.dma_source) {
+      const std::string& ep = path.engine_path;
+      if (ep.empty() || ep == "registered-direct" || ep == "registered-chunked") {
+        op.dma_writes = true;
+      } else if (ep != "staged") {
+        // A registration of its own would change what the path measures (pageable copies of
+        // registered memory are DMAs; zero-copy memory is registered already).
+        result.notes.push_back(path.name + ": --dma-source not applied (registering its memory "
+                               "for the DMA would change what the path measures), so its "
+                               "blocks stay CPU-written");
+      } else {
+        transfer::TransferOptions wo;
+        wo.allowed = {transfer::Path::kRegisteredDirect};
+        auto w = TransferEngine::Open(gpu, *op.mem, clock, wo);
+        if (w.ok()) {
+          op.writer = std::move(w).value();
+          op.dma_writes = true;
+        } else {
+          result.notes.push_back(path.name + ": --dma-source: its host memory takes no DMA (" +
+                                 w.status().message() + "), so its blocks stay CPU-written");
+        }
+      }
+    }
     open.push_back(std::move(op));
   }
+  // --dma-source: the stamped block goes up once (H2D) into the device buffer the timed copies
+  // land in, and before each timed copy comes back by DMA (D2H) into the path's host memory:
+  // the same bytes, now written by the device.
+  auto dma_move = [&](OpenPath& op, CopyDirection dir, uint64_t size) -> Status {
+    TransferEngine* e = op.writer ? op.writer.get() : op.engine.get();
+    auto s = e ? e->Copy(dir, 0, *dev, 0, size) : gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
+    return s.ok() ? Status::Ok()
+                  : s.status().WithContext(std::string("--dma-source: ") +
+                                           (dir == CopyDirection::kHostToDevice
+                                                ? "the block to the device"
+                                                : "the device's write of the block") +
+                                           " for " + op.path.name + " " + FormatSize(size));
+  };
   auto copy = [&](OpenPath& op, CopyDirection dir, uint64_t size) -> Result<CopyStats> {
     if (op.engine) return op.engine->Copy(dir, 0, *dev, 0, size);
     return gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
@@ -293,6 +335,8 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
               RESMEM_RETURN_IF_ERROR(warm());
             }
             RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
+            if (op.dma_writes)
+              RESMEM_RETURN_IF_ERROR(dma_move(op, CopyDirection::kHostToDevice, size));
           } else {
             // Load the device with this pass's block (the warm copy brings it back, not another
             // path's data from the device buffer every path shares), then make the host copy
@@ -303,7 +347,9 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
             RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 63)));
           }
           double seconds = 0;
+          const bool dma_first = op.dma_writes && dir == CopyDirection::kHostToDevice;
           for (uint64_t r = 0; r < reps; ++r) {
+            if (dma_first) RESMEM_RETURN_IF_ERROR(dma_move(op, CopyDirection::kDeviceToHost, size));
             auto s = copy(op, dir, size);
             if (!s.ok())
               return s.status().WithContext(op.path.name + " " + cell.direction + " " +
@@ -447,6 +493,7 @@ std::string BenchResult::ToJson() const {
   j["unreliable"] = !unreliable.empty();
   j["unreliable_reasons"] = unreliable;
   j["warm_cells"] = warm_cells;
+  j["dma_source"] = dma_source;
   if (!lane_dispatch_us.empty()) {
     j["check_lanes"] = check_lanes;
     j["lane_dispatch_us"] = lane_dispatch_us;
@@ -491,6 +538,7 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
   for (const auto& n : j.value("notes", std::vector<std::string>())) r.notes.push_back(n);
   r.unreliable = j.value("unreliable_reasons", std::vector<std::string>());
   r.warm_cells = j.value("warm_cells", false);
+  r.dma_source = j.value("dma_source", false);
   r.check_lanes = j.value("check_lanes", 0);
   r.lane_dispatch_us = j.value("lane_dispatch_us", std::vector<double>());
   r.lane_memcpy_gbps = j.value("lane_memcpy_gbps", std::vector<double>());
@@ -536,6 +584,9 @@ std::string BenchResult::ToTable() const {
   if (warm_cells)
     out += "each cell's timed copies follow an untimed copy of their own path and size "
            "(--warm-cells)\n";
+  if (dma_source)
+    out += "host to device: each timed copy's block was written into its host memory by the "
+           "GPU's copy engine first, as a capture card's DMA writes it (--dma-source)\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-20s %-4s %10s %10s %8s %s\n", "path", "dir", "size", "GB/s",
                 "ratio", "verified");

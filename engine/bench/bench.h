@@ -82,6 +82,19 @@ struct BenchOptions {
   // measures copies that follow copies of their own, as a program copying block after block
   // makes them. The run says which (BenchResult::warm_cells).
   bool warm_cells = false;
+  // Host to device: before each timed copy the GPU's copy engine writes the block into the
+  // path's host memory (a device-to-host DMA from a device copy of the stamped block), as a
+  // capture card's DMA lands a block in the reservation right before the program moves it on.
+  // The copy then meets the caches as a device's write leaves them, not as the CPU's stamps and
+  // the other paths left them. Why: on the H100 host the fill frontier stand-alone read a block
+  // the copy engine had just written as fast as one left cached by the copy before (16 MiB
+  // 85-87% of pinned), and one behind 512 MiB of other CPU writes at 63-69%, its first DMA
+  // 75-120 us late (docs/hil/2026-11-25-h100-staged11, run 4). The staged rows' memory is
+  // registered for that DMA by a second engine (their copies never use it); the pageable and
+  // zero-copy rows keep CPU-stamped blocks (a registration would change what they measure), as
+  // does a staged row whose memory the driver will not register; the run's notes say which.
+  // Device-to-host cells are unchanged. The run says it (BenchResult::dma_source).
+  bool dma_source = false;
   ReferenceBandwidth reference;  // empty gbps: no cross-check with a reference tool
   transfer::TransferOptions staging;  // the staged row's lanes, buffers, units (allowed is set here)
   uint64_t seed = 1;
@@ -128,6 +141,7 @@ struct BenchResult {
   std::vector<OverlapRow> overlap;  // copy/kernel overlap (seed 001); empty: not run
   std::vector<std::string> unreliable;  // why the run's ratios cannot be trusted (empty: fine)
   bool warm_cells = false;  // BenchOptions::warm_cells
+  bool dma_source = false;  // BenchOptions::dma_source
   // Host check, per pass before its copies (only where a staged path runs): the median time of
   // an empty job on as many lane threads as the staged path uses, in microseconds.
   // Also per pass: the lanes' memcpy rate between two 64 MiB buffers, GB/s (a figure only).

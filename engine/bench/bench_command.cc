@@ -77,6 +77,10 @@ cli::Action Define(CLI::App& app) {
   app.add_flag("--warm-cells", o.warm_cells,
                "before each cell's timed copies, one untimed copy of the same path and size, so "
                "they meet caches their own path warmed (default: as the other paths left them)");
+  app.add_flag("--dma-source", o.dma_source,
+               "host to device: before each timed copy, the GPU's copy engine writes the block "
+               "into the path's host memory, as a capture card's DMA does (default: the CPU "
+               "stamps it)");
   app.add_option("--overlap-blocks", o.overlap_blocks,
                  "blocks of the copy/kernel overlap rows (seed 001; 0: skip them)")
       ->type_name("N")

@@ -122,33 +122,36 @@ TEST(Bench, InterleavesPathsAndKeepsTheTableOrder) {
   }
 }
 
+// Runs bench on the simulator with `o` (no warm-up, no overlap rows) and returns how many copies
+// the GPU was asked for, the result in *out.
+uint64_t CountBenchCopies(BenchOptions o, BenchResult* out) {
+  auto faults = std::make_shared<FaultInjector>(1);
+  auto backend = transfer::MakeGpuBackend("sim", 1, faults);
+  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  if (!backend.ok()) return 0;
+  o.warmup = false;
+  o.overlap_blocks = 0;
+  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return 0;
+  *out = *r;
+  return faults->calls("gpu.copy");
+}
+
 // --warm-cells: one more copy per cell, untimed, before the timed ones, and the data check still
 // holds the timed copies to their own pattern; the run says it was warmed, in the table and JSON.
 TEST(Bench, WarmCellsCopyOnceMoreBeforeEachCellAndSaySo) {
-  auto count_copies = [](bool warm, BenchResult* out) -> uint64_t {
-    auto faults = std::make_shared<FaultInjector>(1);
-    auto backend = transfer::MakeGpuBackend("sim", 1, faults);
-    EXPECT_TRUE(backend.ok()) << backend.status().ToString();
-    if (!backend.ok()) return 0;
-    BenchOptions o;
-    o.sizes = {64 << 10, 256 << 10};
-    // Two paths share the device buffer: a warm device-to-host copy must not bring one path's
-    // data into the other's host memory.
-    o.paths = {"pinned", "registered-direct"};
-    o.passes = 3;
-    o.bytes_per_sample = 64 << 10;  // one timed copy per cell and pass
-    o.warmup = false;
-    o.overlap_blocks = 0;
-    o.warm_cells = warm;
-    auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (!r.ok()) return 0;
-    *out = *r;
-    return faults->calls("gpu.copy");
-  };
+  BenchOptions o;
+  o.sizes = {64 << 10, 256 << 10};
+  // Two paths share the device buffer: a warm device-to-host copy must not bring one path's
+  // data into the other's host memory.
+  o.paths = {"pinned", "registered-direct"};
+  o.passes = 3;
+  o.bytes_per_sample = 64 << 10;  // one timed copy per cell and pass
   BenchResult cold, warm;
-  const uint64_t plain = count_copies(false, &cold);
-  const uint64_t warmed = count_copies(true, &warm);
+  const uint64_t plain = CountBenchCopies(o, &cold);
+  o.warm_cells = true;
+  const uint64_t warmed = CountBenchCopies(o, &warm);
   // 2 paths x 2 directions x 2 sizes x 3 passes: 24 warm copies (device to host after the load
   // the timed copies need anyway).
   EXPECT_EQ(warmed, plain + 24);
@@ -160,6 +163,35 @@ TEST(Bench, WarmCellsCopyOnceMoreBeforeEachCellAndSaySo) {
   auto back = BenchResultFromJson(warm.ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->warm_cells);
+}
+
+// --dma-source: before each timed host-to-device copy the block reaches the host memory by a
+// device-to-host copy (after one upload per cell), the timed copies still carry the cell's own
+// stamp, and rows that cannot take the DMA say so.
+TEST(Bench, DmaSourceWritesEachTimedBlockByTheDeviceFirst) {
+  BenchOptions o;
+  o.sizes = {64 << 10, 256 << 10};
+  o.paths = {"pinned", "registered-direct", "staged", "pageable"};
+  o.passes = 3;
+  o.bytes_per_sample = 128 << 10;  // two timed copies of 64 KiB, one of 256 KiB
+  BenchResult plain, dma;
+  const uint64_t plain_copies = CountBenchCopies(o, &plain);
+  o.dma_source = true;
+  const uint64_t dma_copies = CountBenchCopies(o, &dma);
+  // pinned, registered-direct and staged take the DMA: per pass and H2D cell one upload and one
+  // device write per timed copy: 3 paths x 3 passes x ((1 + 2) + (1 + 1)) = 45.
+  EXPECT_EQ(dma_copies, plain_copies + 45);
+  for (const auto& c : dma.cells) EXPECT_EQ(c.verify_failures, 0u) << c.path << " " << c.direction;
+  std::string notes;
+  for (const auto& n : dma.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("pageable: --dma-source not applied"), std::string::npos) << notes;
+  EXPECT_FALSE(plain.dma_source);
+  ASSERT_TRUE(dma.dma_source);
+  EXPECT_NE(dma.ToTable().find("--dma-source"), std::string::npos);
+  EXPECT_EQ(plain.ToTable().find("--dma-source"), std::string::npos);
+  auto back = BenchResultFromJson(dma.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->dma_source);
 }
 
 // A synthetic run: the limits mark what they must and nothing else.
