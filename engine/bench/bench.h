@@ -88,15 +88,15 @@ struct BenchOptions {
   // The copy then meets the caches as a device's write leaves them, not as the CPU's stamps and
   // the other paths left them. Why: on the H100 host the fill frontier stand-alone read a block
   // the copy engine had just written as fast as one left cached by the copy before (16 MiB
-  // 85-87% of pinned), and one behind 512 MiB of other CPU writes at 63-69%, its first DMA
-  // 75-120 us late (docs/hil/2026-11-25-h100-staged11, run 4). In bench (run 6, three rounds)
-  // the staged rows read the same either way up to 64 MiB (16 MiB 83.0% of pinned against
-  // 82.7), and 1.5-3 points lower at 256 MiB, whose device write the shared cache does not
-  // hold. The staged rows' memory is
-  // registered for that DMA by a second engine (their copies never use it); the pageable and
-  // zero-copy rows keep CPU-stamped blocks (a registration would change what they measure), as
-  // does a staged row whose memory the driver will not register; the run's notes say which.
-  // Device-to-host cells are unchanged. The run says it (BenchResult::dma_source).
+  // 85-87% of pinned), and one behind 512 MiB of other CPU writes at 65-69%, its first DMA
+  // issued 75-99 us in (docs/hil/2026-11-25-h100-staged11, run 4). In bench (run 6, three
+  // rounds) the staged rows read the same either way up to 64 MiB (16 MiB 83.0% of pinned
+  // against 82.7) and 1.5-3 points lower at 256 MiB, a device write the shared cache does not
+  // hold. The staged rows' memory is registered for that DMA by a second engine (their copies
+  // never use it); the pageable and zero-copy rows keep CPU-stamped blocks (a registration
+  // would change what they measure), as does a staged row whose memory the driver will not
+  // register; the run's notes say which. Device-to-host cells are unchanged. The run says it
+  // (BenchResult::dma_source).
   bool dma_source = false;
   ReferenceBandwidth reference;  // empty gbps: no cross-check with a reference tool
   transfer::TransferOptions staging;  // the staged row's lanes, buffers, units (allowed is set here)
