@@ -5,6 +5,7 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
+#include "backends/api/median.h"
 #include "backends/api/memory.h"
 #include "backends/api/region.h"
 #include "backends/api/status.h"
@@ -12,6 +13,17 @@
 
 namespace resmem {
 namespace {
+
+TEST(Median, MeanOfTheMiddlePairOrItsUpperValue) {
+  EXPECT_EQ(MedianMean({}), 0);
+  EXPECT_EQ(MedianUpper({}), 0);
+  EXPECT_EQ(MedianMean({5}), 5);
+  EXPECT_EQ(MedianUpper({5}), 5);
+  EXPECT_EQ(MedianMean({9, 1, 4}), 4);  // unsorted in, the middle value out
+  EXPECT_EQ(MedianUpper({9, 1, 4}), 4);
+  EXPECT_EQ(MedianMean({8, 1, 2, 4}), 3);  // sorted 1 2 4 8: (2 + 4) / 2
+  EXPECT_EQ(MedianUpper({8, 1, 2, 4}), 4);
+}
 
 TEST(Status, CarriesSpaceCodeAndMessage) {
   Status s = Status::Errno(EINVAL, "offset past the end");

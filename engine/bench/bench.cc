@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/host/host_region.h"
+#include "backends/api/median.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/lane_pool.h"
 #include "engine/transfer/transfer_engine.h"
@@ -21,12 +22,6 @@ namespace {
 
 using transfer::TransferEngine;
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 const char* DirName(CopyDirection d) { return d == CopyDirection::kHostToDevice ? "H2D" : "D2H"; }
 
@@ -95,8 +90,8 @@ Result<std::vector<OverlapRow>> RunOverlap(Gpu& gpu, const BenchOptions& o,
       row.copy_us = st.copy_seconds * 1e6;
       row.path = st.path;
     }
-    row.median_seconds = Median(row.pass_seconds);
-    row.ratio_to_serial = Median(ratios);
+    row.median_seconds = MedianMean(row.pass_seconds);
+    row.ratio_to_serial = MedianMean(ratios);
     row.gbps = row.median_seconds > 0 ? block * static_cast<double>(row.blocks) / row.median_seconds / 1e9 : 0;
     row.ratio_to_pinned = pinned_rate > 0 ? row.gbps / pinned_rate : 0;
     if (o.verbose)
@@ -126,7 +121,7 @@ LaneHostCheck CheckLaneHost(int lanes, const uint8_t* src, uint8_t* dst, uint64_
     t.push_back(std::chrono::duration<double, std::micro>(Steady::now() - a).count());
   }
   LaneHostCheck c;
-  c.dispatch_us = Median(t);
+  c.dispatch_us = MedianMean(t);
   const uint64_t share = bytes / static_cast<uint64_t>(lanes) / 64 * 64;
   const auto a = Steady::now();
   pool.Run(lanes, [&](int lane) { std::memcpy(dst + lane * share, src + lane * share, share); });
@@ -372,7 +367,7 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
       for (uint64_t size : sizes) {
         if (d == 1 && open[pi].path.h2d_only) continue;
         BenchCell& cell = cells[{d, size, pi}];
-        cell.median_gbps = Median(cell.pass_gbps);
+        cell.median_gbps = MedianMean(cell.pass_gbps);
         if (o.verbose)
           std::fprintf(stderr, "bench %-18s %s %9s %8.2f GB/s%s\n", cell.path.c_str(),
                        cell.direction.c_str(), FormatSize(size).c_str(), cell.median_gbps,
@@ -408,7 +403,7 @@ void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes) {
                     "%zu passes (median %.1f us; a quiet H100 host: ~1 us): staged copies need every "
                     "lane scheduled",
                     r->check_lanes, kMaxLaneDispatchUs, slow, r->lane_dispatch_us.size(),
-                    Median(r->lane_dispatch_us));
+                    MedianMean(r->lane_dispatch_us));
       bool any = false;
       for (auto& c : r->cells) {
         if (c.path.rfind("staged", 0) != 0) continue;
@@ -631,9 +626,9 @@ std::string BenchResult::ToTable() const {
     std::snprintf(line, sizeof line,
                   "host check: an empty job on %d lanes, median %.1f us over %zu passes (max "
                   "%.1f; limit %.0f); their memcpy %.1f GB/s (median)\n",
-                  check_lanes, Median(lane_dispatch_us), lane_dispatch_us.size(),
+                  check_lanes, MedianMean(lane_dispatch_us), lane_dispatch_us.size(),
                   *std::max_element(lane_dispatch_us.begin(), lane_dispatch_us.end()),
-                  kMaxLaneDispatchUs, Median(lane_memcpy_gbps));
+                  kMaxLaneDispatchUs, MedianMean(lane_memcpy_gbps));
     out += line;
   }
   for (const auto& u : unreliable) out += "unreliable: " + u + "\n";

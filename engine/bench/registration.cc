@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "backends/api/median.h"
 #include "backends/host/host_region.h"
 
 namespace resmem::bench {
@@ -13,11 +14,6 @@ namespace {
 constexpr uint64_t k2M = 2ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Backing {
   host::HostKind kind;
@@ -149,8 +145,8 @@ Result<RegistrationResult> RunRegistrationBench(Gpu& gpu, Clock& clock, const st
             }
             unreg.push_back(clock.NowSeconds() - t0);
           }
-          row.register_seconds = Median(reg);
-          row.unregister_seconds = Median(unreg);
+          row.register_seconds = MedianUpper(reg);
+          row.unregister_seconds = MedianUpper(unreg);
           result.rows.push_back(row);
         }
   return result;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/api/median.h"
 #include "backends/host/host_region.h"
 #include "backends/host/smaps_facts.h"
 #include "backends/fault/fault_injector.h"
@@ -31,11 +32,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 std::string Percent(double fraction) {
   char text[32];
@@ -162,7 +158,7 @@ Result<double> MemcpyGbps(int threads, uint64_t bytes, int passes) {
     for (auto& t : ts) t.join();
     gbps.push_back(threads * bytes / (Now() - t0) / 1e9);
   }
-  return Median(gbps);
+  return MedianMean(gbps);
 }
 
 // The dma-buf cases: device allocations of 4 MiB (cudaMalloc gives 2 MiB-aligned pointers,
@@ -436,13 +432,13 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
         json b = {{"class", c.name},
                   {"direction", dir == CopyDirection::kHostToDevice ? "H2D" : "D2H"},
                   {"size", size},
-                  {"gbps", Median(gbps)},
+                  {"gbps", MedianMean(gbps)},
                   {"pass_gbps", gbps},
                   {"facts", FactsToJson(c.mem->facts())}};
         if (o.verbose)
           std::fprintf(stderr, "bandwidth %-10s %s %10s %.2f GB/s\n", c.name,
                        b["direction"].get<std::string>().c_str(), FormatSize(size).c_str(),
-                       Median(gbps));
+                       MedianMean(gbps));
         profile["bandwidth"].push_back(b);
       }
     }
@@ -532,7 +528,7 @@ Result<BandwidthRange> BandwidthRangeOfUnchecked(const json& entry) {
                                    "' has no measured rate (\"run_gbps\" or \"gbps\" > 0)");
   r.min_gbps = *std::min_element(r.run_gbps.begin(), r.run_gbps.end());
   r.max_gbps = *std::max_element(r.run_gbps.begin(), r.run_gbps.end());
-  r.median_gbps = Median(r.run_gbps);
+  r.median_gbps = MedianMean(r.run_gbps);
   return r;
 }
 }  // namespace
@@ -655,7 +651,7 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
                   {"runs", r.runs()}};
   }
   for (const auto& [t, v] : memcpy_runs) {
-    out["host_memcpy_gbps"][t] = Median(v);
+    out["host_memcpy_gbps"][t] = MedianMean(v);
     out["host_memcpy_runs"][t] = v;
   }
   return out;

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backends/api/median.h"
 #include "backends/cuda/cuda_gpu.h"
 
 namespace resmem::transfer {
@@ -157,8 +158,6 @@ std::string DescribeUnitFills(const StagedTrace& t) {
     if (took[u] > took[longest]) longest = u;
     first_began = std::min(first_began, t.unit_begin_us[u]);
   }
-  std::vector<double> sorted = took;
-  std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
   const uint64_t bytes = t.bytes;
   char line[320];
   std::snprintf(line, sizeof line,
@@ -168,7 +167,7 @@ std::string DescribeUnitFills(const StagedTrace& t) {
                 n, FormatSize(t.unit_bytes).c_str(), first_began,
                 FrontierReachedUs(t, 256 << 10), FrontierReachedUs(t, 1 << 20),
                 FrontierReachedUs(t, bytes / 4), FrontierReachedUs(t, bytes / 2),
-                FrontierReachedUs(t, bytes), sorted[n / 2], took[longest], longest);
+                FrontierReachedUs(t, bytes), MedianUpper(took), took[longest], longest);
   return line;
 }
 

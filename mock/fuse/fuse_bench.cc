@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/api/median.h"
 #include "kmod/uapi/resmem_ioctl.h"
 #include "mock/fuse/fuse_device.h"
 #include "mock/fuse/memory_region_provider.h"
@@ -30,10 +31,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // A buffer of this process that the forked FUSE daemon does not inherit (MADV_DONTFORK): were it
 // inherited, every page would be copy-on-write shared with the daemon, and the first pass writing
@@ -137,12 +134,12 @@ Measured MeasureAgainstPlain(int fd, bool drop, uint64_t size, int passes, uint8
   auto median = [&](const std::vector<Figures>& v, double Figures::*field) {
     std::vector<double> x;
     for (const auto& f : v) x.push_back(f.*field);
-    return Median(x);
+    return MedianUpper(x);
   };
   auto median_ratio = [&](double Figures::*field) {
     std::vector<double> x;
     for (size_t i = 0; i < m.size(); ++i) x.push_back(m[i].*field / p[i].*field);
-    return Median(x);
+    return MedianUpper(x);
   };
   Measured out;
   out.aligned_passes = aligned;
@@ -278,7 +275,7 @@ int Main(int argc, char** argv) {
         us.push_back((Now() - t0) / ioctls * 1e6);
       }
       std::printf("%-30s %.2f us per call (median of 5 x %d)\n", "ioctl RESMEM_IOC_LENGTH",
-                  Median(us), ioctls);
+                  MedianUpper(us), ioctls);
     }
     close(fd);
   }
