@@ -11,8 +11,8 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
-#include "backends/host/host_region.h"
 #include "backends/api/median.h"
+#include "backends/host/host_region.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/lane_pool.h"
 #include "engine/transfer/transfer_engine.h"
@@ -21,7 +21,6 @@ namespace resmem::bench {
 namespace {
 
 using transfer::TransferEngine;
-
 
 const char* DirName(CopyDirection d) { return d == CopyDirection::kHostToDevice ? "H2D" : "D2H"; }
 

@@ -14,7 +14,6 @@ namespace {
 constexpr uint64_t k2M = 2ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
-
 struct Backing {
   host::HostKind kind;
   host::HostMapOptions map;

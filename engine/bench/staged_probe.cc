@@ -53,6 +53,8 @@ double Us(Steady::time_point a, Steady::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
+// Every figure printed here is one copy that was measured: the upper of the middle pair.
+double Median(const std::vector<double>& v) { return MedianUpper(v); }
 
 double Gbps(uint64_t bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
 
@@ -123,8 +125,8 @@ struct Probe {
                               gpu->Copy(CopyDirection::kHostToDevice, *pinned, 0, *dev, 0, size));
       t.push_back(s.seconds * 1e6);
     }
-    std::printf("  pinned     cudaMemcpy                %8.1f us %6.2f GB/s  (%s)\n", MedianUpper(t),
-                Gbps(size, MedianUpper(t)), Spread(t).c_str());
+    std::printf("  pinned     cudaMemcpy                %8.1f us %6.2f GB/s  (%s)\n", Median(t),
+                Gbps(size, Median(t)), Spread(t).c_str());
     return Status::Ok();
   }
 
@@ -162,7 +164,7 @@ struct Probe {
       for (auto& t : threads) t.join();
       std::printf("  contention %2d memcpy threads: pinned H2D %6.2f GB/s, D2H %6.2f GB/s; the "
                   "threads copied %6.2f GB/s\n",
-                  n, Gbps(size, MedianUpper(h2d)), Gbps(size, MedianUpper(d2h)), Gbps(moved, wall));
+                  n, Gbps(size, Median(h2d)), Gbps(size, Median(d2h)), Gbps(moved, wall));
     }
     return Status::Ok();
   }
@@ -196,7 +198,7 @@ struct Probe {
       submit.push_back(sub / nseg);
     }
     std::printf("  dma-only   %-26s %8.1f us %6.2f GB/s  (%llu DMAs, submit %.1f us each)\n", label,
-                MedianUpper(t), Gbps(size, MedianUpper(t)), (unsigned long long)nseg, MedianUpper(submit));
+                Median(t), Gbps(size, Median(t)), (unsigned long long)nseg, Median(submit));
     return Status::Ok();
   }
 
@@ -231,8 +233,8 @@ struct Probe {
     std::printf("  dma-streams %s %-8s %3llu DMAs on %d stream%s%s %8.1f us %6.2f GB/s (submit %.1f us each)\n",
                 dir == CopyDirection::kHostToDevice ? "H2D" : "D2H", FormatSize(size).c_str(),
                 (unsigned long long)nseg, streams, streams > 1 ? "s" : " ",
-                last_event_only ? ", one event" : "", MedianUpper(total),
-                Gbps(size, MedianUpper(total)), MedianUpper(submit));
+                last_event_only ? ", one event" : "", Median(total),
+                Gbps(size, Median(total)), Median(submit));
     return Status::Ok();
   }
 
@@ -301,8 +303,8 @@ struct Probe {
     }
     std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s%s\n",
                 after_dma ? "drain-only after DMA" : drain ? "drain-only" : "fill-only ", lanes - 1,
-                FormatSize(piece).c_str(), MedianUpper(t), Gbps(size, MedianUpper(t)), note);
-    if (gbps) *gbps = Gbps(size, MedianUpper(t));
+                FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)), note);
+    if (gbps) *gbps = Gbps(size, Median(t));
     return Status::Ok();
   }
 
@@ -366,20 +368,20 @@ struct Probe {
                     (unsigned long long)bad);
     }
     std::printf("  staged %s %-26s %8.1f us %6.2f GB/s  (%s; %s)\n", h2d ? "H2D" : "D2H", label,
-                MedianUpper(total), Gbps(size, MedianUpper(total)), Spread(total).c_str(),
+                Median(total), Gbps(size, Median(total)), Spread(total).c_str(),
                 engine->choice().detail.c_str());
     if (show_phases && !enter_max.empty())
       std::printf("             phases (us, medians): lanes entered by %.1f, first piece %.1f, "
                   "segment 0 filled %.1f, DMA submit %.1f each, last segment filled %.1f, "
                   "issued %.1f, done %.1f, returned %.1f; %.0f DMAs, done every %.1f us\n",
-                  MedianUpper(enter_max), MedianUpper(first_piece), MedianUpper(fill0), MedianUpper(submit),
-                  MedianUpper(filled_last), MedianUpper(issued_last), MedianUpper(done_last), MedianUpper(returned),
-                  MedianUpper(dma_count), MedianUpper(dma_gap));
+                  Median(enter_max), Median(first_piece), Median(fill0), Median(submit),
+                  Median(filled_last), Median(issued_last), Median(done_last), Median(returned),
+                  Median(dma_count), Median(dma_gap));
     if (show_phases && !sm_launched.empty())
       std::printf("             phases (us, medians): kernel launched by %.1f, every piece %s "
                   "by %.1f, returned %.1f (%llu pieces moved by %d blocks)\n",
-                  MedianUpper(sm_launched), h2d ? "filled" : "drained", MedianUpper(sm_moved),
-                  MedianUpper(returned), (unsigned long long)engine->last_trace().sm_pieces,
+                  Median(sm_launched), h2d ? "filled" : "drained", Median(sm_moved),
+                  Median(returned), (unsigned long long)engine->last_trace().sm_pieces,
                   engine->last_trace().sm_blocks);
     if (show_phases && dump && engine->last_trace().segments > 0) {
       const auto& tr = engine->last_trace();
@@ -436,12 +438,12 @@ struct Probe {
     cuda->ReleaseTicket(ticket);
     transfer::StagingCosts c;
     c.start_us = hot_dispatch_us;
-    c.submit_us = MedianUpper(submit);
-    c.per_dma_us = std::max(0.0, (MedianUpper(eight) - MedianUpper(one)) / 7);
-    c.dma_gbps = Gbps(size, std::max(1.0, MedianUpper(one) - c.submit_us - c.per_dma_us));
+    c.submit_us = Median(submit);
+    c.per_dma_us = std::max(0.0, (Median(eight) - Median(one)) / 7);
+    c.dma_gbps = Gbps(size, std::max(1.0, Median(one) - c.submit_us - c.per_dma_us));
     c.dma_beside_gbps = c.dma_gbps;
     std::printf("  %s: start %.1f us, submit %.1f us, 4 MiB in 1 DMA %.1f us, in 8 %.1f us\n",
-                h2d ? "H2D" : "D2H", c.start_us, c.submit_us, MedianUpper(one), MedianUpper(eight));
+                h2d ? "H2D" : "D2H", c.start_us, c.submit_us, Median(one), Median(eight));
     double rate = 0;
     RESMEM_RETURN_IF_ERROR(FillOnly(size, seg, ring, pool, !h2d, !h2d, &rate, " (alone)"));
     (h2d ? c.fill_alone_gbps : c.drain_alone_gbps) = rate;
@@ -458,10 +460,10 @@ struct Probe {
     cuda->ReleaseTicket(t);
     RESMEM_RETURN_IF_ERROR(fill);
     if (!beside_dma_us.empty()) {
-      const double us = MedianUpper(beside_dma_us);
+      const double us = Median(beside_dma_us);
       c.dma_beside_gbps = Gbps(size, std::max(1.0, us - c.submit_us - c.per_dma_us));
       std::printf("  %s: 4 MiB DMA beside the lanes' copy %.1f us (median of %zu), alone %.1f\n",
-                  h2d ? "H2D" : "D2H", us, beside_dma_us.size(), MedianUpper(one));
+                  h2d ? "H2D" : "D2H", us, beside_dma_us.size(), Median(one));
     }
     (h2d ? c.fill_gbps : c.drain_gbps) = rate;
     *beside = c;
@@ -503,10 +505,10 @@ struct Probe {
       pool.Run(pool.size(), [](int) {});
       cold.push_back(Us(t0, Steady::now()));
     }
-    hot_dispatch_us = MedianUpper(hot);
+    hot_dispatch_us = Median(hot);
     std::printf("dispatch: empty Run of %d lanes: hot %.1f us, after 3 ms pause %.1f us "
                 "(max %.1f; %llu sleeps)\n",
-                pool.size(), MedianUpper(hot), MedianUpper(cold), *std::max_element(cold.begin(), cold.end()),
+                pool.size(), Median(hot), Median(cold), *std::max_element(cold.begin(), cold.end()),
                 (unsigned long long)(pool.sleeps() - sleeps0));
     return Status::Ok();
   }
@@ -578,7 +580,7 @@ void PrintEntries(const char* label, std::vector<std::vector<double>>& runs) {
     first.push_back(r.front()), mid.push_back(r[r.size() / 2]), last.push_back(r.back());
   }
   std::printf("  %-34s first %5.2f us, median %5.2f us, last %5.2f us (medians of %zu runs)\n",
-              label, MedianUpper(first), MedianUpper(mid), MedianUpper(last), runs.size());
+              label, Median(first), Median(mid), Median(last), runs.size());
 }
 
 int Handoff(int lanes, int runs) {
@@ -608,7 +610,7 @@ int Handoff(int lanes, int runs) {
       });
       if (r >= 0) entered[r] = e, claimed[r] = c, whole.push_back(Us(t0, Steady::now()));
     }
-    std::printf("  LanePool: an empty Run with a claim, whole: %.2f us (median)\n", MedianUpper(whole));
+    std::printf("  LanePool: an empty Run with a claim, whole: %.2f us (median)\n", Median(whole));
     PrintEntries("LanePool", entered);
     PrintEntries("LanePool + claim", claimed);
   }
@@ -631,7 +633,7 @@ int Handoff(int lanes, int runs) {
     }
     std::printf("  LanePool after a 3 ms pause (spin %d us, %llu sleeps): an empty Run %.1f us "
                 "(median)\n",
-                lo.spin_us, (unsigned long long)pool.sleeps(), MedianUpper(whole));
+                lo.spin_us, (unsigned long long)pool.sleeps(), Median(whole));
     PrintEntries("LanePool, workers asleep", asleep);
   }
   // Raw threads: `shared` polls one word, otherwise each its own.

@@ -32,7 +32,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-
 std::string Percent(double fraction) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);

@@ -31,7 +31,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-
 // A buffer of this process that the forked FUSE daemon does not inherit (MADV_DONTFORK): were it
 // inherited, every page would be copy-on-write shared with the daemon, and the first pass writing
 // into it after a mount would pay a page copy per 4 KiB (the first runs of this benchmark did:
