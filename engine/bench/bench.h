@@ -67,6 +67,12 @@ constexpr double kMaxPinnedBelowReference = 0.03;  // the baseline within 3% of 
 // pinned copies (one thread) did not move. More than a third of the passes above this limit
 // marks every staged cell unreliable.
 constexpr double kMaxLaneDispatchUs = 50;
+// So does one pass above this: a stall of a scheduler tick. The check samples one moment per
+// pass, and a host that stalls the lanes that long once in a run stalls its staged copies too:
+// of 14 H100 bench runs with such a pass that the rule above let through, 10 read staged
+// copies far below the same tree's quiet runs (16 MiB at 20.5%, 256 MiB at 38-73%), and the
+// quiet runs' slowest pass took 1-12 us (docs/hil/2026-11-25-h100-staged11, section 8).
+constexpr double kMaxLaneStallUs = 500;
 
 struct BenchOptions {
   std::vector<uint64_t> sizes;  // default 64 KiB .. 256 MiB, x4
@@ -174,7 +180,8 @@ LaneHostCheck CheckLaneHost(int lanes, const uint8_t* src, uint8_t* dst, uint64_
 // Sets BenchCell::unreliable and BenchResult::unreliable from the limits above: any non-pinned
 // cell above kMaxRatioToPinned, the pinned cell at the reference's size (or the largest of
 // `sizes`) more than kMaxPinnedBelowReference below r->reference, and every staged cell when more
-// than a third of r->lane_dispatch_us exceed kMaxLaneDispatchUs. RunBench calls it.
+// than a third of r->lane_dispatch_us exceed kMaxLaneDispatchUs or any exceeds kMaxLaneStallUs.
+// RunBench calls it.
 void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes);
 
 // Reads a bench JSON back (for plotting on another machine).

@@ -249,9 +249,18 @@ TEST(Bench, MarksStagedCellsUnreliableOnADisturbedHost) {
     return r;
   };
   BenchResult quiet = with_staged();
-  quiet.lane_dispatch_us = {4.1, 1041.4, 5.5};  // one of three: within the allowance
+  quiet.lane_dispatch_us = {4.1, 480.0, 5.5};  // one of three above 50 us, none above 500
   MarkUnreliable(&quiet, {256u << 20});
   EXPECT_TRUE(quiet.unreliable.empty()) << quiet.unreliable[0];
+  // One stall of a scheduler tick in nine passes is enough.
+  BenchResult stalled = with_staged();
+  stalled.lane_dispatch_us = {4.1, 5.0, 3.9, 4.4, 1041.4, 5.5, 4.0, 4.8, 5.1};
+  MarkUnreliable(&stalled, {256u << 20});
+  ASSERT_EQ(stalled.unreliable.size(), 1u);
+  EXPECT_NE(stalled.unreliable[0].find("in 1 of 9 passes, 1041.4 us at most"), std::string::npos)
+      << stalled.unreliable[0];
+  EXPECT_NE(stalled.unreliable[0].find("over 500 us in any"), std::string::npos);
+  EXPECT_FALSE(stalled.cells.back().unreliable.empty());
   BenchResult busy = with_staged();
   busy.lane_dispatch_us = {4.1, 1041.4, 1210.6, 5.5};
   busy.lane_memcpy_gbps = {120, 30, 25, 118};
