@@ -249,22 +249,27 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     }
     open.push_back(std::move(op));
   }
+  // One copy between a path's host memory and the device buffer, through `engine` (none: the
+  // GPU's own cudaMemcpy, as the pinned rows copy).
+  auto copy_by = [&](TransferEngine* engine, OpenPath& op, CopyDirection dir,
+                     uint64_t size) -> Result<CopyStats> {
+    if (engine) return engine->Copy(dir, 0, *dev, 0, size);
+    return gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
+  };
+  auto copy = [&](OpenPath& op, CopyDirection dir, uint64_t size) {
+    return copy_by(op.engine.get(), op, dir, size);
+  };
   // --dma-source: the stamped block goes up once (H2D) into the device buffer the timed copies
   // land in, and before each timed copy comes back by DMA (D2H) into the path's host memory:
   // the same bytes, now written by the device.
   auto dma_move = [&](OpenPath& op, CopyDirection dir, uint64_t size) -> Status {
-    TransferEngine* e = op.writer ? op.writer.get() : op.engine.get();
-    auto s = e ? e->Copy(dir, 0, *dev, 0, size) : gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
+    auto s = copy_by(op.writer ? op.writer.get() : op.engine.get(), op, dir, size);
     return s.ok() ? Status::Ok()
                   : s.status().WithContext(std::string("--dma-source: ") +
                                            (dir == CopyDirection::kHostToDevice
                                                 ? "the block to the device"
                                                 : "the device's write of the block") +
                                            " for " + op.path.name + " " + FormatSize(size));
-  };
-  auto copy = [&](OpenPath& op, CopyDirection dir, uint64_t size) -> Result<CopyStats> {
-    if (op.engine) return op.engine->Copy(dir, 0, *dev, 0, size);
-    return gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
   };
   if (o.warmup)
     for (auto& op : open)
