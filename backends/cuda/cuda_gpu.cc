@@ -478,14 +478,15 @@ Result<CudaGpu::PieceRing> CudaGpu::NewPieceRing(uint64_t piece, uint32_t slots,
   r.slots = slots;
   RESMEM_ASSIGN_OR_RETURN(r.ring, AllocPinned(piece * slots, kRegisterMapped | kRegisterPortable));
   cudaError_t err = cudaSuccess;
-  auto words = NewSignals((2 * static_cast<int>(slots) + 3) * static_cast<int>(kWordStride));
+  auto words = NewSignals((2 * static_cast<int>(slots) + 6) * static_cast<int>(kWordStride));
   if (!words.ok()) {
     r.ring.reset();
     return words.status();
   }
   r.words = *words;
-  if ((err = cudaMalloc(&r.blocks_done, sizeof(unsigned int))) != cudaSuccess ||
-      (err = cudaMemset(r.blocks_done, 0, sizeof(unsigned int))) != cudaSuccess) {
+  // [0] finished blocks, [1] the last kernel's leader base, [2] its verdict (kernels.h).
+  if ((err = cudaMalloc(&r.blocks_done, 3 * sizeof(unsigned int))) != cudaSuccess ||
+      (err = cudaMemset(r.blocks_done, 0, 3 * sizeof(unsigned int))) != cudaSuccess) {
     FreePieceRing(r);
     return CudaError(err, "cudaMalloc (piece ring counter)");
   }
@@ -546,7 +547,12 @@ Status CudaGpu::LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& d
   a.cpu_words = words;
   a.gpu_words = words + s * kWordStride;
   a.done_word = words + 2 * s * kWordStride;
+  a.started_word = words + (2 * s + 3) * kWordStride;
+  a.intent_word = words + (2 * s + 4) * kWordStride;
+  a.verdict_word = words + (2 * s + 5) * kWordStride;
   a.blocks_done = static_cast<unsigned int*>(r.blocks_done);
+  a.leader = a.blocks_done + 1;
+  a.verdict = a.blocks_done + 2;
   cudaError_t err = static_cast<cudaError_t>(cuda::LaunchPieceCopy(a, r.stream));
   if (err != cudaSuccess) return CudaError(err, "piece copy kernel launch");
   return Status::Ok();
@@ -574,6 +580,18 @@ Status SyncStreamOf(cudaStream_t s, const std::string& what) {
 
 Status CudaGpu::PieceStreamError(PieceRing& r) {
   return StreamErrorOf(static_cast<cudaStream_t>(r.stream), "the piece kernel's stream");
+}
+
+Status CudaGpu::HoldEverySm(double busy_us) {
+  if (!(busy_us > 0)) return Status::InvalidArgument("HoldEverySm needs a time > 0 us");
+  RESMEM_RETURN_IF_ERROR(BindThread());
+  cudaStream_t st = nullptr;
+  cudaError_t err = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  if (err != cudaSuccess) return CudaError(err, "cudaStreamCreateWithFlags (hold every SM)");
+  err = static_cast<cudaError_t>(LaunchHoldEverySm(static_cast<uint64_t>(busy_us * 1e3), st));
+  cudaStreamDestroy(st);  // the kernel runs on; the stream goes when it ends
+  if (err != cudaSuccess) return CudaError(err, "hold kernel launch");
+  return Status::Ok();
 }
 
 Status CudaGpu::SyncPieceStream(PieceRing& r) {

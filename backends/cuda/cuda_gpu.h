@@ -141,11 +141,13 @@ class CudaGpu : public Gpu {
   // CPU lanes and the kernel hand pieces over with (kernels.h, PieceCopyArgs), each alone in a
   // 64-byte line: word(i) = words.host[i * kWordStride]; words 0..slots-1 the CPU's, slots..
   // 2 slots-1 the kernel's, 2 slots done, 2 slots + 1 abandoned, 2 slots + 2 the blocks the last
-  // copy's kernel ran with (written with done).
+  // copy's kernel ran with (written with done), 2 slots + 3 started (the kernel's: it runs),
+  // 2 slots + 4 intent (the CPU's: give the copy to the DMAs), 2 slots + 5 the kernel's verdict
+  // (kernels.h, PieceCopyArgs).
   struct PieceRing {
     std::unique_ptr<HostMemory> ring;
     Signals words;
-    void* blocks_done = nullptr;  // a device word the kernel counts finished blocks in
+    void* blocks_done = nullptr;  // device words: finished blocks, the leader, the verdict
     void* ring_device = nullptr;  // the device's view of `ring`
     void* stream = nullptr;       // the kernel's stream: non-blocking, the device's top priority
     int sms = 0;                  // multiprocessors of the device
@@ -162,13 +164,18 @@ class CudaGpu : public Gpu {
   void FreePieceRing(PieceRing& r);
   // Launches the kernel for [dev_offset, +length) of `dev` (length a multiple of 16) on the
   // ring's stream, pieces numbered base+1 .., after setting the ring's abandoned word to a value
-  // that is not `base`. The stream has the device's greatest priority, so while a program's
+  // that is not `base`. The kernel moves nothing before its verdict: it leaves at once where the
+  // caller's intent word has reached `base` by then (kernels.h, PieceCopyArgs). The stream has the device's greatest priority, so while a program's
   // kernel runs, the piece kernel's blocks are placed as that kernel's blocks end, before its
   // remaining ones (H100: a 4 MiB copy beside 2 ms of 10 us blocks 108.5 us instead of 1,982;
   // blocks that hold every SM for 2 ms still delay it 1.9 ms: docs/hil/2026-11-24-h100-staged7,
   // smx-run7). Honours the "gpu.copy" fault point's error effects.
   Status LaunchPieceCopy(PieceRing& r, CopyDirection dir, DeviceBuffer& dev, uint64_t dev_offset,
                          uint64_t length, uint32_t base);
+  // Launches, on a stream of its own, a kernel that holds every SM for `busy_us` (LaunchHold
+  // EverySm: full occupancy, as a program's kernel of long blocks would), and returns at once.
+  // The SM copy's fallback is tested beside it (staged_cuda_test).
+  Status HoldEverySm(double busy_us);
   // Without waiting: the error of the ring's stream if a piece kernel failed, else Ok.
   Status PieceStreamError(PieceRing& r);
   // Waits for the ring's stream (after an abandoned copy: its kernel's blocks have stopped).

@@ -44,6 +44,14 @@ __global__ void ReadAndHoldKernel(const uint64_t* w, uint64_t words, uint64_t bu
   }
 }
 
+// Two blocks of 1,024 threads per SM (every thread an SM can hold), each waiting out busy_ns
+// from its own start: no other block is placed until they end.
+__global__ void __launch_bounds__(1024) HoldKernel(uint64_t busy_ns) {
+  const uint64_t start = GlobalTimerNs();
+  while (GlobalTimerNs() - start < busy_ns) {
+  }
+}
+
 // Staged copies moved by the SMs (LaunchPieceCopy): pieces numbered base+1.., piece p in ring
 // slot p % slots. Each block takes pieces blockIdx.x, +gridDim.x, ...; thread 0 waits for the
 // piece's hand-over word, the block copies it, and thread 0 writes the kernel's word for the slot.
@@ -69,9 +77,36 @@ constexpr int kPieceLoads = 4;  // 16-byte loads in flight per thread: 32 KiB pe
 constexpr unsigned kPollNs = 1000;
 constexpr unsigned kPollsPerAbandonCheck = 16;
 
+constexpr unsigned kVerdictPollNs = 100;
+
 __global__ void __launch_bounds__(kPieceThreads) PieceCopyKernel(PieceCopyArgs a) {
   const uint64_t pieces = (a.length + a.piece - 1) / a.piece;
   __shared__ int abort_seen;
+  // The start (TransferOptions::staging_sm_start_us). The first block to run leads: it writes
+  // the started word, then reads the CPU's intent word, and gives the verdict for the whole
+  // kernel: go, unless the CPU meant to give this copy (or a later one) to the DMAs. A store, a
+  // system fence and one read: the CPU writes its intent, fences, then reads the started word, so
+  // at least one side sees the other (Dekker); where both did, the CPU waits for the verdict. The
+  // other blocks wait for the verdict in device memory. A kernel the CPU gave up on leaves
+  // before it touches a piece word, the ring or the device buffer. (Waiting at the start for a
+  // word the CPU writes after the launch returned instead cost 1 MiB copies 20 points of pinned:
+  // docs/hil/2026-11-25-h100-staged12, runs 6-7.)
+  __shared__ int go;
+  if (threadIdx.x == 0) {
+    uint32_t v;
+    if (atomicExch(a.leader, a.base) != a.base) {
+      *a.started_word = a.base;
+      __threadfence_system();
+      v = Reached(LoadAcquire(a.intent_word), a.base) ? a.base + 1 : a.base;
+      *a.verdict_word = v;
+      atomicExch(a.verdict, v);
+    } else {
+      while (!Reached(v = atomicAdd(a.verdict, 0u), a.base)) __nanosleep(kVerdictPollNs);
+    }
+    go = v == a.base;
+  }
+  __syncthreads();
+  if (!go) return;
   for (uint64_t p = blockIdx.x; p < pieces; p += gridDim.x) {
     const uint32_t slot = static_cast<uint32_t>(p % a.slots);
     const uint32_t t = a.base + static_cast<uint32_t>(p) + 1;
@@ -172,6 +207,14 @@ int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   ReadAndHoldKernel<<<sms > 0 ? sms : 1, 256, 0, static_cast<cudaStream_t>(stream)>>>(
       static_cast<const uint64_t*>(src), len / 8, busy_ns, dev_sum);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchHoldEverySm(uint64_t busy_ns, void* stream) {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  HoldKernel<<<2 * (sms > 0 ? sms : 1), 1024, 0, static_cast<cudaStream_t>(stream)>>>(busy_ns);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -22,6 +22,10 @@ int LaunchKernelCopy(void* dst, const void* src, uint64_t len, void* stream);
 int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
                       unsigned long long* dev_sum, void* stream);
 
+// A program's kernel that fills every SM: two blocks of 1,024 threads per SM, each holding its
+// SM until busy_ns after it started. A block of another kernel is placed only as they end.
+int LaunchHoldEverySm(uint64_t busy_ns, void* stream);
+
 // A staged copy moved by the SMs instead of copy-engine DMAs (CudaGpu::LaunchPieceCopy). The
 // copy is cut into pieces of `piece` bytes numbered base+1 .. base+n; piece p lives in ring slot
 // p % slots. Host to device: the kernel waits for cpu_words[slot] to reach the piece's number
@@ -31,8 +35,14 @@ int LaunchReadAndHold(const void* src, uint64_t len, uint64_t busy_ns,
 // The last block sets done_word[2 * kWordStride] to the kernel's block count and then
 // done_word[0] = base + n; done_word[kWordStride] == base tells the kernel the CPU abandoned the
 // copy (every waiting block then stops). piece and length are multiples of 16.
-// Each word sits alone in a 64-byte line (kWordStride words apart): the CPU lanes and the
-// device's polls then never share a cache line.
+// Before it touches anything the kernel decides, once, whether it may run the copy at all: its
+// first block writes base to started_word, fences, reads intent_word, and gives the verdict
+// (base: go; base + 1: the CPU meant to give this copy, or a later one, to the DMAs, so the
+// kernel leaves) in verdict_word (host) and verdict[0] (device, for the other blocks). The CPU
+// writes intent_word only when the kernel had not started in time, fences, and reads
+// started_word; where it finds the kernel started after all it waits for the verdict
+// (TransferOptions::staging_sm_start_us). So a kernel that starts late, behind a program's
+// kernel, never writes into a buffer its copy no longer owns.
 constexpr uint32_t kWordStride = 16;
 struct PieceCopyArgs {
   uint8_t* dev = nullptr;   // the device side, at the copy's offset
@@ -43,6 +53,11 @@ struct PieceCopyArgs {
   volatile uint32_t* cpu_words = nullptr;  // device views of mapped host words
   volatile uint32_t* gpu_words = nullptr;
   volatile uint32_t* done_word = nullptr;  // [0] done, [kWordStride] abandoned, [2 kWordStride] blocks
+  volatile uint32_t* started_word = nullptr;  // host: the kernel runs (base)
+  volatile uint32_t* intent_word = nullptr;   // host: the CPU gives copies up to this base away
+  volatile uint32_t* verdict_word = nullptr;  // host: base go, base + 1 left to the DMAs
+  unsigned int* leader = nullptr;             // device: the base of the last kernel led
+  unsigned int* verdict = nullptr;            // device: verdict_word for the other blocks
   unsigned int* blocks_done = nullptr;     // device memory, 0 between launches
   int blocks = 0;  // the kernel's blocks (CudaGpu::PieceRing::blocks: at most one per SM)
 };

@@ -365,6 +365,15 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
       }
     }
   }
+  // A staged path's SM copies that went by DMAs: their kernel had not started in time
+  // (TransferOptions::staging_sm_start_us), so something else held the GPU's SMs.
+  for (const auto& op : open)
+    if (op.engine && op.engine->sm_copies_given_to_dmas() > 0)
+      result.notes.push_back(op.path.name + ": " +
+                             std::to_string(op.engine->sm_copies_given_to_dmas()) +
+                             " SM copies went by DMAs (their kernel had not started within " +
+                             std::to_string(static_cast<int>(o.staging.staging_sm_start_us)) +
+                             " us)");
   // Rows in the order of the table: path, then direction, then size.
   for (size_t pi = 0; pi < open.size(); ++pi)
     for (int d = 0; d < 2; ++d)

@@ -324,7 +324,7 @@ struct Probe {
     RESMEM_RETURN_IF_ERROR(engine->Copy(CopyDirection::kHostToDevice, 0, *dev, 0, size).status());
     if (!h2d) RESMEM_RETURN_IF_ERROR(engine->Copy(dir, 0, *dev, 0, size).status());
     std::vector<double> total, enter_max, first_piece, fill0, submit, filled_last, issued_last,
-        done_last, returned, dma_gap, sm_launched, sm_moved, dma_count;
+        done_last, returned, dma_gap, sm_launched, sm_started, sm_moved, dma_count;
     for (int c = 0; c < copies; ++c) {
       Evict();
       if (h2d) {
@@ -354,6 +354,7 @@ struct Probe {
         if (n > 1) dma_gap.push_back((tr.done_us[n - 1] - tr.done_us[0]) / (n - 1));
       } else if (tr.sm_pieces > 0) {
         sm_launched.push_back(tr.launched_us);
+        sm_started.push_back(tr.sm_started_us);
         sm_moved.push_back(tr.pieces_moved_us);
         returned.push_back(tr.returned_us);
       }
@@ -377,10 +378,16 @@ struct Probe {
                   Median(enter_max), Median(first_piece), Median(fill0), Median(submit),
                   Median(filled_last), Median(issued_last), Median(done_last), Median(returned),
                   Median(dma_count), Median(dma_gap));
+    if (engine->sm_copies_given_to_dmas() > 0)
+      std::printf("  note: %llu SM copies went by DMAs (their kernel had not started in time)\n",
+                  (unsigned long long)engine->sm_copies_given_to_dmas());
     if (show_phases && !sm_launched.empty())
-      std::printf("             phases (us, medians): kernel launched by %.1f, every piece %s "
-                  "by %.1f, returned %.1f (%llu pieces moved by %d blocks)\n",
-                  Median(sm_launched), h2d ? "filled" : "drained", Median(sm_moved),
+      std::printf("             phases (us, medians): kernel launched by %.1f, started %.1f "
+                  "(latest %.1f), every piece %s by %.1f, returned %.1f (%llu pieces moved by %d "
+                  "blocks)\n",
+                  Median(sm_launched), Median(sm_started),
+                  *std::max_element(sm_started.begin(), sm_started.end()),
+                  h2d ? "filled" : "drained", Median(sm_moved),
                   Median(returned), (unsigned long long)engine->last_trace().sm_pieces,
                   engine->last_trace().sm_blocks);
     if (show_phases && dump && engine->last_trace().segments > 0) {

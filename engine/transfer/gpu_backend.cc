@@ -142,6 +142,13 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
       ->type_name("N")
       ->check(CLI::Range(1, 4096))
       ->group(group);
+  app.add_option("--sm-start-us", o->staging_sm_start_us,
+                 "with --sm-copy or --sm-copy-upto: how long a copy waits for its kernel to "
+                 "start before it goes by copy-engine DMAs instead (a program's kernel holds "
+                 "the SMs; 0: wait as long as it takes)")
+      ->type_name("US")
+      ->check(CLI::Range(0.0, 1e6))
+      ->group(group);
   app.add_option("--dma-streams", o->staging_dma_streams,
                  "spread segment DMAs round-robin over this many copy streams")
       ->type_name("N")

@@ -64,6 +64,20 @@ TEST(StagingOptions, SmBlocksLandAndNoneIsRefused) {
   EXPECT_EQ(o.staging_sm_blocks, 8) << "a refused value changes nothing";
 }
 
+TEST(StagingOptions, SmCopyIsOnUpTo16MiBWithAStartWait) {
+  TransferOptions o;
+  std::string err;
+  EXPECT_EQ(o.staging_sm_copy_upto, 16u << 20) << "host-to-device copies up to 16 MiB by the SMs";
+  EXPECT_EQ(o.staging_sm_start_us, 20.0);
+  ASSERT_FALSE(Parse({"--sm-copy-upto", "0", "--sm-start-us", "0"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_sm_copy_upto, 0u);
+  EXPECT_EQ(o.staging_sm_start_us, 0.0) << "0: wait for the kernel as long as it takes";
+  auto rc = Parse({"--sm-start-us", "-5"}, &o, &err);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_NE(err.find("--sm-start-us"), std::string::npos) << err;
+  EXPECT_EQ(o.staging_sm_start_us, 0.0) << "a refused value changes nothing";
+}
+
 TEST(StagingOptions, FrontierOptionsLand) {
   TransferOptions o;
   std::string err;

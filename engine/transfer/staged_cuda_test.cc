@@ -15,10 +15,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "backends/api/clock.h"
 #include "backends/cuda/cuda_gpu.h"
@@ -272,10 +274,10 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
 }
 
 // With staging_sm_copy_upto (64 MiB) a host-to-device copy up to it is moved by the kernel and a
-// larger one by segment DMAs; device to host always by segment DMAs; by default (0) every copy
-// by DMAs. The trace says which (sm_pieces against segments), and every copy's data is checked.
+// larger one by segment DMAs; device to host always by segment DMAs; by default up to 16 MiB.
+// The trace says which (sm_pieces against segments), and every copy's data is checked.
 TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
-  EXPECT_EQ(TransferOptions().staging_sm_copy_upto, 0u) << "the SM copy is opt-in";
+  EXPECT_EQ(TransferOptions().staging_sm_copy_upto, 16u << 20) << "the SM copy's default limit";
   EXPECT_EQ(TransferOptions().staging_sm_blocks, 32) << "the SM copy's blocks by default";
   const uint64_t limit = 64ull << 20;
   const uint64_t max = limit + (4ull << 20);
@@ -316,6 +318,9 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
           << what;
       EXPECT_EQ(t.segments, 0) << what;
       EXPECT_LE(t.launched_us, t.returned_us) << what;
+      // On an idle GPU the kernel starts well within the start wait.
+      EXPECT_FALSE(t.sm_given_to_dmas) << what;
+      EXPECT_GT(t.sm_started_us, t.launched_us) << what;
     } else {
       EXPECT_EQ(t.sm_pieces, 0u) << what;
       EXPECT_GT(t.segments, 0) << what;
@@ -324,6 +329,77 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
                    : HostMismatches(*host_, 0, k.len, seq, 5);
     ASSERT_TRUE(bad.ok());
     EXPECT_EQ(*bad, 0u) << what;
+  }
+}
+
+// While a program's kernel holds every SM (HoldEverySm), an SM copy's kernel cannot start: the
+// copy goes by DMAs after staging_sm_start_us instead of waiting for the SMs, and its kernel,
+// when it runs after the hold, leaves without writing. Here the next copy, into another buffer,
+// fills the ring slots the abandoned kernel would have read: a kernel that did not heed the
+// decision would copy that data into the first copy's destination. With a start wait of 0 the
+// copy waits for the SMs instead.
+TEST_F(StagedCudaLongTest, SmCopyGoesByDmasWhileAProgramsKernelHoldsEverySm) {
+  const uint64_t len = 4ull << 20;
+  const double hold_us = 100e3;
+  ASSERT_NO_FATAL_FAILURE(MapBoth(len));
+  auto other = gpu_->AllocDevice(len);
+  ASSERT_TRUE(other.ok());
+  for (const double start_us : {TransferOptions().staging_sm_start_us, 0.0}) {
+    const std::string what = "start wait " + std::to_string(start_us) + " us";
+    TransferOptions o;
+    o.allowed = {Path::kStaged};
+    o.staging_trace = true;
+    o.staging_sm_copy_upto = len;
+    o.staging_sm_start_us = start_us;
+    auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if ((*e)->choice().detail.find("moved by the SMs") == std::string::npos)
+      GTEST_SKIP() << "skipped: no piece ring (" << (*e)->choice().detail << ")";
+    // An idle GPU: the SMs move it.
+    ASSERT_TRUE(FillPattern(*host_, 0, len, 601, 5).ok());
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len))) << what;
+    EXPECT_FALSE((*e)->last_trace().sm_given_to_dmas) << what;
+    EXPECT_GT((*e)->last_trace().sm_pieces, 0u) << what;
+    // Every SM held; the hold's blocks are placed well within the millisecond slept.
+    ASSERT_TRUE(gpu_->HoldEverySm(hold_us).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(FillPattern(*host_, 0, len, 602, 5).ok());
+    const double t0 = clock_.NowSeconds();
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len))) << what;
+    const double took_us = (clock_.NowSeconds() - t0) * 1e6;
+    const StagedTrace& t = (*e)->last_trace();
+    std::printf("note: %s, 4 MiB beside a kernel holding every SM for %.0f us: %.1f us, %s "
+                "(kernel launched by %.1f, given up at %.1f; the DMAs' copy %.1f us: lanes in by "
+                "%.1f, segment 0 filled %.1f, its DMA issued %.1f, done %.1f)\n",
+                what.c_str(), hold_us, took_us, t.sm_given_to_dmas ? "by DMAs" : "by the SMs",
+                t.launched_us, t.sm_abandoned_us, t.returned_us, t.lane_enter_max_us,
+                t.filled_us.empty() ? 0.0 : t.filled_us[0],
+                t.issued_us.empty() ? 0.0 : t.issued_us[0],
+                t.done_us.empty() ? 0.0 : t.done_us[0]);
+    auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 602, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u) << what;
+    if (start_us == 0) {
+      EXPECT_FALSE(t.sm_given_to_dmas) << what << ": waits for the SMs";
+      EXPECT_EQ((*e)->sm_copies_given_to_dmas(), 0u);
+      continue;
+    }
+    EXPECT_TRUE(t.sm_given_to_dmas) << what;
+    EXPECT_EQ(t.sm_started_us, 0) << what << ": the kernel had not started";
+    EXPECT_GT(t.segments, 0) << what << ": the DMAs' copy";
+    EXPECT_EQ((*e)->sm_copies_given_to_dmas(), 1u);
+    // After the hold the abandoned kernel runs, then the next copy's, which fills the same slots
+    // with another pattern for another buffer.
+    std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(hold_us));
+    ASSERT_TRUE(FillPattern(*host_, 0, len, 603, 5).ok());
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, len))) << what;
+    EXPECT_FALSE((*e)->last_trace().sm_given_to_dmas) << what;
+    bad = DeviceMismatches(*gpu_, **other, 0, len, 603, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u) << what;
+    bad = DeviceMismatches(*gpu_, *dev_, 0, len, 602, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u) << what << ": the abandoned kernel wrote into its copy's buffer";
   }
 }
 
@@ -336,6 +412,7 @@ TEST_F(StagedCudaLongTest, FrontierCopyReturnsAFailedDmaAndTheNextCopyIsIntact) 
   TransferOptions o;
   o.allowed = {Path::kStaged};
   o.staging_frontier = true;
+  o.staging_sm_copy_upto = 0;  // 16 MiB by the DMAs
   o.staging_trace = true;
   auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();

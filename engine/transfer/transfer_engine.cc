@@ -268,6 +268,10 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemor
     return Status::InvalidArgument(
         "transfer options: the fill frontier's lead (--frontier-lead-us) must be 0 (issue at "
         "once) or more microseconds, got " + std::to_string(options.staging_frontier_lead_us));
+  if (!(options.staging_sm_start_us >= 0))
+    return Status::InvalidArgument(
+        "transfer options: the SM copy's start wait (--sm-start-us) must be 0 (wait as long as "
+        "it takes) or more microseconds, got " + std::to_string(options.staging_sm_start_us));
   if (options.staging_sm_blocks < 1)
     return Status::InvalidArgument("transfer options: the SM copy's blocks (--sm-blocks) must be "
                                    "at least 1, got " + std::to_string(options.staging_sm_blocks));
@@ -627,19 +631,37 @@ Status TransferEngine::CopySegments(CopyDirection dir, uint64_t host_offset, Dev
   const uint64_t seg = std::min(o_.staging_chunk, std::max(o_.staging_min_unit, share));
   if (piece_ring_.ring && length % 16 == 0 &&
       (o_.staging_sm_copy ||
-       (dir == CopyDirection::kHostToDevice && length <= o_.staging_sm_copy_upto)))
-    return CopyPieces(dir, host_offset, dev, dev_offset, length);
+       (dir == CopyDirection::kHostToDevice && length <= o_.staging_sm_copy_upto))) {
+    RESMEM_ASSIGN_OR_RETURN(const bool moved, CopyPieces(dir, host_offset, dev, dev_offset, length));
+    if (moved) return Status::Ok();
+    // The kernel had not started: a program's kernel holds the SMs. The DMAs copy it all.
+    const double launched_us = trace_.launched_us, returned_us = trace_.returned_us;
+    Status st = CopySegmentsByDma(dir, host_offset, dev, dev_offset, length, seg,
+                                  /*cached_plan_only=*/true);
+    if (o_.staging_trace) {
+      trace_.sm_given_to_dmas = true;
+      trace_.launched_us = launched_us;
+      trace_.sm_abandoned_us = returned_us;
+    }
+    return st;
+  }
+  return CopySegmentsByDma(dir, host_offset, dev, dev_offset, length, seg);
+}
+
+Status TransferEngine::CopySegmentsByDma(CopyDirection dir, uint64_t host_offset,
+                                         DeviceBuffer& dev, uint64_t dev_offset, uint64_t length,
+                                         uint64_t seg, bool cached_plan_only) {
   if (dir == CopyDirection::kHostToDevice && frontier_unit_ > 0)
     return CopyFrontier(host_offset, dev, dev_offset, length);
   if (signals_.host != nullptr)
     return CopySignalled(dir, host_offset, dev, dev_offset, length, seg);
   if (o_.staging_trace) trace_ = StagedTrace();
-  const std::vector<uint64_t>* plan =
-      (dir == CopyDirection::kHostToDevice
-           ? length <= o_.staging_plan_upto
-           : o_.staging_plan_d2h_from != 0 && length >= o_.staging_plan_d2h_from)
-          ? &PlanOf(dir, length)
-          : nullptr;
+  const bool planned = (dir == CopyDirection::kHostToDevice
+                            ? length <= o_.staging_plan_upto
+                            : o_.staging_plan_d2h_from != 0 && length >= o_.staging_plan_d2h_from) &&
+                       (!cached_plan_only ||
+                        plans_.count({dir == CopyDirection::kHostToDevice ? 0 : 1, length}));
+  const std::vector<uint64_t>* plan = planned ? &PlanOf(dir, length) : nullptr;
   if (dir == CopyDirection::kHostToDevice) {
     bool handed = false;
     return PumpSegments(
@@ -1220,8 +1242,8 @@ Status TransferEngine::CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uin
 //   device to host: wait until the kernel set the slot's word to t, drain the slot into the
 //                   mapping (CLDEMOTE the ring's lines), set the CPU word to t.
 // The copy is done when the kernel's done word reads base + n and every piece was moved.
-Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                                  uint64_t dev_offset, uint64_t length) {
+Result<bool> TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset,
+                                        DeviceBuffer& dev, uint64_t dev_offset, uint64_t length) {
   auto* cuda = static_cast<cuda::CudaGpu*>(&gpu_);
   cuda::CudaGpu::PieceRing& r = piece_ring_;
   const uint64_t piece = r.piece;
@@ -1233,16 +1255,21 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
   volatile uint32_t* cpu_words = r.words.host;
   volatile uint32_t* gpu_words = r.words.host + slots * kStride;
   volatile uint32_t* done_word = r.words.host + 2 * slots * kStride;
+  volatile uint32_t* started_word = r.words.host + (2 * slots + 3) * kStride;
+  volatile uint32_t* intent_word = r.words.host + (2 * slots + 4) * kStride;
+  volatile uint32_t* verdict_word = r.words.host + (2 * slots + 5) * kStride;
   const bool h2d = dir == CopyDirection::kHostToDevice;
   uint8_t* host = mem_.data() + host_offset;
   uint8_t* ring = r.ring->data();
   std::atomic<uint64_t> next{0}, moved{0};
   std::atomic<bool> abort{false};
   Status status;
+  bool given_to_dmas = false;
   const int lanes = lanes_->size();
   // Claims pieces in order and moves each between the mapping and its slot.
   auto move_pieces = [&]() {
-    for (uint64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+    for (uint64_t p; !abort.load(std::memory_order_relaxed) &&
+                     (p = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
       const uint32_t slot = static_cast<uint32_t>(p % slots);
       const uint32_t t = base + static_cast<uint32_t>(p) + 1;
       const uint32_t want = h2d ? t - slots : t;
@@ -1277,10 +1304,39 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
     if (lane != 0) return move_pieces();
     status = cuda->LaunchPieceCopy(r, dir, dev, dev_offset, length, base);
     if (status.ok()) {
-      if (tracing) trace_.launched_us = us();
-      move_pieces();  // the launching lane moves pieces too, as soon as the launch returned
+      const double launched = us();
+      if (tracing) trace_.launched_us = launched;
+      // Go if the kernel runs within staging_sm_start_us of its launch. Else write the intent
+      // to give the copy to the DMAs, fence, and look once more: a kernel not started by then
+      // reads the intent and leaves whenever it runs; one that started meanwhile gives its
+      // verdict, which decides (kernels.h, PieceCopyArgs). The other lanes fill meanwhile; on
+      // the DMAs' way the pieces they filled are lost.
+      bool go = true;
+      if (o_.staging_sm_start_us > 0) {
+        while (*started_word != base && us() - launched < o_.staging_sm_start_us) CpuRelax();
+        if (*started_word != base) {
+          *intent_word = base;
+          std::atomic_thread_fence(std::memory_order_seq_cst);
+          if (*started_word == base) {
+            for (uint64_t polls = 1; !Reached(verdict_word, base); ++polls) {
+              if (polls % 1024 == 0 && !(status = cuda->PieceStreamError(r)).ok()) break;
+              CpuRelax();
+            }
+            go = status.ok() && *verdict_word == base;
+          } else {
+            go = false;
+          }
+        }
+        if (tracing && go) trace_.sm_started_us = us();
+      }
+      if (status.ok() && !go) {
+        given_to_dmas = true;
+        abort.store(true);
+        return;
+      }
+      if (status.ok()) move_pieces();  // the launching lane moves pieces too, once it decided
       bool all_moved = false;
-      for (uint64_t polls = 1;; ++polls) {
+      for (uint64_t polls = 1; status.ok(); ++polls) {
         if (!all_moved && moved.load(std::memory_order_acquire) == n) {
           all_moved = true;
           if (tracing) trace_.pieces_moved_us = us();
@@ -1305,7 +1361,9 @@ Status TransferEngine::CopyPieces(CopyDirection dir, uint64_t host_offset, Devic
   };
   RunLanes(lanes, job);
   if (tracing) trace_.returned_us = us();
-  return status;
+  RESMEM_RETURN_IF_ERROR(status);
+  if (given_to_dmas) ++sm_given_to_dmas_;
+  return !given_to_dmas;
 }
 
 // Signalled segments. The copy is cut into segments (small at the exposed end, see

@@ -150,13 +150,14 @@ struct TransferOptions {
   // staged7): host to device 1 MiB 77% of pinned against 64%, 4 MiB 85% against 73%, 16 MiB 88%
   // against 82%, 64 MiB 89% against 86%; at 128 MiB even; a kernel reads host memory at 92-93%
   // of a DMA, so larger copies are better with the DMAs.
-  // Off by default: the copy then needs the SMs, which a program's own kernel may hold. Beside
-  // a kernel whose blocks hold every SM for 2 ms, a 4 MiB SM copy took 1.9 ms against 0.1 ms for
-  // a DMA (smx-run7); the piece kernel's stream has the greatest priority, which helps only
-  // where that kernel's blocks are short (10 us blocks: 108.5 us). For programs that copy while
-  // the GPU's SMs are free, or whose kernels run short blocks: --sm-copy-upto 64M.
+  // The copy needs the SMs, which a program's own kernel may hold. Beside a kernel whose blocks
+  // hold every SM for 2 ms, a 4 MiB SM copy took 1.9 ms against 0.1 ms for a DMA (smx-run7); the
+  // piece kernel's stream has the greatest priority, which helps only where that kernel's blocks
+  // are short (10 us blocks: 108.5 us). So a copy whose kernel has not started within
+  // staging_sm_start_us goes by the DMAs instead. On by default up to 16 MiB, the seed's block
+  // (host to device); 0 turns it off, for a program that wants every SM to itself.
   bool staging_sm_copy = false;
-  uint64_t staging_sm_copy_upto = 0;
+  uint64_t staging_sm_copy_upto = 16ull << 20;
   uint64_t staging_sm_piece = 32 << 10;
   // The SM copy's kernel: this many blocks of 512 threads, at most one per SM (more are cut to
   // the device's SM count). A program's kernel beside the copy keeps the other SMs. H100
@@ -169,6 +170,12 @@ struct TransferOptions {
   // with 132 blocks, +21 with 32 (4 MiB: +11 against +6). Long blocks (100 us) lose about one
   // block's time either way: the copy's blocks wait for a block to end before they run.
   int staging_sm_blocks = 32;
+  // How long an SM copy waits, from its kernel's launch, for the kernel to start (its blocks
+  // write a started word). If it has not started by then, a program's kernel holds the SMs: the
+  // copy goes by copy-engine DMAs instead, and the kernel, whenever it runs, leaves without
+  // touching anything (kernels.h, PieceCopyArgs). 0: wait as long as it takes (the copy then
+  // waits for the SMs: beside blocks that hold every SM for 2 ms, 1.9 ms for 4 MiB, smx-run7).
+  double staging_sm_start_us = 20;
   // Device to host: a lane claims its piece before the segment's DMA is done and prefetches the
   // piece's destination lines for writing (PREFETCHW) while it waits, so fewer of the drain's
   // stores wait for a read-for-ownership. Why: a drain into lines another thread wrote last ran
@@ -281,6 +288,13 @@ struct StagedTrace {
   uint64_t sm_pieces = 0;
   double launched_us = 0, pieces_moved_us = 0;
   int sm_blocks = 0;  // the blocks the kernel ran with (it says so itself, with its done word)
+  // When the driving lane saw the kernel's started word (0: it did not), and whether it gave the
+  // copy to the DMAs because the kernel had not started within staging_sm_start_us. Then the
+  // rest of the trace is the DMAs' copy, timed from its own start, and launched_us is kept from
+  // the SM copy, with sm_abandoned_us: when the SM copy's lanes had all returned.
+  double sm_started_us = 0;
+  bool sm_given_to_dmas = false;
+  double sm_abandoned_us = 0;
   // A copy by the fill frontier (TransferOptions::staging_frontier): each DMA's bytes, in order
   // (its segments are its DMAs), and each unit's fill, by unit number: when a lane began it and
   // when its word was set (unit_bytes each, the last one shorter).
@@ -388,6 +402,9 @@ class TransferEngine {
                    const std::function<Status(const QueuedBlock&)>& arrived);
   // The last staged segment copy's phases (empty unless TransferOptions::staging_trace).
   const StagedTrace& last_trace() const { return trace_; }
+  // SM copies given to the DMAs because their kernel had not started in time
+  // (TransferOptions::staging_sm_start_us), since Open.
+  uint64_t sm_copies_given_to_dmas() const { return sm_given_to_dmas_; }
 
  private:
   TransferEngine(Gpu& gpu, HostMemory& mem, Clock& clock, TransferOptions o)
@@ -413,9 +430,18 @@ class TransferEngine {
   // staging_frontier).
   Status CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
                       uint64_t length);
-  // One copy moved by the SMs (TransferOptions::staging_sm_copy).
-  Status CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                    uint64_t dev_offset, uint64_t length);
+  // CopySegments past its choice of the SM copy: by the fill frontier, stream signals or
+  // event-polled segments (`seg`: their size where no plan cuts the copy). cached_plan_only: a
+  // length whose plan is not cached yet goes in equal segments (an SM copy given to the DMAs:
+  // planning a 4 MiB copy takes milliseconds, docs/hil/2026-11-25-h100-staged12 run 3).
+  Status CopySegmentsByDma(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                           uint64_t dev_offset, uint64_t length, uint64_t seg,
+                           bool cached_plan_only = false);
+  // One copy moved by the SMs (TransferOptions::staging_sm_copy). False, with nothing moved to
+  // its destination, when the kernel did not start within staging_sm_start_us: the caller then
+  // copies by DMAs.
+  Result<bool> CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
+                          uint64_t dev_offset, uint64_t length);
   // The host-to-device segment pipeline behind Copy (one block) and CopyQueue (many).
   // `plan`: the sizes of the first segments (a single copy's plan), or null.
   Status PumpSegments(uint64_t seg_limit, const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
@@ -453,6 +479,7 @@ class TransferEngine {
   // SM-moved copies: the piece ring and the number of the next copy's first piece - 1.
   cuda::CudaGpu::PieceRing piece_ring_;
   uint32_t piece_seq_ = 1;
+  uint64_t sm_given_to_dmas_ = 0;
   // CopyFrontier's per-unit words of the ring (the number of the copy unit that filled the ring
   // unit last), each on its own line, and the number its next copy's first unit takes.
   struct alignas(64) UnitWord {

@@ -120,6 +120,7 @@ TEST(TransferEngine, BadStagingOptionsAreRefusedNamingTheOption) {
                         Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 5000; }},
                         Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 0; }},
                         Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = -1; }},
+                        Case{"--sm-start-us", [](TransferOptions* o) { o->staging_sm_start_us = -1; }},
                         Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }}}) {
     TransferOptions o;
     c.set(&o);
