@@ -72,90 +72,120 @@ __device__ __forceinline__ uint32_t LoadAcquire(const volatile uint32_t* w) {
 __device__ __forceinline__ bool Reached(uint32_t word, uint32_t value) {
   return static_cast<int32_t>(word - value) >= 0;
 }
-constexpr unsigned kPieceThreads = 512;
+constexpr unsigned kPieceThreads = 512;               // the threads that copy
+constexpr unsigned kBlockThreads = kPieceThreads + 32;  // and one warp that decides the start
 constexpr int kPieceLoads = 4;  // 16-byte loads in flight per thread: 32 KiB per block round
 constexpr unsigned kPollNs = 1000;
 constexpr unsigned kPollsPerAbandonCheck = 16;
-
 constexpr unsigned kVerdictPollNs = 100;
 
-__global__ void __launch_bounds__(kPieceThreads) PieceCopyKernel(PieceCopyArgs a) {
+// The copying threads' barrier (named barrier 1): the deciding warp keeps out of it.
+__device__ __forceinline__ void SyncCopiers() {
+  asm volatile("bar.sync 1, %0;" ::"n"(kPieceThreads) : "memory");
+}
+
+__global__ void __launch_bounds__(kBlockThreads) PieceCopyKernel(PieceCopyArgs a) {
   const uint64_t pieces = (a.length + a.piece - 1) / a.piece;
   __shared__ int abort_seen;
-  // The start (TransferOptions::staging_sm_start_us). The first block to run leads: it writes
-  // the started word, then reads the CPU's intent word, and gives the verdict for the whole
-  // kernel: go, unless the CPU meant to give this copy (or a later one) to the DMAs. A store, a
-  // system fence and one read: the CPU writes its intent, fences, then reads the started word, so
-  // at least one side sees the other (Dekker); where both did, the CPU waits for the verdict. The
-  // other blocks wait for the verdict in device memory. A kernel the CPU gave up on leaves
-  // before it touches a piece word, the ring or the device buffer. (Waiting at the start for a
-  // word the CPU writes after the launch returned instead cost 1 MiB copies 20 points of pinned:
-  // docs/hil/2026-11-25-h100-staged12, runs 6-7.)
-  __shared__ int go;
-  if (threadIdx.x == 0) {
-    uint32_t v;
-    if (atomicExch(a.leader, a.base) != a.base) {
-      *a.started_word = a.base;
-      __threadfence_system();
-      v = Reached(LoadAcquire(a.intent_word), a.base) ? a.base + 1 : a.base;
-      *a.verdict_word = v;
-      atomicExch(a.verdict, v);
-    } else {
-      while (!Reached(v = atomicAdd(a.verdict, 0u), a.base)) __nanosleep(kVerdictPollNs);
-    }
-    go = v == a.base;
-  }
+  // The start (TransferOptions::staging_sm_start_us), decided by the block's last warp while
+  // the others wait for their first piece and load it: nothing is stored before the verdict.
+  // The first block to run leads: it writes the started word, fences, reads the CPU's intent
+  // word, and gives the verdict for the whole kernel: go, unless the CPU meant to give this copy
+  // (or a later one) to the DMAs. The CPU writes its intent, fences, then reads the started
+  // word, so at least one side sees the other (Dekker); where both did, the CPU waits for the
+  // verdict. The other blocks read the verdict from device memory. A kernel the CPU gave up on
+  // stores nothing: no piece word, no ring byte, no device byte. (Every block waiting at its
+  // start for a word the CPU wrote after the launch returned cost 1 MiB copies 20 points of
+  // pinned: docs/hil/2026-11-25-h100-staged12, runs 6-7.)
+  __shared__ volatile int go;  // -1 not yet decided, 0 leave, 1 go
+  if (threadIdx.x == kPieceThreads) go = -1;
   __syncthreads();
-  if (!go) return;
-  for (uint64_t p = blockIdx.x; p < pieces; p += gridDim.x) {
-    const uint32_t slot = static_cast<uint32_t>(p % a.slots);
-    const uint32_t t = a.base + static_cast<uint32_t>(p) + 1;
-    if (threadIdx.x == 0) {
-      // Host to device: the CPU filled the slot with piece p. Device to host: the CPU drained
-      // the slot's previous piece (p - slots), so it may be overwritten.
-      const bool must_wait = a.h2d || p >= a.slots;
-      const uint32_t want = a.h2d ? t : t - a.slots;
-      abort_seen = 0;
-      for (unsigned polls = 1;
-           must_wait && !Reached(LoadAcquire(a.cpu_words + slot * kWordStride), want); ++polls) {
-        if (polls % kPollsPerAbandonCheck == 0 &&
-            LoadWord(a.done_word + kWordStride) == a.base) {  // the CPU gave up on this copy
-          abort_seen = 1;
-          break;
-        }
-        __nanosleep(kPollNs);
+  if (threadIdx.x >= kPieceThreads) {
+    if (threadIdx.x == kPieceThreads) {
+      uint32_t v;
+      if (atomicExch(a.leader, a.base) != a.base) {
+        *a.started_word = a.base;
+        __threadfence_system();
+        v = Reached(LoadAcquire(a.intent_word), a.base) ? a.base + 1 : a.base;
+        *a.verdict_word = v;
+        atomicExch(a.verdict, v);
+      } else {
+        while (!Reached(v = atomicAdd(a.verdict, 0u), a.base)) __nanosleep(kVerdictPollNs);
       }
+      go = v == a.base ? 1 : 0;
     }
-    __syncthreads();
-    if (abort_seen) break;
-    const uint64_t at = p * a.piece;
-    const uint64_t n = a.length - at < a.piece ? a.length - at : a.piece;
-    const uint64_t n16 = n / 16;
-    uint4* ring = reinterpret_cast<uint4*>(a.ring + static_cast<uint64_t>(slot) * a.piece);
-    uint4* dev = reinterpret_cast<uint4*>(a.dev + at);
-    // All loads of a round in flight before their stores (the host side's latency is ~1-2 us).
-    for (uint64_t i0 = threadIdx.x; i0 < n16; i0 += kPieceLoads * static_cast<uint64_t>(blockDim.x)) {
-      uint4 v[kPieceLoads];
-#pragma unroll
-      for (int k = 0; k < kPieceLoads; ++k) {
-        const uint64_t i = i0 + k * static_cast<uint64_t>(blockDim.x);
-        // Host to device: cache-volatile loads, the slot held another piece before.
-        if (i < n16) v[k] = a.h2d ? __ldcv(ring + i) : dev[i];
-      }
-#pragma unroll
-      for (int k = 0; k < kPieceLoads; ++k) {
-        const uint64_t i = i0 + k * static_cast<uint64_t>(blockDim.x);
-        if (i < n16) {
-          if (a.h2d) dev[i] = v[k];
-          else __stcs(ring + i, v[k]);
+    __syncwarp();
+    if (go != 1) return;
+  } else {
+    bool decided = false;
+    for (uint64_t p = blockIdx.x; p < pieces; p += gridDim.x) {
+      const uint32_t slot = static_cast<uint32_t>(p % a.slots);
+      const uint32_t t = a.base + static_cast<uint32_t>(p) + 1;
+      if (threadIdx.x == 0) {
+        // Host to device: the CPU filled the slot with piece p. Device to host: the CPU drained
+        // the slot's previous piece (p - slots), so it may be overwritten.
+        const bool must_wait = a.h2d || p >= a.slots;
+        const uint32_t want = a.h2d ? t : t - a.slots;
+        abort_seen = 0;
+        for (unsigned polls = 1;
+             must_wait && !Reached(LoadAcquire(a.cpu_words + slot * kWordStride), want); ++polls) {
+          // The CPU gave up on this copy: after an error (the abandoned word), or it went by the
+          // DMAs (the verdict: its lanes stopped, so this piece may never come).
+          if (polls % kPollsPerAbandonCheck == 0 &&
+              (go == 0 || LoadWord(a.done_word + kWordStride) == a.base)) {
+            abort_seen = 1;
+            break;
+          }
+          __nanosleep(kPollNs);
         }
       }
+      SyncCopiers();
+      if (abort_seen) break;
+      const uint64_t at = p * a.piece;
+      const uint64_t n = a.length - at < a.piece ? a.length - at : a.piece;
+      const uint64_t n16 = n / 16;
+      uint4* ring = reinterpret_cast<uint4*>(a.ring + static_cast<uint64_t>(slot) * a.piece);
+      uint4* dev = reinterpret_cast<uint4*>(a.dev + at);
+      // All loads of a round in flight before their stores (the host side's latency is ~1-2 us).
+      // Rounds are the same for every thread, so each meets the verdict before its first store.
+      for (uint64_t r0 = 0; r0 < n16; r0 += kPieceLoads * static_cast<uint64_t>(kPieceThreads)) {
+        uint4 v[kPieceLoads];
+#pragma unroll
+        for (int k = 0; k < kPieceLoads; ++k) {
+          const uint64_t i = r0 + threadIdx.x + k * static_cast<uint64_t>(kPieceThreads);
+          // Host to device: cache-volatile loads, the slot held another piece before.
+          if (i < n16) v[k] = a.h2d ? __ldcv(ring + i) : dev[i];
+        }
+        if (!decided) {
+          int g;
+          while ((g = go) < 0) {
+          }
+          if (g == 0) return;  // every copying thread sees the same verdict and leaves
+          decided = true;
+        }
+#pragma unroll
+        for (int k = 0; k < kPieceLoads; ++k) {
+          const uint64_t i = r0 + threadIdx.x + k * static_cast<uint64_t>(kPieceThreads);
+          if (i < n16) {
+            if (a.h2d) dev[i] = v[k];
+            else __stcs(ring + i, v[k]);
+          }
+        }
+      }
+      if (!a.h2d) __threadfence_system();  // this thread's stores reach the host before the word
+      SyncCopiers();
+      if (threadIdx.x == 0) {
+        if (!a.h2d) __threadfence_system();
+        *(a.gpu_words + slot * kWordStride) = t;  // consumed (host to device) or filled (device to host)
+      }
     }
-    if (!a.h2d) __threadfence_system();  // this thread's stores reach the host before the word
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      if (!a.h2d) __threadfence_system();
-      *(a.gpu_words + slot * kWordStride) = t;  // consumed (host to device) or filled (device to host)
+    // A block that stopped before its first store (an abandoned copy's error path) still waits
+    // for the verdict, so the deciding warp and it leave or count together.
+    if (!decided) {
+      int g;
+      while ((g = go) < 0) {
+      }
+      if (g == 0) return;
     }
   }
   // The last block to finish says the copy is done, after every block's device writes.
@@ -196,7 +226,7 @@ int LaunchPieceCopy(const PieceCopyArgs& args, void* stream) {
   uint64_t grid = static_cast<uint64_t>(args.blocks);
   if (grid > pieces) grid = pieces;
   if (grid < 1) grid = 1;
-  PieceCopyKernel<<<static_cast<unsigned>(grid), kPieceThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
+  PieceCopyKernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -334,15 +334,17 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
 
 // While a program's kernel holds every SM (HoldEverySm), an SM copy's kernel cannot start: the
 // copy goes by DMAs after staging_sm_start_us instead of waiting for the SMs, and its kernel,
-// when it runs after the hold, leaves without writing. Here the next copy, into another buffer,
-// fills the ring slots the abandoned kernel would have read: a kernel that did not heed the
-// decision would copy that data into the first copy's destination. With a start wait of 0 the
-// copy waits for the SMs instead.
+// when it runs after the hold, leaves without storing anything. Here a 16 MiB copy goes by DMAs
+// with most of its pieces never filled, then a 1 MiB copy into another buffer, still during the
+// hold, fills the first ring slots with another pattern and goes by DMAs too. After the hold a
+// kernel that stored without the verdict would copy that pattern into the first copy's
+// buffer; one that waited for its missing pieces would keep every later kernel from starting,
+// so the next copy would go by DMAs. With a start wait of 0 the copy waits for the SMs instead.
 TEST_F(StagedCudaLongTest, SmCopyGoesByDmasWhileAProgramsKernelHoldsEverySm) {
-  const uint64_t len = 4ull << 20;
+  const uint64_t len = 16ull << 20, next = 1ull << 20;
   const double hold_us = 100e3;
   ASSERT_NO_FATAL_FAILURE(MapBoth(len));
-  auto other = gpu_->AllocDevice(len);
+  auto other = gpu_->AllocDevice(next);
   ASSERT_TRUE(other.ok());
   for (const double start_us : {TransferOptions().staging_sm_start_us, 0.0}) {
     const std::string what = "start wait " + std::to_string(start_us) + " us";
@@ -368,7 +370,7 @@ TEST_F(StagedCudaLongTest, SmCopyGoesByDmasWhileAProgramsKernelHoldsEverySm) {
     ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len))) << what;
     const double took_us = (clock_.NowSeconds() - t0) * 1e6;
     const StagedTrace& t = (*e)->last_trace();
-    std::printf("note: %s, 4 MiB beside a kernel holding every SM for %.0f us: %.1f us, %s "
+    std::printf("note: %s, 16 MiB beside a kernel holding every SM for %.0f us: %.1f us, %s "
                 "(kernel launched by %.1f, given up at %.1f; the DMAs' copy %.1f us: lanes in by "
                 "%.1f, segment 0 filled %.1f, its DMA issued %.1f, done %.1f)\n",
                 what.c_str(), hold_us, took_us, t.sm_given_to_dmas ? "by DMAs" : "by the SMs",
@@ -376,30 +378,38 @@ TEST_F(StagedCudaLongTest, SmCopyGoesByDmasWhileAProgramsKernelHoldsEverySm) {
                 t.filled_us.empty() ? 0.0 : t.filled_us[0],
                 t.issued_us.empty() ? 0.0 : t.issued_us[0],
                 t.done_us.empty() ? 0.0 : t.done_us[0]);
-    auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 602, 5);
-    ASSERT_TRUE(bad.ok());
-    EXPECT_EQ(*bad, 0u) << what;
     if (start_us == 0) {
       EXPECT_FALSE(t.sm_given_to_dmas) << what << ": waits for the SMs";
       EXPECT_EQ((*e)->sm_copies_given_to_dmas(), 0u);
+      auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 602, 5);
+      ASSERT_TRUE(bad.ok());
+      EXPECT_EQ(*bad, 0u) << what;
       continue;
     }
     EXPECT_TRUE(t.sm_given_to_dmas) << what;
     EXPECT_EQ(t.sm_started_us, 0) << what << ": the kernel had not started";
     EXPECT_GT(t.segments, 0) << what << ": the DMAs' copy";
-    EXPECT_EQ((*e)->sm_copies_given_to_dmas(), 1u);
-    // After the hold the abandoned kernel runs, then the next copy's, which fills the same slots
-    // with another pattern for another buffer.
+    // Still during the hold (a data check needs the SMs: it waits for the hold to end, so the
+    // checks come after): the first slots get another pattern, for another buffer.
+    ASSERT_TRUE(FillPattern(*host_, 0, next, 603, 5).ok());
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, next))) << what;
+    EXPECT_TRUE((*e)->last_trace().sm_given_to_dmas) << what << ": during the hold";
+    EXPECT_EQ((*e)->sm_copies_given_to_dmas(), 2u);
+    auto bad = DeviceMismatches(*gpu_, **other, 0, next, 603, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u) << what;
+    // After the hold both abandoned kernels run, then the next copy's.
     std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(hold_us));
-    ASSERT_TRUE(FillPattern(*host_, 0, len, 603, 5).ok());
-    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, len))) << what;
-    EXPECT_FALSE((*e)->last_trace().sm_given_to_dmas) << what;
-    bad = DeviceMismatches(*gpu_, **other, 0, len, 603, 5);
+    ASSERT_TRUE(FillPattern(*host_, 0, next, 604, 5).ok());
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, **other, 0, next))) << what;
+    EXPECT_FALSE((*e)->last_trace().sm_given_to_dmas)
+        << what << ": an abandoned kernel kept the next one from starting";
+    bad = DeviceMismatches(*gpu_, **other, 0, next, 604, 5);
     ASSERT_TRUE(bad.ok());
     EXPECT_EQ(*bad, 0u) << what;
     bad = DeviceMismatches(*gpu_, *dev_, 0, len, 602, 5);
     ASSERT_TRUE(bad.ok());
-    EXPECT_EQ(*bad, 0u) << what << ": the abandoned kernel wrote into its copy's buffer";
+    EXPECT_EQ(*bad, 0u) << what << ": an abandoned kernel wrote into its copy's buffer";
   }
 }
 
