@@ -656,6 +656,49 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
   return out;
 }
 
+// The host the simulator replays a profile on: the "h100-host" preset, with the memcpy rates
+// a calibration on real hardware ("gpu": "cuda") measured on its own host (host_memcpy_gbps: GB/s with 1, 2, 4, 8, 16 threads)
+// where the profile has them. The r580 model's pageable copies are multiples of the host's
+// one-thread memcpy (mock/gpu/cuda_profile.cc), so a host that copies slower stages slower: the
+// H200 host of docs/hil/2026-11-28-h200-nightly copied 7.8-8.2 GB/s on one thread against the
+// preset's 11, and its pageable copies ran 15-30% under the preset's model, at the model's ratios
+// to its own memcpy. Returns what the report says of the host.
+std::string GbpsText(double gbps) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB/s", gbps);
+  return text;
+}
+
+std::string UseMeasuredHost(const json& profile, sim::HostPerf& perf) {
+  // A simulator's profile was made on the preset's host model: the memcpy it timed beside is the
+  // machine that ran the simulator, not the host it simulated.
+  if (profile.value("gpu", std::string()) != "cuda")
+    return "the h100-host preset (a simulator's profile): one memcpy thread " +
+           GbpsText(perf.wb_copy_gbps);
+  const json memcpy = profile.value("host_memcpy_gbps", json::object());
+  auto rate = [&](const char* threads) {
+    auto it = memcpy.find(threads);
+    return it != memcpy.end() && it->is_number() && it->get<double>() > 0 ? it->get<double>() : 0.0;
+  };
+  const double one = rate("1");
+  if (one <= 0)
+    return "the h100-host preset (the profile measured no host memcpy): one memcpy thread " +
+           GbpsText(perf.wb_copy_gbps);
+  perf.wb_copy_gbps = one;
+  std::vector<double> threads;
+  for (const char* t : {"1", "2", "4", "8", "16"}) {
+    const double g = rate(t);
+    if (g <= 0) break;
+    threads.push_back(g);
+  }
+  perf.memcpy_threads_gbps = threads;
+  std::string text = "the h100-host preset with the memcpy rates measured beside the profile: ";
+  const char* names[] = {"1 thread", "2", "4", "8", "16 threads"};
+  for (size_t i = 0; i < threads.size(); ++i)
+    text += (i ? ", " : "") + std::string(names[i]) + " " + GbpsText(threads[i]);
+  return text;
+}
+
 Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
                                                const std::string& sim_profile, double margin) {
   if (!profile.contains("registration"))
@@ -666,11 +709,12 @@ Result<FidelityReport> CompareWithSimUnchecked(const json& profile,
                                    std::to_string(margin));
   RESMEM_ASSIGN_OR_RETURN(sim::CudaProfile cp, sim::CudaProfileByName(sim_profile));
   RESMEM_ASSIGN_OR_RETURN(sim::MachineSpec machine, sim::MachinePreset("h100-host"));
+  FidelityReport r;
+  r.host = UseMeasuredHost(profile, machine.perf);
   auto clock = std::make_shared<VirtualClock>();
   sim::SimGpuOptions so;
   so.host_mem_total = WholeOr<uint64_t>(profile, "host_mem_total", 0);
   auto gpu = sim::MakeSimGpu(cp, machine.perf, clock, std::make_shared<FaultInjector>(1), so);
-  FidelityReport r;
   r.sim_profile = sim_profile;
   r.margin = margin;
   auto code_of = [&](const Status& st) { return st.ok() ? 0 : st.code(); };
@@ -864,6 +908,7 @@ std::string FidelityReport::ToMarkdown() const {
       << (runs == 1 ? " run" : " runs") << ". A class agrees when the simulator's rate lies "
       << "inside the measured spread widened by a margin of " << margin_text
       << " (min x (1 - margin) <= sim <= max x (1 + margin)).\n\n";
+  if (!host.empty()) out << "The simulator's host: " << host << ".\n\n";
   if (!bandwidth.empty()) {
     out << "| class | dir | size | min GB/s | median | max | spread | runs | sim GB/s | verdict |\n"
         << "|---|---|---|---|---|---|---|---|---|---|\n";
@@ -893,7 +938,7 @@ json FidelityReport::ToJson() const {
                   {"min_gbps", b.measured.min_gbps}, {"median_gbps", b.measured.median_gbps},
                   {"max_gbps", b.measured.max_gbps}, {"runs", b.measured.runs()},
                   {"sim_gbps", b.sim_gbps}, {"inside", b.inside}});
-  return {{"sim_profile", sim_profile}, {"margin", margin}, {"runs", runs},
+  return {{"sim_profile", sim_profile}, {"host", host}, {"margin", margin}, {"runs", runs},
           {"code_cases", code_cases}, {"bandwidth_cases", bandwidth_cases}, {"bandwidth", bw},
           {"disagreements", disagreements}, {"agreements", agreements}};
 }

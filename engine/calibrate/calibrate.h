@@ -73,6 +73,7 @@ Result<nlohmann::json> MergeProfiles(const std::vector<nlohmann::json>& profiles
 constexpr double kDefaultBandwidthMargin = 0.15;
 struct FidelityReport {
   std::string sim_profile;
+  std::string host;  // the host model the simulator replayed the profile on (CompareWithSim)
   double margin = kDefaultBandwidthMargin;
   int runs = 1;  // runs behind the profile (the most any bandwidth class has)
   int code_cases = 0;
@@ -91,7 +92,10 @@ struct FidelityReport {
   nlohmann::json ToJson() const;
 };
 
-// Replays `profile` on the simulator's `sim_profile` with the "h100-host" machine's host model.
+// Replays `profile` on the simulator's `sim_profile` with the "h100-host" machine's host model,
+// its memcpy rates replaced by the ones the profile measured on its own host (host_memcpy_gbps),
+// where it has them: pageable copies are modelled from the host's memcpy rate, so a profile from
+// another GPU host is judged on that host's rates, not the H100 host's.
 // `margin` widens each measured bandwidth spread (see kDefaultBandwidthMargin).
 Result<FidelityReport> CompareWithSim(const nlohmann::json& profile,
                                       const std::string& sim_profile = "cuda-13.0-r580",

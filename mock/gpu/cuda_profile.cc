@@ -168,7 +168,12 @@ CudaProfile Cuda130R580() {
   // Write-back pageable memory, fitted to the medians of the twelve runs. Rates are multiples
   // of the host model's one-thread memcpy, 11 GB/s (FACTS.md, the "h100-host" preset and
   // default_host below), so that the model on that host reproduces the measured medians. (The
-  // runs' own one-thread memcpy: 8.9-11.7 GB/s, median 10.1.)
+  // runs' own one-thread memcpy: 8.9-11.7 GB/s, median 10.1.) The ratios hold on another host:
+  // each run's pageable rate over that run's own one-thread memcpy, H100 host (12 runs) against
+  // H200 host (3 runs, docs/hil/2026-11-28-h200-nightly, memcpy 7.8-8.2): H2D 16 MiB 1.14-1.59
+  // against 1.26-1.55, 256 MiB 0.65-0.93 against 0.72-0.75, D2H 16 MiB 1.18-1.61 against
+  // 1.23-1.34, 256 MiB 1.20-1.64 against 1.26-1.48. So calibrate's fidelity replays a profile
+  // on the memcpy rates measured beside it (calibrate.h, CompareWithSim).
   // H2D 16 MiB: median 13.29 (11.69-14.75): 13.29 / 11 = 1.208 while the staging buffers absorb
   // the copy. 256 MiB: median 8.02 (5.77-9.58): past the first 16 MiB each chunk's CPU stage,
   // at 0.831 x one memcpy thread, runs serial with its DMA: 1/(1/(0.831 x 11) + 1/53.8) = 7.81
