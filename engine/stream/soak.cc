@@ -363,16 +363,19 @@ std::string SoakResult::Summary(const std::string& title) const {
                 "%s: %llu blocks in %.1f s\n"
                 "  delivered %llu, reported lost %llu, silently lost %llu, silently corrupted %llu, "
                 "duplicated %llu (checker: %llu intact, %llu reported lost)\n"
-                "  copies retried %llu%s%s\n",
+                "  copies retried %llu",
                 title.c_str(), (unsigned long long)blocks, wall_seconds,
                 (unsigned long long)delivered, (unsigned long long)reported_lost,
                 (unsigned long long)verdict.silently_lost,
                 (unsigned long long)verdict.silently_corrupted,
                 (unsigned long long)verdict.duplicated,
                 (unsigned long long)verdict.delivered_intact,
-                (unsigned long long)verdict.reported_lost, (unsigned long long)retried_copies,
-                ended.empty() ? "" : "; stream ended early: ", ended.c_str());
+                (unsigned long long)verdict.reported_lost, (unsigned long long)retried_copies);
   s += buf;
+  // The stream's own error can be long (a path description, a refusal): appended, not formatted
+  // into the fixed buffer above.
+  if (!ended.empty()) s += "; stream ended early: " + ended;
+  s += "\n";
   s += "  faults fired:";
   for (const auto& [what, n] : faults_fired) s += " [" + what + "] " + std::to_string(n) + ";";
   s += "\n  reported lost (first 8 of " + std::to_string(lost.size()) + " ranges):\n";

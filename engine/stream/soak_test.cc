@@ -125,5 +125,18 @@ TEST(Soak, ThroughFuseTheDaemonDyingLosesNothingSilently) {
   EXPECT_GT(r->delivered, 3500u);
 }
 
+// A long reason for an early end (a path description with its refusals) is kept whole, and the
+// lines after it are still printed.
+TEST(Soak, ALongEndReasonKeepsTheWholeSummary) {
+  SoakResult r;
+  r.blocks = 10;
+  r.ended = "copy failed: took staged (" + std::string(1500, 'x') + ") end";
+  r.faults_fired = {{"gpu.copy error", 3}};
+  const std::string s = r.Summary("soak");
+  EXPECT_NE(s.find("; stream ended early: copy failed: took staged ("), std::string::npos) << s;
+  EXPECT_NE(s.find(") end\n  faults fired: [gpu.copy error] 3;"), std::string::npos)
+      << s.substr(s.size() > 300 ? s.size() - 300 : 0);
+}
+
 }  // namespace
 }  // namespace resmem::stream

@@ -37,6 +37,27 @@ TEST(Stream, TenHertzOnTheSimDeliversEveryBlockWhole) {
   EXPECT_NE(r->Summary().find("dropped 0"), std::string::npos);
 }
 
+// A staged path's description with its refusals runs past 700 characters on the H200 (docs/hil/
+// 2026-11-28-h200-staged13 run 6): the summary keeps the whole of it and every line after it.
+TEST(Stream, ALongPathDescriptionKeepsTheWholeSummary) {
+  StreamResult r;
+  r.backend = "cuda";
+  r.options = Small();
+  r.options.host_kind = "file";
+  r.path_choice = "took staged (" + std::string(2000, 'x') + "); registered-direct refused: end";
+  r.delivered = 40;
+  r.gbps = 47.17;
+  r.pinned_gbps = 53.72;
+  r.latency_p50_ms = 5.245;
+  r.latency_p99_ms = 9.854;
+  r.latency_max_ms = 12.52;
+  const std::string s = r.Summary();
+  EXPECT_NE(s.find("registered-direct refused: end\n  delivered 40, dropped 0"), std::string::npos)
+      << s.substr(s.size() > 400 ? s.size() - 400 : 0);
+  EXPECT_NE(s.find("throughput 47.17 GB/s = 87.8% of pinned (53.72 GB/s)"), std::string::npos);
+  EXPECT_NE(s.find("latency p50 5.245 ms, p99 9.854 ms, max 12.520 ms"), std::string::npos);
+}
+
 TEST(Stream, ARateFasterThanTheLinkDropsBlocks) {
   auto b = transfer::MakeGpuBackend("sim");
   ASSERT_TRUE(b.ok());
