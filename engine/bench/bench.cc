@@ -297,7 +297,16 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
   std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
   uint64_t seq = o.seed << 32;
   for (int pass = 0; pass < o.passes; ++pass) {
+    // Only one engine's lanes spin at a time: the host check's and each path's copies get the
+    // CPUs without another staged engine's 16 lanes still spinning from its last copy (they
+    // did: staged-file read 54-62% of pinned from 1 to 64 MiB, right after staged; H200,
+    // docs/hil/2026-11-28-h200-staged13, run 4).
+    auto park_all_but = [&](const OpenPath* keep) {
+      for (auto& other : open)
+        if (&other != keep && other.engine) other.engine->ParkLanes();
+    };
     if (staged_runs) {
+      park_all_but(nullptr);
       const LaneHostCheck c =
           CheckLaneHost(result.check_lanes, check_src.data(), check_dst.data(), kCheckBytes);
       result.lane_dispatch_us.push_back(c.dispatch_us);
@@ -311,6 +320,7 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
           const size_t pi = (k + pass) % open.size();
           OpenPath& op = open[pi];
           if (dir == CopyDirection::kDeviceToHost && op.path.h2d_only) continue;
+          park_all_but(&op);
           BenchCell& cell = cells[{dir == CopyDirection::kHostToDevice ? 0 : 1, size, pi}];
           if (cell.path.empty()) {
             cell.path = op.path.name;

@@ -50,12 +50,14 @@ void LanePool::Worker(int lane) {
   using Clock = std::chrono::steady_clock;
   for (;;) {
     // Poll for the next generation, then sleep.
+    const uint64_t parks = parks_.load(std::memory_order_acquire);
     uint64_t g = generation_.load(std::memory_order_acquire);
     if (g == seen && !stop_.load(std::memory_order_relaxed)) {
       const auto until = Clock::now() + std::chrono::microseconds(o_.spin_us);
       int polls = 0;
       while ((g = generation_.load(std::memory_order_acquire)) == seen &&
-             !stop_.load(std::memory_order_relaxed)) {
+             !stop_.load(std::memory_order_relaxed) &&
+             parks_.load(std::memory_order_relaxed) == parks) {
         CpuRelax();
         if (++polls % 64 == 0 && Clock::now() >= until) break;
       }
@@ -82,6 +84,8 @@ void LanePool::Worker(int lane) {
     }
   }
 }
+
+void LanePool::Park() { parks_.fetch_add(1, std::memory_order_release); }
 
 bool LanePool::Enter(int lane, uint64_t run) {
   // seq_cst store and load: the store-load pair of the Dekker hand-shake with RunJoined's close.

@@ -61,7 +61,15 @@ class LanePool {
   // H100 host a descheduled lane kept copies that were done at 50 us from returning until
   // 1100 us (docs/hil/2026-11-24-h100-staged4, run 2). job(lane) runs at most once per lane >= 1.
   void RunElastic(int lanes, const std::function<void(int lane)>& job);
-  // Times a worker went to sleep on the condition variable (for tests and reports).
+  // Sends every idle worker to sleep now rather than at the end of its spin_us, for a caller
+  // that needs the CPUs for other work: another pool's lanes above all. Two pools spinning on
+  // one host take each other's CPUs: in bench, where the staged path's 16 lanes were still
+  // spinning when the staged-file path's 16 filled, staged-file read 54-62% of pinned from 1 to
+  // 64 MiB against 74-83% for staged (H200, docs/hil/2026-11-28-h200-staged13, run 4). Workers
+  // inside a job finish it first; the next Run wakes the sleepers as always. Any thread, any
+  // time.
+  void Park();
+  // Times a worker went to sleep on the futex (for tests and reports).
   uint64_t sleeps() const { return sleeps_.load(); }
 
  private:
@@ -95,6 +103,7 @@ class LanePool {
   void RunJoined(int lanes, const std::function<void(int lane)>& job, bool elastic);
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> parks_{0};  // Park() calls: a change ends every worker's spin
   std::atomic<uint64_t> sleeps_{0};
   alignas(64) std::atomic<uint32_t> wake_seq_{0};  // the futex sleeping workers wait on
   void WakeSleepers();

@@ -59,6 +59,30 @@ TEST(LanePool, LanesThatSleptWakeForTheNextRun) {
   EXPECT_GT(pool.sleeps(), 0u);
 }
 
+// Park: workers that would spin for 100 s go to sleep at once, and wake for the next run. Without
+// it none sleeps in the time the test waits.
+TEST(LanePool, ParkedLanesSleepNowAndWakeForTheNextRun) {
+  LanePoolOptions o;
+  o.lanes = 4;
+  o.spin_us = 100 * 1000 * 1000;
+  LanePool pool(o);
+  std::atomic<int> hits{0};
+  pool.Run(4, [&](int) { hits.fetch_add(1); });
+  auto sleeps_within = [&](uint64_t want, int ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (pool.sleeps() < want && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return pool.sleeps();
+  };
+  EXPECT_EQ(sleeps_within(1, 100), 0u) << "spinning workers slept without Park";
+  pool.Park();
+  EXPECT_EQ(sleeps_within(3, 5000), 3u) << "every worker asleep after Park";
+  pool.Run(4, [&](int) { hits.fetch_add(1); });
+  EXPECT_EQ(hits.load(), 8);
+  pool.Park();
+  EXPECT_EQ(sleeps_within(6, 5000), 6u) << "asleep again after the second Park";
+}
+
 TEST(LanePool, MoreLanesThanThePoolAreClampedAndOneLaneNeedsNoWorker) {
   LanePoolOptions o;
   o.lanes = 3;

@@ -613,6 +613,10 @@ void TransferEngine::RunLanes(int lanes, const std::function<void(int)>& job) {
   else lanes_->Run(lanes, job);
 }
 
+void TransferEngine::ParkLanes() {
+  if (lanes_) lanes_->Park();
+}
+
 // Segments (see TransferOptions::staging_segments). Lane 0 drives the DMAs; lanes 1.. move the
 // bytes between the host mapping and the pinned segment buffers in pieces claimed from a
 // per-segment counter, so a lane that finishes early helps with the next segment.

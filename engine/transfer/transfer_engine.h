@@ -405,6 +405,10 @@ class TransferEngine {
   // SM copies given to the DMAs because their kernel had not started in time
   // (TransferOptions::staging_sm_start_us), since Open.
   uint64_t sm_copies_given_to_dmas() const { return sm_given_to_dmas_; }
+  // The staged path's idle lanes stop spinning and sleep until the next copy (LanePool::Park):
+  // for a program whose other work needs the CPUs now, a second engine's copy above all. The
+  // next copy pays their wake-up. Nothing on the other paths. Any thread, between copies.
+  void ParkLanes();
 
  private:
   TransferEngine(Gpu& gpu, HostMemory& mem, Clock& clock, TransferOptions o)
