@@ -656,19 +656,23 @@ Result<json> MergeProfilesUnchecked(const std::vector<json>& profiles,
   return out;
 }
 
-// The host the simulator replays a profile on: the "h100-host" preset, with the memcpy rates
-// a calibration on real hardware ("gpu": "cuda") measured on its own host (host_memcpy_gbps: GB/s with 1, 2, 4, 8, 16 threads)
-// where the profile has them. The r580 model's pageable copies are multiples of the host's
-// one-thread memcpy (mock/gpu/cuda_profile.cc), so a host that copies slower stages slower: the
-// H200 host of docs/hil/2026-11-28-h200-nightly copied 7.8-8.2 GB/s on one thread against the
-// preset's 11, and its pageable copies ran 15-30% under the preset's model, at the model's ratios
-// to its own memcpy. Returns what the report says of the host.
+// "8.13 GB/s"
 std::string GbpsText(double gbps) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f GB/s", gbps);
   return text;
 }
 
+// The host the simulator replays a profile on: the "h100-host" preset, with the memcpy rates a
+// calibration on real hardware ("gpu": "cuda") measured on its own host (host_memcpy_gbps: GB/s
+// with 1, 2, 4, 8, 16 threads) where the profile has them. The r580 model's pageable copies are
+// multiples of the host's one-thread memcpy (mock/gpu/cuda_profile.cc), so a host that copies
+// slower stages slower: the H200 host of docs/hil/2026-11-28-h200-nightly copied 7.8-8.2 GB/s on
+// one thread against the preset's 11, and its pageable copies ran 15-30% under the preset's
+// model, at the model's ratios to its own memcpy (over the sixteen runs of both hosts each
+// pageable class follows the one-thread rate, correlation 0.65-0.84). One run's ratio still
+// spreads: 1.14-1.64 over the H100's runs (docs/hil/2026-11-28-h200-staged13, section 9).
+// Returns what the report says of the host.
 std::string UseMeasuredHost(const json& profile, sim::HostPerf& perf) {
   // A simulator's profile was made on the preset's host model: the memcpy it timed beside is the
   // machine that ran the simulator, not the host it simulated.
