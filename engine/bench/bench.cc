@@ -296,15 +296,15 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
   // cells[(direction, size, path index)], filled pass by pass.
   std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
   uint64_t seq = o.seed << 32;
+  // Only one engine's lanes spin at a time: the host check's and each path's copies get the
+  // CPUs without another staged engine's 16 lanes still spinning from its last copy (they did:
+  // staged-file read 54-62% of pinned from 1 to 64 MiB, right after staged; H200,
+  // docs/hil/2026-11-28-h200-staged13, run 4).
+  auto park_all_but = [&](const OpenPath* keep) {
+    for (auto& other : open)
+      if (&other != keep && other.engine) other.engine->ParkLanes();
+  };
   for (int pass = 0; pass < o.passes; ++pass) {
-    // Only one engine's lanes spin at a time: the host check's and each path's copies get the
-    // CPUs without another staged engine's 16 lanes still spinning from its last copy (they
-    // did: staged-file read 54-62% of pinned from 1 to 64 MiB, right after staged; H200,
-    // docs/hil/2026-11-28-h200-staged13, run 4).
-    auto park_all_but = [&](const OpenPath* keep) {
-      for (auto& other : open)
-        if (&other != keep && other.engine) other.engine->ParkLanes();
-    };
     if (staged_runs) {
       park_all_but(nullptr);
       const LaneHostCheck c =

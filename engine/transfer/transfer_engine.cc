@@ -617,6 +617,8 @@ void TransferEngine::ParkLanes() {
   if (lanes_) lanes_->Park();
 }
 
+uint64_t TransferEngine::lane_sleeps() const { return lanes_ ? lanes_->sleeps() : 0; }
+
 // Segments (see TransferOptions::staging_segments). Lane 0 drives the DMAs; lanes 1.. move the
 // bytes between the host mapping and the pinned segment buffers in pieces claimed from a
 // per-segment counter, so a lane that finishes early helps with the next segment.

@@ -409,6 +409,8 @@ class TransferEngine {
   // for a program whose other work needs the CPUs now, a second engine's copy above all. The
   // next copy pays their wake-up. Nothing on the other paths. Any thread, between copies.
   void ParkLanes();
+  // Times the staged path's lanes went to sleep since Open (LanePool::sleeps); 0 on other paths.
+  uint64_t lane_sleeps() const;
 
  private:
   TransferEngine(Gpu& gpu, HostMemory& mem, Clock& clock, TransferOptions o)

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "backends/cuda/cuda_gpu.h"
 #include "backends/host/host_region.h"
@@ -181,6 +183,39 @@ TEST(TransferEngine, DiskFileFallsBackToStagedAndSaysWhy) {
   auto host_bad = HostMismatches(*mem, 0, n, 9, 4);
   ASSERT_TRUE(host_bad.ok());
   EXPECT_EQ(*host_bad, 0u);
+}
+
+// ParkLanes: after a staged copy the lanes spin (here for 100 s); parked, every worker sleeps at
+// once, and the next copy wakes them and moves its bytes.
+TEST(TransferEngine, ParkedLanesSleepUntilTheNextCopy) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  TransferOptions o;
+  o.allowed = {Path::kStaged};
+  o.staging_lanes = 4;
+  o.staging_chunk = 64 << 10;
+  o.staging_spin_us = 100 * 1000 * 1000;
+  const uint64_t n = 1 << 20;
+  auto mem = Map(host::HostKind::kMemfd, n);
+  ASSERT_TRUE(FillPattern(*mem, 0, n, 5, 2).ok());
+  auto e = TransferEngine::Open(gpu, *mem, clock, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  HeapBuffer dev(n);
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, dev, 0, n).ok());
+  auto sleeps_within = [&](uint64_t want, int ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while ((*e)->lane_sleeps() < want && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return (*e)->lane_sleeps();
+  };
+  EXPECT_EQ(sleeps_within(1, 100), 0u) << "the lanes slept without ParkLanes";
+  (*e)->ParkLanes();
+  EXPECT_EQ(sleeps_within(3, 5000), 3u) << "every worker asleep after ParkLanes";
+  ASSERT_TRUE(FillPattern(*mem, 0, n, 6, 2).ok());
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, dev, 0, n).ok());
+  auto bad = DeviceMismatches(gpu, dev, 0, n, 6, 2);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u);
 }
 
 TEST(TransferEngine, PfnmapIsRegisteredWithIoMemoryAfterTheDefaultIsRefused) {
