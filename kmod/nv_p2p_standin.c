@@ -52,6 +52,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "resmem_conftest.h" /* RESMEM_HAVE_*: kmod/conftest.sh */
 #include "nv_p2p_standin.h"
 #include "uapi/nv_p2p_standin_ioctl.h"
 
@@ -1042,4 +1043,9 @@ module_init(sp_init);
 module_exit(sp_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Stand-in for NVIDIA's GPUDirect RDMA kernel API over QEMU's ivshmem-plain BAR (test lane)");
+/* The dma-buf exports live in a symbol namespace; 6.13 names it by a string literal. */
+#ifdef RESMEM_HAVE_MODULE_IMPORT_NS_IDENT
 MODULE_IMPORT_NS(DMA_BUF);
+#else
+MODULE_IMPORT_NS("DMA_BUF");
+#endif

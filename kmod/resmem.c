@@ -46,12 +46,27 @@
 #include <linux/mm.h>
 #include <linux/huge_mm.h>
 #include <linux/module.h>
-#include <linux/pfn_t.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <asm/cacheflush.h>
 
+#include "resmem_conftest.h" /* RESMEM_HAVE_*: kmod/conftest.sh, from this kernel's headers */
 #include "uapi/resmem_ioctl.h"
+#ifdef RESMEM_HAVE_PFN_T
+#include <linux/pfn_t.h>
+#endif
+
+#ifndef RESMEM_HAVE_PGMAP_RANGE
+#error "resmem needs struct dev_pagemap with range/nr_range (Linux 5.10 or later): docs/kmod.md"
+#endif
+/*
+ * Linux 6.17 removed pfn_t and devmap entries: pages mode would need vmf_insert_page_mkwrite /
+ * vmf_insert_folio_pmd there, and nothing here has run on such a kernel yet. dkms.conf's
+ * BUILD_EXCLUSIVE_KERNEL keeps dkms from trying; a build by hand stops here.
+ */
+#ifndef RESMEM_HAVE_PFN_T
+#error "resmem does not support this kernel yet: Linux 6.17 removed pfn_t (pages mode's fault path); see docs/kmod.md \"Kernels\""
+#endif
 
 #define RESMEM_MAX_DEVICES 8
 
@@ -176,7 +191,7 @@ static bool resmem_pmd_allowed(struct resmem_dev *d)
 		return false;
 	if (d->mode == RESMEM_MODE_PAGES)
 		return true;
-#ifdef RESMEM_HAVE_PMD_SPECIAL
+#ifdef RESMEM_HAVE_PMD_PFNMAP
 	return true;
 #else
 	return false;
@@ -234,12 +249,22 @@ static vm_fault_t resmem_fault(struct vm_fault *vmf)
 	return vmf_insert_pfn(vma, vmf->address, PHYS_PFN(pa));
 }
 
-/* Kernels that route PMD faults of special VMAs to ->huge_fault get the same answer. */
+/*
+ * Kernels that route PMD faults of special VMAs to ->huge_fault get the same answer. From 6.6 it
+ * takes the entry's order (PMD_ORDER for a PMD), before it an enum page_entry_size.
+ */
+#ifdef RESMEM_HAVE_HUGE_FAULT_PE_SIZE
 static vm_fault_t resmem_huge_fault(struct vm_fault *vmf, enum page_entry_size pe_size)
 {
+	bool pmd = pe_size == PE_SIZE_PMD;
+#else
+static vm_fault_t resmem_huge_fault(struct vm_fault *vmf, unsigned int order)
+{
+	bool pmd = order == PMD_SHIFT - PAGE_SHIFT;
+#endif
 	struct resmem_dev *d = vmf->vma->vm_private_data;
 
-	if (pe_size != PE_SIZE_PMD || !resmem_pmd_allowed(d))
+	if (!pmd || !resmem_pmd_allowed(d))
 		return VM_FAULT_FALLBACK;
 	return resmem_insert_pmd(vmf, d);
 }
@@ -682,6 +707,7 @@ static void unmap_kernel_side(struct resmem_dev *d)
 	d->kaddr = NULL;
 }
 
+#ifdef CONFIG_ZONE_DEVICE
 static int make_struct_pages(struct resmem_dev *d)
 {
 	void *addr;
@@ -700,12 +726,31 @@ static int make_struct_pages(struct resmem_dev *d)
 	return 0;
 }
 
+static void free_struct_pages(struct resmem_dev *d)
+{
+	memunmap_pages(&d->pgmap);
+	d->pgmap_live = false;
+}
+#else
+/* A kernel built without ZONE_DEVICE has no memremap_pages: pages mode cannot be. */
+static int make_struct_pages(struct resmem_dev *d)
+{
+	pr_err("%s: mode=pages needs a kernel with CONFIG_ZONE_DEVICE (memremap_pages), which this one lacks; use mode=pfnmap (-EOPNOTSUPP)\n",
+	       d->name);
+	return -EOPNOTSUPP;
+}
+
+static void free_struct_pages(struct resmem_dev *d)
+{
+}
+#endif
+
 static void resmem_destroy(struct resmem_dev *d)
 {
 	if (d->registered)
 		misc_deregister(&d->misc);
 	if (d->pgmap_live)
-		memunmap_pages(&d->pgmap);
+		free_struct_pages(d);
 	unmap_kernel_side(d);
 	if (d->res)
 		release_mem_region(d->phys, d->size);

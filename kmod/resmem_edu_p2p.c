@@ -618,4 +618,9 @@ static void edu_p2p_release(struct edu_client *c)
 	c->p2p = NULL;
 }
 
+/* The dma-buf exports live in a symbol namespace; 6.13 names it by a string literal. */
+#ifdef RESMEM_HAVE_MODULE_IMPORT_NS_IDENT
 MODULE_IMPORT_NS(DMA_BUF);
+#else
+MODULE_IMPORT_NS("DMA_BUF");
+#endif

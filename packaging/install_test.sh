@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # //packaging:install_test: installs resmem-dkms and resmem on this machine for real, checks what
 # each promised, purges both and checks that nothing is left (docs/build.md, "Packages").
-#   dpkg -i both; dkms (through the package's postinst) adds, builds and installs the module for
-#   the kernel of the installed linux-headers-amd64 package (never `uname -r`: the build machine
-#   runs another kernel); dkms's own make.log goes into this log; the installed .ko has that
-#   kernel's vermagic; modprobe parses the modprobe.d example; the udev rule is run by
+#   dpkg -i both, with Debian's two kernel lines' headers installed (6.1: linux-headers-amd64,
+#   6.12: linux-headers-6.12-amd64) and a third, made-up kernel tree of a release the driver does
+#   not support (6.17, dkms.conf BUILD_EXCLUSIVE_KERNEL); dkms (through the package's postinst)
+#   adds, builds and installs the module for each supported kernel (never `uname -r`: the build
+#   machine runs another kernel) and skips the unsupported one without failing the install;
+#   dkms's own make.log of each goes into this log; each installed .ko has its kernel's vermagic; modprobe parses the modprobe.d example; the udev rule is run by
 #   `udevadm test` against a misc device named resmem0 (below); /usr/bin/resmem --version; a man
 #   page per command of `resmem --help`; the LD_PRELOAD shim loads; then dpkg --purge both and
 #   none of their files, /var/lib/dkms/resmem, the installed .ko, the depmod entry or the group
@@ -17,7 +19,7 @@
 # non-sysfs path with SYSTEMD_DEVICE_VERIFY_SYSFS=0), a private /dev and /run: the test checks
 # the node udevadm set (group resmem, 0660) and the host's /dev and /run/udev are not touched.
 # Needs root and dpkg; without them every case reports "skipped" with the reason in the JUnit XML.
-# Installs dkms, udev and linux-headers-amd64 when missing (as the QEMU lane installs its own).
+# Installs dkms, udev and both kernel lines' headers when missing (as the QEMU lanes install them).
 # Usage: install_test.sh RESMEM_DKMS_DEB RESMEM_DEB
 set -uo pipefail
 
@@ -27,7 +29,14 @@ T=${TEST_TMPDIR:-$(mktemp -d)}
 XML=${XML_OUTPUT_FILE:-$T/test.xml}
 RESULTS="$T/results.tsv"
 : >"$RESULTS"
-CASES=(dpkg_install dkms_installed_for_headers dkms_build_log module_vermagic modprobe_example_parses
+# The kernel lines whose headers the test installs (Debian bookworm's), as in ci/qemu/kmod_lane.sh.
+LINES=(6.1 6.12)
+declare -A HEADERS_PKG=([6.1]=linux-headers-amd64 [6.12]=linux-headers-6.12-amd64)
+# A release dkms.conf's BUILD_EXCLUSIVE_KERNEL leaves out (Linux 6.17 removed pfn_t): a made-up
+# tree of it under /lib/modules, which the postinst must skip, not fail on.
+UNSUPPORTED_KVER=6.17.0-resmem-install-test
+CASES=(dpkg_install dkms_installed_6_1 dkms_installed_6_12 dkms_build_log_6_1 dkms_build_log_6_12
+	module_vermagic_6_1 module_vermagic_6_12 dkms_skips_unsupported_kernel modprobe_example_parses
 	udev_rule_udevadm_test cli_version_from_usr_bin man_pages preload_shim_loads dpkg_purge
 	nothing_left_after_purge)
 
@@ -94,7 +103,9 @@ done
 missing=()
 command -v dkms >/dev/null || missing+=(dkms)
 command -v udevadm >/dev/null || missing+=(udev)
-dpkg -s linux-headers-amd64 >/dev/null 2>&1 || missing+=(linux-headers-amd64)
+for line in "${LINES[@]}"; do
+	dpkg -s "${HEADERS_PKG[$line]}" >/dev/null 2>&1 || missing+=("${HEADERS_PKG[$line]}")
+done
 if ((${#missing[@]})); then
 	log "installing ${missing[*]}"
 	apt_opts=(-y -q --no-install-recommends -o DPkg::Lock::Timeout=300)
@@ -103,17 +114,26 @@ if ((${#missing[@]})); then
 		  DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$T/apt.log" 2>&1; } ||
 		{ tail -20 "$T/apt.log"; record dpkg_install fail "apt-get install ${missing[*]} failed"; finish; }
 fi
-KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
-[[ -n $KVER && -d /lib/modules/$KVER/build ]] ||
-	{ record dpkg_install fail "no headers of linux-headers-amd64 ('$KVER') under /lib/modules/$KVER/build"; finish; }
-log "resmem $VERSION, kernel headers $KVER (this machine runs $(uname -r))"
+declare -A KVER_OF=()
+for line in "${LINES[@]}"; do
+	k=$(dpkg-query -W -f '${Depends}' "${HEADERS_PKG[$line]}" | grep -o 'linux-headers-[0-9][^ ,|]*-amd64' | head -1 | sed 's/^linux-headers-//')
+	[[ -n $k && -d /lib/modules/$k/build ]] ||
+		{ record dpkg_install fail "no headers of ${HEADERS_PKG[$line]} ('$k') under /lib/modules/$k/build"; finish; }
+	KVER_OF[$line]=$k
+done
+KVERS=("${KVER_OF[@]}")
+log "resmem $VERSION, kernel headers ${KVERS[*]} (this machine runs $(uname -r))"
 
 # Regular files and links of both packages (their directories, such as /usr/bin, are shared).
 PKG_FILES=$(for d in "$DKMS_DEB" "$TOOLS_DEB"; do dpkg-deb -c "$d"; done | awk '$1 !~ /^d/ {print substr($6, 2)}')
 
 # What the install makes that belongs to dkms and depmod, not to resmem: dkms's signing key pair
 # (made on its first build on a machine) and depmod's index of the kernel. Put back as found.
-before_state() { ls -1 /var/lib/dkms 2>/dev/null | sed 's|^|/var/lib/dkms/|'; ls -1d "/lib/modules/$KVER"/modules.* 2>/dev/null; }
+before_state() {
+	local k
+	ls -1 /var/lib/dkms 2>/dev/null | sed 's|^|/var/lib/dkms/|'
+	for k in "${KVERS[@]}"; do ls -1d "/lib/modules/$k"/modules.* 2>/dev/null; done
+}
 before_state | sort >"$T/before.txt"
 
 cleanup() {
@@ -125,17 +145,27 @@ cleanup() {
 		fi
 	done
 	before_state | sort | comm -13 "$T/before.txt" - | while read -r f; do
-		case "$f" in /var/lib/dkms/mok.key | /var/lib/dkms/mok.pub | "/lib/modules/$KVER"/modules.*)
+		case "$f" in /var/lib/dkms/mok.key | /var/lib/dkms/mok.pub | /lib/modules/*/modules.*)
 			rm -f "$f" ;;
 		esac
 	done
+	rm -rf "/lib/modules/$UNSUPPORTED_KVER"
 	return 0
 }
 trap 'cleanup' EXIT
 trap 'exit 1' INT TERM
 
+# ---- the unsupported kernel: what the postinst checks for a kernel with headers -----------------
+# (/usr/lib/dkms/common.postinst _check_kernel_dir: include/, Makefile, .config, scripts/ under
+# /lib/modules/RELEASE/build); dkms decides from the release alone that it cannot build there.
+rm -rf "/lib/modules/$UNSUPPORTED_KVER"  # a killed earlier run's (the name is this test's own)
+mkdir -p "/lib/modules/$UNSUPPORTED_KVER/build"/{include,scripts}
+printf '# a made-up kernel tree of //packaging:install_test\n' >"/lib/modules/$UNSUPPORTED_KVER/build/Makefile"
+: >"/lib/modules/$UNSUPPORTED_KVER/build/.config"
+
 # ---- install -------------------------------------------------------------------------------------
 if out=$(dpkg_waiting -i "$DKMS_DEB" "$TOOLS_DEB"); then
+	echo "$out" >"$T/dpkg-install.log"
 	echo "$out" | sed 's/^/  dpkg: /'
 	record dpkg_install ok "dpkg -i $(basename "$DKMS_DEB") $(basename "$TOOLS_DEB")"
 else
@@ -143,41 +173,51 @@ else
 	record dpkg_install fail "dpkg -i failed (output above)"
 fi
 
-# ---- dkms: status and its own build log ----------------------------------------------------------
-status=$(dkms status -m resmem -v "$VERSION" -k "$KVER" 2>&1)
-log "dkms status: $status"
-if grep -q "^resmem/$VERSION, $KVER, [^:]*: installed" <<<"$status"; then
-	record dkms_installed_for_headers ok "$status"
-else
-	record dkms_installed_for_headers fail "dkms status for $KVER: '$status' (want 'resmem/$VERSION, $KVER, ARCH: installed')"
-fi
-MAKELOG=$(find "/var/lib/dkms/resmem/$VERSION/$KVER" -name make.log 2>/dev/null | head -1)
-if [[ -n $MAKELOG ]]; then
-	log "dkms's build log, $MAKELOG:"
-	sed 's/^/  dkms make.log: /' "$MAKELOG"
-	line=$(grep -m1 'LD \[M\].*/resmem\.ko' "$MAKELOG")
-	if head -1 "$MAKELOG" | grep -q "^DKMS make.log for resmem-$VERSION for kernel $KVER" && [[ -n $line ]] &&
-		! grep -qE 'error:|warning:' "$MAKELOG"; then
-		record dkms_build_log ok "$(head -1 "$MAKELOG"): ${line#"${line%%[! ]*}"}"
+# ---- dkms: status, its own build log and the installed module, for each kernel ------------------
+for line in "${LINES[@]}"; do
+	KVER=${KVER_OF[$line]}
+	tag=${line//./_}
+	status=$(dkms status -m resmem -v "$VERSION" -k "$KVER" 2>&1)
+	log "dkms status ($KVER): $status"
+	if grep -q "^resmem/$VERSION, $KVER, [^:]*: installed" <<<"$status"; then
+		record "dkms_installed_$tag" ok "$status"
 	else
-		record dkms_build_log fail "$MAKELOG lacks the header for $KVER or the LD [M] resmem.ko line, or has warnings/errors"
+		record "dkms_installed_$tag" fail "dkms status for $KVER: '$status' (want 'resmem/$VERSION, $KVER, ARCH: installed')"
 	fi
-else
-	record dkms_build_log fail "no make.log under /var/lib/dkms/resmem/$VERSION/$KVER (dkms did not build)"
-fi
-
-# ---- the installed module --------------------------------------------------------------------------
-KO=$(ls "/lib/modules/$KVER/updates/dkms"/resmem.ko* 2>/dev/null | head -1)
-if [[ -n $KO ]]; then
-	vermagic=$(/sbin/modinfo -F vermagic "$KO" | awk '{print $1}')
-	dep=$(grep -m1 'updates/dkms/resmem.ko' "/lib/modules/$KVER/modules.dep" 2>/dev/null)
-	if [[ $vermagic == "$KVER" && -n $dep ]]; then
-		record module_vermagic ok "$KO: vermagic $vermagic, modules.dep '$dep'"
+	MAKELOG=$(find "/var/lib/dkms/resmem/$VERSION/$KVER" -name make.log 2>/dev/null | head -1)
+	if [[ -n $MAKELOG ]]; then
+		log "dkms's build log, $MAKELOG:"
+		sed 's/^/  dkms make.log: /' "$MAKELOG"
+		ld=$(grep -m1 'LD \[M\].*/resmem\.ko' "$MAKELOG")
+		if head -1 "$MAKELOG" | grep -q "^DKMS make.log for resmem-$VERSION for kernel $KVER" && [[ -n $ld ]] &&
+			! grep -qE 'error:|warning:' "$MAKELOG"; then
+			record "dkms_build_log_$tag" ok "$(head -1 "$MAKELOG"): ${ld#"${ld%%[! ]*}"}"
+		else
+			record "dkms_build_log_$tag" fail "$MAKELOG lacks the header for $KVER or the LD [M] resmem.ko line, or has warnings/errors"
+		fi
 	else
-		record module_vermagic fail "$KO: vermagic '$vermagic' (want $KVER), modules.dep entry '$dep'"
+		record "dkms_build_log_$tag" fail "no make.log under /var/lib/dkms/resmem/$VERSION/$KVER (dkms did not build)"
 	fi
+	# 6.12's config compresses modules (CONFIG_MODULE_COMPRESS_XZ): dkms installs resmem.ko.xz there.
+	KO=$(ls "/lib/modules/$KVER/updates/dkms"/resmem.ko* 2>/dev/null | head -1)
+	if [[ -n $KO ]]; then
+		vermagic=$(/sbin/modinfo -F vermagic "$KO" | awk '{print $1}')
+		dep=$(grep -m1 'updates/dkms/resmem.ko' "/lib/modules/$KVER/modules.dep" 2>/dev/null)
+		if [[ $vermagic == "$KVER" && -n $dep ]]; then
+			record "module_vermagic_$tag" ok "$KO: vermagic $vermagic, modules.dep '$dep'"
+		else
+			record "module_vermagic_$tag" fail "$KO: vermagic '$vermagic' (want $KVER), modules.dep entry '$dep'"
+		fi
+	else
+		record "module_vermagic_$tag" fail "no resmem.ko under /lib/modules/$KVER/updates/dkms"
+	fi
+done
+status=$(dkms status -m resmem -v "$VERSION" -k "$UNSUPPORTED_KVER" 2>&1)
+if grep -q "Building for .*$UNSUPPORTED_KVER" "$T/dpkg-install.log" && grep -q "Skipped" "$T/dpkg-install.log" &&
+	! compgen -G "/lib/modules/$UNSUPPORTED_KVER/updates/dkms/resmem.ko*" >/dev/null; then
+	record dkms_skips_unsupported_kernel ok "the postinst tried $UNSUPPORTED_KVER and skipped it (BUILD_EXCLUSIVE_KERNEL); dpkg -i went on; dkms status: '${status:-nothing}'"
 else
-	record module_vermagic fail "no resmem.ko under /lib/modules/$KVER/updates/dkms"
+	record dkms_skips_unsupported_kernel fail "the postinst's output does not show $UNSUPPORTED_KVER tried and skipped (see the dpkg lines above); dkms status: '$status'"
 fi
 
 EXAMPLE=/usr/share/doc/resmem-dkms/examples/resmem.modprobe.conf
@@ -261,8 +301,10 @@ while read -r f; do [[ -n $f && ( -e /$f || -L /$f ) ]] && left+=("/$f"); done <
 for f in "/var/lib/dkms/resmem" "/usr/src/resmem-$VERSION" "/usr/share/doc/resmem-dkms" "/lib/udev/rules.d/99-resmem.rules"; do
 	[[ -e $f ]] && left+=("$f")
 done
-compgen -G "/lib/modules/$KVER/updates/dkms/resmem.ko*" >/dev/null && left+=("/lib/modules/$KVER/updates/dkms/resmem.ko*")
-grep -q 'resmem\.ko' "/lib/modules/$KVER/modules.dep" 2>/dev/null && left+=("the resmem entry of /lib/modules/$KVER/modules.dep")
+for KVER in "${KVERS[@]}"; do
+	compgen -G "/lib/modules/$KVER/updates/dkms/resmem.ko*" >/dev/null && left+=("/lib/modules/$KVER/updates/dkms/resmem.ko*")
+	grep -q 'resmem\.ko' "/lib/modules/$KVER/modules.dep" 2>/dev/null && left+=("the resmem entry of /lib/modules/$KVER/modules.dep")
+done
 getent group resmem >/dev/null && left+=("the group resmem")
 for p in resmem resmem-dkms; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -qv 'not-installed' && left+=("dpkg status of $p: $(dpkg-query -W -f '${Status}' "$p")")

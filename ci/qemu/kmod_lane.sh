@@ -1,19 +1,32 @@
 #!/bin/bash
-# The real-kernel lane for kmod/resmem.c (Bazel: //ci/qemu:kmod_lane_test; by hand:
-# ci/qemu/kmod_lane.sh after `bazel build //ci/qemu:resmem_guest`).
-#  1. installs what is missing (qemu-system-x86 busybox-static cpio kmod linux-headers-amd64);
-#  2. takes the kernel version from the linux-headers package (never uname -r: FACTS.md), extracts
-#     that version's vmlinuz from `apt-get download linux-image-VER` (no udev/systemd pulled in);
+# The real-kernel lane for kmod/resmem.c, one kernel per run (Bazel: //ci/qemu:kmod_lane_6_1 and
+# //ci/qemu:kmod_lane_6_12; by hand: ci/qemu/kmod_lane.sh [KERNEL] after
+# `bazel build //ci/qemu:kmod_lane_files`).
+# KERNEL is one of:
+#   --kernel-line 6.1     Debian's kernel line of that version (default 6.1): its headers package
+#   --kernel-line 6.12    (linux-headers-amd64 for 6.1, linux-headers-6.12-amd64 for 6.12) is
+#                         installed when missing and its vmlinuz taken from /boot or downloaded;
+#   --kernel VMLINUZ --headers DIR
+#                         a kernel of the user's own: its image and its prepared headers or build
+#                         tree (/lib/modules/RELEASE/build), e.g. a distribution kernel
+#                         (docs/kmod.md "A kernel of your own").
+#  1. installs what is missing (qemu-system-x86 busybox-static cpio kmod, the line's headers);
+#  2. takes the kernel version from the headers package (never uname -r: FACTS.md), extracts
+#     that version's vmlinuz from `apt-get download linux-image-VER` when /boot lacks it (no
+#     udev/systemd pulled in);
 #  3. builds the driver, resmem.ko, the way a user's machine does: dkms builds it from the
 #     resmem-dkms package (//packaging:resmem_dkms_deb, unpacked into a private dkms tree: nothing
 #     is installed), and dkms's own make.log goes into the lane's log; builds resmem_test.ko (the
-#     fault-injection build) with Kbuild; checks both vermagics. RESMEM_KMOD_DRIVER=kbuild builds
-#     the driver with Kbuild too. The guest case driver_module_origin names the .ko it loads;
+#     fault-injection build), resmem_edu.ko and nv_p2p_standin.ko with Kbuild; every build with
+#     -Werror; checks the vermagics and that the feature probes (kmod/conftest.sh) found what
+#     this kernel has (the lane's conftest_* cases). RESMEM_KMOD_DRIVER=kbuild builds the driver
+#     with Kbuild too. The guest case driver_module_origin names the .ko it loads;
 #  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest, the
 #     static resmem and scenarios/kmod/*.toml and scenarios/seed003/*.toml, which the guest runs on
 #     the kmod backend: scenario_kmod_*, scenario_seed003_*);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
-#  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case.
+#  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case,
+#     in a test suite named after the kernel (kmod_lane_6_1, kmod_lane_6_12, kmod_lane_RELEASE).
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
@@ -21,8 +34,8 @@
 # RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, ci/qemu/resmem_seq.cc).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
 # with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
-# Debian headers); RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any KASAN, lockdep,
-# DEBUG_VM, WARN or kmemleak report it caused.
+# Debian headers), as --kernel/--headers; RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any
+# KASAN, lockdep, DEBUG_VM, WARN or kmemleak report it caused.
 # RESMEM_BOOT_BAD (debug kernel: the pattern of a report during boot, see ci/qemu/boot.sh; a test sets
 # it to exercise the retry). RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
 # RESMEM_IOMMU_BOOT=0 leaves out the second boot (q35 with intel-iommu, the edu_iommu_* cases:
@@ -32,6 +45,32 @@ set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
 die() { echo "kmod-lane: ERROR: $*" >&2; exit 1; }
+
+# ---- which kernel --------------------------------------------------------------------------------
+KERNEL_LINE=6.1
+USER_IMAGE=${RESMEM_KERNEL_IMAGE:-}
+USER_HEADERS=${RESMEM_KERNEL_BUILD:-}
+while (($#)); do
+	case "$1" in
+	--kernel-line) KERNEL_LINE=${2:?--kernel-line needs a version: 6.1 or 6.12}; shift 2 ;;
+	--kernel) USER_IMAGE=${2:?--kernel needs the path of a kernel image: vmlinuz or bzImage}; shift 2 ;;
+	--headers) USER_HEADERS=${2:?--headers needs the prepared headers or build tree of the kernel}; shift 2 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument '$1': use --kernel-line 6.1|6.12, or --kernel VMLINUZ --headers DIR (--help)" ;;
+	esac
+done
+if [[ -n $USER_IMAGE || -n $USER_HEADERS ]]; then
+	[[ -n $USER_IMAGE && -n $USER_HEADERS ]] ||
+		die "a kernel of your own needs both --kernel VMLINUZ and --headers DIR (given: image '${USER_IMAGE}', headers '${USER_HEADERS}')"
+	KERNEL_LINE=
+fi
+# Debian bookworm's kernel lines: the headers meta-package that follows each one.
+case "$KERNEL_LINE" in
+'') HEADERS_PKG= ;;
+6.1) HEADERS_PKG=linux-headers-amd64 ;;
+6.12) HEADERS_PKG=linux-headers-6.12-amd64 ;;
+*) die "--kernel-line $KERNEL_LINE: this lane knows Debian's 6.1 and 6.12; for another kernel give --kernel VMLINUZ --headers DIR" ;;
+esac
 
 # ---- locate inputs (Bazel runfiles, or the source tree) ----------------------------------------
 if [[ -n "${TEST_SRCDIR:-}" ]]; then
@@ -74,7 +113,7 @@ command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 [[ -x /bin/busybox && "$(file -b /bin/busybox 2>/dev/null || true)" != *dynamic* ]] || dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 command -v cpio >/dev/null || missing+=(cpio)
 command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
-dpkg -s linux-headers-amd64 >/dev/null 2>&1 || missing+=(linux-headers-amd64)
+[[ -z $HEADERS_PKG ]] || dpkg -s "$HEADERS_PKG" >/dev/null 2>&1 || missing+=("$HEADERS_PKG")
 [[ $DRIVER_BUILD == kbuild ]] || command -v dkms >/dev/null || missing+=(dkms)
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
@@ -85,33 +124,40 @@ if ((${#missing[@]})); then
 		{ tail -20 "$WORK/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
 fi
 
-# ---- 2. kernel version from the headers package, and its vmlinuz -------------------------------
-KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
-[[ -n "$KVER" && -d "/lib/modules/$KVER/build" ]] || die "cannot find the headers of linux-headers-amd64 ($KVER) under /lib/modules/$KVER/build"
-VMLINUZ="/boot/vmlinuz-$KVER"
-KBUILD="/lib/modules/$KVER/build"
+# ---- 2. the kernel: version from the headers package, and its vmlinuz -----------------------------
 KBUILD_ARGS=()
-if [[ -n "${RESMEM_KERNEL_IMAGE:-}" ]]; then
-	[[ -r "$RESMEM_KERNEL_IMAGE" ]] || die "RESMEM_KERNEL_IMAGE=$RESMEM_KERNEL_IMAGE is not readable"
-	KBUILD="${RESMEM_KERNEL_BUILD:?RESMEM_KERNEL_IMAGE needs RESMEM_KERNEL_BUILD, the prepared build tree of that kernel}"
+if [[ -n $USER_IMAGE ]]; then
+	[[ -r "$USER_IMAGE" ]] || die "--kernel $USER_IMAGE is not readable"
+	KBUILD=$(readlink -f "$USER_HEADERS")
 	# The release the module's vermagic will carry (include/generated/utsrelease.h, UTS_RELEASE).
 	KVER=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$KBUILD/include/generated/utsrelease.h" 2>/dev/null)
-	[[ -n "$KVER" ]] || die "RESMEM_KERNEL_BUILD=$KBUILD has no include/generated/utsrelease.h: not a prepared build tree (make modules_prepare)"
-	VMLINUZ="$RESMEM_KERNEL_IMAGE"
+	[[ -n "$KVER" && -r "$KBUILD/Makefile" ]] ||
+		die "--headers $USER_HEADERS has no include/generated/utsrelease.h or Makefile: give a prepared build tree (make modules_prepare) or a headers package's /lib/modules/RELEASE/build"
+	VMLINUZ="$USER_IMAGE"
+	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KVER//[^A-Za-z0-9]/_}}"
 	# A KCOV kernel (KCOV_INSTRUMENT_ALL off): instrument the module itself.
-	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)
-elif [[ ! -r "$VMLINUZ" ]]; then
-	VMLINUZ="$CACHE/boot/vmlinuz-$KVER"
+	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" 2>/dev/null && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)
+else
+	KVER=$(dpkg-query -W -f '${Depends}' "$HEADERS_PKG" | grep -o 'linux-headers-[0-9][^ ,|]*-amd64' | head -1 | sed 's/^linux-headers-//')
+	[[ -n "$KVER" && -d "/lib/modules/$KVER/build" ]] || die "cannot find the headers of $HEADERS_PKG ($KVER) under /lib/modules/$KVER/build"
+	KBUILD="/lib/modules/$KVER/build"
+	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KERNEL_LINE//./_}}"
+	VMLINUZ="/boot/vmlinuz-$KVER"
 	if [[ ! -r "$VMLINUZ" ]]; then
-		log "downloading linux-image-$KVER into $CACHE"
-		mkdir -p "$CACHE"
-		(cd "$CACHE" && apt-get download "linux-image-$KVER" >"$WORK/download.log" 2>&1) ||
-			{ cat "$WORK/download.log" >&2; die "apt-get download linux-image-$KVER failed (apt-get update?)"; }
-		deb=$(ls -t "$CACHE"/linux-image-"$KVER"_*.deb | head -1)
-		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$CACHE" "./boot/vmlinuz-$KVER"
+		VMLINUZ="$CACHE/boot/vmlinuz-$KVER"
+		if [[ ! -r "$VMLINUZ" ]]; then
+			log "downloading linux-image-$KVER into $CACHE"
+			mkdir -p "$CACHE"
+			# 6.1's image package is linux-image-VER; 6.12's is linux-image-VER-unsigned (its signed
+			# twin, which its headers depend on, carries the same kernel for Secure Boot).
+			(cd "$CACHE" && { apt-get download "linux-image-$KVER" || apt-get download "linux-image-$KVER-unsigned"; } >"$WORK/download.log" 2>&1) ||
+				{ cat "$WORK/download.log" >&2; die "apt-get download linux-image-$KVER failed (apt-get update?)"; }
+			deb=$(ls -t "$CACHE"/linux-image-"$KVER"*_*.deb | head -1)
+			dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$CACHE" "./boot/vmlinuz-$KVER"
+		fi
 	fi
 fi
-log "kernel $KVER ($VMLINUZ)"
+log "kernel $KVER ($VMLINUZ), modules built against $KBUILD; results as $LANE_NAME"
 
 # ---- 2b. udev for the guest: Debian's own systemd-udevd/udevadm (the udev and libsystemd-shared
 # packages of this release, downloaded and extracted like the kernel: installing udev here would
@@ -131,13 +177,54 @@ if [[ ! -x "$UDEV/bin/udevadm" ]]; then
 fi
 
 # ---- 3. build the modules ------------------------------------------------------------------------
+# Every build with -Werror (KCFLAGS reaches Kbuild through make and dkms alike): a warning on one
+# kernel is a failure of that kernel's lane, not a line nobody reads.
+export KCFLAGS="${KCFLAGS:+$KCFLAGS }-Werror"
 mkdir -p "$WORK/kmod/uapi"
-cp "$SRC"/kmod/{Kbuild,Makefile,resmem.c,resmem_test.c,resmem_edu.c,resmem_edu_p2p.c,nv_p2p_standin.c,nv_p2p_standin.h} "$WORK/kmod/"
+cp "$SRC"/kmod/{Kbuild,Makefile,conftest.sh,resmem.c,resmem_test.c,resmem_edu.c,resmem_edu_p2p.c,nv_p2p_standin.c,nv_p2p_standin.h} "$WORK/kmod/"
 cp "$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h,resmem_edu_p2p_ioctl.h,nv_p2p_standin_ioctl.h} "$WORK/kmod/uapi/"
 chmod -R u+w "$WORK/kmod"
-make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
+RESMEM_CONFTEST_LOG="$WORK/conftest.log" make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
 	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
 if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
+log "feature probes (kmod/conftest.sh) on $KVER:"
+grep -E '^#define RESMEM_HAVE_|^/\* #undef RESMEM_HAVE_' "$WORK/kmod/resmem_conftest.h" | sed 's/^/kmod-lane:   /' >&2
+# The lane's host-side cases, "ok|fail<TAB>name<TAB>what", reported beside the guest's.
+HOST_CASES="$WORK/host_cases.tsv"
+: >"$HOST_CASES"
+host_case() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$HOST_CASES"; }
+# Each probe must find what this kernel has: the version that added or removed the feature
+# (conftest.sh list, docs/kmod.md) says what a mainline kernel of this version answers. On Debian's
+# kernels a different answer is a probe that looks in the wrong place (as the old grep of
+# pgtable.h missed 6.12's pmd_special): a failure. On a kernel of your own it may be a backport,
+# so it is reported and passes.
+kver_num=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$KVER")
+while IFS=$'\t' read -r name change version what; do
+	if grep -q "^#define RESMEM_HAVE_$name " "$WORK/kmod/resmem_conftest.h"; then found=yes; else found=no; fi
+	newer=$([[ $(printf '%s\n%s\n' "$version" "$kver_num" | sort -V | head -1) == "$version" ]] && echo yes || echo no)
+	if [[ $change == added ]]; then want=$newer; else want=$([[ $newer == yes ]] && echo no || echo yes); fi
+	msg="$what: $change in $version; $KVER ($kver_num) should answer $want, the probe found $found"
+	if [[ $found == "$want" ]]; then
+		host_case ok "conftest_$name" "$msg"
+	elif [[ -n $KERNEL_LINE ]]; then
+		host_case fail "conftest_$name" "$msg (the probe does not find what this kernel has: kmod/conftest.sh, $WORK/conftest.log)"
+	else
+		host_case ok "conftest_$name" "$msg (differs from mainline: a backport in this kernel?)"
+	fi
+done < <("$WORK/kmod/conftest.sh" list)
+# `make && make install` (kmod/Makefile) on a tree where all four modules were built installs the
+# driver alone: the test modules never leave the lane.
+cp -r "$WORK/kmod" "$WORK/kmod-install"
+if make -C "$WORK/kmod-install" KDIR="$KBUILD" INSTALL_MOD_PATH="$WORK/modinst" install >"$WORK/install.log" 2>&1; then
+	installed=$(find "$WORK/modinst" -name '*.ko*' -printf '%f\n' | sed 's/\.ko.*//' | sort | tr '\n' ' ')
+	if [[ $installed == "resmem " ]]; then
+		host_case ok make_install_installs_only_the_driver "make install after building all four modules installed: $installed"
+	else
+		host_case fail make_install_installs_only_the_driver "make install after building all four modules installed: $installed(want resmem alone)"
+	fi
+else
+	host_case fail make_install_installs_only_the_driver "make install failed: $(tail -5 "$WORK/install.log" | tr '\n' ' ')"
+fi
 DRIVER_KO="$WORK/kmod/resmem.ko"
 DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod)"
 if [[ $DRIVER_BUILD == dkms ]]; then
@@ -146,14 +233,24 @@ if [[ $DRIVER_BUILD == dkms ]]; then
 	DKMS_VER=$(dpkg-deb -f "$DKMS_DEB" Version)
 	dpkg-deb -x "$DKMS_DEB" "$WORK/dkms-pkg"
 	mkdir -p "$WORK/dkms-tree"
-	dkms_args=(-m resmem -v "$DKMS_VER" -k "$KVER" --dkmstree "$WORK/dkms-tree" --sourcetree "$WORK/dkms-pkg/usr/src")
+	dkms_args=(-m resmem -v "$DKMS_VER" -k "$KVER" --kernelsourcedir "$KBUILD" --dkmstree "$WORK/dkms-tree" --sourcetree "$WORK/dkms-pkg/usr/src")
 	# dkms signs what it builds, with a key it makes on first use: keep that key in the lane's tree.
 	{ export mok_signing_key="$WORK/dkms-tree/mok.key" mok_certificate="$WORK/dkms-tree/mok.pub"
 	  dkms add "${dkms_args[@]}" && dkms build "${dkms_args[@]}"; } >"$WORK/dkms.log" 2>&1 ||
 		{ cat "$WORK/dkms.log" >&2; find "$WORK/dkms-tree" -name make.log -exec cat {} + >&2; die "dkms build of $(basename "$DKMS_DEB") failed"; }
-	DRIVER_KO=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -path '*/module/resmem.ko' | head -1)
+	DRIVER_KO=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -path '*/module/resmem.ko*' | head -1)
 	MAKELOG=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -name make.log | head -1)
-	[[ -r $DRIVER_KO && -r $MAKELOG ]] || { cat "$WORK/dkms.log" >&2; die "dkms build left no module/resmem.ko or make.log"; }
+	[[ -r $DRIVER_KO && -r $MAKELOG ]] || { cat "$WORK/dkms.log" >&2; die "dkms build left no module/resmem.ko* or make.log"; }
+	# dkms compresses the module as the kernel's config says (6.12: CONFIG_MODULE_COMPRESS_XZ):
+	# the guest's busybox insmod loads a plain .ko, so the lane loads what dkms built, decompressed.
+	case "$DRIVER_KO" in
+	*.ko.xz) xz -dc "$DRIVER_KO" >"$WORK/resmem-dkms.ko" ;;
+	*.ko.zst) zstd -qdc "$DRIVER_KO" >"$WORK/resmem-dkms.ko" ;;
+	*.ko.gz) gzip -dc "$DRIVER_KO" >"$WORK/resmem-dkms.ko" ;;
+	*) cp "$DRIVER_KO" "$WORK/resmem-dkms.ko" ;;
+	esac || die "cannot decompress $DRIVER_KO"
+	log "dkms built $(basename "$DRIVER_KO")$([[ $DRIVER_KO == *.ko ]] || echo ', decompressed for the guest')"
+	DRIVER_KO="$WORK/resmem-dkms.ko"
 	log "dkms's build log ($MAKELOG):"
 	sed 's/^/kmod-lane:   dkms make.log: /' "$MAKELOG" >&2
 	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
@@ -278,11 +375,12 @@ fi
 
 # ---- 6. TAP -> JUnit ---------------------------------------------------------------------------
 XML="${XML_OUTPUT_FILE:-$WORK/test.xml}"
-python3 - "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" "${TEST_UNDECLARED_OUTPUTS_DIR:-}" "$BOOTS" <<'PY'
+python3 - "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" "${TEST_UNDECLARED_OUTPUTS_DIR:-}" "$BOOTS" "$HOST_CASES" "$LANE_NAME" "$KVER" <<'PY'
 import difflib, os, re, sys, html
 console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 golden_path, work, only, outdir = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 boots = int(sys.argv[8])
+host_cases, lane, kver = sys.argv[9], sys.argv[10], sys.argv[11]
 cases, diag, plans = [], [], []
 skipped = {}  # case -> the reason it did not apply (TAP "# SKIP reason")
 # Transcript name -> the mode and cache its device was loaded with (guest_init.sh).
@@ -351,23 +449,28 @@ if plan is None:
                     % (len(plans), boots, qrc))
 elif plan != len([c for c in cases if not c[0].startswith(("parity_transcript_", "edu_device_never"))]):
     problems.append("plan says %d cases, console shows %d" % (plan, len(cases)))
+# The host's own cases (the feature probes), after the guest's.
+for line in open(host_cases):
+    status, name, what = line.rstrip("\n").split("\t", 2)
+    cases.append((name, status == "ok", [what]))
 failed = [c for c in cases if not c[1]]
 with open(xml, "w") as f:
     f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-    f.write('<testsuites><testsuite name="kmod_lane" tests="%d" failures="%d" errors="%d" skipped="%d">\n'
-            % (len(cases), len(failed), len(problems), len(skipped)))
+    f.write('<testsuites><testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">\n'
+            % (lane, len(cases), len(failed), len(problems), len(skipped)))
+    f.write('<properties><property name="kernel" value="%s"/></properties>\n' % html.escape(kver))
     for name, ok, d in cases:
-        f.write('<testcase name="%s" classname="kmod_lane">' % html.escape(name))
+        f.write('<testcase name="%s" classname="%s">' % (html.escape(name), lane))
         if not ok:
             f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
         elif name in skipped:
             f.write('<skipped message="%s"/>' % html.escape(skipped[name]))
         f.write('<system-out>%s</system-out></testcase>\n' % html.escape("\n".join(d)))
     for p in problems:
-        f.write('<testcase name="lane" classname="kmod_lane"><error message="%s"/></testcase>\n' % html.escape(p))
+        f.write('<testcase name="lane" classname="%s"><error message="%s"/></testcase>\n' % (lane, html.escape(p)))
     f.write("</testsuite></testsuites>\n")
-print("kmod-lane: %d guest cases, %d failed, %d skipped as not applicable%s"
-      % (len(cases), len(failed), len(skipped), "; " + "; ".join(problems) if problems else ""))
+print("kmod-lane: %s (kernel %s): %d cases, %d failed, %d skipped as not applicable%s"
+      % (lane, kver, len(cases), len(failed), len(skipped), "; " + "; ".join(problems) if problems else ""))
 for name, ok, _ in cases:
     print("kmod-lane:   %s %s%s" % ("PASS" if ok and name not in skipped else "SKIP" if ok else "FAIL", name,
                                    ": " + skipped[name] if ok and name in skipped else ""))

@@ -18,6 +18,7 @@ fi
 if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
 	echo "kmod-lane-debug: debug kernel $(cat "$ENTRY/kernelrelease" 2>/dev/null) from $ENTRY (built in $(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)" >&2
 	export RESMEM_KERNEL_IMAGE="$ENTRY/bzImage" RESMEM_KERNEL_BUILD="$ENTRY/build" RESMEM_KERNEL_DEBUG=1
+	export RESMEM_LANE_NAME=kmod_lane_debug
 	export RESMEM_SEQ_OPS="${RESMEM_SEQ_OPS:-50000}"
 	# The driver built with Kbuild against the debug kernel's tree (dkms, the normal lane's way,
 	# looks for /lib/modules/RELEASE/build, which this kernel does not have).
