@@ -28,7 +28,15 @@
  *    mappings left and the range; the driver's callback waits for its DMA and frees the table with
  *    nvidia_p2p_free_page_table. put_pages on a table whose callback ran is refused with a dmesg
  *    line and counted (INFO put_after_revoke); put_pages that meets a revocation in progress
- *    (the driver decided to unpin just before the callback came) answers 0: the callback owns it.
+ *    (the driver decided to unpin just before the callback came) waits until that revocation's
+ *    callbacks have returned and answers 0: the callback owns the table. The NVIDIA driver calls
+ *    the callbacks under its own lock, which put_pages takes, and maps the "not found" that follows
+ *    to 0 (kernel-open/nvidia/nv-p2p.c nv_p2p_put_pages): a driver may free its pin once put_pages
+ *    returned and its callback, if one came, has returned too.
+ *  - User mappings of the BAR (mmap) are shared ones (MAP_PRIVATE is refused: remap_pfn_range
+ *    rewrites a private mapping's vm_pgoff, and cudaFree's unmap_mapping_range would miss it),
+ *    filled page by page by a fault handler that looks the allocation up under the lock, so a
+ *    mapping never outlives cudaFree whichever comes first.
  *  - Table versions: tables carry table_version= (default the guide's 0x00010001); a test sets
  *    another to check that the driver refuses a version it was not built for.
  * No pin shares BAR space with another over the same pages (a real driver maps a page once).
@@ -62,6 +70,10 @@
 static unsigned long long bar_reserve = ~0ull;
 module_param(bar_reserve, ullong, 0444);
 MODULE_PARM_DESC(bar_reserve, "bytes of the BAR that pins may not map (the guide's 2.3: 32 MB of 256 MB reserved for internal use), a multiple of 64 KiB; default an eighth of the BAR");
+
+static unsigned int revoke_delay_ms;
+module_param(revoke_delay_ms, uint, 0644);
+MODULE_PARM_DESC(revoke_delay_ms, "TEST: wait this long between marking a freed allocation's pins as being revoked and calling their free callbacks (a slow provider: races with unpins become reproducible)");
 
 static unsigned int table_version = NVIDIA_P2P_PAGE_TABLE_VERSION;
 module_param(table_version, uint, 0644);
@@ -129,6 +141,9 @@ static LIST_HEAD(sp_allocs);
 static u32 sp_next_token = 1;
 static u64 sp_generation;
 static u32 sp_live, sp_unfreed, sp_mappings, sp_revocations, sp_put_after_revoke, sp_dmabufs;
+/* Revocations whose callbacks are being called; put_pages of a table in one waits on sp_revoke_wq. */
+static u32 sp_revoking;
+static DECLARE_WAIT_QUEUE_HEAD(sp_revoke_wq);
 
 /* A context's VAs: 4 GiB per VA space from vaSpaceToken * 4 GiB, inside the guide's 40 bits (4.1). */
 static u64 sp_va_base(u32 va_space_token)
@@ -269,8 +284,12 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space_token, u64 virtual_address,
 	list_add(&t->link, &sp_tables);
 	sp->pinned += length;
 	sp_live++;
-	mutex_unlock(&sp_lock);
+	/*
+	 * Published before the lock goes: from the unlock on, a cudaFree may revoke the table and call
+	 * the driver's callback, which finds its table where it asked for it (usually in its pin).
+	 */
 	*page_table = &t->t;
+	mutex_unlock(&sp_lock);
 	return 0;
 
 fail:
@@ -329,8 +348,12 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space_token, u64 virtual_address,
 		       page_table);
 		ret = -EINVAL;
 	} else if (t->state == SP_REVOKING) {
-		pr_info("put_pages of [0x%llx-0x%llx] met its revocation in progress: the free callback owns the table (0)\n",
+		pr_info("put_pages of [0x%llx-0x%llx] met its revocation in progress: waiting for its free callback; the callback owns the table (0)\n",
 			t->va, t->va + t->len - 1);
+		/* The table may be freed when the revocation ends: it is not looked at again. */
+		mutex_unlock(&sp_lock);
+		wait_event(sp_revoke_wq, !READ_ONCE(sp_revoking));
+		return 0;
 	} else if (t->p2p_token != p2p_token || t->va_space_token != va_space_token ||
 		   t->va != virtual_address) {
 		pr_err("put_pages refused: tokens 0x%llx/0x%x or address 0x%llx are not those the table was pinned with (-EINVAL)\n",
@@ -491,6 +514,7 @@ static u32 sp_free_alloc(struct sp_alloc *a, u64 *callback_ns)
 	u32 n = 0;
 
 	a->dying = true;
+	sp_revoking++;
 	list_for_each_entry(t, &sp_tables, link) {
 		if (t->alloc == a && t->state == SP_LIVE) {
 			t->state = SP_REVOKING;
@@ -499,6 +523,8 @@ static u32 sp_free_alloc(struct sp_alloc *a, u64 *callback_ns)
 		}
 	}
 	mutex_unlock(&sp_lock);
+	if (n && READ_ONCE(revoke_delay_ms))
+		msleep(READ_ONCE(revoke_delay_ms));
 	list_for_each_entry(t, &revoking, revoke_link) {
 		ktime_t t0 = ktime_get();
 
@@ -523,6 +549,8 @@ static u32 sp_free_alloc(struct sp_alloc *a, u64 *callback_ns)
 	}
 	if (a->ctx && a->ctx->mapping)
 		unmap_mapping_range(a->ctx->mapping, a->va, a->len, 1);
+	sp_revoking--;
+	wake_up_all(&sp_revoke_wq);
 	list_del(&a->link);
 	list_del(&a->all);
 	a->ctx = NULL;
@@ -893,25 +921,63 @@ static long sp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 }
 
-/* mmap at offset = a VA of this context: that allocation's BAR pages, uncached (gdrcopy's view). */
+/*
+ * A page of a user mapping of the BAR, on first touch: looked up under sp_lock, which cudaFree
+ * holds while it zaps the mappings of what it frees (sp_free_alloc), so a page is inserted before
+ * the zap or not at all (SIGBUS once the allocation is being freed).
+ */
+static vm_fault_t sp_fault(struct vm_fault *vmf)
+{
+	struct sp_ctx *ctx = vmf->vma->vm_file->private_data;
+	u64 va = (u64)vmf->pgoff << PAGE_SHIFT;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+	struct sp_alloc *a;
+
+	mutex_lock(&sp_lock);
+	a = sp ? sp_find_alloc(ctx, va, PAGE_SIZE) : NULL;
+	if (a && !a->dying)
+		ret = vmf_insert_pfn(vmf->vma, vmf->address,
+				     PHYS_PFN(sp->phys + a->bar_off + (va - a->va)));
+	mutex_unlock(&sp_lock);
+	return ret;
+}
+
+static const struct vm_operations_struct sp_vm_ops = {
+	.fault = sp_fault,
+};
+
+/*
+ * mmap at offset = a VA of this context: that allocation's BAR pages, uncached (gdrcopy's view),
+ * shared only. Nothing is mapped here: sp_fault maps each page under the lock.
+ */
 static int sp_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct sp_ctx *ctx = file->private_data;
 	u64 va = (u64)vma->vm_pgoff << PAGE_SHIFT, len = vma->vm_end - vma->vm_start;
 	struct sp_alloc *a;
-	phys_addr_t pa;
+	bool found;
 
+	if (!(vma->vm_flags & VM_SHARED)) {
+		pr_info_ratelimited("mmap refused: a private (copy-on-write) mapping of GPU memory; map it MAP_SHARED (-EINVAL)\n");
+		return -EINVAL;
+	}
 	mutex_lock(&sp_lock);
 	a = sp ? sp_find_alloc(ctx, va, len) : NULL;
-	pa = a && !a->dying ? sp->phys + a->bar_off + (va - a->va) : 0;
+	found = a && !a->dying;
 	mutex_unlock(&sp_lock);
-	if (!pa) {
+	if (!found) {
 		pr_info_ratelimited("mmap refused: [0x%llx-0x%llx] is not inside one allocation of this context (-EINVAL)\n",
 				    va, va + len - 1);
 		return -EINVAL;
 	}
 	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
-	return io_remap_pfn_range(vma, vma->vm_start, PHYS_PFN(pa), len, vma->vm_page_prot);
+#ifdef RESMEM_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+#else
+	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+#endif
+	vma->vm_ops = &sp_vm_ops;
+	return 0;
 }
 
 static const struct file_operations sp_fops = {

@@ -34,9 +34,12 @@
  *   ENXIO       no RAM behind it: legacy area below 1 MiB, inside a bus window, or a probe write
  *               did not read back
  *   EOPNOTSUPP  mode=pages on a kernel without memremap_pages
+ *   ENODEV      no range given and the kernel reserved none out of RAM
+ * and for a range the firmware's own map reserved (EFI, ACPI, TPM): ENXIO.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/io.h>
 #include <linux/ioport.h>
@@ -48,7 +51,11 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include <asm/cacheflush.h>
+#ifdef CONFIG_X86
+#include <asm/e820/api.h>
+#endif
 
 #include "resmem_conftest.h" /* RESMEM_HAVE_*: kmod/conftest.sh, from this kernel's headers */
 #include "uapi/resmem_ioctl.h"
@@ -70,18 +77,25 @@
 
 #define RESMEM_MAX_DEVICES 8
 
+/*
+ * The physical addresses are hardware parameters (module_param_hw, as drivers give I/O ports and
+ * memory addresses): under lockdown the kernel refuses them (kernel/params.c param_check_unsafe,
+ * LOCKDOWN_MODULE_PARAMETERS), as it refuses /dev/mem. Loaded without them the module serves what
+ * the kernel itself reserved from memmap= on its command line (resmem_find_memmap below), so a
+ * Secure Boot machine still works without addresses given by hand.
+ */
 static char *ranges;
-module_param(ranges, charp, 0444);
-MODULE_PARM_DESC(ranges, "reserved ranges in memmap syntax, comma separated: 64M$0x40000000,1G$0x100000000 (quote the $ in shells)");
+module_param_hw(ranges, charp, iomem, 0444);
+MODULE_PARM_DESC(ranges, "reserved ranges in memmap syntax, comma separated: 64M$0x40000000,1G$0x100000000 (quote the $ in shells); without ranges= and phys=, every range memmap= reserved out of RAM is served (the only way under lockdown)");
 
 static unsigned long phys[RESMEM_MAX_DEVICES];
 static int nr_phys;
-module_param_array(phys, ulong, &nr_phys, 0444);
+module_param_hw_array(phys, ulong, iomem, &nr_phys, 0444);
 MODULE_PARM_DESC(phys, "alternative to ranges=: physical start addresses, paired with size=");
 
 static unsigned long size[RESMEM_MAX_DEVICES];
 static int nr_size;
-module_param_array(size, ulong, &nr_size, 0444);
+module_param_hw_array(size, ulong, other, &nr_size, 0444);
 MODULE_PARM_DESC(size, "alternative to ranges=: sizes in bytes, paired with phys=");
 
 static char *mode[RESMEM_MAX_DEVICES];
@@ -123,7 +137,18 @@ enum { RESMEM_FAULT_NONE = 0, RESMEM_FAULT_KVA_PFN = 1, RESMEM_FAULT_SIGBUS = 2 
 static int fault;
 module_param(fault, int, 0644);
 MODULE_PARM_DESC(fault, "TEST BUILD: 0 none; 1 seed-002 bug: remap_pfn_range given the kernel virtual address as the PFN; 2 the fault handler fails (SIGBUS)");
+
+static unsigned int fail_load_ms;
+module_param(fail_load_ms, uint, 0444);
+MODULE_PARM_DESC(fail_load_ms, "TEST BUILD: after every device node is registered, wait this many ms, then fail the load (-EIO): a program may open a node in that window");
 #endif
+
+/*
+ * Set once the load has succeeded. A device node exists from misc_register on, and an open during
+ * the load takes a reference on the module that does not stop a failing load from freeing it: an
+ * open file would then point at freed code. So opens are refused until the load is complete.
+ */
+static bool resmem_loaded;
 
 struct resmem_dev {
 	struct miscdevice misc;
@@ -138,6 +163,14 @@ struct resmem_dev {
 	struct dev_pagemap pgmap; /* pages mode */
 	bool pgmap_live;
 	bool registered;
+	/*
+	 * pages mode: page references taken through a mapping (vmsplice into a pipe, an io_uring fixed
+	 * buffer, O_DIRECT I/O, a long-term pin) can outlive the mapping and the file. While any is
+	 * out the module holds itself (refs_held), so unloading cannot tear the pgmap and its struct
+	 * pages down under them; refs_work looks again every second.
+	 */
+	unsigned long refs_held;  /* bit 0 */
+	struct delayed_work refs_work;
 	atomic_t opens;
 	atomic_t maps;
 };
@@ -173,11 +206,14 @@ static void resmem_vm_open(struct vm_area_struct *vma)
 	atomic_inc(&d->maps);
 }
 
+static void resmem_hold_while_referenced(struct resmem_dev *d);
+
 static void resmem_vm_close(struct vm_area_struct *vma)
 {
 	struct resmem_dev *d = vma->vm_private_data;
 
-	atomic_dec(&d->maps);
+	if (atomic_dec_and_test(&d->maps) && d->mode == RESMEM_MODE_PAGES)
+		resmem_hold_while_referenced(d);
 }
 
 /*
@@ -433,6 +469,11 @@ static int resmem_open(struct inode *inode, struct file *file)
 {
 	struct resmem_dev *d = container_of(file->private_data, struct resmem_dev, misc);
 
+	if (!smp_load_acquire(&resmem_loaded)) {
+		pr_info_ratelimited("%s: open refused: the module is still loading, or its load is failing; open again once insmod/modprobe has returned (-EAGAIN)\n",
+				    d->name);
+		return -EAGAIN;
+	}
 	atomic_inc(&d->opens);
 	return 0;
 }
@@ -597,8 +638,57 @@ static int probe_ram(u64 pa, u64 sz, u64 *bad)
 	}
 }
 
+#ifdef CONFIG_X86
+/*
+ * The firmware's own memory map (e820_table_firmware, what /sys/firmware/memmap lists): the map
+ * before memmap= edited it. memmap=nn$ss turns firmware RAM into Reserved; a range the firmware
+ * itself reserved (EFI runtime services, ACPI tables and NVS, TPM event logs) is RAM too, answers a
+ * probe, and is not the user's to hand out.
+ */
+static const struct {
+	enum e820_type type;
+	const char *name; /* as /sys/firmware/memmap/N/type names it */
+} firmware_kinds[] = {
+	{ E820_TYPE_RESERVED, "Reserved" },
+	{ E820_TYPE_ACPI, "ACPI Tables" },
+	{ E820_TYPE_NVS, "ACPI Non-volatile Storage" },
+	{ E820_TYPE_UNUSABLE, "Unusable memory" },
+	{ E820_TYPE_PMEM, "Persistent Memory" },
+	{ E820_TYPE_PRAM, "Persistent Memory (legacy)" },
+	{ E820_TYPE_SOFT_RESERVED, "Soft Reserved" },
+};
+
+/* The firmware's name for what it reserved inside [pa, pa + sz), or NULL if it reserved none. */
+static const char *firmware_reserved(u64 pa, u64 sz)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(firmware_kinds); i++)
+		if (e820__mapped_raw_any(pa, pa + sz, firmware_kinds[i].type))
+			return firmware_kinds[i].name;
+	return NULL;
+}
+
+/* Whether the firmware listed any of [pa, pa + sz) as RAM. */
+static bool firmware_ram(u64 pa, u64 sz)
+{
+	return e820__mapped_raw_any(pa, pa + sz, E820_TYPE_RAM);
+}
+#else
+static const char *firmware_reserved(u64 pa, u64 sz)
+{
+	return NULL;
+}
+
+static bool firmware_ram(u64 pa, u64 sz)
+{
+	return true;
+}
+#endif
+
 static int check_and_claim(struct resmem_dev *d)
 {
+	const char *firmware_kind;
 	u64 pa = d->phys, sz = d->size, last;
 	int ret;
 
@@ -627,6 +717,12 @@ static int check_and_claim(struct resmem_dev *d)
 	if (pa < SZ_1M) {
 		pr_err("%s: refusing [mem 0x%llx-0x%llx]: below 1 MiB is the legacy BIOS/VGA/ROM area, not RAM to serve (-ENXIO)\n",
 		       d->name, pa, last);
+		return -ENXIO;
+	}
+	firmware_kind = firmware_reserved(pa, sz);
+	if (firmware_kind) {
+		pr_err("%s: refusing [mem 0x%llx-0x%llx]: the firmware's memory map (/sys/firmware/memmap) marks part of it '%s': firmware memory, not a reservation of yours; reserve a range the firmware lists as System RAM with memmap= (-ENXIO)\n",
+		       d->name, pa, last, firmware_kind);
 		return -ENXIO;
 	}
 	/* memmap=nn$ss makes an e820 Reserved entry, a top-level "Reserved" in /proc/iomem. */
@@ -745,8 +841,63 @@ static void free_struct_pages(struct resmem_dev *d)
 }
 #endif
 
+/* ---- page references that outlive the mappings (pages mode) --------------------------------- */
+
+/*
+ * The pages of the range referenced by anyone but the device, and the offset of the first. A
+ * ZONE_DEVICE GENERIC page counts 1 while only its pgmap has it (mm/mm_init.c
+ * __init_zone_device_page; mm/memremap.c memunmap_pages then tears the struct pages down whatever
+ * their count), and the fault handler's devmap entries add nothing: every count above 1 is a
+ * reference taken through a mapping (get_user_pages, pin_user_pages) and not yet given back.
+ */
+static unsigned long resmem_referenced_pages(struct resmem_dev *d, u64 *first)
+{
+	unsigned long start = PHYS_PFN(d->phys), end = PHYS_PFN(d->phys + d->size), pfn, n = 0;
+
+	for (pfn = start; pfn < end; pfn++) {
+		if (page_ref_count(pfn_to_page(pfn)) > 1 && !n++)
+			*first = (u64)(pfn - start) << PAGE_SHIFT;
+		if (!((pfn - start) & 0xffff))
+			cond_resched();
+	}
+	return n;
+}
+
+/* Every second while the module holds itself: lets go once no page is referenced any more. */
+static void resmem_refs_work(struct work_struct *work)
+{
+	struct resmem_dev *d = container_of(to_delayed_work(work), struct resmem_dev, refs_work);
+	u64 first = 0;
+
+	if (resmem_referenced_pages(d, &first)) {
+		schedule_delayed_work(&d->refs_work, HZ);
+		return;
+	}
+	pr_info("%s: no page of the range is referenced any more: the module may unload\n", d->name);
+	clear_bit(0, &d->refs_held);
+	module_put(THIS_MODULE); /* the exit path's cancel_delayed_work_sync waits for this function */
+}
+
+/* At the last unmap: page references still out keep the module loaded until they are released. */
+static void resmem_hold_while_referenced(struct resmem_dev *d)
+{
+	unsigned long n;
+	u64 first = 0;
+
+	if (test_bit(0, &d->refs_held))
+		return;
+	n = resmem_referenced_pages(d, &first);
+	if (!n || test_and_set_bit(0, &d->refs_held))
+		return;
+	__module_get(THIS_MODULE);
+	pr_info("%s: %lu pages (the first at offset 0x%llx) are still referenced after the last unmap (a pipe, an io_uring buffer, O_DIRECT I/O, a pin): the module stays loaded until they are released\n",
+		d->name, n, first);
+	schedule_delayed_work(&d->refs_work, HZ);
+}
+
 static void resmem_destroy(struct resmem_dev *d)
 {
+	cancel_delayed_work_sync(&d->refs_work);
 	if (d->registered)
 		misc_deregister(&d->misc);
 	if (d->pgmap_live)
@@ -792,6 +943,7 @@ static int resmem_create(int index, u64 pa, u64 sz)
 	d->size = sz;
 	d->mode = RESMEM_MODE_PFNMAP;
 	d->cache = RESMEM_CACHE_WB;
+	INIT_DELAYED_WORK(&d->refs_work, resmem_refs_work);
 	ret = parse_choice(mode, nr_mode, index, "mode", "pfnmap", "pages", NULL, &d->mode);
 	if (ret)
 		goto fail;
@@ -817,31 +969,47 @@ static int resmem_create(int index, u64 pa, u64 sz)
 	if (ret)
 		goto fail;
 
-	d->misc.minor = MISC_DYNAMIC_MINOR;
-	d->misc.name = d->name;
-	d->misc.fops = &resmem_fops;
-	d->misc.mode = 0600; /* kmod/99-resmem.rules sets the group */
-	ret = misc_register(&d->misc);
-	if (ret) {
-		pr_err("%s: misc_register failed (%d)\n", d->name, ret);
-		goto fail;
-	}
-	d->registered = true;
 	devices[nr_devices++] = d;
-	pr_info("%s: serving [mem 0x%llx-0x%llx] (%llu MiB) mode=%s cache=%s abi=%d%s\n", d->name,
-		(u64)pa, (u64)(pa + sz - 1), sz >> 20, mode_name(d->mode), cache_name(d->cache),
-		RESMEM_ABI_VERSION,
-#ifdef RESMEM_TEST_FAULTS
-		" TEST BUILD with fault injection"
-#else
-		""
-#endif
-	);
 	return 0;
 
 fail:
 	resmem_destroy(d);
 	return ret;
+}
+
+/*
+ * Registers every device's node, last: once a node exists a program can open it, so nothing that
+ * can fail comes after it but the other nodes' registration (and, in a test build, the injected
+ * failure). Opens before the load completes are refused (resmem_loaded).
+ */
+static int resmem_register_all(void)
+{
+	int i, ret;
+
+	for (i = 0; i < nr_devices; i++) {
+		struct resmem_dev *d = devices[i];
+
+		d->misc.minor = MISC_DYNAMIC_MINOR;
+		d->misc.name = d->name;
+		d->misc.fops = &resmem_fops;
+		d->misc.mode = 0600; /* kmod/99-resmem.rules sets the group */
+		ret = misc_register(&d->misc);
+		if (ret) {
+			pr_err("%s: misc_register failed (%d)\n", d->name, ret);
+			return ret;
+		}
+		d->registered = true;
+		pr_info("%s: serving [mem 0x%llx-0x%llx] (%llu MiB) mode=%s cache=%s abi=%d%s\n",
+			d->name, (u64)d->phys, (u64)(d->phys + d->size - 1), d->size >> 20,
+			mode_name(d->mode), cache_name(d->cache), RESMEM_ABI_VERSION,
+#ifdef RESMEM_TEST_FAULTS
+			" TEST BUILD with fault injection"
+#else
+			""
+#endif
+		);
+	}
+	return 0;
 }
 
 static void resmem_remove_all(void)
@@ -856,53 +1024,176 @@ static int resmem_extension_init(void);
 static void resmem_extension_exit(void);
 #endif
 
-static int __init resmem_init(void)
+/* The devices of ranges=SIZE$PHYS,... */
+static int resmem_create_from_ranges(void)
 {
-	int ret = 0, i;
+	char *cursor = ranges;
+	u64 pa, sz;
+	int ret;
 
-	if (ranges && *ranges) {
-		char *cursor = ranges;
-		u64 pa, sz;
-
-		while (*cursor) {
-			if (nr_devices == RESMEM_MAX_DEVICES) {
-				pr_err("ranges=%s: more than %d ranges (-EINVAL)\n", ranges,
-				       RESMEM_MAX_DEVICES);
-				ret = -EINVAL;
-				goto fail;
-			}
-			ret = parse_one_range(&cursor, &pa, &sz);
-			if (ret)
-				goto fail;
-			ret = resmem_create(nr_devices, pa, sz);
-			if (ret)
-				goto fail;
-		}
-	} else if (nr_phys > 0) {
-		if (nr_phys != nr_size) {
-			pr_err("phys= has %d entries but size= has %d; give one size per address (-EINVAL)\n",
-			       nr_phys, nr_size);
+	while (*cursor) {
+		if (nr_devices == RESMEM_MAX_DEVICES) {
+			pr_err("ranges=%s: more than %d ranges (-EINVAL)\n", ranges, RESMEM_MAX_DEVICES);
 			return -EINVAL;
 		}
-		for (i = 0; i < nr_phys; i++) {
-			ret = resmem_create(i, phys[i], size[i]);
-			if (ret)
-				goto fail;
-		}
-	} else {
-		pr_err("no range given: load with ranges=64M$0x40000000 (the memmap= you booted with) or phys=/size= (-EINVAL)\n");
+		ret = parse_one_range(&cursor, &pa, &sz);
+		if (!ret)
+			ret = resmem_create(nr_devices, pa, sz);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The devices of phys=A,B size=X,Y. */
+static int resmem_create_from_phys(void)
+{
+	int i, ret;
+
+	if (nr_phys != nr_size) {
+		pr_err("phys= has %d entries but size= has %d; give one size per address (-EINVAL)\n",
+		       nr_phys, nr_size);
 		return -EINVAL;
 	}
-#ifdef RESMEM_EXTENSION
-	ret = resmem_extension_init();
-	if (ret)
-		goto fail;
-#endif
+	for (i = 0; i < nr_phys; i++) {
+		ret = resmem_create(i, phys[i], size[i]);
+		if (ret)
+			return ret;
+	}
 	return 0;
+}
 
-fail:
-	resmem_remove_all();
-	return ret;
+struct memmap_walk {
+	u64 next; /* the first address after the last resource looked at */
+	int ret;
+};
+
+/*
+ * Whether every byte of [pa, pa + sz) is RAM that memmap= reserved: the firmware listed it as RAM
+ * and reserved none of it. The firmware map is asked "any of it?" only (e820__mapped_raw_any), so
+ * "all of it" is taken from the chunk's first and last pages being RAM with no firmware type
+ * inside: firmware entries are far larger than a 2 MiB chunk, and the load's probe and claim
+ * check each range again.
+ */
+static bool memmap_ram(u64 pa, u64 sz)
+{
+	return !firmware_reserved(pa, sz) && firmware_ram(pa, PAGE_SIZE) &&
+	       firmware_ram(pa + sz - PAGE_SIZE, PAGE_SIZE);
+}
+
+/*
+ * The next run of memmap= RAM in [*at, end), both page aligned: 2 MiB chunks, then pages at the
+ * edges. *at moves past the run (or to end); *len is 0 when there is none.
+ */
+static u64 memmap_next_run(u64 *at, u64 end, u64 *len)
+{
+	u64 a = *at, start;
+
+	while (a < end && !memmap_ram(a, PAGE_SIZE))
+		a += (IS_ALIGNED(a, SZ_2M) && a + SZ_2M <= end && !firmware_ram(a, SZ_2M)) ? SZ_2M :
+											PAGE_SIZE;
+	start = a;
+	while (a < end) {
+		if (IS_ALIGNED(a, SZ_2M) && a + SZ_2M <= end && memmap_ram(a, SZ_2M))
+			a += SZ_2M;
+		else if (memmap_ram(a, PAGE_SIZE))
+			a += PAGE_SIZE;
+		else
+			break;
+	}
+	*at = a;
+	*len = a - start;
+	return start;
+}
+
+/*
+ * One top-level Reserved resource of the kernel's map. The kernel merges a memmap= reservation with
+ * a neighbouring firmware reservation (memmap=188G$4G usually touches the BIOS area that ends at
+ * 4 GiB) and grows one over a PCI hole over the bus window, so the resource is cut into the runs
+ * the firmware listed as RAM: one device each. Below 1 MiB is the legacy area; runs under 2 MiB
+ * are the kernel's own quirks (arch/x86/kernel/setup.c trim_snb_memory reserves single pages):
+ * name those with ranges= to serve them.
+ */
+static int resmem_memmap_one(struct resource *res, void *arg)
+{
+	struct memmap_walk *w = arg;
+	u64 at = max_t(u64, PAGE_ALIGN(res->start), SZ_1M), end = (res->end + 1) & PAGE_MASK;
+	u64 pa, sz;
+
+	if (res->start < w->next) /* a resource nested in one already looked at */
+		return 0;
+	w->next = res->end + 1;
+	while (at < end) {
+		pa = memmap_next_run(&at, end, &sz);
+		if (sz < SZ_2M)
+			continue;
+		if (nr_devices == RESMEM_MAX_DEVICES) {
+			pr_info("not serving [mem 0x%llx-0x%llx]: %d devices at most; name the ranges with ranges=\n",
+				pa, pa + sz - 1, RESMEM_MAX_DEVICES);
+			continue;
+		}
+		w->ret = resmem_create(nr_devices, pa, sz);
+		if (w->ret)
+			return w->ret;
+	}
+	return 0;
+}
+
+/*
+ * No addresses given: what the kernel reserved from memmap= on its command line, found in its own
+ * map (the top-level Reserved resources, /proc/iomem) against the firmware's. The way to load
+ * under lockdown, where the kernel refuses the address parameters.
+ */
+static int resmem_create_from_memmap(void)
+{
+	struct memmap_walk w = {};
+
+	walk_iomem_res_desc(IORES_DESC_RESERVED, IORESOURCE_MEM, 0, U64_MAX, &w, resmem_memmap_one);
+	if (w.ret)
+		return w.ret;
+	if (!nr_devices) {
+		pr_err("no range given, and the kernel reserved none out of RAM: boot with memmap=SIZE$ADDR over System RAM (docs/kmod.md), or load with ranges=SIZE$ADDR (-ENODEV)\n");
+		return -ENODEV;
+	}
+	pr_info("no ranges= or phys= given: serving the %d range(s) the kernel reserved out of RAM (memmap=)\n",
+		nr_devices);
+	return 0;
+}
+
+static int resmem_create_all(void)
+{
+	if (ranges && *ranges)
+		return resmem_create_from_ranges();
+	if (nr_phys > 0)
+		return resmem_create_from_phys();
+	return resmem_create_from_memmap();
+}
+
+static int __init resmem_init(void)
+{
+	int ret;
+
+	ret = resmem_create_all();
+	if (!ret)
+		ret = resmem_register_all();
+#ifdef RESMEM_TEST_FAULTS
+	if (!ret && fail_load_ms) {
+		pr_info("TEST fault injection: the device nodes are registered; failing the load in %u ms\n",
+			fail_load_ms);
+		msleep(fail_load_ms);
+		ret = -EIO;
+	}
+#endif
+#ifdef RESMEM_EXTENSION
+	if (!ret)
+		ret = resmem_extension_init();
+#endif
+	if (ret) {
+		resmem_remove_all();
+		return ret;
+	}
+	smp_store_release(&resmem_loaded, true);
+	return 0;
 }
 
 static void __exit resmem_exit(void)

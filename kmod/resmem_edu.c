@@ -311,8 +311,11 @@ static int edu_write_piece(struct edu_dev *edu, struct edu_faults *f, const void
 static int edu_open(struct inode *inode, struct file *file)
 {
 	struct edu_dev *edu = container_of(file->private_data, struct edu_dev, misc);
-	struct edu_client *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct edu_client *c;
 
+	if (!smp_load_acquire(&resmem_loaded)) /* resmem.c resmem_open: the load is not complete */
+		return -EAGAIN;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	kref_get(&edu->ref);
@@ -367,6 +370,17 @@ static long edu_ioctl_attach(struct edu_client *c, void __user *uarg)
 				    edu->name, req.resmem_fd);
 		fput(f);
 		return -EINVAL;
+	}
+	/*
+	 * The device writes into the range: the file must have been opened for writing. A read-only
+	 * open (which a user with only read access to /dev/resmemN can make) must not become a
+	 * writer through the device.
+	 */
+	if (!(f->f_mode & FMODE_WRITE)) {
+		pr_info_ratelimited("%s: attach refused: fd %d was opened read-only, and the device would write into its range; open /dev/resmemN O_RDWR (-EBADF)\n",
+				    edu->name, req.resmem_fd);
+		fput(f);
+		return -EBADF;
 	}
 	/* The devices live until the module unloads, which an open file of ours prevents. */
 	d = container_of(f->private_data, struct resmem_dev, misc);

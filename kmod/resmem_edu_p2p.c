@@ -18,9 +18,13 @@
  *    recently used pins and try again. Counted: pins, hits, evictions, unpins, revocations, time.
  *  - the free callback (3.3, 4.4): marks the pin revoked, waits for the DMA command in flight
  *    (a transfer checks the mark before each piece and stops with ECANCELED), frees the table
- *    with nvidia_p2p_free_page_table, and never calls put_pages on it afterwards. An unpin that
- *    races with it holds the pin "in flight" across dma_unmap_pages + put_pages, so the callback
- *    waits for it; the provider answers such a put_pages 0 (the revocation owns the table).
+ *    with nvidia_p2p_free_page_table, and never calls put_pages on it afterwards.
+ *  - An unpin that races with it: the pin is "in flight" across dma_unmap_pages only (the callback
+ *    waits for that), then put_pages is called unless the callback has marked the pin. The
+ *    provider answers a put_pages that meets a revocation in progress once its callbacks have
+ *    returned (as the NVIDIA driver's lock orders them), so when put_pages returns, a callback
+ *    that came is over, and the pin is freed only after it: the callback never runs on a freed
+ *    pin. (The callback must therefore not wait for the unpin's put_pages: it would deadlock.)
  */
 #include <linux/dma-buf.h>
 #include <linux/module.h>
@@ -180,22 +184,40 @@ static int edu_p2p_state(struct edu_client *c, struct edu_p2p **out)
 
 /* ---- pins and the cache (under edu->lock) --------------------------------------------------- */
 
-/* Unpins (unless the callback took it) and frees a pin; waits for a callback under way. */
-static void edu_p2p_drop(struct edu_p2p *p, struct edu_p2p_pin *pin)
+/*
+ * Gives a pin back unless the free callback took it: its DMA mapping (if mapped) while in flight,
+ * so a callback that comes meanwhile waits; then put_pages, unless the callback has marked the
+ * pin by now. put_pages returns only after a callback that met it has returned.
+ */
+static void edu_p2p_unpin(struct edu_p2p *p, struct edu_p2p_pin *pin, bool mapped)
 {
-	if (edu_p2p_begin(pin)) {
-		ktime_t t0 = ktime_get();
+	ktime_t t0 = ktime_get();
 
+	if (!edu_p2p_begin(pin))
+		return;
+	if (mapped)
 		p->api.dma_unmap_pages(p->edu->pdev, pin->table, pin->mapping);
+	edu_p2p_end(pin);
+	if (!edu_p2p_flag(pin, &pin->revoked))
 		p->api.put_pages(pin->p2p_token, pin->va_space_token, pin->va, pin->table);
-		p->unpin_ns += ktime_to_ns(ktime_sub(ktime_get(), t0));
-		p->unpins++;
-		edu_p2p_end(pin);
-	}
+	p->unpin_ns += ktime_to_ns(ktime_sub(ktime_get(), t0));
+	p->unpins++;
+}
+
+/* Frees a pin once no callback can use it: after its unpin, and after a callback that came. */
+static void edu_p2p_free_pin(struct edu_p2p_pin *pin)
+{
 	if (edu_p2p_flag(pin, &pin->revoked))
 		wait_event(pin->wq, edu_p2p_flag(pin, &pin->cb_done));
-	list_del(&pin->lru);
 	kfree(pin);
+}
+
+/* Unpins (unless the callback took it) and frees a cached pin. */
+static void edu_p2p_drop(struct edu_p2p *p, struct edu_p2p_pin *pin)
+{
+	edu_p2p_unpin(p, pin, true);
+	list_del(&pin->lru);
+	edu_p2p_free_pin(pin);
 }
 
 /* Frees the pins whose free callback has returned. */
@@ -312,14 +334,8 @@ static int edu_p2p_pin(struct edu_p2p *p, const struct resmem_edu_p2p_write *req
 	p->pin_ns += *pin_ns;
 	if (ret) {
 		/* Not used: give it back (a callback that came meanwhile frees it instead). */
-		if (edu_p2p_begin(pin)) {
-			p->api.put_pages(pin->p2p_token, pin->va_space_token, pin->va, pin->table);
-			p->unpins++;
-			edu_p2p_end(pin);
-		}
-		if (edu_p2p_flag(pin, &pin->revoked))
-			wait_event(pin->wq, edu_p2p_flag(pin, &pin->cb_done));
-		kfree(pin);
+		edu_p2p_unpin(p, pin, false);
+		edu_p2p_free_pin(pin);
 		return ret;
 	}
 	list_add(&pin->lru, &p->lru);

@@ -177,7 +177,7 @@ fi
 for line in "${LINES[@]}"; do
 	KVER=${KVER_OF[$line]}
 	tag=${line//./_}
-	status=$(dkms status -m resmem -v "$VERSION" -k "$KVER" 2>&1)
+	status=$(dkms status -m resmem -v "$VERSION" -k "$KVER" 2>/dev/null)
 	log "dkms status ($KVER): $status"
 	if grep -q "^resmem/$VERSION, $KVER, [^:]*: installed" <<<"$status"; then
 		record "dkms_installed_$tag" ok "$status"

@@ -107,6 +107,29 @@ seed003_all() {
 }
 
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
+# firmware_map: the firmware's memory map as the kernel keeps it (/sys/firmware/memmap).
+firmware_map() {
+	for e in /sys/firmware/memmap/*; do echo "firmware map: $(cat "$e/start")-$(cat "$e/end") $(cat "$e/type")"; done | sort -t: -k2
+}
+# load_without_ranges N RANGE... [LINE]: the driver loaded with no address serves exactly N devices,
+# over each RANGE (a-b, as its "serving [mem a-b]" line says); a last argument with a space is a
+# line the load must also print (a grep pattern).
+load_without_ranges() {
+	want=$1; shift
+	before=$(dmesg | wc -l)
+	insmod /resmem.ko || { dmesg | tail -5; return 1; }
+	ls /dev/resmem[0-9]* | tr '\n' ' '; echo
+	rmmod resmem
+	dmesg | tail -n +$((before + 1)) | grep -E 'resmem: (no range|resmem[0-9]: serving|not serving)' >/tmp/lwr.log
+	cat /tmp/lwr.log
+	for r in "$@"; do
+		case "$r" in
+		*" "*) grep -q "$r" /tmp/lwr.log || { echo "no line '$r'"; return 1; } ;;
+		*) grep -q "serving \[mem $r\]" /tmp/lwr.log || { echo "no device for [mem $r]"; return 1; } ;;
+		esac
+	done
+	[ "$(grep -c ': serving \[mem' /tmp/lwr.log)" = "$want" ] && grep -q "serving the $want range(s)" /tmp/lwr.log
+}
 # What no boot may end with in its kernel log (the *kernel_log_clean_at_end cases).
 KEND='BUG:|WARNING:|general protection|Kernel panic'
 # doctor_iommu STATE FINDING: `resmem doctor` on this guest (the host platform: its /sys/class/iommu,
@@ -144,6 +167,7 @@ if [ "$resmem_suite" = iommu ]; then
 	[ -n "$resmem_kcheck" ] && t iommu_debug_kernel_boot_log_clean true
 	t doctor_iommu_translating doctor_iommu translating iommu-translating
 	t doctor_iommu_options_ignored doctor_iommu_options_ignored
+	t iommu_load_without_ranges_serves_memmap load_without_ranges 2 '0x40000000-0x43ffffff' '0x100000000-0x103ffffff'
 	if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x100000000' dma_bits=64,32; then
 		dmesg | grep -E 'resmem_edu: resmem_edu|DMAR: (IOMMU|Intel)' | sed 's/^/# console: /'
 		t edu_iommu_dma_api_blocks_into_reserved    $E blocks /dev/resmem_edu0 /dev/resmem0 8192 3 2 iommu
@@ -180,8 +204,15 @@ t driver_module_origin sh -c 'echo "/resmem.ko: built by $(cat /resmem.ko.origin
 # ---- c, load checks: ranges the module must refuse, with the reason on the console ----------
 t c_refuses_system_ram         $G expect-refused /resmem.ko 'ranges=64M$0x50000000' EPERM "System RAM"
 t c_refuses_pci_hole           $G expect-refused /resmem.ko 'ranges=64M$0xc0000000' ENXIO "PCI Bus"
-t c_refuses_half_ram_half_hole $G expect-refused /resmem.ko 'ranges=64M$0xbe000000' EBUSY "overlaps another resource"
-t c_refuses_apic_bios_area     $G expect-refused /resmem.ko 'ranges=64M$0xfc000000' EBUSY "overlaps another resource"
+# Ranges the firmware's own map reserved (SeaBIOS's last 128 KiB below the PCI hole, the BIOS area
+# below 4 GiB) are refused by name before anything else looks at them: at 0xbffe0000 there is RAM
+# behind the firmware's reservation, which the probe would take for the user's (firmware_map
+# prints /sys/firmware/memmap, the map the module reads, as the evidence). 0xfeffc000 is in no
+# entry of the firmware's map: the probe finds nothing there.
+firmware_reserved_ram() { firmware_map; $G expect-refused /resmem.ko 'ranges=128K$0xbffe0000' ENXIO "firmware's memory map"; }
+t c_refuses_firmware_reserved_ram firmware_reserved_ram
+t c_refuses_half_ram_half_hole $G expect-refused /resmem.ko 'ranges=64M$0xbe000000' ENXIO "firmware's memory map"
+t c_refuses_apic_bios_area     $G expect-refused /resmem.ko 'ranges=64M$0xfc000000' ENXIO "firmware's memory map"
 t c_refuses_firmware_reserved  $G expect-refused /resmem.ko 'ranges=16K$0xfeffc000' ENXIO "no RAM behind it"
 t c_refuses_legacy_bios        $G expect-refused /resmem.ko 'ranges=64K$0xf0000' ENXIO "legacy BIOS"
 t load_refuses_unreserved      $G expect-refused /resmem.ko 'ranges=64M$0x200000000' EADDRNOTAVAIL "not entirely inside"
@@ -191,6 +222,17 @@ t load_refuses_overflow        $G expect-refused /resmem.ko 'ranges=0x2000$0xfff
 t load_refuses_garbage         $G expect-refused /resmem.ko 'ranges=lots$of$memory' EINVAL "cannot parse"
 t load_refuses_overlap         $G expect-refused /resmem.ko 'ranges=64M$0x40000000,4M$0x40000000' EBUSY "overlaps another resource"
 t load_refuses_pages_wc        $G expect-refused /resmem.ko "$FUNC mode=pages cache=wc" EINVAL "supports cache=wb only"
+# Without addresses (the way to load under lockdown, which refuses them): the RAM that memmap=
+# reserved, as the kernel's map holds it. The kernel merges the two adjacent 64 MiB reservations
+# into one Reserved range, and grows the one over the PCI hole over the bus window, the BIOS area
+# and the 1 GiB at 4 GiB: the driver cuts that into the runs the firmware lists as RAM (the RAM
+# half of 0xbe000000, and 0x100000000) and leaves the firmware's reservations and the hole out.
+# (The IOMMU boot's 4 GiB reservation touches the firmware's BIOS area, as memmap=188G$4G does on
+# many machines: iommu_load_without_ranges_serves_memmap.)
+t load_without_ranges_serves_memmap load_without_ranges 3 '0x40000000-0x47ffffff' \
+	'0xbe000000-0xbffdffff' '0x100000000-0x13fffffff'
+# A load that fails after its nodes exist leaves no open file behind (test build: fail_load_ms).
+t d_failed_load_leaves_no_open_file $G open-during-failed-load /resmem_test.ko "$FUNC mode=pfnmap,pages fail_load_ms=1500" /dev/resmem0
 
 # ---- production module: resmem0 pfnmap, resmem1 pages ---------------------------------------
 if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
@@ -216,6 +258,8 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	t d_mmap_bounds_pages                           $G mmap-bounds /dev/resmem1
 	t d_concurrent_opens_and_maps                   $G concurrent /dev/resmem0 /dev/resmem1
 	t d_unload_while_mapped_refused                 $G unload-while-mapped /dev/resmem1 resmem
+	# A 32-bit program: its ioctls go through compat_ioctl (ci/qemu/resmem_compat32.c).
+	t d_compat32_ioctls_and_mmap                    /resmem_compat32 /dev/resmem0 0x40000000 0x4000000
 	t e_integrity_pfnmap                            $G integrity /dev/resmem0
 	t e_integrity_pages                             $G integrity /dev/resmem1
 	# The scenario files, unchanged from the simulator's runs, on the real module (backend kmod:
@@ -236,6 +280,14 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	t d_unload_after_unmap                          rmmod resmem
 else
 	t module_loads false
+fi
+# Page references that outlive the mapping and the file (a pipe's, from vmsplice) keep the module
+# loaded until they are released (pages mode; the case unloads it at the end).
+if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
+	t d_pages_held_past_close_keep_module           $G pipe-holds-pages /dev/resmem1 resmem
+	grep -q '^resmem ' /proc/modules && rmmod resmem
+else
+	t pipe_module_loads false
 fi
 
 # ---- test build: real long-term pin, then the fault-injection reproductions -----------------
@@ -300,6 +352,11 @@ elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		t p2p_dma                               $P dma /dev/resmem_edu0 8192 3
 		t p2p_dma_32bit_device                  $P dma /dev/resmem_edu1 4096 2
 		t p2p_revoke_in_flight                  $P revoke /dev/resmem_edu0
+		# Races with cudaFree (kmod/nv_p2p_standin.c, kmod/resmem_edu_p2p.c; docs/reliability.md):
+		# an unpin meeting the revocation, private and late mappings, transfers/close/mmap racing it.
+		t p2p_unpin_during_revoke               $P unpin-during-revoke /dev/resmem_edu0
+		t p2p_map_private_refused               $P map-private
+		t p2p_race_free_transfer_close_mmap     $P race-free /dev/resmem_edu0 20
 		t p2p_misaligned                        $P errors /dev/resmem_edu0 misaligned
 		t p2p_bad_token                         $P errors /dev/resmem_edu0 bad_token
 		t p2p_bad_version                       $P errors /dev/resmem_edu0 bad_version

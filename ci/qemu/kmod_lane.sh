@@ -115,6 +115,8 @@ command -v cpio >/dev/null || missing+=(cpio)
 command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
 [[ -z $HEADERS_PKG ]] || dpkg -s "$HEADERS_PKG" >/dev/null 2>&1 || missing+=("$HEADERS_PKG")
 [[ $DRIVER_BUILD == kbuild ]] || command -v dkms >/dev/null || missing+=(dkms)
+# The 32-bit guest program (ci/qemu/resmem_compat32.c) needs a 32-bit libc to link statically.
+echo 'int main(void) { return 0; }' | gcc -m32 -static -x c - -o /dev/null 2>/dev/null || missing+=(gcc-multilib)
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
 	log "installing ${missing[*]}"
@@ -225,6 +227,10 @@ if make -C "$WORK/kmod-install" KDIR="$KBUILD" INSTALL_MOD_PATH="$WORK/modinst" 
 else
 	host_case fail make_install_installs_only_the_driver "make install failed: $(tail -5 "$WORK/install.log" | tr '\n' ' ')"
 fi
+# The 32-bit guest program: a 32-bit process's ioctls take the driver's compat_ioctl path.
+gcc -m32 -static -O2 -Wall -Wextra -Werror -I"$WORK/kmod/uapi" "$SRC/ci/qemu/resmem_compat32.c" \
+	-o "$WORK/resmem_compat32" >"$WORK/compat32.log" 2>&1 ||
+	{ cat "$WORK/compat32.log" >&2; die "cannot build the 32-bit guest program (gcc -m32, gcc-multilib)"; }
 DRIVER_KO="$WORK/kmod/resmem.ko"
 DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod)"
 if [[ $DRIVER_BUILD == dkms ]]; then
@@ -275,6 +281,7 @@ cp "$PROBE_BIN" "$R/resmem_parity_probe" && chmod 755 "$R/resmem_parity_probe"
 cp "$SEQ_BIN" "$R/resmem_seq" && chmod 755 "$R/resmem_seq"
 cp "$EDU_BIN" "$R/resmem_edu_guest" && chmod 755 "$R/resmem_edu_guest"
 cp "$P2P_BIN" "$R/resmem_p2p_guest" && chmod 755 "$R/resmem_p2p_guest"
+cp "$WORK/resmem_compat32" "$R/resmem_compat32" && chmod 755 "$R/resmem_compat32"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
 cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"

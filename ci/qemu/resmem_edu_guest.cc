@@ -277,6 +277,12 @@ int CaseBadRequests(const std::string& edu_path, const std::string& res_path) {
   a.reserved = 1;
   expect("ATTACH with reserved != 0", ioctl(p.edu, RESMEM_EDU_IOC_ATTACH, &a) ? errno : 0, EINVAL);
   expect("ATTACH with a NULL argument", ioctl(p.edu, RESMEM_EDU_IOC_ATTACH, nullptr) ? errno : 0, EFAULT);
+  // The device writes into the range: a read-only open must not make it a writer.
+  a.reserved = 0;
+  a.resmem_fd = open(res_path.c_str(), O_RDONLY | O_CLOEXEC);
+  expect("ATTACH of a /dev/resmemN opened O_RDONLY", ioctl(p.edu, RESMEM_EDU_IOC_ATTACH, &a) ? errno : 0, EBADF);
+  close(a.resmem_fd);
+  expect("WRITE after the read-only ATTACH was refused", DeviceWrite(p.edu, &word, 8, 0, &w), ENOTCONN);
   expect("ATTACH", Attach(p), 0);
   expect("WRITE of 0 bytes", DeviceWrite(p.edu, &word, 0, 0, &w), EINVAL);
   expect("WRITE above RESMEM_EDU_MAX_WRITE",

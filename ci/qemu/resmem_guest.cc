@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -583,6 +584,103 @@ int CaseUnloadWhileMapped(const std::string& path, const std::string& module) {
   return ok ? 0 : Fail("the module must refuse to unload while a mapping holds the device");
 }
 
+// A load that fails after its device nodes exist must leave no open file behind: the kernel frees a
+// module whose init failed whatever its reference count, so a file opened during the load would
+// point at freed code. The test build fails its load fail_load_ms after registering the nodes
+// (kmod/resmem.c); a thread tries to open DEV all along, as a program started with the load would.
+int CaseOpenDuringFailedLoad(const std::string& ko, const std::string& params, const std::string& dev) {
+  size_t mark = KernelLog().size();
+  std::atomic<bool> done{false};
+  std::atomic<int> refused{0}, other{0}, opened{-1};
+  std::thread opener([&] {
+    while (!done.load() && opened.load() < 0) {
+      int fd = open(dev.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd >= 0) opened = fd;
+      else if (errno == EAGAIN) ++refused;
+      else if (errno != ENOENT) ++other;
+      usleep(500);
+    }
+  });
+  int kfd = open(ko.c_str(), O_RDONLY | O_CLOEXEC);
+  long rc = kfd < 0 ? -1 : syscall(SYS_finit_module, kfd, params.c_str(), 0);
+  int err = errno;
+  if (kfd >= 0) close(kfd);
+  done = true;
+  opener.join();
+  Diag("finit_module(%s) -> %s; opens of %s meanwhile: %d refused with EAGAIN, %d other errors, %s",
+       params.c_str(), rc == 0 ? "0" : ErrName(err), dev.c_str(), refused.load(), other.load(),
+       opened.load() >= 0 ? "one opened it" : "none opened it");
+  for (const auto& l : NewLogLines(mark))
+    if (l.find("TEST fault") != std::string::npos || l.find("open refused") != std::string::npos)
+      Diag("console: %s", l.c_str());
+  if (rc == 0) {
+    syscall(SYS_delete_module, "resmem_test", O_NONBLOCK);
+    return Fail("the load succeeded: the test build should have failed it (fail_load_ms)");
+  }
+  if (opened.load() >= 0) {
+    // Its file's operations are the freed module's: a child touches it, and its death is the proof.
+    pid_t pid = fork();
+    if (pid == 0) {
+      resmem_info info{};
+      _exit(ioctl(opened.load(), RESMEM_IOC_INFO, &info) == 0 ? 0 : 3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    Diag("ioctl(INFO) on that file after the failed load: %s",
+         WIFSIGNALED(status) ? "the child was killed (it ran freed code)" : "returned");
+    return Fail("a program opened " + dev + " during a load that then failed: its file outlives the module");
+  }
+  if (refused.load() == 0) return Fail("no open met the window: the node never appeared during the load");
+  std::string bad;
+  if (!NoOops(NewLogLines(mark), &bad)) return Fail("kernel complained: " + bad);
+  return 0;
+}
+
+// pages mode: page references taken through a mapping outlive it (here vmsplice into a pipe;
+// io_uring fixed buffers and O_DIRECT do the same). While the pipe holds them the module must not
+// unload: memunmap_pages would free the struct pages under the pipe. Once the pipe is read and
+// closed, the module lets go within about a second (kmod/resmem.c resmem_refs_work).
+int CasePipeHoldsPages(const std::string& path, const std::string& module) {
+  size_t mark = KernelLog().size();
+  const size_t len = 4 * 4096;
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC), pfd[2];
+  if (fd < 0 || pipe(pfd) != 0) return Fail("open " + path + " or pipe");
+  auto* p = static_cast<uint64_t*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (p == MAP_FAILED) return Fail("mmap");
+  for (size_t i = 0; i < len / 8; ++i) p[i] = Pattern(kSeed, i);
+  iovec iov{p, len};
+  ssize_t spliced = vmsplice(pfd[1], &iov, 1, 0);
+  munmap(p, len);
+  close(fd);
+  long rc = syscall(SYS_delete_module, module.c_str(), O_NONBLOCK);
+  int err = errno;
+  Diag("vmsplice of %zd bytes of %s into a pipe, munmap, close; delete_module(%s) -> %s", spliced,
+       path.c_str(), module.c_str(), rc == 0 ? "unloaded" : ErrName(err));
+  if (spliced != static_cast<ssize_t>(len)) return Fail("vmsplice did not take the pages");
+  if (rc == 0)  // the pipe's fds stay open: closing them would touch the freed struct pages
+    return Fail("the module unloaded while a pipe held 4 of its pages (memunmap_pages under them)");
+  std::vector<uint64_t> got(len / 8);
+  ssize_t n = read(pfd[0], got.data(), len);
+  uint64_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) bad += got[i] != Pattern(kSeed, i);
+  close(pfd[0]);
+  close(pfd[1]);
+  Diag("read %zd bytes back from the pipe, %" PRIu64 " words wrong", n, bad);
+  auto t0 = std::chrono::steady_clock::now();
+  while (syscall(SYS_delete_module, module.c_str(), O_NONBLOCK) != 0 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    usleep(50000);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  bool unloaded = ("\n" + ReadFile("/proc/modules")).find("\n" + module + " ") == std::string::npos;
+  Diag("after the pipe was closed: %s after %lld ms", unloaded ? "unloaded" : "still loaded", static_cast<long long>(ms));
+  for (const auto& l : NewLogLines(mark))
+    if (l.find("referenced") != std::string::npos) Diag("console: %s", l.c_str());
+  std::string oops;
+  if (!NoOops(NewLogLines(mark), &oops)) return Fail("kernel complained: " + oops);
+  if (n != static_cast<ssize_t>(len) || bad) return Fail("the pipe's data is not what was written");
+  return unloaded ? 0 : Fail("the module did not unload after the last reference was gone");
+}
+
 // ---- e: data integrity --------------------------------------------------------------------------
 
 int CaseIntegrity(const std::string& path) {
@@ -865,6 +963,8 @@ int Usage() {
                "  corrupted-page-table DEV     b: seed-002 reproduction (test build)\n"
                "  expect-refused KO PARAMS ERRNO KEYWORD   c: load refused with errno and reason\n"
                "  ioctl-garbage DEV | mmap-bounds DEV | concurrent DEV... | unload-while-mapped DEV MODULE\n"
+               "  open-during-failed-load KO PARAMS DEV   d: a failed load leaves no open file\n"
+               "  pipe-holds-pages DEV MODULE  d: page references past close keep the module loaded\n"
                "  integrity DEV                e: two mappings and a second process agree\n"
                "  bench DEV...                 figures (first DEV: the big pages-mode device)\n"
                "  udev-rule DEV RULES          access: DEV has the rule's owner, group and mode\n"
@@ -888,6 +988,8 @@ int Main(int argc, char** argv) {
   if (c == "mmap-bounds") return CaseMmapBounds(rest[0]);
   if (c == "concurrent") return CaseConcurrent(rest);
   if (c == "unload-while-mapped" && argc == 4) return CaseUnloadWhileMapped(rest[0], rest[1]);
+  if (c == "open-during-failed-load" && argc == 5) return CaseOpenDuringFailedLoad(rest[0], rest[1], rest[2]);
+  if (c == "pipe-holds-pages" && argc == 4) return CasePipeHoldsPages(rest[0], rest[1]);
   if (c == "integrity") return CaseIntegrity(rest[0]);
   if (c == "bench") return Bench(rest);
   if (c == "udev-rule" && argc == 4) return CaseUdevRule(rest[0], rest[1]);

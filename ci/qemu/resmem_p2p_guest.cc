@@ -12,19 +12,24 @@
 // driver. Blocks are backends/cuda/block_pattern.h's; the BAR is poisoned first, so bytes the
 // device did not write cannot pass.
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <list>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -922,6 +927,177 @@ int CaseUnbind(const std::string& edu_path) {
   return ck.Result();
 }
 
+// unpin-during-revoke EDU: the driver unpins a cached pin (P2P_FLUSH) while a cudaFree revokes it,
+// the provider slowed between marking the pin and calling its callback (revoke_delay_ms). The pin
+// must outlive its callback: FLUSH returns only once the callback has run (the driver's revoked
+// count is 1 by then), no put_pages comes after it, nothing leaks. Before the fix FLUSH freed the
+// pin at once (revoked 0 when it returned) and the callback ran on freed memory.
+int CaseUnpinDuringRevoke(const std::string& edu_path) {
+  const uint64_t len = 2 * kGpuPage;
+  const char* delay = "/sys/module/nv_p2p_standin/parameters/revoke_delay_ms";
+  Rig r;
+  if (!r.Setup(edu_path, len, false)) return 1;
+  auto b = Block(4096, 9);
+  resmem_edu_p2p_write w;
+  if (int e = P2pWrite(r.edu, r.a, len, 0, b.data(), 4096, 0, &w)) return Fail("P2P_WRITE -> " + Err(e));
+  if (!(std::ofstream(delay) << "300")) return Fail(std::string("cannot write ") + delay);
+  KmsgSince log;
+  nv_p2p_standin_free f{};
+  int fe = -1;
+  std::thread freer([&] { fe = r.ctx.Free(r.a.va, &f); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // FREE has marked the pin by now
+  const auto t0 = std::chrono::steady_clock::now();
+  const int fl = ioctl(r.edu, RESMEM_EDU_IOC_P2P_FLUSH) ? errno : 0;
+  const double flush_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  resmem_edu_p2p_stats st;
+  Stats(r.edu, &st);
+  freer.join();
+  std::ofstream(delay) << "0";
+  Diag("P2P_FLUSH during the revocation -> %s after %.0f ms; the driver had then seen %llu "
+       "revocation(s), %u pins cached", Err(fl).c_str(), flush_ms,
+       (unsigned long long)st.revoked, st.cached);
+  Checks ck;
+  ck.Want(fe == 0 && f.revoked == 1, "FREE revokes the one pin");
+  ck.Want(fl == 0 && st.cached == 0, "FLUSH succeeds and empties the cache");
+  ck.Want(st.revoked == 1, "FLUSH returned after the pin's free callback had run");
+  std::vector<std::string> seen;
+  ck.Want(Said(log, &seen, {"met its revocation in progress", "waiting for its free callback"}),
+          "the unpin's put_pages met the revocation and waited for the callback");
+  ck.NothingLeaked(r.ctx);
+  return ck.Result();
+}
+
+thread_local sigjmp_buf* tl_bus_jump = nullptr;
+void OnSigbus(int) {
+  if (tl_bus_jump) siglongjmp(*tl_bus_jump, 1);
+  _exit(99);
+}
+
+// Reads one word at p; false when the read faulted (SIGBUS: the page is not GPU memory any more).
+bool ReadWord(const volatile uint64_t* p, uint64_t* out) {
+  sigjmp_buf jump;
+  tl_bus_jump = &jump;
+  bool ok = false;
+  if (sigsetjmp(jump, 1) == 0) {
+    *out = *p;
+    ok = true;
+  }
+  tl_bus_jump = nullptr;
+  return ok;
+}
+
+// map-private: a private (copy-on-write) mapping of GPU memory is refused (remap_pfn_range would
+// rewrite its vm_pgoff and cudaFree's unmap would miss it); a shared one faults (SIGBUS) once
+// cudaFree has run, whether or not it was touched before.
+int CaseMapPrivate() {
+  Context ctx;
+  nv_p2p_standin_alloc a;
+  if (!ctx.Open()) return 1;
+  if (int e = ctx.Alloc(2 * kGpuPage, &a)) return Fail("ALLOC -> " + Err(e));
+  struct sigaction sa{};
+  sa.sa_handler = OnSigbus;
+  sigaction(SIGBUS, &sa, nullptr);
+  Checks ck;
+  void* priv = mmap(nullptr, kGpuPage, PROT_READ | PROT_WRITE, MAP_PRIVATE, ctx.fd, (off_t)a.va);
+  Diag("mmap MAP_PRIVATE of the allocation -> %s", priv == MAP_FAILED ? ErrName(errno) : "mapped");
+  ck.Want(priv == MAP_FAILED && errno == EINVAL, "a private mapping of GPU memory is refused (EINVAL)");
+  auto* shared = reinterpret_cast<volatile uint64_t*>(ctx.Map(a.va, 2 * kGpuPage, false));
+  if (!shared) return 1;
+  shared[0] = 0x1234;  // the first page is mapped before the free, the second page not
+  if (int e = ctx.Free(a.va)) return Fail("FREE -> " + Err(e));
+  uint64_t v = 0;
+  const bool touched = ReadWord(&shared[0], &v), untouched = ReadWord(&shared[kGpuPage / 8], &v);
+  Diag("after cudaFree: the page touched before it %s, the one never touched %s",
+       touched ? "still reads" : "faults (SIGBUS)", untouched ? "reads" : "faults (SIGBUS)");
+  ck.Want(!touched && !untouched, "no page of a shared mapping reads GPU memory after cudaFree");
+  if (priv != MAP_FAILED) {
+    const bool kept = ReadWord(static_cast<volatile uint64_t*>(priv), &v);
+    Diag("the private mapping after cudaFree %s", kept ? "still reads GPU memory" : "faults");
+    munmap(priv, kGpuPage);
+  }
+  munmap(const_cast<uint64_t*>(shared), 2 * kGpuPage);
+  ck.NothingLeaked(ctx);
+  return ck.Result();
+}
+
+// One round of race-free: a transfer into the allocation (pin + DMA), a read through a new mapping
+// of its BAR pages, and the close of the edu file the transfer uses (unpinning what it cached),
+// all racing the allocation's cudaFree, which comes after delay_us.
+struct RaceCounts {
+  std::atomic<int> late_reads{0}, odd_errors{0}, reads{0}, faults{0}, cancelled{0};
+};
+
+void RaceRound(Context& ctx, const std::string& edu_path, const std::vector<uint64_t>& block,
+               int delay_us, int close_us, RaceCounts* n) {
+  nv_p2p_standin_alloc a;
+  if (ctx.Alloc(2 * kGpuPage, &a)) {
+    ++n->odd_errors;
+    return;
+  }
+  int edu = open(edu_path.c_str(), O_RDWR | O_CLOEXEC);
+  std::atomic<bool> freed{false};
+  std::thread writer([&] {
+    resmem_edu_p2p_write w;
+    const int e = P2pWrite(edu, a, 2 * kGpuPage, 0, block.data(), 4096, 0, &w);
+    if (e == ECANCELED) ++n->cancelled;
+    else if (e && e != EINVAL && e != EBADF) ++n->odd_errors;  // EINVAL: pinned after the free began
+  });
+  std::thread mapper([&] {
+    void* m = mmap(nullptr, kGpuPage, PROT_READ, MAP_SHARED, ctx.fd, static_cast<off_t>(a.va));
+    if (m == MAP_FAILED) return;  // the free came first
+    uint64_t v;
+    const bool was_freed = freed.load();
+    if (ReadWord(static_cast<volatile uint64_t*>(m), &v)) {
+      ++n->reads;
+      if (was_freed) ++n->late_reads;
+    } else {
+      ++n->faults;
+    }
+    munmap(m, kGpuPage);
+  });
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::microseconds(close_us));
+    close(edu);
+  });
+  std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  ctx.Free(a.va);
+  freed = true;
+  writer.join();
+  mapper.join();
+  closer.join();
+}
+
+// race-free EDU ROUNDS: cudaFree races a transfer, a mapping's read and the edu file's close, ROUNDS
+// times, the delays drawn from kSeed. No read through a mapping may complete after its cudaFree
+// returned, every transfer ends 0, ECANCELED or EINVAL, the kernel stays quiet and, at the end,
+// nothing is left pinned, mapped or allocated.
+int CaseRaceFree(const std::string& edu_path, int rounds) {
+  Context ctx;
+  if (!ctx.Open()) return 1;
+  struct sigaction sa{};
+  sa.sa_handler = OnSigbus;
+  sigaction(SIGBUS, &sa, nullptr);
+  KmsgSince log;
+  std::mt19937_64 rng(kSeed);
+  const auto block = Block(4096, 11);
+  RaceCounts n;
+  for (int i = 0; i < rounds; ++i)
+    RaceRound(ctx, edu_path, block, static_cast<int>(rng() % 300000), static_cast<int>(rng() % 300000), &n);
+  Diag("%d rounds (seed 0x%llx): %d reads through a mapping, %d faulted, %d after their cudaFree; "
+       "%d transfers cancelled by the revocation, %d odd errors", rounds, (unsigned long long)kSeed,
+       n.reads.load(), n.faults.load(), n.late_reads.load(), n.cancelled.load(), n.odd_errors.load());
+  Checks ck;
+  ck.Want(n.late_reads == 0, "no read through a mapping completes after its cudaFree returned");
+  ck.Want(n.odd_errors == 0, "transfers end 0, ECANCELED or EINVAL");
+  std::vector<std::string> seen;
+  ck.Want(!Said(log, &seen, {"BUG:"}) && !Said(log, &seen, {"WARNING:"}) &&
+              !Said(log, &seen, {"general protection"}),
+          "the kernel reported nothing");
+  ck.NothingLeaked(ctx);
+  return ck.Result();
+}
+
 // leaks: the provider's counters at the end of the run.
 int CaseNoLeaks() {
   Context ctx;
@@ -940,7 +1116,8 @@ int Usage() {
                "  absent EDU | pin EDU [iommu] | dma EDU BLOCK BLOCKS | revoke EDU\n"
                "  errors EDU misaligned|bad_token|bad_version | bar-full EDU | lazy-unpin EDU\n"
                "  bench EDU SIZES PINS | dmabuf EDU | phys-addr EDU [iommu] | held EDU\n"
-               "  mask-refused EDU | unbind EDU | no-leaks\n");
+               "  mask-refused EDU | unbind EDU | no-leaks | map-private\n"
+               "  unpin-during-revoke EDU | race-free EDU ROUNDS\n");
   return 2;
 }
 
@@ -949,6 +1126,7 @@ int Main(int argc, char** argv) {
   if (argc < 2) return Usage();
   const std::string c = argv[1];
   if (c == "no-leaks" && argc == 2) return CaseNoLeaks();
+  if (c == "map-private" && argc == 2) return CaseMapPrivate();
   if (argc < 3) return Usage();
   const std::string edu = argv[2];
   if (c == "absent" && argc == 3) return CaseAbsent(edu);
@@ -967,6 +1145,8 @@ int Main(int argc, char** argv) {
   if (c == "held" && argc == 3) return CaseHeld(edu);
   if (c == "mask-refused" && argc == 3) return CaseMaskRefused(edu);
   if (c == "unbind" && argc == 3) return CaseUnbind(edu);
+  if (c == "unpin-during-revoke" && argc == 3) return CaseUnpinDuringRevoke(edu);
+  if (c == "race-free" && argc == 4) return CaseRaceFree(edu, std::atoi(argv[3]));
   return Usage();
 }
 
