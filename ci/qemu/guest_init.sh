@@ -12,6 +12,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t debugfs debugfs /sys/kernel/debug
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null  # lockdown's state (the doctor reads it)
 export PATH=/bin
 # udev (Debian's systemd-udevd, packed by kmod_lane.sh) applies /etc/udev/rules.d/99-resmem.rules
 # (kmod/99-resmem.rules) to each /dev/resmemN as the module creates it.
@@ -190,6 +191,32 @@ if [ "$resmem_suite" = iommu ]; then
 		t edu_iommu_module_loads false
 	fi
 	t iommu_kernel_log_clean_at_end sh -c "! dmesg | grep -E '$KEND'"
+	echo "1..$N"
+	echo "resmem-guest: done, $FAILED failed"
+	poweroff -f
+fi
+
+# ---- the module-signing boot (kmod_lane.sh: module.sig_enforce=1 lockdown=integrity,
+# resmem_suite=sig; docs/kmod.md "Module signing"): what Secure Boot does to a module dkms built.
+# sig_refused KO LINE: insmod KO fails with "Key was rejected by service" and the kernel says LINE.
+sig_refused() {
+	before=$(dmesg | wc -l)
+	if out=$(insmod "$1" 2>&1); then echo "insmod $1 loaded it"; rmmod "${1##*/}" 2>/dev/null; return 1; fi
+	echo "$out"
+	dmesg | tail -n +$((before + 1)) | grep -v 'resmem_kcheck' | sed 's/^/kernel: /'
+	echo "$out" | grep -q 'Key was rejected by service' && dmesg | tail -n +$((before + 1)) | grep -q "$2"
+}
+# signed KO: the module carries an appended signature (dkms signs what it builds with its own key).
+signed() { [ "$(tail -c 28 "$1")" = "~Module signature appended~" ]; }
+if [ "$resmem_suite" = sig ]; then
+	echo "# sig_enforce $(cat /sys/module/module/parameters/sig_enforce 2>&1); lockdown: $(cat /sys/kernel/security/lockdown 2>&1)"
+	t sig_unsigned_test_module_refused sig_refused /resmem_test.ko 'Loading of unsigned module is rejected'
+	if signed /resmem.ko; then
+		t sig_driver_key_not_trusted_refused sig_refused /resmem.ko 'Loading of module with unavailable key is rejected'
+	else
+		t sig_driver_unsigned_refused sig_refused /resmem.ko 'Loading of unsigned module is rejected'
+	fi
+	t sig_kernel_log_clean_at_end sh -c "! dmesg | grep -E '$KEND'"
 	echo "1..$N"
 	echo "resmem-guest: done, $FAILED failed"
 	poweroff -f
