@@ -80,10 +80,19 @@ CFG --enable SERIAL_8250 --enable SERIAL_8250_CONSOLE --enable BLK_DEV_INITRD --
 	--enable DEVTMPFS --enable DEVTMPFS_MOUNT --enable PCI --enable ACPI --enable TMPFS \
 	--enable SHMEM --enable DEBUG_FS --enable DEBUG_FS_ALLOW_ALL --enable PROC_FS --enable SYSFS \
 	--enable PRINTK --enable KALLSYMS --enable KALLSYMS_ALL --enable BINFMT_ELF --enable BINFMT_SCRIPT
-# Modules, unsigned (the lane's module is built against this tree and loaded with insmod).
+# Modules, signed: the build makes its own key (certs/signing_key.pem in the output tree) and the
+# kernel trusts it; the lane signs the modules it builds against this tree with it
+# (scripts/sign-file), so they load where signatures are enforced, under lockdown too: the
+# lockdown boot (guest_init.sh, resmem_suite=sig) needs a kernel that trusts the lane's modules,
+# which Debian's kernels (trusting Debian's keys only) cannot be.
 CFG --enable MODULES --enable MODULE_UNLOAD --disable MODULE_FORCE_UNLOAD --disable MODVERSIONS \
-	--disable MODULE_SIG --disable MODULE_SIG_ALL --disable MODULE_SIG_FORCE \
+	--enable MODULE_SIG --disable MODULE_SIG_ALL --disable MODULE_SIG_FORCE --enable MODULE_SIG_SHA256 \
+	--set-str MODULE_SIG_KEY "certs/signing_key.pem" --set-str SYSTEM_TRUSTED_KEYS "" \
 	--disable MODULE_COMPRESS_XZ --disable MODULE_COMPRESS_ZSTD --enable MODULE_COMPRESS_NONE
+# The lockdown LSM (security/lockdown), off unless the command line says lockdown=, and securityfs
+# (/sys/kernel/security/lockdown, which the doctor reads).
+CFG --enable SECURITY --enable SECURITYFS --enable SECURITY_LOCKDOWN_LSM \
+	--enable SECURITY_LOCKDOWN_LSM_EARLY --enable LOCK_DOWN_KERNEL_FORCE_NONE --set-str LSM "lockdown"
 # What kmod/resmem.c and the guest cases use, as in Debian's config.amd64_none_amd64: memremap_pages
 # (ZONE_DEVICE), huge mappings (THP, pud/pmd), PAT and MTRR (cache types), the firmware memmap,
 # pagemap, hugetlb (nr_hugepages), /dev/mem strictness, 5-level paging and KASLR of the direct map.
@@ -120,7 +129,7 @@ CFG --disable DRM --disable FB --disable SOUND --disable SND --disable USB_SUPPO
 	--disable MD --disable ATA --disable SCSI --disable BLK_DEV_NVME --disable NETWORK_FILESYSTEMS \
 	--disable EXT4_FS --disable EXT2_FS --disable EXT3_FS --disable BTRFS_FS --disable XFS_FS \
 	--disable AUTOFS_FS --disable ISO9660_FS --disable MSDOS_FS --disable VFAT_FS --disable FUSE_FS \
-	--disable QUOTA --disable SECURITY --disable SECURITY_SELINUX --disable AUDIT \
+	--disable QUOTA --disable SECURITY_SELINUX --disable SECURITY_APPARMOR --disable AUDIT \
 	--disable KVM --disable XEN --disable HYPERV --disable AGP --disable CPU_FREQ \
 	--disable HIBERNATION --disable SUSPEND --disable PROFILING --disable PERF_EVENTS_INTEL_UNCORE \
 	--disable VIRTIO_BLK --disable VIRTIO_CONSOLE --disable HW_RANDOM --disable I2C --disable RTC_CLASS \
@@ -132,11 +141,11 @@ M olddefconfig >/dev/null
 for opt in KASAN KASAN_GENERIC KASAN_INLINE PROVE_LOCKING DEBUG_VM DEBUG_KMEMLEAK KCOV MODULES \
 	MODULE_UNLOAD ZONE_DEVICE TRANSPARENT_HUGEPAGE X86_PAT MTRR FIRMWARE_MEMMAP PROC_PAGE_MONITOR \
 	DEVTMPFS BLK_DEV_INITRD RD_GZIP SERIAL_8250_CONSOLE DEBUG_FS TMPFS HUGETLBFS DEBUG_ATOMIC_SLEEP \
-	NET UNIX; do
+	NET UNIX MODULE_SIG SECURITY_LOCKDOWN_LSM SECURITYFS; do
 	grep -q "^CONFIG_$opt=y" "$O/.config" || die "CONFIG_$opt is not =y after olddefconfig (a dependency is off)"
 done
 grep -q '^# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set' "$O/.config" || die "kmemleak would be off by default"
-grep -q '^# CONFIG_MODULE_SIG is not set' "$O/.config" || die "module signing is still on"
+grep -q '^CONFIG_LSM=".*lockdown' "$O/.config" || die "the lockdown LSM is not in CONFIG_LSM"
 
 # ---- build ---------------------------------------------------------------------------------------
 log "building $(M -s kernelrelease) into $O (nice -n 10, -j2); log: $O/build.log"
@@ -148,7 +157,9 @@ M -s kernelrelease >"$ENTRY/kernelrelease"
 cp "$O/arch/x86/boot/bzImage" "$ENTRY/bzImage"
 echo $((T1 - T0)) >"$ENTRY/build-seconds"
 # Free what M= builds do not need: objects of the kernel itself (vmlinux, System.map, .config,
-# Module.symvers, include/, scripts/, arch/x86/include stay).
+# Module.symvers, include/, scripts/ with sign-file, certs/signing_key.* and arch/x86/include stay).
+[[ -r "$O/certs/signing_key.pem" && -x "$O/scripts/sign-file" ]] ||
+	die "the build left no certs/signing_key.pem or scripts/sign-file to sign the lane's modules with"
 find "$O" -name '*.o' ! -path "$O/scripts/*" ! -path "$O/tools/*" -delete
 rm -f "$O/vmlinux.o" "$O/vmlinux.a"
 ln -sfn "$(basename "$ENTRY")" "$CACHE/current"

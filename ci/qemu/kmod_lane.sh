@@ -263,6 +263,16 @@ if [[ $DRIVER_BUILD == dkms ]]; then
 	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
 	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
 fi
+# A kernel that trusts a key of its own build tree (the debug kernel: build_debug_kernel.sh) gets
+# every module signed with it, so they load where signatures are enforced (the signing boot).
+# Debian's header trees have no private key: their modules stay as built (dkms signs its own).
+if [[ -r "$KBUILD/certs/signing_key.pem" && -x "$KBUILD/scripts/sign-file" ]]; then
+	for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$WORK/kmod/nv_p2p_standin.ko"; do
+		"$KBUILD/scripts/sign-file" sha256 "$KBUILD/certs/signing_key.pem" "$KBUILD/certs/signing_key.x509" "$ko" ||
+			die "sign-file failed on $ko"
+	done
+	log "modules signed with $KBUILD/certs/signing_key.pem (this kernel trusts it)"
+fi
 for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$WORK/kmod/nv_p2p_standin.ko"; do
 	vm=$(/sbin/modinfo -F vermagic "$ko" | awk '{print $1}')
 	[[ "$vm" == "$KVER" ]] || die "$ko vermagic '$vm' does not match kernel $KVER"
