@@ -21,6 +21,7 @@
 #include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"
 #include "mock/machine/e820_text.h"
+#include "mock/machine/linux_rules.h"
 #include "mock/machine/machine_file.h"
 #include "backends/api/memory.h"
 
@@ -261,532 +262,657 @@ Result<std::vector<PasteInput>> ReadPasteFiles(const std::vector<std::string>& p
   return out;
 }
 
-Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& given) {
-  Imported out;
-  out.machine = sim::BlankMachine();
-  out.machine.name = "imported";
-  // Notes are appended as lines are read; pointers into the vector would move, so the parts
-  // that need to revisit a note keep its index.
-  std::vector<sim::E820Entry> bios;
-  std::vector<size_t> bios_notes;
-  std::vector<size_t> user_notes;
-  std::vector<sim::E820Entry> user;
-  bool after_user_header = false;
-  std::string kernel_cmdline, grub_cfg_args, default_grub_linux, default_grub_default;
-  std::string setup_cmdline, proc_cmdline;
-  bool have_proc_cmdline = false;
-  size_t proc_cmdline_note = 0;
-  size_t kernel_cmdline_note = 0, setup_cmdline_note = 0;
-  bool have_kernel_cmdline = false, have_setup_cmdline = false, have_grub_cfg = false,
-       have_default_grub = false;
-  std::vector<size_t> grub_notes;
-  std::string iomem_text, mtrr_text;
-  std::vector<size_t> iomem_notes, mtrr_notes;
-  std::map<int, MemmapDumpEntry> memmap;
-  std::map<int, int> memmap_fields;
-  std::vector<size_t> memmap_notes;
-  int blank = 0;
-  std::set<std::string> seen_map_lines;
-  std::string arch_seen, arch_evidence;  // the architecture the paste shows, and the line
+namespace {
 
-  auto note = [&](const std::string& file, int line, Verdict v, const std::string& what) {
-    out.notes.push_back({file, line, v, what});
-    if (v == Verdict::kWarning) ++out.warnings;
-    if (v == Verdict::kError) ++out.errors;
-    return out.notes.size() - 1;
+// One reading of a paste: a reader per input format fills the state line by line, then the
+// Settle* steps decide what the whole paste says (the firmware map, the command line, the
+// version, the architecture) and note why. Notes are appended as lines are read; pointers into
+// the vector would move, so the steps that revisit a note keep its index.
+class PasteReader {
+ public:
+  PasteReader(const std::vector<PasteInput>& inputs, const GivenFacts& given)
+      : inputs_(inputs), given_(given) {
+    out_.machine = sim::BlankMachine();
+    out_.machine.name = "imported";
+  }
+
+  Imported Read() {
+    for (const auto& input : inputs_) ReadInput(input);
+    SettleIomem();
+    SettleMtrr();
+    SettleFirmwareMap();
+    SettleCmdline();
+    SettleVersion();
+    SettleArch();
+    SettleUserMap();
+    if (blank_) Note("", 0, Verdict::kNotUsed, std::to_string(blank_) + " blank lines");
+    return std::move(out_);
+  }
+
+ private:
+  // One pasted line, its prefixes stripped (s) and trimmed (t), where it came from.
+  struct Line {
+    const std::string& file;
+    int n;
+    const std::string& s;
+    const std::string& t;
+  };
+  using LineReader = bool (PasteReader::*)(const Line&);
+  // A command line of one kind and the note that read it.
+  struct CmdlineSeen {
+    bool have = false;
+    std::string text;
+    size_t note = 0;
   };
 
-  for (const auto& input : inputs) {
+  size_t Note(const std::string& file, int line, Verdict v, const std::string& what) {
+    out_.notes.push_back({file, line, v, what});
+    if (v == Verdict::kWarning) ++out_.warnings;
+    if (v == Verdict::kError) ++out_.errors;
+    return out_.notes.size() - 1;
+  }
+
+  void ReadInput(const PasteInput& input) {
+    if (input.text.empty()) Note(input.name, 0, Verdict::kWarning, "empty input: nothing to read");
+    if (ReadProcCmdlineFile(input)) return;
+    // Each line goes to the first reader whose format it is; the order matters where formats
+    // share words (an iomem line before a map line, a map line before prose).
+    static const LineReader kReaders[] = {
+        &PasteReader::ReadIomemLine,   &PasteReader::ReadMemmapDumpLine,
+        &PasteReader::ReadMtrrLine,    &PasteReader::ReadMapHeader,
+        &PasteReader::ReadMapLine,     &PasteReader::ReadReprintLine,
+        &PasteReader::ReadEditLine,    &PasteReader::ReadLowmemLine,
+        &PasteReader::ReadVersionLine, &PasteReader::ReadCommandLine,
+        &PasteReader::ReadGrubLine,    &PasteReader::ReadCpuinfoLine,
+        &PasteReader::ReadMeminfoLine};
     std::istringstream in(input.text);
     std::string raw;
     int n = 0;
-    if (input.text.empty()) note(input.name, 0, Verdict::kWarning, "empty input: nothing to read");
-    // /proc/cmdline has no marker of its own: a file named *cmdline* of one line is read as it
-    // (what `resmem doctor --record` writes as cmdline.txt).
-    const std::string base = input.name.substr(input.name.find_last_of('/') + 1);
-    const std::string one_line = Trim(input.text);
-    if (base.find("cmdline") != std::string::npos && !one_line.empty() &&
-        one_line.find('\n') == std::string::npos && !StartsWith(one_line, "GRUB_CMDLINE") &&
-        one_line.find("ommand line:") == std::string::npos) {
-      if (have_proc_cmdline) {
-        note(input.name, 1, Verdict::kNotUsed, "another /proc/cmdline: the first one is used");
-      } else {
-        have_proc_cmdline = true;
-        proc_cmdline = one_line;
-        proc_cmdline_note = note(input.name, 1, Verdict::kUsed, "/proc/cmdline (a file named " + base + ")");
-      }
-      continue;
-    }
     while (std::getline(in, raw)) {
       ++n;
       const std::string s = StripPrefixes(raw);
       const std::string t = Trim(s);
-      const std::string& f = input.name;
       if (t.empty()) {
-        ++blank;
+        ++blank_;
         continue;
       }
       if (t[0] == '#') {
-        note(f, n, Verdict::kNotUsed, "a comment");
+        Note(input.name, n, Verdict::kNotUsed, "a comment");
         continue;
       }
-      int idx = 0;
-      std::string field, value;
-      if (LooksLikeIomem(s)) {
-        iomem_text += s + "\n";
-        iomem_notes.push_back(note(f, n, Verdict::kUsed, "/proc/iomem"));
-        continue;
-      }
-      if (LooksLikeMemmapDump(t, &idx, &field, &value)) {
-        // The value is checked before the entry exists: an entry made by a line that is then
-        // refused had no note to name its file (found by the paste fuzz target: memmap_notes[0]
-        // of an empty vector).
-        uint64_t v = 0;
-        if (field != "type") {
-          char* end = nullptr;
-          v = std::strtoull(value.c_str(), &end, 16);
-          if (value.empty() || *end) {
-            note(f, n, Verdict::kError, "/sys/firmware/memmap: '" + value + "' is not hex");
-            continue;
-          }
-          if (field == "end" && v == UINT64_MAX) {
-            note(f, n, Verdict::kError, "/sys/firmware/memmap: an end of 2^64-1 cannot be held");
-            continue;
-          }
-        }
-        auto& e = memmap[idx];
-        if (field == "type") e.type = value;
-        else if (field == "start") e.start = v;
-        else e.end = v + 1;
-        memmap_fields[idx] |= field == "start" ? 1 : field == "end" ? 2 : 4;
-        memmap_notes.push_back(note(f, n, Verdict::kUsed, "/sys/firmware/memmap entry " + std::to_string(idx) + " " + field));
-        continue;
-      }
-      if (StartsWith(t, "reg") && t.find("base=") != std::string::npos) {
-        mtrr_text += t + "\n";
-        mtrr_notes.push_back(note(f, n, Verdict::kUsed, "/proc/mtrr"));
-        continue;
-      }
-      if (t.find("user-defined physical RAM map:") != std::string::npos) {
-        after_user_header = true;
-        note(f, n, Verdict::kUsed, "start of the kernel's user-defined map (the expected result)");
-        continue;
-      }
-      if (t.find("BIOS-provided physical RAM map:") != std::string::npos) {
-        note(f, n, Verdict::kUsed, "start of the firmware map");
-        continue;
-      }
-      if (StartsWith(t, "BIOS-e820:") || StartsWith(t, "BIOS-e801:") || StartsWith(t, "BIOS-88:") ||
-          StartsWith(t, "Xen:") || StartsWith(t, "user:")) {
-        auto r = sim::ParseE820MapLine(t);
-        if (!r.ok()) {
-          note(f, n, Verdict::kError, "cannot read this map line: " + r.status().message());
-          continue;
-        }
-        // The same map line twice (a paste of dmesg and of `dmesg | grep e820` together) is
-        // read once; two identical ranges mean nothing more than one.
-        if (!seen_map_lines.insert(t).second) {
-          note(f, n, Verdict::kNotUsed, "the same map line again: read once");
-          continue;
-        }
-        const std::string what = std::string(r->old_form ? "old form (end exclusive) " : "") +
-                                 Range(r->entry.start, r->entry.end) + " " +
-                                 sim::E820TypeWord(r->entry.type);
-        if (r->who != "user") {
-          // A Xen dom0 starts from the map the hypervisor gives it (arch/x86/xen/setup.c,
-          // xen_memory_setup), printed as "Xen: [mem ...]"; without e820 the 2.x kernels made
-          // one up from int 15h e801/88 and printed it as "BIOS-e801:"/"BIOS-88:"
-          // (arch/i386/kernel/setup.c, setup_memory_region).
-          bios.push_back(r->entry);
-          bios_notes.push_back(note(f, n, Verdict::kUsed,
-                                    (r->who == "BIOS-e820" ? std::string("firmware map entry ")
-                                                           : "firmware map entry (" + r->who + ") ") + what));
-        } else {
-          user.push_back(r->entry);
-          out.user_map.push_back(t);
-          user_notes.push_back(note(f, n, Verdict::kUsed, "expected user map line " + what));
-        }
-        continue;
-      }
-      if (t.find("extended physical RAM map:") != std::string::npos ||
-          t.find("modified physical RAM map:") != std::string::npos ||
-          StartsWith(t, "reserve setup_data: ") || StartsWith(t, "modified: ")) {
-        // e820__reserve_setup_data / e820__update_table_print print the map again after the
-        // kernel's own edits; the early edits above it say the same, so it is not needed.
-        auto r = sim::ParseE820MapLine(t);
-        note(f, n, Verdict::kNotUsed,
-             StartsWith(t, "reserve") || StartsWith(t, "modified")
-                 ? (r.ok() ? "the map after the kernel's own edits (the early edits give it)"
-                           : "a line of the map after the kernel's own edits, unreadable: " + r.status().message())
-                 : "start of the map after the kernel's own edits (the early edits give it)");
-        continue;
-      }
-      if (StartsWith(t, "e820: update ") || StartsWith(t, "e820: remove ") ||
-          StartsWith(t, "e820 update range: ") || StartsWith(t, "e820 remove range: ")) {
-        auto e = sim::ParseE820EditLine(t);
-        if (!e.ok()) {
-          note(f, n, Verdict::kError, "cannot read this edit: " + e.status().message());
-        } else if (after_user_header) {
-          note(f, n, Verdict::kNotUsed,
-               "an e820 edit printed after the user-defined map: the kernel made it later than "
-               "the map under test");
-        } else {
-          out.machine.early_edits.push_back(*e);
-          note(f, n, Verdict::kUsed, "the kernel's own early e820 edit");
-        }
-        continue;
-      }
-      if (t.find("MB LOWMEM available.") != std::string::npos ||
-          t.find("MB HIGHMEM available.") != std::string::npos) {
-        // printk(KERN_NOTICE "%ldMB LOWMEM available.\n") exists only in 32-bit x86's
-        // setup_memory (arch/i386/kernel/setup.c, 2.4 .. 2.6; arch/x86 *_32.c later).
-        arch_seen = "i386";
-        arch_evidence = t;
-        note(f, n, Verdict::kUsed, "a 32-bit (i386) kernel: only it prints LOWMEM/HIGHMEM");
-        continue;
-      }
-      if (StartsWith(t, "Linux version ")) {
-        std::istringstream words(t.substr(14));
-        std::string version;
-        words >> version;
-        for (const char* a : {"x86_64", "i386", "i486", "i586", "i686"})
-          if (arch_seen.empty() && t.find(a) != std::string::npos) {
-            arch_seen = std::string(a) == "x86_64" ? "x86_64" : "i386";
-            arch_evidence = t;
-          }
-        int major = 0, minor = 0;
-        if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && major >= 2) {
-          out.machine.kernel_version = version;
-          note(f, n, Verdict::kUsed, "kernel version " + version);
-        } else {
-          note(f, n, Verdict::kWarning, "cannot read a version from '" + version + "'");
-        }
-        continue;
-      }
-      const size_t kcl = t.find("Kernel command line:");
-      if (StartsWith(t, "Command line:") || kcl != std::string::npos) {
-        // "Command line:" (arch/x86/kernel/setup.c) is printed before a built-in
-        // CONFIG_CMDLINE is merged in; "Kernel command line:" (init/main.c, start_kernel) is the
-        // line the early options were parsed from. The latter wins when both are pasted.
-        const bool parsed_line = kcl != std::string::npos;
-        const std::string line = Trim(t.substr(parsed_line ? kcl + 20 : 13));
-        std::string& slot = parsed_line ? kernel_cmdline : setup_cmdline;
-        size_t& slot_note = parsed_line ? kernel_cmdline_note : setup_cmdline_note;
-        bool& have = parsed_line ? have_kernel_cmdline : have_setup_cmdline;
-        if (have) {
-          note(f, n, line == slot ? Verdict::kNotUsed : Verdict::kWarning,
-               line == slot ? "the same command line again"
-                            : "a second, different command line of the same kind: the first one is used");
-          continue;
-        }
-        have = true;
-        slot = line;
-        std::string what = parsed_line ? "the kernel's command line (Kernel command line:)"
-                                       : "the boot loader's command line (Command line:)";
-        Verdict v = Verdict::kUsed;
-        // x86's COMMAND_LINE_SIZE (arch/x86/include/asm/setup.h) is 2048 on current kernels: the
-        // kernel keeps at most 2047 characters, so a longer logged line is not a kernel's.
-        if (line.size() > 2047) {
-          v = Verdict::kWarning;
-          what += "; it is " + std::to_string(line.size()) +
-                  " characters, longer than an x86 kernel keeps (COMMAND_LINE_SIZE 2048): kept "
-                  "whole, check the paste";
-        }
-        slot_note = note(f, n, v, what);
-        continue;
-      }
-      if (StartsWith(t, "GRUB_CMDLINE_LINUX=") || StartsWith(t, "GRUB_CMDLINE_LINUX_DEFAULT=")) {
-        const bool def = StartsWith(t, "GRUB_CMDLINE_LINUX_DEFAULT=");
-        (def ? default_grub_default : default_grub_linux) = AssignmentValue(t);
-        have_default_grub = true;
-        grub_notes.push_back(note(f, n, Verdict::kUsed, std::string("/etc/default/grub ") +
-                                                            (def ? "GRUB_CMDLINE_LINUX_DEFAULT" : "GRUB_CMDLINE_LINUX")));
-        continue;
-      }
-      std::string args;
-      if (IsGrubCfgLinux(t, &args)) {
-        if (have_grub_cfg) {
-          note(f, n, Verdict::kNotUsed, "another grub.cfg linux line: the first one is used");
-          continue;
-        }
-        have_grub_cfg = true;
-        grub_cfg_args = args;
-        grub_notes.push_back(note(f, n, Verdict::kUsed, "grub.cfg linux line"));
-        continue;
-      }
-      if (StartsWith(t, "address sizes")) {
-        auto bits = ParsePhysAddressBits(t);
-        if (!bits.ok()) {
-          note(f, n, Verdict::kError, bits.status().message());
-        } else if (*bits < 32 || *bits > 52) {
-          note(f, n, Verdict::kWarning, "physical address width " + std::to_string(*bits) + " is outside x86-64's 32..52: not used");
-        } else {
-          out.machine.phys_addr_bits = *bits;
-          note(f, n, Verdict::kUsed, "/proc/cpuinfo physical address width " + std::to_string(*bits));
-        }
-        continue;
-      }
-      if (StartsWith(t, "MemTotal:")) {
-        auto total = ParseMeminfoTotal(t);
-        if (!total.ok()) {
-          note(f, n, Verdict::kError, total.status().message());
-        } else {
-          out.mem_total = *total;
-          note(f, n, Verdict::kUsed, "/proc/meminfo MemTotal");
-        }
-        continue;
-      }
-      note(f, n, Verdict::kNotUsed, "not a line resmem import reads (dmesg e820/command line, "
-                                    "/proc/iomem, /proc/mtrr, /sys/firmware/memmap, cpuinfo "
-                                    "address sizes, MemTotal, GRUB lines)");
+      const Line line{input.name, n, s, t};
+      bool read = false;
+      for (LineReader reader : kReaders)
+        if ((read = (this->*reader)(line))) break;
+      if (!read)
+        Note(input.name, n, Verdict::kNotUsed,
+             "not a line resmem import reads (dmesg e820/command line, /proc/iomem, /proc/mtrr, "
+             "/sys/firmware/memmap, cpuinfo address sizes, MemTotal, GRUB lines)");
     }
   }
 
-  // /proc/iomem: a block of lines, parsed together (its tree needs them all).
-  std::vector<IomemEntry> iomem;
-  if (!iomem_text.empty()) {
-    auto parsed = ParseIomem(iomem_text);
-    if (parsed.ok()) {
-      iomem = *parsed;
-      out.machine.mmio = WindowsFromIomem(iomem);
+  // /proc/cmdline has no marker of its own: a file named *cmdline* of one line is read as it
+  // (what `resmem doctor --record` writes as cmdline.txt).
+  bool ReadProcCmdlineFile(const PasteInput& input) {
+    const std::string base = input.name.substr(input.name.find_last_of('/') + 1);
+    const std::string one_line = Trim(input.text);
+    if (base.find("cmdline") == std::string::npos || one_line.empty() ||
+        one_line.find('\n') != std::string::npos || StartsWith(one_line, "GRUB_CMDLINE") ||
+        one_line.find("ommand line:") != std::string::npos)
+      return false;
+    if (proc_cmdline_.have) {
+      Note(input.name, 1, Verdict::kNotUsed, "another /proc/cmdline: the first one is used");
     } else {
-      const bool hidden = parsed.status().code() == kFailedPrecondition;
-      for (size_t i : iomem_notes) {
-        SetVerdict(&out.notes[i], hidden ? Verdict::kNotUsed : Verdict::kError, out);
-        out.notes[i].what = hidden ? "/proc/iomem with every address 0: not used" : "/proc/iomem: not used";
-      }
-      note(inputs.empty() ? "" : out.notes[iomem_notes[0]].file, out.notes[iomem_notes[0]].line,
-           hidden ? Verdict::kWarning : Verdict::kError,
-           hidden ? "/proc/iomem was read as a normal user: the kernel shows every address as 0 "
-                    "to readers without CAP_SYS_ADMIN (kernel/resource.c, r_show), so its ranges "
-                    "cannot be used; paste `sudo cat /proc/iomem`"
-                  : parsed.status().message());
+      proc_cmdline_ = {true, one_line,
+                       Note(input.name, 1, Verdict::kUsed, "/proc/cmdline (a file named " + base + ")")};
     }
+    return true;
+  }
+
+  // "  fec00000-fec003ff : IOAPIC 0": read as a block later (its tree needs every line).
+  bool ReadIomemLine(const Line& l) {
+    if (!LooksLikeIomem(l.s)) return false;
+    iomem_text_ += l.s + "\n";
+    iomem_notes_.push_back(Note(l.file, l.n, Verdict::kUsed, "/proc/iomem"));
+    return true;
+  }
+
+  // "12/start:0x100000" of `cd /sys/firmware/memmap && grep . */*`. The value is checked before
+  // the entry exists: an entry made by a line that is then refused had no note to name its file
+  // (found by the paste fuzz target: memmap_notes[0] of an empty vector).
+  bool ReadMemmapDumpLine(const Line& l) {
+    int idx = 0;
+    std::string field, value;
+    if (!LooksLikeMemmapDump(l.t, &idx, &field, &value)) return false;
+    uint64_t v = 0;
+    if (field != "type") {
+      char* end = nullptr;
+      v = std::strtoull(value.c_str(), &end, 16);
+      if (value.empty() || *end) {
+        Note(l.file, l.n, Verdict::kError, "/sys/firmware/memmap: '" + value + "' is not hex");
+        return true;
+      }
+      if (field == "end" && v == UINT64_MAX) {
+        Note(l.file, l.n, Verdict::kError, "/sys/firmware/memmap: an end of 2^64-1 cannot be held");
+        return true;
+      }
+    }
+    auto& e = memmap_[idx];
+    if (field == "type") e.type = value;
+    else if (field == "start") e.start = v;
+    else e.end = v + 1;
+    memmap_fields_[idx] |= field == "start" ? 1 : field == "end" ? 2 : 4;
+    memmap_notes_.push_back(
+        Note(l.file, l.n, Verdict::kUsed, "/sys/firmware/memmap entry " + std::to_string(idx) + " " + field));
+    return true;
+  }
+
+  // "reg00: base=0x000000000 (    0MB), size=131072MB, count=1: write-back"
+  bool ReadMtrrLine(const Line& l) {
+    if (!StartsWith(l.t, "reg") || l.t.find("base=") == std::string::npos) return false;
+    mtrr_text_ += l.t + "\n";
+    mtrr_notes_.push_back(Note(l.file, l.n, Verdict::kUsed, "/proc/mtrr"));
+    return true;
+  }
+
+  // The headers dmesg prints before the firmware's map and the user-defined one.
+  bool ReadMapHeader(const Line& l) {
+    if (l.t.find("user-defined physical RAM map:") != std::string::npos) {
+      after_user_header_ = true;
+      Note(l.file, l.n, Verdict::kUsed, "start of the kernel's user-defined map (the expected result)");
+      return true;
+    }
+    if (l.t.find("BIOS-provided physical RAM map:") != std::string::npos) {
+      Note(l.file, l.n, Verdict::kUsed, "start of the firmware map");
+      return true;
+    }
+    return false;
+  }
+
+  // A map line: the firmware's (BIOS-e820, and the BIOS-e801/BIOS-88 and Xen maps that stand in
+  // for it) or the user-defined one (user:), in either print form.
+  bool ReadMapLine(const Line& l) {
+    const std::string& t = l.t;
+    if (!StartsWith(t, "BIOS-e820:") && !StartsWith(t, "BIOS-e801:") && !StartsWith(t, "BIOS-88:") &&
+        !StartsWith(t, "Xen:") && !StartsWith(t, "user:"))
+      return false;
+    auto r = sim::ParseE820MapLine(t);
+    if (!r.ok()) {
+      Note(l.file, l.n, Verdict::kError, "cannot read this map line: " + r.status().message());
+      return true;
+    }
+    // The same map line twice (a paste of dmesg and of `dmesg | grep e820` together) is read
+    // once; two identical ranges mean nothing more than one.
+    if (!seen_map_lines_.insert(t).second) {
+      Note(l.file, l.n, Verdict::kNotUsed, "the same map line again: read once");
+      return true;
+    }
+    if (r->old_form && old_form_line_.empty()) old_form_line_ = t;
+    const std::string what = std::string(r->old_form ? "old form (end exclusive) " : "") +
+                             Range(r->entry.start, r->entry.end) + " " + sim::E820TypeWord(r->entry.type);
+    if (r->who == "user") {
+      user_.push_back(r->entry);
+      out_.user_map.push_back(t);
+      user_notes_.push_back(Note(l.file, l.n, Verdict::kUsed, "expected user map line " + what));
+      return true;
+    }
+    // A Xen dom0 starts from the map the hypervisor gives it (arch/x86/xen/setup.c,
+    // xen_memory_setup), printed as "Xen: [mem ...]"; without e820 the 2.x kernels made one up
+    // from int 15h e801/88 and printed it as "BIOS-e801:"/"BIOS-88:" (arch/i386/kernel/setup.c,
+    // setup_memory_region).
+    bios_.push_back(r->entry);
+    bios_notes_.push_back(Note(l.file, l.n, Verdict::kUsed,
+                               (r->who == "BIOS-e820" ? std::string("firmware map entry ")
+                                                      : "firmware map entry (" + r->who + ") ") + what));
+    return true;
+  }
+
+  // e820__reserve_setup_data / e820__update_table_print print the map again after the kernel's
+  // own edits; the early edits above it say the same, so it is not needed.
+  bool ReadReprintLine(const Line& l) {
+    const std::string& t = l.t;
+    const bool header = t.find("extended physical RAM map:") != std::string::npos ||
+                        t.find("modified physical RAM map:") != std::string::npos;
+    if (!header && !StartsWith(t, "reserve setup_data: ") && !StartsWith(t, "modified: "))
+      return false;
+    auto r = sim::ParseE820MapLine(t);
+    Note(l.file, l.n, Verdict::kNotUsed,
+         header ? "start of the map after the kernel's own edits (the early edits give it)"
+         : r.ok() ? "the map after the kernel's own edits (the early edits give it)"
+                  : "a line of the map after the kernel's own edits, unreadable: " + r.status().message());
+    return true;
+  }
+
+  // The kernel's own early edits: "e820: update [mem ...] usable ==> reserved" (and the old
+  // form "e820 update range: ...", which only kernels before 3.5 print).
+  bool ReadEditLine(const Line& l) {
+    const std::string& t = l.t;
+    const bool old_form = StartsWith(t, "e820 update range: ") || StartsWith(t, "e820 remove range: ");
+    if (!old_form && !StartsWith(t, "e820: update ") && !StartsWith(t, "e820: remove ")) return false;
+    if (old_form && old_form_line_.empty()) old_form_line_ = t;
+    auto e = sim::ParseE820EditLine(t);
+    if (!e.ok()) {
+      Note(l.file, l.n, Verdict::kError, "cannot read this edit: " + e.status().message());
+    } else if (after_user_header_) {
+      Note(l.file, l.n, Verdict::kNotUsed,
+           "an e820 edit printed after the user-defined map: the kernel made it later than the "
+           "map under test");
+    } else {
+      out_.machine.early_edits.push_back(*e);
+      Note(l.file, l.n, Verdict::kUsed, "the kernel's own early e820 edit");
+    }
+    return true;
+  }
+
+  // printk(KERN_NOTICE "%ldMB LOWMEM available.\n") exists only in 32-bit x86's setup_memory
+  // (arch/i386/kernel/setup.c, 2.4 .. 2.6; arch/x86 *_32.c later).
+  bool ReadLowmemLine(const Line& l) {
+    if (l.t.find("MB LOWMEM available.") == std::string::npos &&
+        l.t.find("MB HIGHMEM available.") == std::string::npos)
+      return false;
+    arch_seen_ = "i386";
+    arch_evidence_ = l.t;
+    Note(l.file, l.n, Verdict::kUsed, "a 32-bit (i386) kernel: only it prints LOWMEM/HIGHMEM");
+    return true;
+  }
+
+  // "Linux version 2.6.32-5-686 (...) ... i686 ..." (init/version.c linux_banner).
+  bool ReadVersionLine(const Line& l) {
+    if (!StartsWith(l.t, "Linux version ")) return false;
+    std::istringstream words(l.t.substr(14));
+    std::string version;
+    words >> version;
+    for (const char* a : {"x86_64", "i386", "i486", "i586", "i686"})
+      if (arch_seen_.empty() && l.t.find(a) != std::string::npos) {
+        arch_seen_ = std::string(a) == "x86_64" ? "x86_64" : "i386";
+        arch_evidence_ = l.t;
+      }
+    auto rules = sim::LinuxRulesFor(version);
+    if (rules.ok() && rules->major >= 2) {
+      out_.machine.kernel_version = version;
+      Note(l.file, l.n, Verdict::kUsed, "kernel version " + version);
+    } else {
+      Note(l.file, l.n, Verdict::kWarning, "cannot read a version from '" + version + "'");
+    }
+    return true;
+  }
+
+  // "Command line:" (arch/x86/kernel/setup.c) is printed before a built-in CONFIG_CMDLINE is
+  // merged in; "Kernel command line:" (init/main.c, start_kernel) is the line the early options
+  // were parsed from. The latter wins when both are pasted. Only a line that starts with one of
+  // them is the kernel's: prose that mentions a command line is not one.
+  bool ReadCommandLine(const Line& l) {
+    const bool parsed_line = StartsWith(l.t, "Kernel command line:");
+    if (!parsed_line && !StartsWith(l.t, "Command line:")) return false;
+    const std::string line = Trim(l.t.substr(parsed_line ? 20 : 13));
+    CmdlineSeen& slot = parsed_line ? kernel_cmdline_ : setup_cmdline_;
+    if (slot.have) {
+      Note(l.file, l.n, line == slot.text ? Verdict::kNotUsed : Verdict::kWarning,
+           line == slot.text ? "the same command line again"
+                             : "a second, different command line of the same kind: the first one is used");
+      return true;
+    }
+    std::string what = parsed_line ? "the kernel's command line (Kernel command line:)"
+                                   : "the boot loader's command line (Command line:)";
+    Verdict v = Verdict::kUsed;
+    // x86's COMMAND_LINE_SIZE (arch/x86/include/asm/setup.h) is 2048 on current kernels: the
+    // kernel keeps at most 2047 characters, so a longer logged line is not a kernel's.
+    if (line.size() > 2047) {
+      v = Verdict::kWarning;
+      what += "; it is " + std::to_string(line.size()) +
+              " characters, longer than an x86 kernel keeps (COMMAND_LINE_SIZE 2048): kept whole, "
+              "check the paste";
+    }
+    slot = {true, line, Note(l.file, l.n, v, what)};
+    return true;
+  }
+
+  // /etc/default/grub's GRUB_CMDLINE_LINUX(_DEFAULT)= and grub.cfg's linux line.
+  bool ReadGrubLine(const Line& l) {
+    if (StartsWith(l.t, "GRUB_CMDLINE_LINUX=") || StartsWith(l.t, "GRUB_CMDLINE_LINUX_DEFAULT=")) {
+      const bool def = StartsWith(l.t, "GRUB_CMDLINE_LINUX_DEFAULT=");
+      (def ? default_grub_default_ : default_grub_linux_) = AssignmentValue(l.t);
+      have_default_grub_ = true;
+      grub_notes_.push_back(Note(l.file, l.n, Verdict::kUsed,
+                                 std::string("/etc/default/grub ") +
+                                     (def ? "GRUB_CMDLINE_LINUX_DEFAULT" : "GRUB_CMDLINE_LINUX")));
+      return true;
+    }
+    std::string args;
+    if (!IsGrubCfgLinux(l.t, &args)) return false;
+    if (have_grub_cfg_) {
+      Note(l.file, l.n, Verdict::kNotUsed, "another grub.cfg linux line: the first one is used");
+      return true;
+    }
+    have_grub_cfg_ = true;
+    grub_cfg_args_ = args;
+    grub_notes_.push_back(Note(l.file, l.n, Verdict::kUsed, "grub.cfg linux line"));
+    return true;
+  }
+
+  // /proc/cpuinfo "address sizes : 46 bits physical, 48 bits virtual".
+  bool ReadCpuinfoLine(const Line& l) {
+    if (!StartsWith(l.t, "address sizes")) return false;
+    auto bits = ParsePhysAddressBits(l.t);
+    if (!bits.ok()) {
+      Note(l.file, l.n, Verdict::kError, bits.status().message());
+    } else if (*bits < 32 || *bits > 52) {
+      Note(l.file, l.n, Verdict::kWarning,
+           "physical address width " + std::to_string(*bits) + " is outside x86-64's 32..52: not used");
+    } else {
+      out_.machine.phys_addr_bits = *bits;
+      Note(l.file, l.n, Verdict::kUsed, "/proc/cpuinfo physical address width " + std::to_string(*bits));
+    }
+    return true;
+  }
+
+  // /proc/meminfo "MemTotal:       16316068 kB".
+  bool ReadMeminfoLine(const Line& l) {
+    if (!StartsWith(l.t, "MemTotal:")) return false;
+    auto total = ParseMeminfoTotal(l.t);
+    if (!total.ok()) {
+      Note(l.file, l.n, Verdict::kError, total.status().message());
+    } else {
+      out_.mem_total = *total;
+      Note(l.file, l.n, Verdict::kUsed, "/proc/meminfo MemTotal");
+    }
+    return true;
+  }
+
+  // /proc/iomem: parsed as a block; its windows become the machine's mmio ranges.
+  void SettleIomem() {
+    if (iomem_text_.empty()) return;
+    auto parsed = ParseIomem(iomem_text_);
+    if (parsed.ok()) {
+      iomem_ = *parsed;
+      out_.machine.mmio = WindowsFromIomem(iomem_);
+      return;
+    }
+    const bool hidden = parsed.status().code() == kFailedPrecondition;
+    for (size_t i : iomem_notes_) {
+      SetVerdict(&out_.notes[i], hidden ? Verdict::kNotUsed : Verdict::kError, out_);
+      out_.notes[i].what = hidden ? "/proc/iomem with every address 0: not used" : "/proc/iomem: not used";
+    }
+    Note(out_.notes[iomem_notes_[0]].file, out_.notes[iomem_notes_[0]].line,
+         hidden ? Verdict::kWarning : Verdict::kError,
+         hidden ? "/proc/iomem was read as a normal user: the kernel shows every address as 0 to "
+                  "readers without CAP_SYS_ADMIN (kernel/resource.c, r_show), so its ranges cannot "
+                  "be used; paste `sudo cat /proc/iomem`"
+                : parsed.status().message());
   }
 
   // /proc/mtrr: variable ranges. The default type is not in the file: inferred as the doctor
   // does (engine/doctor/doctor.cc UniformWriteBack): write-back ranges listed -> default UC,
   // only uncachable holes listed -> default WB.
-  if (!mtrr_text.empty()) {
-    auto parsed = ParseMtrr(mtrr_text);
+  void SettleMtrr() {
+    if (mtrr_text_.empty()) return;
+    auto parsed = ParseMtrr(mtrr_text_);
     if (!parsed.ok()) {
-      for (size_t i : mtrr_notes) SetVerdict(&out.notes[i], Verdict::kError, out);
-      note(out.notes[mtrr_notes[0]].file, out.notes[mtrr_notes[0]].line, Verdict::kError,
+      for (size_t i : mtrr_notes_) SetVerdict(&out_.notes[i], Verdict::kError, out_);
+      Note(out_.notes[mtrr_notes_[0]].file, out_.notes[mtrr_notes_[0]].line, Verdict::kError,
            parsed.status().message());
-    } else {
-      bool any_wb = false;
-      for (size_t k = 0; k < parsed->size(); ++k) {
-        const MtrrLine& m = (*parsed)[k];
-        sim::MtrrRange r;
-        r.base = m.base;
-        r.size = m.size;
-        r.type = m.type;
-        if (m.type == MemoryType::kUnknown) r.type_name = m.type_name;
-        any_wb = any_wb || m.type == MemoryType::kWriteBack;
-        if (m.size == 0 || (m.size & (m.size - 1)) || (m.base & (m.size - 1))) {
-          SetVerdict(&out.notes[mtrr_notes[k]], Verdict::kWarning, out);
-          out.notes[mtrr_notes[k]].what += ": size not a power of two or base not aligned to it; not used";
-          continue;
-        }
-        if (m.type == MemoryType::kUnknown && m.type_name != "write-through" && m.type_name != "write-protect") {
-          SetVerdict(&out.notes[mtrr_notes[k]], Verdict::kWarning, out);
-          out.notes[mtrr_notes[k]].what += ": unknown type '" + m.type_name + "'; not used";
-          continue;
-        }
-        out.machine.mtrr.variable.push_back(r);
-      }
-      out.machine.mtrr.default_type = any_wb ? MemoryType::kUncached : MemoryType::kWriteBack;
-      note(out.notes[mtrr_notes[0]].file, 0, Verdict::kUsed,
-           std::string("/proc/mtrr does not show the default type: inferred ") +
-               (any_wb ? "uncachable (write-back ranges are listed)"
-                       : "write-back (only uncachable ranges are listed)"));
+      return;
     }
+    bool any_wb = false;
+    for (size_t k = 0; k < parsed->size(); ++k) {
+      const MtrrLine& m = (*parsed)[k];
+      any_wb = any_wb || m.type == MemoryType::kWriteBack;
+      LineNote& note = out_.notes[mtrr_notes_[k]];
+      if (m.size == 0 || (m.size & (m.size - 1)) || (m.base & (m.size - 1))) {
+        SetVerdict(&note, Verdict::kWarning, out_);
+        note.what += ": size not a power of two or base not aligned to it; not used";
+        continue;
+      }
+      if (m.type == MemoryType::kUnknown && m.type_name != "write-through" && m.type_name != "write-protect") {
+        SetVerdict(&note, Verdict::kWarning, out_);
+        note.what += ": unknown type '" + m.type_name + "'; not used";
+        continue;
+      }
+      sim::MtrrRange r;
+      r.base = m.base;
+      r.size = m.size;
+      r.type = m.type;
+      if (m.type == MemoryType::kUnknown) r.type_name = m.type_name;
+      out_.machine.mtrr.variable.push_back(r);
+    }
+    out_.machine.mtrr.default_type = any_wb ? MemoryType::kUncached : MemoryType::kWriteBack;
+    Note(out_.notes[mtrr_notes_[0]].file, 0, Verdict::kUsed,
+         std::string("/proc/mtrr does not show the default type: inferred ") +
+             (any_wb ? "uncachable (write-back ranges are listed)" : "write-back (only uncachable ranges are listed)"));
   }
 
   // The firmware map: BIOS-e820 lines, else /sys/firmware/memmap, else /proc/iomem.
-  std::vector<std::pair<sim::E820Entry, LineNote*>> ordered;
-  if (!bios.empty()) {
-    out.machine.firmware_e820 = bios;
-    out.firmware_source = "dmesg's firmware map lines";
-    for (size_t i = 0; i < bios.size(); ++i) ordered.push_back({bios[i], &out.notes[bios_notes[i]]});
-    for (size_t i : memmap_notes) {
-      SetVerdict(&out.notes[i], Verdict::kNotUsed, out);
-      out.notes[i].what += ": not used, the BIOS-e820 lines give the firmware map";
-    }
-  } else if (!memmap.empty()) {
-    bool complete = true;
-    for (const auto& [i, bits] : memmap_fields) {
-      if (bits != 7) {
-        complete = false;
-        std::string missing;
-        if (!(bits & 1)) missing += " start";
-        if (!(bits & 2)) missing += " end";
-        if (!(bits & 4)) missing += " type";
-        note(out.notes[memmap_notes[0]].file, 0, Verdict::kError,
-             "/sys/firmware/memmap entry " + std::to_string(i) + " lacks its" + missing +
-                 ": the dump is cut; paste all of `grep . */*`");
+  void SettleFirmwareMap() {
+    if (!bios_.empty()) {
+      out_.machine.firmware_e820 = bios_;
+      out_.firmware_source = "dmesg's firmware map lines";
+      for (size_t i : memmap_notes_) {
+        SetVerdict(&out_.notes[i], Verdict::kNotUsed, out_);
+        out_.notes[i].what += ": not used, the BIOS-e820 lines give the firmware map";
       }
+      std::vector<std::pair<sim::E820Entry, LineNote*>> ordered;
+      for (size_t i = 0; i < bios_.size(); ++i) ordered.push_back({bios_[i], &out_.notes[bios_notes_[i]]});
+      CheckOrder(ordered, out_);
+    } else if (!memmap_.empty()) {
+      SettleMemmapDump();
+    } else if (!iomem_.empty()) {
+      SettleIomemAsFirmwareMap();
     }
-    for (const auto& [i, e] : memmap) {
-      if (!complete) break;
+    out_.has_firmware_map = !out_.machine.firmware_e820.empty();
+    if (!out_.has_firmware_map)
+      Note(inputs_.empty() ? "(no input)" : inputs_[0].name, 0, Verdict::kError,
+           "no firmware memory map found: paste the BIOS-e820 lines of dmesg (`dmesg | grep -i "
+           "e820`), /sys/firmware/memmap (`cd /sys/firmware/memmap && grep . */*`) or, as root, "
+           "/proc/iomem");
+  }
+
+  void SettleMemmapDump() {
+    bool complete = true;
+    for (const auto& [i, bits] : memmap_fields_) {
+      if (bits == 7) continue;
+      complete = false;
+      std::string missing;
+      if (!(bits & 1)) missing += " start";
+      if (!(bits & 2)) missing += " end";
+      if (!(bits & 4)) missing += " type";
+      Note(out_.notes[memmap_notes_[0]].file, 0, Verdict::kError,
+           "/sys/firmware/memmap entry " + std::to_string(i) + " lacks its" + missing +
+               ": the dump is cut; paste all of `grep . */*`");
+    }
+    if (!complete) return;
+    for (const auto& [i, e] : memmap_) {
       auto type = sim::ParseE820TypeWord(e.type);
       if (!type.ok() || e.end <= e.start) {
-        note(out.notes[memmap_notes[0]].file, 0, Verdict::kError,
+        Note(out_.notes[memmap_notes_[0]].file, 0, Verdict::kError,
              "/sys/firmware/memmap entry " + std::to_string(i) + ": " +
                  (type.ok() ? "end before start" : type.status().message()));
         continue;
       }
-      out.machine.firmware_e820.push_back({e.start, e.end, *type});
+      out_.machine.firmware_e820.push_back({e.start, e.end, *type});
     }
-    if (!out.machine.firmware_e820.empty()) out.firmware_source = "/sys/firmware/memmap";
-  } else if (!iomem.empty()) {
-    for (const auto& e : iomem) {
+    if (!out_.machine.firmware_e820.empty()) out_.firmware_source = "/sys/firmware/memmap";
+  }
+
+  void SettleIomemAsFirmwareMap() {
+    for (const auto& e : iomem_) {
       if (e.depth != 0) continue;
       auto type = sim::ParseE820TypeWord(e.name);
-      if (type.ok()) out.machine.firmware_e820.push_back({e.start, e.end, *type});
+      if (type.ok()) out_.machine.firmware_e820.push_back({e.start, e.end, *type});
     }
-    if (!out.machine.firmware_e820.empty()) {
-      out.firmware_source = "/proc/iomem";
-      note(out.notes[iomem_notes[0]].file, 0, Verdict::kWarning,
-           "the firmware map is taken from /proc/iomem, which shows it after mem=/memmap= "
-           "edits: a reservation there looks like firmware-reserved memory. Paste the "
-           "BIOS-e820 lines of dmesg or /sys/firmware/memmap for the firmware's own map");
-    }
+    if (out_.machine.firmware_e820.empty()) return;
+    out_.firmware_source = "/proc/iomem";
+    Note(out_.notes[iomem_notes_[0]].file, 0, Verdict::kWarning,
+         "the firmware map is taken from /proc/iomem, which shows it after mem=/memmap= edits: a "
+         "reservation there looks like firmware-reserved memory. Paste the BIOS-e820 lines of "
+         "dmesg or /sys/firmware/memmap for the firmware's own map");
   }
-  for (size_t i = 0; i < ordered.size(); ++i) ordered[i].second = &out.notes[bios_notes[i]];
-  CheckOrder(ordered, out);
-  out.has_firmware_map = !out.machine.firmware_e820.empty();
-  if (!out.has_firmware_map)
-    note(inputs.empty() ? "(no input)" : inputs[0].name, 0, Verdict::kError,
-         "no firmware memory map found: paste the BIOS-e820 lines of dmesg (`dmesg | grep -i "
-         "e820`), /sys/firmware/memmap (`cd /sys/firmware/memmap && grep . */*`) or, as root, "
-         "/proc/iomem");
 
-  // The command line: what the kernel logged wins (it is what the kernel received); GRUB
-  // lines are the machine's line only when no kernel line was pasted.
-  if (have_kernel_cmdline && have_setup_cmdline) {
-    LineNote& setup = out.notes[setup_cmdline_note];
-    SetVerdict(&setup, Verdict::kNotUsed, out);
-    setup.what += setup_cmdline == kernel_cmdline
-                      ? ": the same as the Kernel command line"
-                      : ": not used, it differs from the Kernel command line, which includes "
-                        "what the kernel added (a built-in CONFIG_CMDLINE) and is what it parsed";
-  } else if (have_setup_cmdline) {
-    have_kernel_cmdline = true;
-    kernel_cmdline = setup_cmdline;
-    kernel_cmdline_note = setup_cmdline_note;
-  }
-  // /proc/cmdline reads as the line the kernel kept (saved_command_line): the same as the
-  // "Kernel command line:" it printed.
-  if (have_proc_cmdline) {
-    if (have_kernel_cmdline && kernel_cmdline != proc_cmdline) {
-      LineNote& pn = out.notes[proc_cmdline_note];
-      SetVerdict(&pn, Verdict::kWarning, out);
-      pn.what += ": differs from the logged command line, which is used (pasted from another boot?)";
-    } else if (have_kernel_cmdline) {
-      out.notes[proc_cmdline_note].what += ": the same as the logged command line";
+  // What the kernel logged wins (it is what the kernel received), then /proc/cmdline, then
+  // --cmdline over both; GRUB lines are the machine's line only when none of those was given.
+  void SettleCmdline() {
+    CmdlineSeen kernel = LoggedCmdline();
+    if (given_.has_cmdline) {
+      Note("", 0, Verdict::kUsed,
+           "the command line given with --cmdline: '" + given_.cmdline + "'" +
+               (kernel.have ? " (it replaces the logged one: '" + kernel.text + "')" : ""));
+      kernel = {true, given_.cmdline, 0};
+    }
+    if (kernel.have) {
+      out_.machine.cmdline = kernel.text;
+      out_.machine.cmdline_source = "kernel";
+      for (size_t i : grub_notes_) {
+        SetVerdict(&out_.notes[i], Verdict::kNotUsed, out_);
+        out_.notes[i].what += ": not used, the kernel's logged command line is what it received";
+      }
+    } else if (have_grub_cfg_) {
+      out_.machine.cmdline = grub_cfg_args_;
+      out_.machine.cmdline_source = "grub-cfg";
+    } else if (have_default_grub_) {
+      // grub-mkconfig's 10_linux passes "${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}";
+      // both values are kept as written (quotes included) for the shell pass.
+      out_.machine.cmdline = default_grub_linux_;
+      if (!default_grub_default_.empty())
+        out_.machine.cmdline += (out_.machine.cmdline.empty() ? "" : " ") + default_grub_default_;
+      out_.machine.cmdline_source = "etc-default-grub";
     } else {
-      have_kernel_cmdline = true;
-      kernel_cmdline = proc_cmdline;
+      Note("", 0, Verdict::kWarning,
+           "no command line in the paste: the scenario boots with none. Paste dmesg's \"Kernel "
+           "command line:\" line or /proc/cmdline (a file named cmdline), or give it: --cmdline "
+           "'memmap=64M$0x40000000'");
     }
-  }
-  if (given.has_cmdline) {
-    note("", 0, Verdict::kUsed,
-         "the command line given with --cmdline: '" + given.cmdline + "'" +
-             (have_kernel_cmdline ? " (it replaces the logged one: '" + kernel_cmdline + "')"
-                                  : ""));
-    have_kernel_cmdline = true;
-    kernel_cmdline = given.cmdline;
-  }
-  if (have_kernel_cmdline) {
-    out.machine.cmdline = kernel_cmdline;
-    out.machine.cmdline_source = "kernel";
-    for (size_t i : grub_notes) {
-      SetVerdict(&out.notes[i], Verdict::kNotUsed, out);
-      out.notes[i].what += ": not used, the kernel's logged command line is what it received";
-    }
-  } else if (have_grub_cfg) {
-    out.machine.cmdline = grub_cfg_args;
-    out.machine.cmdline_source = "grub-cfg";
-  } else if (have_default_grub) {
-    // grub-mkconfig's 10_linux passes "${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}";
-    // both values are kept as written (quotes included) for the shell pass.
-    out.machine.cmdline = default_grub_linux;
-    if (!default_grub_default.empty())
-      out.machine.cmdline += (out.machine.cmdline.empty() ? "" : " ") + default_grub_default;
-    out.machine.cmdline_source = "etc-default-grub";
-  }
-  (void)kernel_cmdline_note;
-  if (!user.empty()) {
-    bool map_options = false;
-    for (const auto& opt : sim::SplitKernelCmdline(out.machine.cmdline))
-      map_options = map_options || opt.key == "mem" || opt.key == "memmap";
-    if (!map_options)
-      note(out.notes[user_notes[0]].file, 0, Verdict::kWarning,
-           "a user-defined map was logged, but no pasted command line has the mem=/memmap= "
-           "options that made it: add them to the scenario's cmdline (or paste the \"Kernel "
-           "command line:\" line)");
   }
 
-  if (!given.kernel_version.empty()) {
-    note("", 0, Verdict::kUsed,
-         "kernel version " + given.kernel_version + " given with --kernel" +
-             (!out.machine.kernel_version.empty() &&
-                      out.machine.kernel_version != given.kernel_version
-                  ? " (it replaces the logged " + out.machine.kernel_version + ")"
-                  : ""));
-    out.machine.kernel_version = given.kernel_version;
+  // The logged command line: "Kernel command line:" over "Command line:", checked against
+  // /proc/cmdline (the line the kernel kept, saved_command_line: the same as the one it printed).
+  CmdlineSeen LoggedCmdline() {
+    CmdlineSeen kernel = kernel_cmdline_;
+    if (kernel.have && setup_cmdline_.have) {
+      LineNote& setup = out_.notes[setup_cmdline_.note];
+      SetVerdict(&setup, Verdict::kNotUsed, out_);
+      setup.what += setup_cmdline_.text == kernel.text
+                        ? ": the same as the Kernel command line"
+                        : ": not used, it differs from the Kernel command line, which includes "
+                          "what the kernel added (a built-in CONFIG_CMDLINE) and is what it parsed";
+    } else if (setup_cmdline_.have) {
+      kernel = setup_cmdline_;
+    }
+    if (!proc_cmdline_.have) return kernel;
+    LineNote& pn = out_.notes[proc_cmdline_.note];
+    if (kernel.have && kernel.text != proc_cmdline_.text) {
+      SetVerdict(&pn, Verdict::kWarning, out_);
+      pn.what += ": differs from the logged command line, which is used (pasted from another boot?)";
+    } else if (kernel.have) {
+      pn.what += ": the same as the logged command line";
+    } else {
+      kernel = proc_cmdline_;
+    }
+    return kernel;
   }
+
+  // The version: --kernel, else the "Linux version" line, else what the map's print form says:
+  // the old form (end exclusive) is what kernels before 3.5 print (linux_rules.h
+  // old_print_format), so such a paste takes the rules of 3.4, the newest of them.
+  void SettleVersion() {
+    if (!given_.kernel_version.empty()) {
+      Note("", 0, Verdict::kUsed,
+           "kernel version " + given_.kernel_version + " given with --kernel" +
+               (!out_.machine.kernel_version.empty() && out_.machine.kernel_version != given_.kernel_version
+                    ? " (it replaces the logged " + out_.machine.kernel_version + ")"
+                    : ""));
+      out_.machine.kernel_version = given_.kernel_version;
+      return;
+    }
+    if (!out_.machine.kernel_version.empty() || old_form_line_.empty()) return;
+    out_.machine.kernel_version = kNewestOldFormVersion;
+    Note("", 0, Verdict::kWarning,
+         std::string("no \"Linux version\" line, and the map is in the old print form ('") +
+             old_form_line_ + "'), which only kernels before 3.5 print: the scenario takes the "
+             "rules of " + kNewestOldFormVersion + ", the newest of them; give --kernel VERSION for the exact ones");
+  }
+
   // The architecture: given, else shown by the paste, else x86_64 (the model's default).
-  out.arch_source = !given.arch.empty()     ? "given with --arch"
-                    : !arch_seen.empty()      ? "the log's line '" + arch_evidence + "'"
-                                              : "not shown by the paste: x86_64 assumed "
-                                                "(give --arch i386 for a 32-bit kernel)";
-  if (!given.arch.empty()) {
-    out.machine.arch = given.arch;
-    note("", 0, Verdict::kUsed,
-         "architecture " + given.arch + " given with --arch" +
-             (!arch_seen.empty() && arch_seen != given.arch
-                  ? " (the paste suggests " + arch_seen + ": '" + arch_evidence + "')"
-                  : ""));
-  } else if (!arch_seen.empty()) {
-    if (arch_seen == "i386") out.machine.arch = "i386";
-    if (arch_seen == "i386" && out.machine.kernel_version.empty())
-      note("", 0, Verdict::kWarning,
-           "a 32-bit kernel without a \"Linux version\" line: the scenario gets the newest "
-           "rules, which a 32-bit kernel follows only from 2.6.27; give --kernel VERSION");
-  } else {
-    int major = 0, minor = 0, patch = 0;
-    const int got = std::sscanf(out.machine.kernel_version.c_str(), "%d.%d.%d", &major,
-                                &minor, &patch);
-    if (got >= 2 && std::make_tuple(major, minor, got == 3 ? patch : 0) <
-                        std::make_tuple(2, 6, 27))
-      note("", 0, Verdict::kWarning,
-           "nothing in the paste says whether Linux " + out.machine.kernel_version +
-               " ran as i386 or x86_64 (no LOWMEM/HIGHMEM line, no arch in the version "
-               "line); before 2.6.27 their mem= rules differ. The scenario assumes x86_64: "
-               "give --arch i386 for a 32-bit kernel");
-  }
-
-  // The logged user map: the expected result. Its usable RAM is the boot step's expectation.
-  out.user_map_usable = UsableBytes(user);
-  if (!user.empty() && !after_user_header)
-    note(out.notes[user_notes[0]].file, 0, Verdict::kWarning,
-         "user: lines without the \"user-defined physical RAM map:\" line before them");
-
-  // What the kernel keeps for itself: usable RAM minus MemTotal, where both are known.
-  const uint64_t usable = !user.empty() ? out.user_map_usable
-                                        : UsableBytes(sim::SanitizeE820(out.machine.firmware_e820));
-  if (out.mem_total) {
-    if (usable > out.mem_total && out.has_firmware_map) {
-      out.machine.kernel_reserved_bytes = usable - out.mem_total;
-    } else if (out.has_firmware_map) {
-      note("", 0, Verdict::kWarning,
-           "MemTotal is not below the usable RAM of the map; the kernel's own share is left 0");
+  void SettleArch() {
+    out_.arch_source = !given_.arch.empty() ? "given with --arch"
+                       : !arch_seen_.empty() ? "the log's line '" + arch_evidence_ + "'"
+                                             : "not shown by the paste: x86_64 assumed (give --arch i386 for a 32-bit kernel)";
+    if (!given_.arch.empty()) {
+      out_.machine.arch = given_.arch;
+      Note("", 0, Verdict::kUsed,
+           "architecture " + given_.arch + " given with --arch" +
+               (!arch_seen_.empty() && arch_seen_ != given_.arch
+                    ? " (the paste suggests " + arch_seen_ + ": '" + arch_evidence_ + "')"
+                    : ""));
+      return;
     }
+    if (!arch_seen_.empty()) {
+      if (arch_seen_ == "i386") out_.machine.arch = "i386";
+      if (arch_seen_ == "i386" && out_.machine.kernel_version.empty())
+        Note("", 0, Verdict::kWarning,
+             "a 32-bit kernel without a \"Linux version\" line: the scenario gets the newest "
+             "rules, which a 32-bit kernel follows only from 2.6.27; give --kernel VERSION");
+      return;
+    }
+    auto rules = sim::LinuxRulesFor(out_.machine.kernel_version);
+    if (!out_.machine.kernel_version.empty() && rules.ok() && !rules->AtLeast(2, 6, 27))
+      Note("", 0, Verdict::kWarning,
+           "nothing in the paste says whether Linux " + out_.machine.kernel_version +
+               " ran as i386 or x86_64 (no LOWMEM/HIGHMEM line, no arch in the version line); "
+               "before 2.6.27 their mem= rules differ. The scenario assumes x86_64: give --arch "
+               "i386 for a 32-bit kernel");
   }
-  if (blank) note("", 0, Verdict::kNotUsed, std::to_string(blank) + " blank lines");
-  return out;
+
+  // The logged user map is the expected result: its usable RAM is the boot step's expectation.
+  // What the kernel keeps for itself: usable RAM minus MemTotal, where both are known.
+  void SettleUserMap() {
+    if (!user_.empty()) {
+      bool map_options = false;
+      for (const auto& opt : sim::SplitKernelCmdline(out_.machine.cmdline))
+        map_options = map_options || opt.key == "mem" || opt.key == "memmap";
+      if (!map_options)
+        Note(out_.notes[user_notes_[0]].file, 0, Verdict::kWarning,
+             "a user-defined map was logged, but no pasted command line has the mem=/memmap= "
+             "options that made it: add them to the scenario's cmdline (or paste the \"Kernel "
+             "command line:\" line)");
+      if (!after_user_header_)
+        Note(out_.notes[user_notes_[0]].file, 0, Verdict::kWarning,
+             "user: lines without the \"user-defined physical RAM map:\" line before them");
+    }
+    out_.user_map_usable = UsableBytes(user_);
+    const uint64_t usable = !user_.empty() ? out_.user_map_usable
+                                           : UsableBytes(sim::SanitizeE820(out_.machine.firmware_e820));
+    if (!out_.mem_total || !out_.has_firmware_map) return;
+    if (usable > out_.mem_total)
+      out_.machine.kernel_reserved_bytes = usable - out_.mem_total;
+    else
+      Note("", 0, Verdict::kWarning,
+           "MemTotal is not below the usable RAM of the map; the kernel's own share is left 0");
+  }
+
+  static constexpr const char* kNewestOldFormVersion = "3.4";
+
+  const std::vector<PasteInput>& inputs_;
+  const GivenFacts& given_;
+  Imported out_;
+  std::vector<sim::E820Entry> bios_, user_;
+  std::vector<size_t> bios_notes_, user_notes_, grub_notes_, iomem_notes_, mtrr_notes_, memmap_notes_;
+  bool after_user_header_ = false;
+  std::string old_form_line_;  // the first map or edit line in the old print form
+  CmdlineSeen kernel_cmdline_, setup_cmdline_, proc_cmdline_;
+  std::string grub_cfg_args_, default_grub_linux_, default_grub_default_;
+  bool have_grub_cfg_ = false, have_default_grub_ = false;
+  std::string iomem_text_, mtrr_text_;
+  std::vector<IomemEntry> iomem_;
+  std::map<int, MemmapDumpEntry> memmap_;
+  std::map<int, int> memmap_fields_;
+  int blank_ = 0;
+  std::set<std::string> seen_map_lines_;
+  std::string arch_seen_, arch_evidence_;  // the architecture the paste shows, and the line
+};
+
+}  // namespace
+
+Imported ReadPaste(const std::vector<PasteInput>& inputs, const GivenFacts& given) {
+  return PasteReader(inputs, given).Read();
 }
 
 }  // namespace resmem::import

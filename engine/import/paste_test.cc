@@ -71,7 +71,8 @@ TEST(Paste, OverlappingAndUnsortedRangesWarnAndStay) {
                  "BIOS-e820: [mem 0x0000000000000000-0x000000000009ffff] usable\n"
                  "BIOS-e820: [mem 0x000000007ff00000-0x000000007fffffff] reserved\n");
   EXPECT_EQ(im.machine.firmware_e820.size(), 3u);
-  EXPECT_EQ(im.warnings, 2);
+  EXPECT_EQ(im.warnings, 3);  // the two lines, and no command line pasted
+  EXPECT_TRUE(HasNote(im, Verdict::kWarning, "no command line in the paste"));
   EXPECT_EQ(NoteOf(im, 2)->verdict, Verdict::kWarning);
   EXPECT_NE(NoteOf(im, 2)->what.find("out of order"), std::string::npos);
   EXPECT_NE(NoteOf(im, 3)->what.find("overlaps the entry of line 1"), std::string::npos);
@@ -204,7 +205,8 @@ TEST(Paste, ShapesOfRealPastes) {
       "BIOS-e820: 00000000cf780000 - 00000000cf78e000 (ACPI  data)\n"
       "[    0.095079] Kernel command line: memmap=0x2000000$0x188000000 loglevel=1\n");
   EXPECT_EQ(im.errors, 0);
-  EXPECT_EQ(im.warnings, 0);
+  EXPECT_EQ(im.warnings, 1);  // no version line, and a map line in the old print form
+  EXPECT_EQ(im.machine.kernel_version, "3.4");
   ASSERT_EQ(im.machine.firmware_e820.size(), 2u);
   EXPECT_EQ(im.machine.firmware_e820[0].end, 0x96000u);
   EXPECT_EQ(im.machine.firmware_e820[1].type, sim::E820Type::kAcpi);
@@ -232,7 +234,7 @@ TEST(Paste, TheSameMapTwiceIsReadOnce) {
   auto im = ReadPaste({{"dmesg.txt", map}, {"dmesg-e820.txt", map}});
   EXPECT_EQ(im.machine.firmware_e820.size(), 1u);
   EXPECT_EQ(im.user_map.size(), 1u);
-  EXPECT_EQ(im.warnings, 1);  // only: no mem=/memmap= behind the user map
+  EXPECT_EQ(im.warnings, 2);  // no mem=/memmap= behind the user map, no command line at all
   EXPECT_TRUE(HasNote(im, Verdict::kWarning, "no pasted command line has the mem=/memmap="));
   EXPECT_TRUE(HasNote(im, Verdict::kNotUsed, "the same map line again"));
 }
@@ -309,6 +311,44 @@ TEST(Paste, ArchitectureFromTheLogGivenFactsWin) {
   EXPECT_TRUE(HasNote(im, Verdict::kUsed, "given with --cmdline"));
   EXPECT_TRUE(HasNote(im, Verdict::kUsed, "the paste suggests i386"));
   EXPECT_TRUE(HasNote(im, Verdict::kUsed, "it replaces the logged 2.6.9"));
+}
+
+// Only the kernel's own lines are its command line: prose that mentions one (a note in a forum
+// post, a comment) is not, and a paste with none says how to give one.
+TEST(Paste, ProseThatMentionsACommandLineIsNotOne) {
+  auto im = Read("BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n"
+                 "I added memmap=64M$0x40000000 so the Kernel command line: now has it\n"
+                 "my Command line: was fine before\n");
+  EXPECT_EQ(im.machine.cmdline, "");
+  EXPECT_EQ(NoteOf(im, 2)->verdict, Verdict::kNotUsed);
+  EXPECT_NE(NoteOf(im, 2)->what.find("not a line resmem import reads"), std::string::npos);
+  EXPECT_EQ(NoteOf(im, 3)->verdict, Verdict::kNotUsed);
+  EXPECT_TRUE(HasNote(im, Verdict::kWarning, "--cmdline"));
+  auto real = Read("BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n"
+                   "[    0.095079] Kernel command line: memmap=64M$0x40000000\n");
+  EXPECT_EQ(real.machine.cmdline, "memmap=64M$0x40000000");
+  EXPECT_FALSE(HasNote(real, Verdict::kWarning, "no command line in the paste"));
+}
+
+// The old print form (end exclusive) is what kernels before 3.5 print: without a version line the
+// scenario takes 3.4's rules (the newest such) instead of the newest rules, whose user map would
+// print in the new form; a version line or --kernel wins.
+TEST(Paste, TheOldPrintFormSaysAKernelBefore35) {
+  const std::string map = " BIOS-e820: 0000000000000000 - 000000000009fc00 (usable)\n"
+                          " BIOS-e820: 0000000000100000 - 00000000cfff0000 (usable)\n"
+                          "Kernel command line: mem=2G\n";
+  auto im = Read(map);
+  EXPECT_EQ(im.machine.kernel_version, "3.4");
+  EXPECT_TRUE(HasNote(im, Verdict::kWarning, "which only kernels before 3.5 print"));
+  auto logged = Read("Linux version 2.6.32-5-amd64 (Debian 2.6.32-48)\n" + map);
+  EXPECT_EQ(logged.machine.kernel_version, "2.6.32-5-amd64");
+  EXPECT_FALSE(HasNote(logged, Verdict::kWarning, "which only kernels before 3.5 print"));
+  GivenFacts given;
+  given.kernel_version = "3.2.0";
+  auto stated = ReadPaste({{"dmesg.txt", map}}, given);
+  EXPECT_EQ(stated.machine.kernel_version, "3.2.0");
+  auto fresh = Read("BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\n");
+  EXPECT_EQ(fresh.machine.kernel_version, "");
 }
 
 }  // namespace

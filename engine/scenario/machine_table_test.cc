@@ -33,6 +33,27 @@ Result<Scenario> Load(const std::string& machine, const std::string& name = "s.t
   return (*r)[0];
 }
 
+// `resmem plan --machine scenarios/x.toml`: a scenario file names a machine as a machine file
+// does (LoadMachineArgument), the one it boots: its preset with its keys applied. A [sweep]
+// whose cases boot different machines is refused naming where they differ.
+TEST(MachineTable, AScenarioFileIsAMachineArgument) {
+  const std::string path = Dir() + "/plan_me.toml";
+  Write(path, std::string(kHead) +
+                  "[machine]\npreset = \"qemu-q35-2g\"\ncmdline = \"memmap=64M$0x40000000\"\n");
+  auto m = LoadMachineArgument(path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->cmdline, "memmap=64M$0x40000000");
+  EXPECT_FALSE(m->firmware_e820.empty());
+  const std::string sweep = Dir() + "/sweep.toml";
+  Write(sweep, std::string(kHead) +
+                   "[sweep]\nsize = [\"64M\", \"128M\"]\n"
+                   "[machine]\npreset = \"qemu-q35-2g\"\ncmdline = \"memmap=${size}$0x40000000\"\n");
+  auto both = LoadMachineArgument(sweep);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("boot different machines"), std::string::npos)
+      << both.status().message();
+}
+
 TEST(MachineTable, PresetWithOverrides) {
   auto s = Load("preset = \"qemu-q35-2g\"\ncmdline = \"memmap=1M$0x1000000\"\nkernel = \"4.19.0\"\n"
                 "mtrr = [{ base = 0, size = \"2G\", type = \"wb\" }]\n");

@@ -241,6 +241,24 @@ void ParseScenarioTable(const toml::table& t, const std::string& sweep_value, Er
 
 }  // namespace
 
+namespace {
+
+// The machine of a scenario file: its first case's (a [sweep] whose cases boot different
+// machines is refused, naming the way out).
+Result<sim::MachineSpec> ScenarioMachine(const std::string& text, const std::string& path) {
+  RESMEM_ASSIGN_OR_RETURN(std::vector<Scenario> cases, ParseScenarioText(text, path));
+  if (cases.empty()) return Status::InvalidArgument(path + ": the scenario has no case");
+  std::string diff;
+  for (const auto& c : cases)
+    if (!sim::SameMachine(c.machine, cases[0].machine, &diff))
+      return Status::InvalidArgument(path + ": its [sweep] cases boot different machines (" +
+                                     cases[0].case_label + " and " + c.case_label + " differ in " +
+                                     diff + "); name a machine file or a preset instead");
+  return cases[0].machine;
+}
+
+}  // namespace
+
 Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths) {
   if (paths.empty()) return Status::InvalidArgument("no file named");
   const fs::path first(paths[0]);
@@ -250,6 +268,9 @@ Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string text = ss.str();
+    // A scenario file's [machine] is a machine too (`resmem plan --machine scenarios/x.toml`):
+    // the one the scenario boots, with its preset or from= resolved and its keys applied.
+    if (text.find("[scenario]") != std::string::npos) return ScenarioMachine(text, first.string());
     if (first.extension() == ".toml" || text.find("[machine]") != std::string::npos)
       return sim::ParseMachineText(text, first.string());
   }

@@ -109,6 +109,25 @@ TEST(LinuxI386, RulesAreKeyedOnVersionAndArch) {
             std::string::npos);
 }
 
+// Pre-releases come before their release, as the kernel numbers them: Hugh Dickins' limit_regions
+// fix went into 2.6.0-test8, so -test7 still cuts at the running sum and -test8 at the end
+// address. A distribution's suffix is not a pre-release.
+TEST(LinuxI386, TestKernelsAreOrderedBeforeTheirRelease) {
+  EXPECT_EQ(LinuxRulesFor("2.6.0-test7", "i386")->mem_limit, MemLimitRule::kI386CutAtRamSum);
+  EXPECT_EQ(LinuxRulesFor("2.6.0-test8", "i386")->mem_limit, MemLimitRule::kI386CutAtEnd);
+  EXPECT_EQ(LinuxRulesFor("2.6.0-test11", "i386")->mem_limit, MemLimitRule::kI386CutAtEnd);
+  EXPECT_EQ(LinuxRulesFor("2.6.0", "i386")->mem_limit, MemLimitRule::kI386CutAtEnd);
+  EXPECT_FALSE(LinuxRulesFor("2.6.0-test11")->AtLeast(2, 6, 0));
+  EXPECT_TRUE(LinuxRulesFor("2.6.0-test11")->AtLeast(2, 6, 0, 8));
+  EXPECT_TRUE(LinuxRulesFor("2.6.0")->AtLeast(2, 6, 0));
+  EXPECT_FALSE(LinuxRulesFor("3.5-rc7")->AtLeast(3, 5));
+  EXPECT_TRUE(LinuxRulesFor("3.5-rc7")->AtLeast(3, 4, 99));
+  EXPECT_TRUE(LinuxRulesFor("6.1.0-13-amd64")->AtLeast(6, 1, 0));
+  EXPECT_TRUE(LinuxRulesFor("6.12.117+deb12-amd64")->AtLeast(6, 12, 117));
+  EXPECT_TRUE(LinuxRulesFor("2.4.19-pre7")->AtLeast(2, 4, 19, 7));
+  EXPECT_FALSE(LinuxRulesFor("2.4.19-pre6")->AtLeast(2, 4, 19, 7));
+}
+
 TEST(LinuxI386, AnEntryReachingPast2To64StaysInTheUnsanitizedTable) {
   // i386 before 2.6.27 stores memmap='s start and size as given (add_memory_region) and never
   // sanitizes the table, so an entry whose start + size passes 2^64 stays in it (the kernel's

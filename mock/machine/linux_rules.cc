@@ -6,9 +6,29 @@
 
 namespace resmem::sim {
 
-bool LinuxRules::AtLeast(int ma, int mi, int pa) const {
-  return std::tie(major, minor, patch) >= std::tie(ma, mi, pa);
+bool LinuxRules::AtLeast(int ma, int mi, int pa, int pre) const {
+  return std::tie(major, minor, patch, prerelease) >= std::tie(ma, mi, pa, pre);
 }
+
+namespace {
+
+// The pre-release number of a version's suffix ("-test8" -> 8, "-rc3" -> 3, "-pre7" -> 7), or
+// LinuxRules::kRelease for a release, whatever else follows ("-13-amd64", "+deb12").
+int PrereleaseOf(const std::string& suffix) {
+  for (const char* kind : {"-test", "-rc", "-pre"}) {
+    const std::string k = kind;
+    if (suffix.compare(0, k.size(), k) != 0 || suffix.size() == k.size() ||
+        !std::isdigit(static_cast<unsigned char>(suffix[k.size()])))
+      continue;
+    int n = 0;
+    for (size_t i = k.size(); i < suffix.size() && std::isdigit(static_cast<unsigned char>(suffix[i])) && n < 100000; ++i)
+      n = n * 10 + (suffix[i] - '0');
+    return n;
+  }
+  return LinuxRules::kRelease;
+}
+
+}  // namespace
 
 Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version, const std::string& arch) {
   LinuxRules r;
@@ -42,6 +62,7 @@ Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version, const std::s
     r.major = parts[0];
     r.minor = parts[1];
     r.patch = parts[2];
+    r.prerelease = PrereleaseOf(kernel_version.substr(i));
   }
   r.old_print_format = !r.AtLeast(3, 5);
   r.header_e820_prefix = r.AtLeast(3, 5) && !r.AtLeast(4, 12);
@@ -59,7 +80,7 @@ Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version, const std::s
   if (r.arch == "i386" && !r.AtLeast(2, 6, 27)) {
     r.sanitizes_user_map = false;
     if (!r.AtLeast(2, 5)) r.mem_limit = MemLimitRule::kI386CutAtEnd;
-    else if (!r.AtLeast(2, 6)) r.mem_limit = MemLimitRule::kI386CutAtRamSum;
+    else if (!r.AtLeast(2, 6, 0, /*-test*/ 8)) r.mem_limit = MemLimitRule::kI386CutAtRamSum;
     else if (!r.AtLeast(2, 6, 19)) r.mem_limit = MemLimitRule::kI386CutAtEnd;
     else r.mem_limit = MemLimitRule::kI386CutAtEndSkipPast;
     r.mem_takes_map_items = !r.AtLeast(2, 5, 66);

@@ -48,12 +48,17 @@ struct LinuxRules {
   std::string version;  // as given ("6.1.0-13-amd64"), or "newest"
   std::string arch = "x86_64";  // "x86_64" or "i386" (MachineSpec::arch)
   int major = 99, minor = 0, patch = 0;
+  // A pre-release comes before its release, as the kernel numbers them (Makefile EXTRAVERSION):
+  // 2.6.0-test1 < ... < 2.6.0-test11 < 2.6.0 < 2.6.1, and 6.1-rc7 < 6.1. "-testN", "-rcN" and
+  // "-preN" are pre-releases; any other suffix (a distribution's "-13-amd64") is not.
+  static constexpr int kRelease = 1 << 30;
+  int prerelease = kRelease;
 
   // mem=nn: see MemLimitRule. i386 before 2.6.27 follows limit_regions: 2.4 (from 2.4.19-pre7:
   // the thread of corpus log 14 says -pre6 still replaced the map) cuts at the end address,
-  // 2.5.x at the running sum, 2.6.0 .. 2.6.18 at the end address again (the -test kernels count
-  // as 2.6.0, which the model cannot tell apart), 2.6.19 .. 2.6.26 also drop a RAM entry past nn
-  // (the model switches at 2.6.19: between 2.6.0-test8 and the 2.6.19-era file read).
+  // 2.5.x and 2.6.0-test1 .. -test7 at the running sum, 2.6.0-test8 (Hugh Dickins' fix) .. 2.6.18
+  // at the end address again, 2.6.19 .. 2.6.26 also drop a RAM entry past nn (the model switches
+  // at 2.6.19: between 2.6.0-test8 and the 2.6.19-era file read).
   MemLimitRule mem_limit = MemLimitRule::kRemoveRamAbove;
   // i386 before 2.6.27 prints the user map right after the options edited the table, without
   // sanitizing it (2.4 parse_mem_cmdline and 2.6 setup_arch: print_memory_map("user") with no
@@ -116,11 +121,14 @@ struct LinuxRules {
   // and 6.12 (read); 0 where not known (the line is then printed without a number).
   int range_update_bug_line = 0;
 
-  bool AtLeast(int ma, int mi, int pa = 0) const;
+  // Whether this kernel is ma.mi.pa or later; with `pre`, its pre-release `pre` (-testN, -rcN)
+  // or later. A switch that landed in a merge window is placed at the release, so its own
+  // pre-releases come before it: the model's switches are between versions read anyway.
+  bool AtLeast(int ma, int mi, int pa = 0, int pre = kRelease) const;
 };
 
-// The rules of a kernel version string: "2.6.32", "4.19.0-21-amd64", "6.1.0"; empty means the
-// newest rules. `arch` is "x86_64" (or empty) or "i386". A string that does not start with
+// The rules of a kernel version string: "2.6.32", "4.19.0-21-amd64", "6.1.0", "2.6.0-test8";
+// empty means the newest rules. `arch` is "x86_64" (or empty) or "i386". A string that does not start with
 // "N.N", or another arch, is an error naming it.
 Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version,
                                  const std::string& arch = "");
