@@ -641,9 +641,8 @@ class PasteReader {
                 : parsed.status().message());
   }
 
-  // /proc/mtrr: variable ranges. The default type is not in the file: inferred as the doctor
-  // does (engine/doctor/doctor.cc UniformWriteBack): write-back ranges listed -> default UC,
-  // only uncachable holes listed -> default WB.
+  // /proc/mtrr: variable ranges and the default type the file does not show, as the model reads
+  // them (sim::MtrrFromProcMtrr: the one reading for import and the doctor).
   void SettleMtrr() {
     if (mtrr_text_.empty()) return;
     auto parsed = ParseMtrr(mtrr_text_);
@@ -653,32 +652,18 @@ class PasteReader {
            parsed.status().message());
       return;
     }
-    bool any_wb = false;
-    for (size_t k = 0; k < parsed->size(); ++k) {
-      const MtrrLine& m = (*parsed)[k];
-      any_wb = any_wb || m.type == MemoryType::kWriteBack;
+    std::vector<std::string> left_out;
+    out_.machine.mtrr = sim::MtrrFromProcMtrr(*parsed, &left_out);
+    for (size_t k = 0; k < left_out.size(); ++k) {
+      if (left_out[k].empty()) continue;
       LineNote& note = out_.notes[mtrr_notes_[k]];
-      if (m.size == 0 || (m.size & (m.size - 1)) || (m.base & (m.size - 1))) {
-        SetVerdict(&note, Verdict::kWarning, out_);
-        note.what += ": size not a power of two or base not aligned to it; not used";
-        continue;
-      }
-      if (m.type == MemoryType::kUnknown && m.type_name != "write-through" && m.type_name != "write-protect") {
-        SetVerdict(&note, Verdict::kWarning, out_);
-        note.what += ": unknown type '" + m.type_name + "'; not used";
-        continue;
-      }
-      sim::MtrrRange r;
-      r.base = m.base;
-      r.size = m.size;
-      r.type = m.type;
-      if (m.type == MemoryType::kUnknown) r.type_name = m.type_name;
-      out_.machine.mtrr.variable.push_back(r);
+      SetVerdict(&note, Verdict::kWarning, out_);
+      note.what += ": " + left_out[k] + "; not used";
     }
-    out_.machine.mtrr.default_type = any_wb ? MemoryType::kUncached : MemoryType::kWriteBack;
+    const bool default_uc = out_.machine.mtrr.default_type == MemoryType::kUncached;
     Note(out_.notes[mtrr_notes_[0]].file, 0, Verdict::kUsed,
          std::string("/proc/mtrr does not show the default type: inferred ") +
-             (any_wb ? "uncachable (write-back ranges are listed)" : "write-back (only uncachable ranges are listed)"));
+             (default_uc ? "uncachable (write-back ranges are listed)" : "write-back (only uncachable ranges are listed)"));
   }
 
   // The firmware map: BIOS-e820 lines, else /sys/firmware/memmap, else /proc/iomem.
@@ -865,10 +850,14 @@ class PasteReader {
   // What the kernel keeps for itself: usable RAM minus MemTotal, where both are known.
   void SettleUserMap() {
     if (!user_.empty()) {
+      // The options the model's boot reads as mem=/memmap= (after GRUB's expansion of a GRUB
+      // source): the same reader as the simulator, the doctor and the plan.
       bool map_options = false;
-      for (const auto& opt : sim::SplitKernelCmdline(out_.machine.cmdline))
-        map_options = map_options || opt.key == "mem" || opt.key == "memmap";
-      if (!map_options)
+      if (out_.has_firmware_map) {
+        auto booted = sim::Boot(out_.machine);
+        map_options = booted.ok() && !booted->memory_options.empty();
+      }
+      if (out_.has_firmware_map && !map_options)
         Note(out_.notes[user_notes_[0]].file, 0, Verdict::kWarning,
              "a user-defined map was logged, but no pasted command line has the mem=/memmap= "
              "options that made it: add them to the scenario's cmdline (or paste the \"Kernel "

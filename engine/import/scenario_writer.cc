@@ -11,40 +11,16 @@
 #include "backends/api/memory.h"
 
 namespace resmem::import {
-namespace {
-
-}  // namespace
 
 std::vector<std::string> ReservationsOf(const sim::MachineSpec& machine) {
-  std::string line = machine.cmdline;
-  if (machine.cmdline_source != "kernel") {
-    std::string plain;
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '$') continue;
-      if (line[i] == '\'' ) continue;
-      plain += line[i];
-    }
-    line = plain;
-  }
+  // The model's boot reads the command line (GRUB's expansion of a grub.cfg or /etc/default/grub
+  // line included): the same reader as the simulator, the doctor and the plan. A machine that
+  // cannot boot reserves nothing.
+  auto booted = sim::Boot(machine);
+  if (!booted.ok()) return {};
   std::vector<std::string> out;
-  for (const auto& opt : sim::SplitKernelCmdline(line)) {
-    if (opt.key != "memmap" || !opt.has_value) continue;
-    size_t pos = 0;
-    while (pos <= opt.value.size()) {
-      const size_t comma = opt.value.find(',', pos);
-      const std::string item = opt.value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      const size_t dollar = item.find('$');
-      if (dollar != std::string::npos) {
-        const auto size = sim::MemParse(item.substr(0, dollar));
-        const auto start = sim::MemParse(item.substr(dollar + 1));
-        if (size.consumed == dollar && size.value && start.consumed == item.size() - dollar - 1 &&
-            start.consumed)
-          out.push_back(HexAddress(size.value) + "$" + HexAddress(start.value));
-      }
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-  }
+  for (const auto& r : booted->reservations)
+    out.push_back(HexAddress(r.end - r.start) + "$" + HexAddress(r.start));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "mock/machine/cmdline.h"
@@ -62,29 +63,28 @@ std::vector<Interval> Subtract(const std::vector<Interval>& in, uint64_t cut_sta
   return out;
 }
 
-// What a memory option does, for the plan: a limit (mem=nn, or a bare memmap=nn, which acts as
-// mem=nn: e820.c, parse_memmap_one) is always replaced, since memmap=nn$ss alone reserves and the
-// kernel keeps every other byte (seed 002's remedy); a reservation (memmap=nn$ss) is kept and
-// planned around unless the user asks to replace it. memmap=nn!ss, @ss, #ss, %ss and exactmap
-// are neither and stay.
+// What each argument of the kernel's command line does to the memory map, as the model's boot
+// read it (sim::Boot, BootedKernel::memory_options: the one reader of mem=/memmap= that the
+// simulator, the doctor and import use too), by its position on the line. For the plan a limit
+// (mem=nn, or a memmap= without a type, which acts as mem=nn: e820.c parse_memmap_one; the
+// unescaped GRUB "memmap=8GG" is one) is always replaced, since memmap=nn$ss alone reserves and
+// the kernel keeps every other byte (seed 002's remedy); a reservation (memmap=nn$ss) is kept
+// and planned around unless the user asks to replace it. memmap=nn!ss, @ss, #ss, %ss, exactmap,
+// an option the kernel refused and one it never read are neither and stay.
 struct OptionRole {
   bool limit = false;
   bool reservation = false;
 };
-OptionRole RoleOf(const sim::KernelOption& o) {
-  OptionRole role;
-  if (o.key != "memmap" && o.key != "mem") return role;
-  for (size_t pos = 0; pos <= o.value.size();) {
-    const size_t comma = o.value.find(',', pos);
-    const std::string item = o.value.substr(pos, comma == std::string::npos ? comma : comma - pos);
-    const auto size = sim::MemParse(item);
-    if (size.consumed > 0 && size.consumed == item.size()) role.limit = true;
-    if (size.consumed > 0 && size.consumed < item.size() && item[size.consumed] == '$')
-      role.reservation = true;
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+std::map<int, OptionRole> RolesOf(const sim::BootedKernel& booted) {
+  std::map<int, OptionRole> roles;
+  using Action = sim::MemoryOptionOutcome::Action;
+  for (const auto& o : booted.memory_options) {
+    if (!o.applied || o.rejected) continue;
+    OptionRole& role = roles[o.position];
+    role.limit = role.limit || o.action == Action::kLimit;
+    role.reservation = role.reservation || (o.action == Action::kAdd && o.type == sim::E820Type::kReserved);
   }
-  return role;
+  return roles;
 }
 
 // crashkernel=SIZE@OFFSET pins a range (kernel/crash_core.c, parse_crashkernel_simple);
@@ -103,31 +103,11 @@ std::optional<Interval> PinnedCrashKernel(const std::vector<sim::KernelOption>& 
   return std::nullopt;
 }
 
-// Names what keeps [start, end) from being write-back under the MTRRs, or "" when it is WB.
+// Names what keeps [start, end) from being write-back under the MTRRs, or "" when it is WB (the
+// model's reading, sim::MtrrWriteBackOver, which the simulator and the doctor use too).
 std::string MtrrBlocker(const sim::MachineSpec& m, uint64_t start, uint64_t end) {
-  if (!m.mtrr.enabled) return "the MTRRs are disabled (MTRRdefType.E = 0): all memory is UC";
-  for (size_t i = 0; i < m.mtrr.variable.size(); ++i) {
-    const auto& r = m.mtrr.variable[i];
-    if (r.type == MemoryType::kWriteBack || r.base >= end || r.base + r.size <= start) continue;
-    return "variable MTRR reg" + std::to_string(i) + " (base " + HexAddress(r.base) + ", size " +
-           FormatSize(r.size) + ") makes " + MemRange(std::max(r.base, start),
-                                                      std::min(r.base + r.size, end)) +
-           " " + MemoryTypeName(r.type);
-  }
-  // No non-WB range overlaps: the default type must cover a part no WB range does.
-  for (uint64_t a = start; a < end;) {
-    const MemoryType t = sim::MtrrTypeAt(m.mtrr, a);
-    uint64_t b = end;
-    for (const auto& r : m.mtrr.variable) {
-      if (r.base > a && r.base < b) b = r.base;
-      if (r.base + r.size > a && r.base + r.size < b) b = r.base + r.size;
-    }
-    if (t != MemoryType::kWriteBack)
-      return "no write-back MTRR covers " + MemRange(a, b) + " and the default type is " +
-             MemoryTypeName(m.mtrr.default_type);
-    a = b;
-  }
-  return "";
+  const sim::MtrrCoverage c = sim::MtrrWriteBackOver(m.mtrr, start, end);
+  return c.write_back ? "" : c.detail;
 }
 
 // Start addresses worth trying in [lo, hi) for `size` bytes: the first aligned one, and the
@@ -181,11 +161,14 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
   ReservationPlan plan;
   plan.size = req.size;
 
-  // The command line without the options a plan replaces.
-  const auto options = sim::SplitKernelCmdline(machine.cmdline);
+  // The command line without the options a plan replaces: the line the kernel received (GRUB's
+  // expansion done), each argument as the model's boot read it.
+  RESMEM_ASSIGN_OR_RETURN(const sim::BootedKernel as_is, sim::Boot(machine));
+  const auto options = sim::SplitKernelCmdline(as_is.cmdline);
+  std::map<int, OptionRole> roles = RolesOf(as_is);
   std::string kept;
   for (const auto& o : options) {
-    const OptionRole role = RoleOf(o);
+    const OptionRole role = roles[o.position];
     if ((role.limit && !role.reservation) || (role.reservation && req.replace_reservations)) {
       plan.replaced.push_back(o.raw);
       continue;

@@ -11,7 +11,9 @@
 #include "backends/api/memory.h"
 #include "backends/api/status.h"
 #include "mock/machine/grub.h"
+#include "backends/platform/proc_parsers.h"
 #include "mock/machine/iommu.h"
+#include "mock/machine/module_policy.h"
 
 namespace resmem::sim {
 
@@ -125,6 +127,9 @@ struct MachineSpec {
                                         // (MemTotal = usable e820 RAM - this)
   IommuSpec iommu;                      // what the firmware offers (mock/machine/iommu.h); the
                                         // kernel's IOMMU follows from it and the command line
+  ModulePolicySpec module_policy;       // EFI, Secure Boot, modules_disabled, the trusted keys,
+                                        // the installed resmem.ko (mock/machine/module_policy.h);
+                                        // lockdown and sig_enforce follow with the command line
 };
 
 // Named presets: "seed000-workstation" (192 GB, 2012 BIOS whose MTRRs cover 128 GB),
@@ -248,6 +253,26 @@ MemoryType EffectiveMemoryType(const MachineSpec& spec, uint64_t start, uint64_t
                                MemoryType requested);
 // The MTRR type of one address.
 MemoryType MtrrTypeAt(const MtrrConfig& mtrr, uint64_t addr);
+
+// Whether the MTRRs make all of [start, end) write-back: the one reading of the MTRRs over a
+// range, for the simulator's memory types (EffectiveMemoryType), the plan and the doctor.
+// `detail` names what stops it (the MTRRs disabled, the variable MTRR that makes a part another
+// type, or the part no write-back MTRR covers under a default type that is not WB), or what makes
+// it write-back.
+struct MtrrCoverage {
+  bool write_back = false;
+  std::string detail;
+};
+MtrrCoverage MtrrWriteBackOver(const MtrrConfig& mtrr, uint64_t start, uint64_t end);
+
+// The MTRRs as /proc/mtrr shows them: the variable ranges, and the default type, which the file
+// does not show, inferred: firmware that lists write-back ranges runs a UC default (the seed-000
+// workstation's BIOS); firmware that lists only uncachable holes runs a WB default (SeaBIOS/QEMU:
+// one UC range over the PCI hole), or RAM would run uncached everywhere. A line whose size is no
+// power of two, whose base is not aligned to it, or whose type the model cannot hold makes no
+// range: `left_out` (optional) gets, for each line, why ("" for a line that made one).
+MtrrConfig MtrrFromProcMtrr(const std::vector<MtrrLine>& lines,
+                            std::vector<std::string>* left_out = nullptr);
 
 // The texts a real machine would show, rendered from the model: /proc/iomem, /proc/mtrr,
 // /sys/firmware/memmap (as "start end type" lines), /proc/meminfo, /proc/cmdline, /proc/cpuinfo

@@ -62,6 +62,73 @@ MemoryType MtrrTypeAt(const MtrrConfig& mtrr, uint64_t addr) {
   return type;
 }
 
+namespace {
+
+std::string MemRangeText(uint64_t a, uint64_t b) {
+  return "[mem " + HexAddress(a) + "-" + HexAddress(b - 1) + "]";
+}
+
+// Why [a, b), a part of uniform type t that is not write-back, is not: the variable MTRR that
+// makes it so, or the default type where no variable MTRR covers it.
+std::string WhyNotWriteBack(const MtrrConfig& mtrr, uint64_t a, uint64_t b, MemoryType t) {
+  if (a < 0x100000)
+    return "the fixed-range MTRRs make " + MemRangeText(a, b) + " " + MemoryTypeName(t);
+  for (size_t i = 0; i < mtrr.variable.size(); ++i) {
+    const auto& r = mtrr.variable[i];
+    if (r.type == MemoryType::kWriteBack || a < r.base || a - r.base >= r.size) continue;
+    return "variable MTRR reg" + std::to_string(i) + " (base " + HexAddress(r.base) + ", size " +
+           FormatSize(r.size) + ") makes " + MemRangeText(a, b) + " " +
+           (r.type == MemoryType::kUnknown && !r.type_name.empty() ? r.type_name : MemoryTypeName(r.type));
+  }
+  return "no write-back MTRR covers " + MemRangeText(a, b) + " and the default type is " +
+         MemoryTypeName(mtrr.default_type);
+}
+
+}  // namespace
+
+MtrrCoverage MtrrWriteBackOver(const MtrrConfig& mtrr, uint64_t start, uint64_t end) {
+  if (!mtrr.enabled) return {false, "the MTRRs are disabled (MTRRdefType.E = 0): all memory is UC"};
+  if (end <= start) end = start + 1;
+  for (uint64_t a = start; a < end;) {
+    const uint64_t b = std::min(NextEdge(mtrr, a), end);
+    const MemoryType t = MtrrTypeAt(mtrr, a);
+    if (t != MemoryType::kWriteBack) return {false, WhyNotWriteBack(mtrr, a, b, t)};
+    a = b;
+  }
+  const bool any_wb_range = std::any_of(mtrr.variable.begin(), mtrr.variable.end(), [](const MtrrRange& r) {
+    return r.type == MemoryType::kWriteBack;
+  });
+  return {true, any_wb_range ? "write-back MTRRs cover all of it"
+                             : "no MTRR makes it uncachable (the default type is write-back)"};
+}
+
+MtrrConfig MtrrFromProcMtrr(const std::vector<MtrrLine>& lines, std::vector<std::string>* left_out) {
+  MtrrConfig c;
+  bool any_wb = false;
+  if (left_out) left_out->assign(lines.size(), "");
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const MtrrLine& m = lines[k];
+    any_wb = any_wb || m.type == MemoryType::kWriteBack;
+    std::string why;
+    if (m.size == 0 || (m.size & (m.size - 1)) || (m.base & (m.size - 1)))
+      why = "size not a power of two or base not aligned to it";
+    else if (m.type == MemoryType::kUnknown && m.type_name != "write-through" && m.type_name != "write-protect")
+      why = "unknown type '" + m.type_name + "'";
+    if (!why.empty()) {
+      if (left_out) (*left_out)[k] = why;
+      continue;
+    }
+    MtrrRange r;
+    r.base = m.base;
+    r.size = m.size;
+    r.type = m.type;
+    if (m.type == MemoryType::kUnknown) r.type_name = m.type_name;
+    c.variable.push_back(r);
+  }
+  c.default_type = any_wb ? MemoryType::kUncached : MemoryType::kWriteBack;
+  return c;
+}
+
 MemoryType EffectiveMemoryType(const MachineSpec& spec, uint64_t start, uint64_t end,
                                MemoryType requested) {
   if (end <= start) end = start + 1;
@@ -88,8 +155,8 @@ MemoryType EffectiveMemoryType(const MachineSpec& spec, uint64_t start, uint64_t
     // type of [start, end) is WB; otherwise UC-. 2.6.32 did the same in reserve_memtype() over
     // the whole VMA, which is why the size of the reservation (not of the copy) decides speed
     // (seed 000: fast up to 64 GB reserved, ~80 MB/s at 128 and 188 GB).
-    return (uniform && mtrr_type == MemoryType::kWriteBack) ? MemoryType::kWriteBack
-                                                             : MemoryType::kUncachedMinus;
+    return MtrrWriteBackOver(spec.mtrr, start, end).write_back ? MemoryType::kWriteBack
+                                                               : MemoryType::kUncachedMinus;
   }
   return requested;  // WC, UC, UC- requests are honoured by PAT
 }

@@ -131,5 +131,49 @@ TEST(HostPerf, WriteCombinedReadsTakeTheMeasuredRateWhereThereIsOne) {
   EXPECT_DOUBLE_EQ(p.ReadBytesPerSecond(MemoryType::kUncached, 8), 80e6);  // UC unchanged
 }
 
+// The one reading of the MTRRs over a range (the simulator's memory types, the plan and the
+// doctor): write-back only where every part is, and the detail names what stops it.
+TEST(MtrrWriteBackOver, NamesWhatStopsARange) {
+  MtrrConfig seed000;  // write-back MTRRs over the first 128 GiB, default UC (seed 000's BIOS)
+  seed000.variable = {{0, 64ull << 30, MemoryType::kWriteBack, ""},
+                      {64ull << 30, 64ull << 30, MemoryType::kWriteBack, ""}};
+  EXPECT_TRUE(MtrrWriteBackOver(seed000, 4ull << 30, 64ull << 30).write_back);
+  const auto past = MtrrWriteBackOver(seed000, 100ull << 30, 130ull << 30);
+  EXPECT_FALSE(past.write_back);
+  EXPECT_NE(past.detail.find("no write-back MTRR covers [mem 0x2000000000-0x207fffffff] and the default type is UC"),
+            std::string::npos) << past.detail;
+  MtrrConfig qemu;  // one UC range over the PCI hole, default WB (SeaBIOS)
+  qemu.default_type = MemoryType::kWriteBack;
+  qemu.variable = {{0xc0000000, 1ull << 30, MemoryType::kUncached, ""}};
+  EXPECT_TRUE(MtrrWriteBackOver(qemu, 1ull << 30, 2ull << 30).write_back);
+  const auto hole = MtrrWriteBackOver(qemu, 0xbe000000, 0xc4000000);
+  EXPECT_FALSE(hole.write_back);
+  EXPECT_NE(hole.detail.find("variable MTRR reg0 (base 0xc0000000, size 1 GiB) makes [mem 0xc0000000-0xc3ffffff] UC"),
+            std::string::npos) << hole.detail;
+  qemu.enabled = false;
+  EXPECT_NE(MtrrWriteBackOver(qemu, 0, 1 << 20).detail.find("disabled"), std::string::npos);
+}
+
+TEST(MtrrFromProcMtrr, InfersTheDefaultTypeAndSaysWhatItLeftOut) {
+  auto line = [](uint64_t base, uint64_t size, MemoryType t) {
+    MtrrLine m;
+    m.base = base;
+    m.size = size;
+    m.type = t;
+    return m;
+  };
+  std::vector<MtrrLine> wb = {line(0, 1ull << 30, MemoryType::kWriteBack)};
+  EXPECT_EQ(MtrrFromProcMtrr(wb).default_type, MemoryType::kUncached);
+  std::vector<MtrrLine> holes = {line(0xc0000000, 1ull << 30, MemoryType::kUncached),
+                                 line(0x1000, 0x3000, MemoryType::kUncached)};
+  std::vector<std::string> left_out;
+  const MtrrConfig c = MtrrFromProcMtrr(holes, &left_out);
+  EXPECT_EQ(c.default_type, MemoryType::kWriteBack);
+  ASSERT_EQ(c.variable.size(), 1u);
+  ASSERT_EQ(left_out.size(), 2u);
+  EXPECT_EQ(left_out[0], "");
+  EXPECT_NE(left_out[1].find("not a power of two"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace resmem::sim
