@@ -43,13 +43,16 @@ fi
 
 # ---- packages ------------------------------------------------------------------------------------
 missing=()
-for p in "$SRCPKG" bc bison flex libelf-dev libssl-dev dwarves xz-utils make gcc; do
+for p in bc bison flex libelf-dev libssl-dev dwarves xz-utils make gcc; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# The source of exactly the lane's kernel: the archive may carry a newer revision of
+# linux-source-6.1 than of the headers (6.1.192-3 beside 6.1.192-2 on 2026-11-28).
+[[ "$(dpkg-query -W -f '${Version}' "$SRCPKG" 2>/dev/null)" == "$PKGVER" ]] || missing+=("$SRCPKG=$PKGVER")
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
 	log "installing ${missing[*]}"
-	apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}" ||
+	apt-get install -y --no-install-recommends --allow-downgrades -o DPkg::Lock::Timeout=300 "${missing[@]}" ||
 		die "apt-get install ${missing[*]} failed"
 fi
 SRCVER=$(dpkg-query -W -f '${Version}' "$SRCPKG")
