@@ -24,7 +24,12 @@ class Platform {
   // "/proc/cmdline", "/proc/mtrr", "/proc/meminfo", "/sys/firmware/memmap" (rendered as lines
   // "start end type", one per entry directory), "/sys/kernel/debug/x86/pat_memtype_list",
   // "/proc/cpuinfo", and the IOMMU's "/sys/class/iommu", "/sys/kernel/iommu_groups",
-  // "/sys/firmware/acpi/tables" (folders rendered as lines: backends/platform/proc_parsers.h).
+  // "/sys/firmware/acpi/tables" (folders rendered as lines: backends/platform/proc_parsers.h);
+  // the module policy's "/proc/sys/kernel/modules_disabled", "/sys/kernel/security/lockdown",
+  // "/sys/module/module/parameters/sig_enforce", the SecureBoot efivar (its bytes),
+  // "/sys/firmware/efi/fw_platform_size", "/proc/keys", and the pseudo-source
+  // "module-signature:resmem" (or "module-signature:/PATH"): the module's appended signature as
+  // text (backends/platform/module_policy_parsers.h, module_signature.h).
   // NotFound/errno status when this machine does not have it.
   virtual Result<std::string> ReadSource(const std::string& path) = 0;
 

@@ -22,6 +22,7 @@ constexpr Named kErrnos[] = {
     {EOPNOTSUPP, "EOPNOTSUPP"}, {EADDRINUSE, "EADDRINUSE"}, {EROFS, "EROFS"},
     {ENOTSUP, "ENOTSUP"}, {EPROTO, "EPROTO"}, {ECANCELED, "ECANCELED"},
     {EDOM, "EDOM"}, {EADDRNOTAVAIL, "EADDRNOTAVAIL"},
+    {EBADMSG, "EBADMSG"}, {ENOKEY, "ENOKEY"}, {EKEYREJECTED, "EKEYREJECTED"},  // module signing
 };
 
 constexpr Named kSignals[] = {

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "backends/api/clock.h"
+#include "backends/platform/module_file.h"
+#include "backends/platform/module_policy_parsers.h"
 #include "backends/platform/proc_parsers.h"
 
 namespace resmem {
@@ -177,10 +179,19 @@ Result<std::string> RenderIommuGroupsDir(const std::string& dir) {
 
 class HostPlatform : public Platform {
  public:
-  explicit HostPlatform(std::string root) : root_(std::move(root)) {}
+  HostPlatform(std::string root, std::string tool_path)
+      : root_(std::move(root)), tool_path_(std::move(tool_path)) {}
   std::string name() const override { return "host"; }
 
   Result<std::string> ReadSource(const std::string& path) override {
+    const std::string sig_prefix = kModuleSignatureSource;
+    if (path.rfind(sig_prefix, 0) == 0) {
+      const std::string what = path.substr(sig_prefix.size());
+      if (what.empty() || (what[0] != '/' && what.find('/') != std::string::npos))
+        return Status::InvalidArgument("'" + path + "': give a module name (module-signature:resmem) "
+                                       "or an absolute path (module-signature:/tmp/resmem.ko)");
+      return RenderModuleSignatureSource(what, root_, tool_path_);
+    }
     if (path.empty() || path[0] != '/')
       return Status::InvalidArgument("source path '" + path +
                                      "' must be absolute, e.g. /proc/iomem");
@@ -229,13 +240,19 @@ class HostPlatform : public Platform {
 
  private:
   std::string root_;
+  std::string tool_path_;
   SteadyClock clock_;
 };
 
 }  // namespace
 
-std::unique_ptr<Platform> MakeHostPlatform(const std::string& root) {
-  return std::make_unique<HostPlatform>(root);
+std::unique_ptr<Platform> MakeHostPlatform(const std::string& root, const std::string& tool_path) {
+  std::string path = tool_path;
+  if (path.empty()) {
+    const char* env = std::getenv("PATH");
+    path = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
+  }
+  return std::make_unique<HostPlatform>(root, path);
 }
 
 }  // namespace resmem

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "backends/platform/host_platform.h"
+#include "backends/platform/module_signature.h"
 #include "backends/platform/proc_parsers.h"
 
 namespace resmem {
@@ -138,6 +139,86 @@ TEST(HostPlatform, ParsersAcceptThisMachinesRealFiles) {
     ++parsed;
   }
   if (parsed == 0) GTEST_SKIP() << "none of /proc/iomem, /proc/mtrr, /sys/firmware/memmap here";
+}
+
+// A fake /lib/modules tree as dkms leaves it: the module under updates/dkms/ (compressed as the
+// kernel's own modules are on 6.12) and an older copy elsewhere.
+std::string ModuleTree(const std::string& name, const std::string& dkms_file) {
+  const std::string root = TempRoot() + "/" + name;
+  const std::string fx = "backends/platform/testdata/";
+  const std::string sh = "set -e; r=" + root + "; rm -rf $r; mkdir -p $r/proc/sys/kernel "
+                         "$r/lib/modules/6.1.0-test/updates/dkms $r/lib/modules/6.1.0-test/extra; "
+                         "echo 6.1.0-test > $r/proc/sys/kernel/osrelease; "
+                         "cp " + fx + dkms_file + " $r/lib/modules/6.1.0-test/updates/dkms/resmem." +
+                         dkms_file.substr(dkms_file.find(".ko") + 1) + "; "
+                         "cp " + fx + "module_body.ko $r/lib/modules/6.1.0-test/extra/resmem.ko; "
+                         "ln -s /usr $r/lib/modules/6.1.0-test/build";
+  EXPECT_EQ(std::system(sh.c_str()), 0) << sh;
+  return root;
+}
+
+TEST(HostPlatform, ModuleSignatureOfTheInstalledModuleInEachCompression) {
+  for (const char* fixture : {"signed_issuer.ko", "signed_issuer.ko.xz", "signed_issuer.ko.zst",
+                              "signed_issuer.ko.gz"}) {
+    const std::string root = ModuleTree("modules", fixture);
+    auto text = MakeHostPlatform(root)->ReadSource("module-signature:resmem");
+    ASSERT_TRUE(text.ok()) << fixture << ": " << text.status().ToString();
+    auto facts = ParseModuleSignatureFacts(*text);
+    ASSERT_TRUE(facts.ok()) << facts.status().message() << "\n" << *text;
+    const std::string suffix = std::string(fixture).substr(std::string(fixture).find(".ko"));
+    EXPECT_EQ(facts->file, "/lib/modules/6.1.0-test/updates/dkms/resmem" + suffix);
+    EXPECT_EQ(facts->compression, suffix == ".ko" ? "none" : suffix == ".ko.xz" ? "xz"
+                                  : suffix == ".ko.zst" ? "zstd" : "gzip");
+    EXPECT_EQ(facts->state, "yes") << *text;
+    EXPECT_EQ(facts->signature.signer, "DKMS module signing key");
+    EXPECT_EQ(facts->signature.hash, "sha256");
+    // updates/ first (depmod's search order); the other copy is named too.
+    EXPECT_EQ(facts->also, std::vector<std::string>{"/lib/modules/6.1.0-test/extra/resmem.ko"});
+  }
+}
+
+TEST(HostPlatform, ModuleSignatureOfAnExplicitFileAndOfAnUnsignedOne) {
+  const std::string root = ModuleTree("explicit", "signed_keyid.ko");
+  auto p = MakeHostPlatform(root);
+  auto unsigned_text = p->ReadSource("module-signature:/lib/modules/6.1.0-test/extra/resmem.ko");
+  ASSERT_TRUE(unsigned_text.ok()) << unsigned_text.status().ToString();
+  EXPECT_EQ(*unsigned_text, "file: /lib/modules/6.1.0-test/extra/resmem.ko\ncompression: none\nsigned: no\n");
+  auto keyid = ParseModuleSignatureFacts(*p->ReadSource("module-signature:resmem"));
+  ASSERT_TRUE(keyid.ok());
+  EXPECT_EQ(keyid->signature.signer, "");
+  EXPECT_EQ(keyid->signature.key_id_hex.size(), 40u);
+  // A damaged signature is a fact about the file, not a failure to read it.
+  ASSERT_EQ(std::system(("printf 'body12345678901234567890\\000\\000\\002\\000\\000\\000\\000\\000\\000\\000\\000\\010"
+                         "~Module signature appended~\\n' > " + root + "/bad.ko").c_str()), 0);
+  auto bad = ParseModuleSignatureFacts(*p->ReadSource("module-signature:/bad.ko"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->state, "malformed");
+  EXPECT_NE(bad->error.find("-EBADMSG"), std::string::npos) << bad->error;
+  EXPECT_FALSE(p->ReadSource("module-signature:sub/dir").ok());
+  EXPECT_FALSE(p->ReadSource("module-signature:").ok());
+}
+
+TEST(HostPlatform, ModuleSignatureSaysWhatIsMissing) {
+  const std::string root = ModuleTree("missing", "signed_issuer.ko.xz");
+  // No xz where the platform looks: the tool and its package are named.
+  auto no_tool = MakeHostPlatform(root, "/nonexistent")->ReadSource("module-signature:resmem");
+  ASSERT_FALSE(no_tool.ok());
+  EXPECT_EQ(no_tool.status().code(), kUnavailable);
+  EXPECT_NE(no_tool.status().message().find("`xz` is not installed"), std::string::npos)
+      << no_tool.status().message();
+  EXPECT_NE(no_tool.status().message().find("apt-get install xz-utils"), std::string::npos);
+  // Not installed for this kernel.
+  auto none = MakeHostPlatform(root)->ReadSource("module-signature:nvidia");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ENOENT);
+  EXPECT_NE(none.status().message().find("nvidia.ko is not installed for kernel 6.1.0-test"),
+            std::string::npos) << none.status().message();
+  // A file that is not what its suffix says: the tool's failure, not garbage.
+  ASSERT_EQ(std::system(("echo garbage > " + root + "/x.ko.xz").c_str()), 0);
+  auto damaged = MakeHostPlatform(root)->ReadSource("module-signature:/x.ko.xz");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.status().message().find("xz -dc"), std::string::npos) << damaged.status().message();
+  EXPECT_NE(damaged.status().message().find("exit status"), std::string::npos);
 }
 
 TEST(HostPlatform, PageableMemoryAndCopy) {

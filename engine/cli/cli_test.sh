@@ -67,6 +67,10 @@ check doctor_sim          0 "reservation-not-write-back" -- doctor --machine see
 check doctor_bad_preset   2 "unknown|no machine|preset" -- doctor --machine nope
 check doctor_cmdline_only 2 "--cmdline requires --machine" -- doctor --cmdline mem=4G
 check doctor_extra        2 "not expected: extra"      -- doctor extra
+# --module: a file's signature (a fixture signed as dkms signs), and what it refuses.
+check doctor_module       "0|1" "module: .*signed_issuer.ko: signed by 'DKMS module signing key' \(sha256\)" -- doctor --module "$2"
+check doctor_module_none  2 "--module /nonexistent.ko: no such file" -- doctor --module /nonexistent.ko
+check doctor_module_sim   2 "excludes --module" -- doctor --module "$2" --machine seed000-workstation
 # Options after the paths (the replay line's order), and options before a `--` (plan's SIZE after).
 check options_after_paths 2 "bad.toml:8"               -- run "$T/bad.toml" --backend sim --seed 7
 check plan_after_dashes   0 "memmap=64G\\\$4G"      -- plan --machine seed000-workstation --replace --at 4G -- 64G

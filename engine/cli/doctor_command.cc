@@ -17,11 +17,25 @@ namespace {
 // What `resmem doctor` is given, as its definition below binds it.
 struct DoctorArgs {
   std::string machine;  // empty: this machine
-  std::optional<std::string> cmdline, region, record;  // absent unless given
+  std::optional<std::string> cmdline, region, record, module;  // absent unless given
   std::string json;
 };
 
 int Doctor(const DoctorArgs& a);
+
+// --module PATH as the absolute path the platform reads (module-signature:/PATH); false, with the
+// error printed, when it names no file.
+bool ModuleFileArgument(const std::string& given, std::string* absolute) {
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(given, ec);
+  if (ec || !std::filesystem::is_regular_file(path, ec)) {
+    std::cerr << "resmem doctor: --module " << given << ": no such file; give the path of a "
+              << "module file (resmem.ko, resmem.ko.xz, ...)\n";
+    return false;
+  }
+  *absolute = path.lexically_normal().string();
+  return true;
+}
 
 Action Define(CLI::App& app) {
   auto a = std::make_shared<DoctorArgs>();
@@ -29,6 +43,9 @@ Action Define(CLI::App& app) {
       "Reads /proc/iomem, /sys/firmware/memmap, /proc/mtrr, /proc/cmdline, /proc/meminfo and\n"
       "/proc/cpuinfo (run as root: /proc/iomem hides addresses from others) and names the known\n"
       "failures this machine would hit, with evidence, the remedy and the seed it comes from.\n"
+      "It also reads whether the kernel would load resmem.ko: /proc/sys/kernel/modules_disabled,\n"
+      "/sys/kernel/security/lockdown, /sys/module/module/parameters/sig_enforce, the SecureBoot\n"
+      "efivar, /proc/keys and the installed module's signature (xz/zstd/gzip decompress it).\n"
       "With --region it also opens the reserved-memory devices (mode, ABI version skew).\n"
       "exit: 0 nothing that will fail, 1 an error-level finding, 2 bad input, 3 unreadable platform");
   CLI::Option* machine = app.add_option(
@@ -40,6 +57,11 @@ Action Define(CLI::App& app) {
       ->needs(machine);
   app.add_option("--region", a->region, "also check devices of this region part (kmod, sim, fuse)")
       ->type_name("NAME");
+  app.add_option("--module", a->module,
+                 "check this module file's signature (resmem.ko, .ko.xz, .ko.zst, .ko.gz) instead of "
+                 "the installed resmem.ko's")
+      ->type_name("PATH")
+      ->excludes(machine);
   app.add_option("--json", a->json, "write the report as JSON ('-' for stdout)")->type_name("FILE");
   app.add_option("--record", a->record,
                  "also write this machine's facts into DIR: raw copies of the sources above, "
@@ -61,6 +83,8 @@ int Doctor(const DoctorArgs& a) {
     ctx.machine = *spec;
     if (a.cmdline) ctx.machine.cmdline = *a.cmdline;
   }
+  engine::DoctorOptions options;
+  if (a.module && !ModuleFileArgument(*a.module, &options.module)) return kExitBadInput;
   engine::BackendSpec spec;
   spec.name = "doctor";
   spec.platform = simulated ? "sim" : "host";
@@ -73,7 +97,9 @@ int Doctor(const DoctorArgs& a) {
   }
   bool check_devices = true;
   if (!backend.ok()) {  // no module loaded here: diagnose the platform alone, and say so
-    std::cout << "note: no reserved-memory device checked (" << backend.status().message() << ")\n";
+    // On stderr when the JSON goes to stdout, which must hold the JSON alone.
+    (a.json == "-" ? std::cerr : std::cout)
+        << "note: no reserved-memory device checked (" << backend.status().message() << ")\n";
     spec.region = "sim";
     backend = engine::MakeBackend(spec, ctx);
     check_devices = false;
@@ -82,7 +108,8 @@ int Doctor(const DoctorArgs& a) {
       return kExitUnavailable;
     }
   }
-  auto report = engine::Diagnose(*backend->platform, check_devices ? backend->regions.get() : nullptr);
+  auto report = engine::Diagnose(*backend->platform, check_devices ? backend->regions.get() : nullptr,
+                                 options);
   if (!report.ok()) {
     std::cerr << "resmem doctor: " << report.status().message() << "\n";
     return kExitUnavailable;

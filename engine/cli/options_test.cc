@@ -127,6 +127,8 @@ TEST(Definitions, Sizes) {
 
 TEST(Definitions, OptionsThatNeedOrExcludeOthers) {
   ExpectBadInput({"doctor", "--cmdline", "mem=4G"}, "--cmdline", "requires --machine");
+  ExpectBadInput({"doctor", "--module", "r.ko", "--machine", "seed000-workstation"}, "--module",
+                 "excludes");
   ExpectBadInput({"import", "--machine-file", "m.toml", "f.log"}, "--machine-file",
                  "requires --output");
   ExpectBadInput({"calibrate", "--merge", "a.json", "--compare", "b.json"}, "--merge",

@@ -10,6 +10,7 @@
 #include "kmod/uapi/resmem_ioctl.h"
 #include "nlohmann/json.hpp"
 #include "engine/doctor/grub_stages.h"
+#include "engine/doctor/module_policy_doctor.h"
 #include "backends/api/memory.h"
 
 namespace resmem::engine {
@@ -215,7 +216,7 @@ bool DoctorReport::has_errors() const {
                      [](const Finding& f) { return f.severity == "error"; });
 }
 
-Result<MachineFacts> CollectMachineFacts(Platform& platform) {
+Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions& options) {
   MachineFacts f;
   auto read = [&](const std::string& path) -> std::string {
     auto r = platform.ReadSource(path);
@@ -263,6 +264,7 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform) {
   }
   InterpretCmdline(f);
   CollectIommu(platform, f);
+  CollectModulePolicy(platform, options.module, f);
   for (const auto& o : f.memory_options) {
     using Action = sim::MemoryOptionOutcome::Action;
     if (!o.applied || o.action != Action::kAdd || o.end <= o.start) continue;
@@ -587,10 +589,11 @@ void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>&
 
 }  // namespace
 
-Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
+Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions,
+                              const DoctorOptions& options) {
   DoctorReport rep;
   rep.platform = platform.name();
-  RESMEM_ASSIGN_OR_RETURN(rep.facts, CollectMachineFacts(platform));
+  RESMEM_ASSIGN_OR_RETURN(rep.facts, CollectMachineFacts(platform, options));
   const MachineFacts& f = rep.facts;
   auto add = [&](Finding x) { rep.findings.push_back(std::move(x)); };
 
@@ -657,6 +660,9 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions) {
            "000_bd71b0f62b937591.txt"});
   }
   AddIommuFindings(f, add);
+  // Whether the kernel loads resmem.ko at all, and with which parameters
+  // (engine/doctor/module_policy_doctor.h).
+  AddModulePolicyFindings(f, add);
   if (regions) {
     auto list = regions->List();
     if (list.ok()) {
@@ -710,6 +716,7 @@ void RenderDoctor(const DoctorReport& rep, std::ostream& out) {
       out << ", " << io.units.size() << " units, " << io.groups.size() << " groups";
     out << "\n";
   }
+  RenderModulePolicy(f.module_policy, out);
   for (const auto& d : rep.devices) out << "  device: " << d.Describe() << "\n";
   for (const auto& u : f.unreadable) out << "  unreadable: " << u << "\n";
   out << "\n";
@@ -747,6 +754,7 @@ std::string DoctorJson(const DoctorReport& rep) {
       groups.push_back({{"id", g.id}, {"type", g.type_word}, {"devices", g.devices}});
     ij["why"] = io.kernel.why;
   }
+  j["module_policy"] = ModulePolicyJson(rep.facts.module_policy);
   auto& fs = j["findings"] = nlohmann::ordered_json::array();
   for (const auto& x : rep.findings)
     fs.push_back({{"id", x.id}, {"severity", x.severity}, {"title", x.title}, {"evidence", x.evidence},

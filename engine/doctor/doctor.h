@@ -1,8 +1,10 @@
 // resmem doctor: reads a Platform's facts (/proc/iomem, /sys/firmware/memmap, /proc/mtrr,
 // /proc/cmdline, /proc/meminfo, /proc/cpuinfo, the IOMMU's /sys/class/iommu,
-// /sys/kernel/iommu_groups and /sys/firmware/acpi/tables) and names the known failures this machine would
-// hit, each with its evidence, the remedy, and the seed it comes from. The same code reads a real
-// machine (platform=host) and a simulated one (platform=sim), so every finding has a scenario.
+// /sys/kernel/iommu_groups and /sys/firmware/acpi/tables, the module policy's modules_disabled,
+// lockdown, sig_enforce, Secure Boot and /proc/keys, and the installed resmem.ko's signature) and
+// names the known failures this machine would hit, each with its evidence, the remedy, and the
+// seed it comes from. The same code reads a real machine (platform=host) and a simulated one
+// (platform=sim), so every finding has a scenario.
 #ifndef RESMEM_ENGINE_DOCTOR_DOCTOR_H_
 #define RESMEM_ENGINE_DOCTOR_DOCTOR_H_
 
@@ -13,8 +15,11 @@
 
 #include "backends/api/platform.h"
 #include "backends/api/region.h"
+#include "backends/platform/module_policy_parsers.h"
+#include "backends/platform/module_signature.h"
 #include "backends/platform/proc_parsers.h"
 #include "mock/machine/machine.h"
+#include "mock/machine/module_policy.h"
 
 namespace resmem::engine {
 
@@ -73,10 +78,47 @@ struct MachineFacts {
     bool rules_agree = true;               // the rules predict what sysfs shows
   };
   Iommu iommu;
+
+  // Whether this kernel would load resmem.ko: the policy's files as read, the module's signature,
+  // and the rules of mock/machine/module_policy.h, which explain the files (why the kernel is
+  // locked down, why signatures are enforced), stand in for a file that is absent, and decide
+  // the load (`modprobe resmem` with no parameters) the way the simulated kernel does.
+  struct ModulePolicy {
+    bool known = false;                 // /proc/sys/kernel/modules_disabled was readable: the
+                                        // rest means something (a kernel with modules)
+    bool modules_disabled = false;
+    bool lockdown_read = false;         // /sys/kernel/security/lockdown was read
+    std::string lockdown_source;        // how the level below was told
+    bool sig_enforce_read = false;      // /sys/module/module/parameters/sig_enforce was read
+    bool module_sig = true;             // false: sig_enforce is absent (no CONFIG_MODULE_SIG)
+    SecureBootState secure_boot = SecureBootState::kNotEfi;
+    std::string secure_boot_source;     // the file it was told from
+    bool keys_known = false;            // /proc/keys was read
+    std::vector<std::string> keys;      // its asymmetric keys' subjects
+    std::string module_source;          // "module-signature:resmem" or "module-signature:/PATH"
+    bool module_read = false;           // the pseudo-source gave a text
+    bool module_absent = false;         // ENOENT: not installed (or no such file)
+    std::string module_error;           // why it could not be read
+    ModuleSignatureFacts module;        // what it says
+    sim::ModuleKernel rules;            // the rules' reading of /proc/cmdline on this firmware
+    sim::ModuleKernel kernel;           // what the load is decided with: the files where read,
+                                        // the rules where not
+    bool decided = false;               // enough is known to decide the load
+    std::string undecided_why;          // what is missing when not
+    sim::ModuleLoad load;               // the decision, when decided
+  };
+  ModulePolicy module_policy;
+};
+
+// What the doctor is asked about beyond the machine.
+struct DoctorOptions {
+  // The module whose signature is checked: a name (the installed module depmod would load) or
+  // an absolute path (`resmem doctor --module PATH`).
+  std::string module = "resmem";
 };
 
 // Reads and parses every source; a source this machine lacks is noted, not fatal.
-Result<MachineFacts> CollectMachineFacts(Platform& platform);
+Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions& options = {});
 
 struct Finding {
   std::string id;        // stable: "reservation-not-write-back"
@@ -96,7 +138,8 @@ struct DoctorReport {
 };
 
 // `regions` may be null; when given, each device's info is checked (mode, ABI version).
-Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions);
+Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions,
+                              const DoctorOptions& options = {});
 
 void RenderDoctor(const DoctorReport& report, std::ostream& out);
 std::string DoctorJson(const DoctorReport& report);

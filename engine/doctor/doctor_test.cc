@@ -1,10 +1,13 @@
 #include "engine/doctor/doctor.h"
 
 #include <map>
+#include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mock/region/region_mocks.h"
+#include "mock/region/sim_driver.h"
+#include "mock/sim/sim_world.h"
 
 namespace resmem::engine {
 namespace {
@@ -294,6 +297,275 @@ TEST(DoctorIommu, UnreadableSysfsIsUnknownNotOff) {
   EXPECT_EQ(bad.facts.iommu.state, MachineFacts::Iommu::State::kUnknown);
   const std::string json = DoctorJson(r);
   EXPECT_NE(json.find("\"state\": \"unknown\""), std::string::npos);
+}
+
+// ---- The module policy: whether the kernel loads resmem.ko (module_policy_doctor.h), on
+// simulated machines (the policy in the machine model, its files rendered by the simulator).
+
+struct SimMachine {
+  std::shared_ptr<sim::SimWorld> world;
+  std::unique_ptr<Platform> platform;
+  std::unique_ptr<RegionProvider> regions;
+};
+
+SimMachine Boot(const std::string& cmdline, const sim::ModulePolicySpec& policy) {
+  auto spec = sim::MachinePreset("qemu-q35-5g");
+  EXPECT_TRUE(spec.ok());
+  sim::MachineSpec m = *spec;
+  m.kernel_version = "6.1.0-56-amd64";
+  m.cmdline = cmdline;
+  m.module_policy = policy;
+  auto w = sim::MakeSimWorld(m, 1);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  SimMachine out;
+  out.world = *w;
+  out.platform = sim::MakeSimPlatform(out.world);
+  out.regions = sim::MakeSimRegionProvider(out.world, sim::SimDriverSpec{});
+  return out;
+}
+
+sim::ModulePolicySpec Policy(bool efi, bool secure_boot, std::vector<std::string> keys,
+                             const std::string& resmem_ko) {
+  sim::ModulePolicySpec p;
+  p.described = true;
+  p.efi = efi;
+  p.secure_boot = secure_boot;
+  p.trusted_keys = std::move(keys);
+  EXPECT_TRUE(sim::ParseModuleFileWord(resmem_ko, &p.resmem_ko)) << resmem_ko;
+  return p;
+}
+
+DoctorReport DiagnoseSim(SimMachine& m, const DoctorOptions& options = {}) {
+  auto r = Diagnose(*m.platform, m.regions.get(), options);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : DoctorReport{};
+}
+
+const char* const kModuleFindings[] = {"modules-disabled", "module-signature-rejected",
+                                       "lockdown-refuses-addresses", "secure-boot"};
+
+TEST(DoctorModulePolicy, SecureBootRefusesDkmsKeyThatWasNeverEnrolled) {
+  auto m = Boot("quiet memmap=64M$0x40000000",
+                Policy(true, true, {"Debian Secure Boot CA"}, "signed:DKMS module signing key"));
+  const DoctorReport r = DiagnoseSim(m);
+  const Finding* f = Find(r, "module-signature-rejected");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "error");
+  EXPECT_NE(f->title.find("it is signed by 'DKMS module signing key', a key the kernel does not trust"),
+            std::string::npos) << f->title;
+  EXPECT_NE(f->title.find("and signatures are enforced (sig_enforce=Y, set by Secure Boot)"), std::string::npos)
+      << f->title;
+  EXPECT_NE(f->evidence.find("(kernel/module/signing.c module_sig_check: -EKEYREJECTED)"), std::string::npos);
+  EXPECT_NE(f->evidence.find("/lib/modules/6.1.0-56-amd64/updates/dkms/resmem.ko: signed by 'DKMS module signing key' (sha256)"),
+            std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("/proc/keys trusts Debian Secure Boot CA"), std::string::npos);
+  EXPECT_NE(f->evidence.find("'Loading of module with unavailable key is rejected'"), std::string::npos);
+  EXPECT_NE(f->evidence.find("Key was rejected by service"), std::string::npos);
+  EXPECT_NE(f->remedy.find("mokutil --import /var/lib/dkms/mok.pub"), std::string::npos);
+  EXPECT_NE(f->remedy.find("MokManager"), std::string::npos);
+  EXPECT_NE(f->remedy.find("sign-file"), std::string::npos);
+  EXPECT_EQ(f->seed, "");
+  const Finding* l = Find(r, "lockdown-refuses-addresses");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->severity, "warning");
+  EXPECT_NE(l->evidence.find("'resmem: `64M$0x40000000' invalid for parameter `ranges''"), std::string::npos)
+      << l->evidence;
+  EXPECT_NE(l->evidence.find("Lockdown: insmod: unsafe module parameters is restricted"), std::string::npos);
+  EXPECT_NE(l->remedy.find("`modprobe resmem`"), std::string::npos);
+  EXPECT_NE(l->remedy.find("here: memmap=64M$0x40000000"), std::string::npos) << l->remedy;
+  const Finding* sb = Find(r, "secure-boot");
+  ASSERT_NE(sb, nullptr);
+  EXPECT_EQ(sb->severity, "info");
+  EXPECT_NE(sb->title.find("locked down (integrity)"), std::string::npos);
+  EXPECT_NE(sb->evidence.find("a key the kernel does not trust"), std::string::npos);
+  EXPECT_EQ(Find(r, "modules-disabled"), nullptr);
+  EXPECT_TRUE(r.has_errors());
+  EXPECT_TRUE(r.devices.empty());  // the refused module made no device
+  const auto& mp = r.facts.module_policy;
+  EXPECT_TRUE(mp.decided);
+  EXPECT_EQ(mp.load.err, EKEYREJECTED);
+  const std::string json = DoctorJson(r);
+  for (const char* want : {"\"module_policy\": {", "\"secure_boot\": \"enabled\"", "\"lockdown\": \"integrity\"",
+                           "\"sig_enforce\": true", "\"signer\": \"DKMS module signing key\"",
+                           "\"errno\": \"EKEYREJECTED\"", "\"refused_by\": \"sig_enforce\"",
+                           "\"id\": \"module-signature-rejected\""})
+    EXPECT_NE(json.find(want), std::string::npos) << want << "\n" << json;
+  std::ostringstream text;
+  RenderDoctor(r, text);
+  EXPECT_NE(text.str().find("  module policy: Secure Boot: enabled; lockdown: integrity; sig_enforce: Y; "
+                            "modules_disabled: 0; /proc/keys trusts Debian Secure Boot CA\n"),
+            std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("  load: refused (EKEYREJECTED): insmod: ERROR: could not insert module resmem.ko: "
+                            "Key was rejected by service\n"),
+            std::string::npos) << text.str();
+}
+
+TEST(DoctorModulePolicy, TheEnrolledKeyLoadsAndOnlyLockdownRemains) {
+  auto m = Boot("quiet memmap=64M$0x40000000",
+                Policy(true, true, {"Debian Secure Boot CA", "DKMS module signing key"},
+                       "signed:DKMS module signing key"));
+  const DoctorReport r = DiagnoseSim(m);
+  EXPECT_EQ(Find(r, "module-signature-rejected"), nullptr);
+  EXPECT_NE(Find(r, "lockdown-refuses-addresses"), nullptr);
+  ASSERT_NE(Find(r, "secure-boot"), nullptr);
+  EXPECT_NE(Find(r, "secure-boot")->evidence.find("a key the kernel trusts"), std::string::npos);
+  EXPECT_TRUE(r.facts.module_policy.load.loaded);
+  EXPECT_FALSE(r.facts.module_policy.load.tainted);
+  ASSERT_EQ(r.devices.size(), 1u);  // the driver came up
+}
+
+TEST(DoctorModulePolicy, ModulesDisabledAndALockdownOnTheCommandLineAreBothNamed) {
+  auto p = Policy(false, false, {}, "unsigned");
+  p.modules_disabled = true;
+  auto m = Boot("lockdown=integrity memmap=64M$0x40000000", p);
+  const DoctorReport r = DiagnoseSim(m);
+  const Finding* d = Find(r, "modules-disabled");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, "error");
+  EXPECT_NE(d->evidence.find("reads 1"), std::string::npos);
+  EXPECT_NE(d->remedy.find("one-way"), std::string::npos);
+  const Finding* s = Find(r, "module-signature-rejected");
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(s->title.find("it is unsigned, and the kernel is locked down (integrity, by lockdown=integrity on "
+                          "the command line)"),
+            std::string::npos) << s->title;
+  EXPECT_NE(s->evidence.find("Lockdown: insmod: unsigned module loading is restricted"), std::string::npos);
+  EXPECT_NE(s->evidence.find("Operation not permitted"), std::string::npos);
+  EXPECT_NE(s->remedy.find("lockdown= on the command line"), std::string::npos);
+  EXPECT_NE(s->remedy.find("install the module through dkms"), std::string::npos);
+  EXPECT_NE(Find(r, "lockdown-refuses-addresses"), nullptr);
+  EXPECT_EQ(Find(r, "secure-boot"), nullptr);  // a legacy boot
+  EXPECT_EQ(r.facts.module_policy.load.refused_by, "modules_disabled");
+}
+
+TEST(DoctorModulePolicy, SigEnforceOnTheCommandLineIsNamed) {
+  auto m = Boot("module.sig_enforce=1 memmap=64M$0x40000000", Policy(true, false, {}, "unsigned"));
+  const DoctorReport r = DiagnoseSim(m);
+  const Finding* s = Find(r, "module-signature-rejected");
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(s->title.find("set by module.sig_enforce=1 on the command line"), std::string::npos) << s->title;
+  EXPECT_NE(s->evidence.find("'Loading of unsigned module is rejected'"), std::string::npos);
+  EXPECT_NE(s->remedy.find("module.sig_enforce= on the command line enforces signatures too"), std::string::npos);
+  EXPECT_EQ(Find(r, "lockdown-refuses-addresses"), nullptr);
+  EXPECT_EQ(Find(r, "secure-boot"), nullptr);
+}
+
+TEST(DoctorModulePolicy, NoneOnAMachineWithoutThem) {
+  // EFI without Secure Boot, a module signed by a key the kernel does not know: it loads
+  // (tainted), and none of the four findings applies.
+  auto m = Boot("quiet memmap=64M$0x40000000", Policy(true, false, {"Debian Secure Boot CA"},
+                                                      "signed:DKMS module signing key"));
+  const DoctorReport r = DiagnoseSim(m);
+  for (const char* id : kModuleFindings) EXPECT_EQ(Find(r, id), nullptr) << id;
+  EXPECT_TRUE(r.facts.module_policy.known);
+  EXPECT_TRUE(r.facts.module_policy.load.loaded);
+  EXPECT_TRUE(r.facts.module_policy.load.tainted);
+  EXPECT_EQ(r.devices.size(), 1u);
+  // A machine that does not describe its policy: nothing known, nothing claimed.
+  auto plain = Boot("quiet memmap=64M$0x40000000", sim::ModulePolicySpec{});
+  const DoctorReport p = DiagnoseSim(plain);
+  for (const char* id : kModuleFindings) EXPECT_EQ(Find(p, id), nullptr) << id;
+  EXPECT_FALSE(p.facts.module_policy.known);
+  EXPECT_NE(DoctorJson(p).find("\"secure_boot\": null"), std::string::npos);
+}
+
+// Real machines' shapes, as texts: files absent for the reasons the kernel has, and what the
+// doctor cannot tell.
+std::map<std::string, std::string> PolicyFiles(const std::string& module_text) {
+  auto files = Seed002("quiet memmap=64M$0x140000000", "00100000-bfffffff : System RAM\n");
+  files[kModulesDisabledPath] = "0\n";
+  files[kSigEnforcePath] = "Y\n";
+  files[kSecureBootVarPath] = std::string("\x06\x00\x00\x00\x01", 5);
+  files[kFwPlatformSizePath] = "64\n";
+  files[kKeysPath] = "0c2e8d8c I------     1 perm 1f030000     0     0 asymmetri Debian Secure Boot CA: "
+                     "6ccece7e4c6c0d1f6149f3dd27dfcc5cbb419ea1: X509.rsa a7d9cc0f []\n";
+  files["module-signature:resmem"] = module_text;
+  return files;
+}
+
+TEST(DoctorModulePolicy, AbsentLockdownFileIsPredictedFromSecureBoot) {
+  // securityfs not mounted: no lockdown file, yet Secure Boot locks Debian's kernel down.
+  TextPlatform p(PolicyFiles("file: /lib/modules/x/updates/dkms/resmem.ko.xz\ncompression: xz\n"
+                             "signed: yes\nsigner: DKMS module signing key\nhash: sha256\n"));
+  auto r = Diagnose(p, nullptr);
+  ASSERT_TRUE(r.ok());
+  const auto& mp = r->facts.module_policy;
+  EXPECT_EQ(mp.kernel.lockdown, LockdownLevel::kIntegrity);
+  EXPECT_NE(mp.lockdown_source.find("is absent (securityfs not mounted?); predicted integrity"),
+            std::string::npos) << mp.lockdown_source;
+  ASSERT_NE(Find(*r, "module-signature-rejected"), nullptr);
+  ASSERT_NE(Find(*r, "lockdown-refuses-addresses"), nullptr);
+}
+
+TEST(DoctorModulePolicy, WhatCannotBeToldIsSaidNotGuessed) {
+  // /proc/keys read by a user who may view none of the keys: trust cannot be told.
+  auto files = PolicyFiles("file: /x/resmem.ko\ncompression: none\nsigned: yes\nsigner: DKMS module signing key\nhash: sha256\n");
+  files[kKeysPath] = "";
+  TextPlatform p(files);
+  auto r = Diagnose(p, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->facts.module_policy.decided);
+  EXPECT_EQ(Find(*r, "module-signature-rejected"), nullptr);
+  ASSERT_NE(Find(*r, "secure-boot"), nullptr);
+  EXPECT_NE(Find(*r, "secure-boot")->evidence.find("run as root"), std::string::npos);
+  // EFI without a SecureBoot variable; a malformed signature is refused whatever the policy.
+  auto efi = PolicyFiles("file: /x/resmem.ko\ncompression: none\nsigned: malformed\n"
+                         "error: module signature: sig_len 9 does not fit (mod_check_sig: -EBADMSG)\n");
+  efi.erase(kSecureBootVarPath);
+  efi[kSigEnforcePath] = "N\n";
+  efi[kLockdownPath] = "[none] integrity confidentiality\n";
+  TextPlatform q(efi);
+  auto e = Diagnose(q, nullptr);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->facts.module_policy.secure_boot, SecureBootState::kEfiNoVariable);
+  const Finding* bad = Find(*e, "module-signature-rejected");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_NE(bad->title.find("malformed signature"), std::string::npos) << bad->title;
+  EXPECT_NE(bad->remedy.find("re-sign the module"), std::string::npos);
+  EXPECT_EQ(Find(*e, "secure-boot"), nullptr);
+  EXPECT_EQ(Find(*e, "lockdown-refuses-addresses"), nullptr);
+}
+
+TEST(DoctorModulePolicy, ModuleOptionChecksThatFile) {
+  auto files = PolicyFiles("file: /lib/modules/x/updates/dkms/resmem.ko\ncompression: none\nsigned: no\n");
+  files[kLockdownPath] = "none [integrity] confidentiality\n";
+  files["module-signature:/home/me/resmem.ko"] =
+      "file: /home/me/resmem.ko\ncompression: none\nsigned: yes\nsigner: Debian Secure Boot CA\nhash: sha256\n";
+  TextPlatform p(files);
+  DoctorOptions options;
+  options.module = "/home/me/resmem.ko";
+  auto r = Diagnose(p, nullptr, options);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->facts.module_policy.module.file, "/home/me/resmem.ko");
+  EXPECT_EQ(Find(*r, "module-signature-rejected"), nullptr);  // signed by a trusted key
+  auto installed = Diagnose(p, nullptr);
+  ASSERT_TRUE(installed.ok());
+  EXPECT_NE(Find(*installed, "module-signature-rejected"), nullptr);  // the installed one is unsigned
+}
+
+// The GPU machine as `resmem doctor` read it there (H200, kernel 6.18.44, Firecracker guest,
+// 2026-11-28): modules disabled, sig_enforce Y without Secure Boot (its kernel's configuration),
+// no lockdown file, no EFI, one built-in key, no resmem.ko.
+TEST(DoctorModulePolicy, TheGpuMachineAsReadThere) {
+  auto files = Seed002("console=ttyS0 quiet", "00100000-bfffffff : System RAM\n");
+  files[kModulesDisabledPath] = "1\n";
+  files[kSigEnforcePath] = "Y\n";
+  files[kKeysPath] = "3293329b I------     1 perm 1f030000     0     0 asymmetri Build time autogenerated "
+                     "kernel key: 6f10b6599c33c41bb00e50d68af8f0ab7e6b37ff: X509.rsa 7e6b37ff []\n";
+  TextPlatform p(files);  // module-signature:resmem absent: ENOENT, as on a machine without it
+  auto r = Diagnose(p, nullptr);
+  ASSERT_TRUE(r.ok());
+  const auto& mp = r->facts.module_policy;
+  EXPECT_TRUE(mp.known);
+  EXPECT_EQ(mp.secure_boot, SecureBootState::kNotEfi);
+  EXPECT_TRUE(mp.kernel.sig_enforce);
+  EXPECT_EQ(mp.kernel.sig_enforce_by, "this kernel's configuration");
+  EXPECT_FALSE(mp.kernel.lockdown_lsm);
+  EXPECT_TRUE(mp.module_absent);
+  EXPECT_EQ(mp.load.refused_by, "absent");
+  ASSERT_NE(Find(*r, "modules-disabled"), nullptr);
+  for (const char* id : {"module-signature-rejected", "lockdown-refuses-addresses", "secure-boot"})
+    EXPECT_EQ(Find(*r, id), nullptr) << id;
 }
 
 }  // namespace

@@ -31,6 +31,36 @@ std::string FirstLineStartingWith(const std::string& text, const std::string& pr
   return "";
 }
 
+// The module policy as the doctor read it, in the machine format's terms; what the format cannot
+// hold, or what the replay's rules would not reproduce, is noted.
+sim::ModulePolicySpec RecordedModulePolicy(const MachineFacts::ModulePolicy& mp,
+                                           std::vector<std::string>* notes) {
+  sim::ModulePolicySpec p;
+  p.described = true;
+  p.efi = mp.secure_boot != SecureBootState::kNotEfi;
+  p.secure_boot = mp.secure_boot == SecureBootState::kEnabled;
+  p.modules_disabled = mp.modules_disabled;
+  p.module_sig = mp.module_sig;
+  p.lockdown_lsm = mp.kernel.lockdown_lsm;
+  p.trusted_keys = mp.keys;
+  if (mp.module_absent) {
+    p.resmem_ko.state = sim::ModuleFileSpec::State::kAbsent;
+  } else if (mp.module_read && mp.module.state == "no") {
+    p.resmem_ko.state = sim::ModuleFileSpec::State::kUnsigned;
+  } else if (mp.module_read && mp.module.state == "yes" && !mp.module.signature.signer.empty()) {
+    p.resmem_ko.signer = mp.module.signature.signer;
+  } else {
+    notes->push_back("resmem.ko's signature (" + (mp.module_read ? mp.module.state : mp.module_error) +
+                     ") cannot be written in the machine format; recorded as dkms-signed "
+                     "(module_policy.resmem_ko), so the replay may judge the load differently");
+  }
+  if (mp.kernel.sig_enforce != mp.rules.sig_enforce || mp.kernel.lockdown != mp.rules.lockdown)
+    notes->push_back("this kernel's sig_enforce/lockdown (" + std::string(mp.kernel.sig_enforce ? "Y" : "N") +
+                     "/" + LockdownWord(mp.kernel.lockdown) + ") do not follow from Secure Boot and its "
+                     "command line by Debian 6.1's rules; the replay's kernel follows the rules");
+  return p;
+}
+
 }  // namespace
 
 Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, const std::string& dir) {
@@ -111,6 +141,10 @@ Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, 
     rec.notes.push_back("the IOMMU is not recorded: its state is known but not which firmware "
                         "table (DMAR or IVRS) it comes from (/sys/firmware/acpi/tables unreadable)");
   }
+  // The module policy (EFI, Secure Boot, modules_disabled, the trusted keys, resmem.ko's
+  // signature). Not known, not written: the replay says nothing about it either.
+  if (report.facts.module_policy.known)
+    m.module_policy = RecordedModulePolicy(report.facts.module_policy, &rec.notes);
   // The kernel's share: the System RAM it manages (/proc/iomem) less MemTotal.
   if (report.facts.usable_ram > report.facts.mem_total && report.facts.mem_total)
     m.kernel_reserved_bytes = report.facts.usable_ram - report.facts.mem_total;

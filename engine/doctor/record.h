@@ -30,7 +30,9 @@ struct Recording {
 //                        /sys/kernel/iommu_groups, /sys/firmware/acpi/tables as the platform
 //                        renders them (backends/platform/proc_parsers.h)
 //   machine.toml         the machine (`resmem import` of the files above, with the command line of
-//                        /proc/cmdline, the kernel's share of RAM and the IOMMU from `report`)
+//                        /proc/cmdline, the kernel's share of RAM, the IOMMU and the module policy
+//                        (EFI, Secure Boot, modules_disabled, the trusted keys, resmem.ko's
+//                        signature) from `report`)
 //   scenario.toml        [machine] from = "machine.toml", a boot step, a doctor step expecting
 //                        exactly `report`'s findings about the machine (devices = false: a
 //                        device's findings depend on its driver, which is not the machine)

@@ -21,7 +21,21 @@ struct Case {
   std::string preset;
   std::string cmdline;  // "" keeps the preset's
   std::string iommu;    // "" undescribed; "intel", "amd", "none"; "intel-default-off"
+  std::string policy;   // "" undescribed; "sb-unenrolled", "sb-enrolled", "disabled-unsigned"
 };
+
+// The module policies of the cases: Secure Boot with dkms's key not enrolled / enrolled, and a
+// legacy boot with modules disabled and an unsigned module.
+sim::ModulePolicySpec PolicyOf(const std::string& tag) {
+  sim::ModulePolicySpec p;
+  p.described = true;
+  p.efi = p.secure_boot = tag.rfind("sb-", 0) == 0;
+  p.trusted_keys = {"Debian Secure Boot CA"};
+  if (tag == "sb-enrolled") p.trusted_keys.push_back("DKMS module signing key");
+  p.modules_disabled = tag == "disabled-unsigned";
+  if (tag == "disabled-unsigned") p.resmem_ko.state = sim::ModuleFileSpec::State::kUnsigned;
+  return p;
+}
 
 class RecordRoundTrip : public ::testing::TestWithParam<Case> {};
 
@@ -46,6 +60,7 @@ TEST_P(RecordRoundTrip, ReplayFindsTheSameWithTheSameEvidence) {
     spec.iommu.units = 2;
     spec.iommu.devices = {"0000:00:00.0", "0000:00:02.0", "0000:00:10.0"};
   }
+  if (!GetParam().policy.empty()) spec.module_policy = PolicyOf(GetParam().policy);
   // The QEMU machines run the lane's Debian 6.1 kernel: their recording carries /proc/version and
   // the replay reads options with 6.1's rules; the others name no version (newest rules), and
   // nothing is invented for them.
@@ -54,7 +69,7 @@ TEST_P(RecordRoundTrip, ReplayFindsTheSameWithTheSameEvidence) {
   const DoctorReport original = DiagnoseSim(spec, &platform);
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir = (fs::path(tmp ? tmp : "/tmp") / ("record-" + GetParam().preset +
-                                                           std::to_string(GetParam().cmdline.size()))).string();
+                                                           std::to_string(GetParam().cmdline.size()) + GetParam().policy)).string();
   auto rec = RecordMachine(*platform, original, dir);
   ASSERT_TRUE(rec.ok()) << rec.status().message();
   for (const char* f : {"iomem.txt", "firmware_memmap.txt", "mtrr.txt", "cmdline.txt", "cpuinfo.txt",
@@ -80,17 +95,21 @@ TEST_P(RecordRoundTrip, ReplayFindsTheSameWithTheSameEvidence) {
 
 INSTANTIATE_TEST_SUITE_P(
     Presets, RecordRoundTrip,
-    ::testing::Values(Case{"seed000-workstation", "", ""}, Case{"seed002-workstation", "", ""},
-                      Case{"seed002-workstation", "mem=4G memmap=8G", ""},
-                      Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0xbe000000 memmap=64M$0x40000000", ""},
-                      Case{"qemu-q35-2g", "", ""}, Case{"h100-host", "", ""},
+    ::testing::Values(Case{"seed000-workstation", "", "", ""}, Case{"seed002-workstation", "", "", ""},
+                      Case{"seed002-workstation", "mem=4G memmap=8G", "", ""},
+                      Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0xbe000000 memmap=64M$0x40000000", "", ""},
+                      Case{"qemu-q35-2g", "", "", ""}, Case{"h100-host", "", "", ""},
                       // The IOMMU: translating, identity, off by the kernel's default, by the
                       // firmware, options the kernel does not take.
-                      Case{"qemu-q35-5g", "console=ttyS0 intel_iommu=on memmap=64M$0x40000000", "intel"},
-                      Case{"qemu-q35-5g", "console=ttyS0 iommu=pt memmap=64M$0x140000000", "intel"},
-                      Case{"qemu-q35-2g", "console=ttyS0 iommu=on", "intel-default-off"},
-                      Case{"qemu-q35-2g", "console=ttyS0 intel_iommu=on", "none"},
-                      Case{"h100-host", "amd_iommu=on iommu.passthrough=enable", "amd"}),
+                      Case{"qemu-q35-5g", "console=ttyS0 intel_iommu=on memmap=64M$0x40000000", "intel", ""},
+                      Case{"qemu-q35-5g", "console=ttyS0 iommu=pt memmap=64M$0x140000000", "intel", ""},
+                      Case{"qemu-q35-2g", "console=ttyS0 iommu=on", "intel-default-off", ""},
+                      Case{"qemu-q35-2g", "console=ttyS0 intel_iommu=on", "none", ""},
+                      Case{"h100-host", "amd_iommu=on iommu.passthrough=enable", "amd", ""},
+                      // The module policy: refused by key, loaded, modules disabled under lockdown=.
+                      Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0x40000000", "", "sb-unenrolled"},
+                      Case{"qemu-q35-5g", "console=ttyS0 memmap=64M$0x40000000", "", "sb-enrolled"},
+                      Case{"qemu-q35-2g", "lockdown=integrity", "", "disabled-unsigned"}),
     [](const ::testing::TestParamInfo<Case>& info) { return "case" + std::to_string(info.index); });
 
 }  // namespace

@@ -117,3 +117,17 @@ program = (step(0, 0, 0) + step(1, 0, 0) + step(1, 1, 0) + step(1, 2, 0) + step(
            + step(4, 4096, 8192) + step(5, 0, 0) + step(5 | 0x80, 0, 0))
 for variant in (0, 1, 8, 16, 32, 16 | 32):
     put("sim_driver", bytes([variant, variant % 4]) + program, "program-%d" % variant)
+
+# module_signature: the signed and unsigned fixtures, each fixture's PKCS#7 message alone, and
+# the module policy's texts as the tests write them.
+for p in files("backends/platform/testdata/*.ko"):
+    data = read(rel(p))
+    put("module_signature", data, rel(p))
+    if data.endswith(b"~Module signature appended~\n"):
+        n = struct.unpack(">I", data[-28 - 4:-28])[0]
+        put("module_signature", data[-28 - 12 - n:-28 - 12], "pkcs7-" + rel(p))
+for text in (b"none [integrity] confidentiality\n", b"Y\n", b"0\n", b"\x06\x00\x00\x00\x01",
+             b"0c2e8d8c I------     1 perm 1f030000     0     0 asymmetri Debian Secure Boot CA: "
+             b"6ccece7e4c6c0d1f6149f3dd27dfcc5cbb419ea1: X509.rsa a7d9cc0f []\n",
+             b"file: /x.ko\ncompression: xz\nsigned: yes\nsigner: DKMS module signing key\nhash: sha256\n"):
+    put("module_signature", text, "policy-text")

@@ -76,11 +76,24 @@ expect = { reservations = 2 }
 TOML
 expect from_folder_runs 0 "1 checks passed" -- "$R" run "$T/from-scn/s.toml"
 
-# 3. Standard input, a machine file beside the scenario.
-expect stdin_and_machine_file 0 "wrote $T/s.toml and box.toml" -- \
-  bash -c "\"$R\" import - -o \"$T/s.toml\" --machine-file box.toml < \"$DATA/07-qemu-q35-512m-5.10-mem512M.log\""
+# 3. Standard input, a machine file beside the scenario: both paths from where the command runs.
+expect stdin_and_machine_file 0 "wrote $T/s.toml and $T/box.toml" -- \
+  bash -c "\"$R\" import - -o \"$T/s.toml\" --machine-file \"$T/box.toml\" < \"$DATA/07-qemu-q35-512m-5.10-mem512M.log\""
 grep -q '^from = "box.toml"' "$T/s.toml" && ok scenario_names_machine_file || fail scenario_names_machine_file "$(cat "$T/s.toml")"
 expect machine_file_runs 0 "1 checks passed" -- "$R" run "$T/s.toml"
+# Relative paths are the user's: `-o plan/s.toml --machine-file plan/box.toml` writes plan/box.toml
+# (not plan/plan/box.toml), and the scenario names it relative to itself; elsewhere, ../ it.
+mkdir -p "$T/rel/plan" "$T/rel/machines"
+LOG07=$(readlink -f "$DATA/07-qemu-q35-512m-5.10-mem512M.log")
+expect relative_machine_file 0 "wrote plan/s.toml and plan/box.toml" -- \
+  bash -c "cd \"$T/rel\" && \"$R\" import - -o plan/s.toml --machine-file plan/box.toml < \"$LOG07\""
+[[ -f "$T/rel/plan/box.toml" && ! -e "$T/rel/plan/plan" ]] && grep -q '^from = "box.toml"' "$T/rel/plan/s.toml" &&
+  ok relative_machine_file_lands_where_named || fail relative_machine_file_lands_where_named "$(ls -R "$T/rel")"
+expect relative_machine_file_elsewhere 0 "wrote plan/t.toml and machines/box.toml" -- \
+  bash -c "cd \"$T/rel\" && \"$R\" import - -o plan/t.toml --machine-file machines/box.toml < \"$LOG07\""
+grep -q '^from = "../machines/box.toml"' "$T/rel/plan/t.toml" && ok machine_file_named_from_the_scenario ||
+  fail machine_file_named_from_the_scenario "$(grep from "$T/rel/plan/t.toml")"
+expect relative_machine_file_runs 0 "1 checks passed" -- "$R" run "$T/rel/plan/t.toml"
 
 # 4. A /sys/firmware/memmap folder, as the kernel lays it out.
 mkdir -p "$T/memmap/0" "$T/memmap/1"

@@ -21,12 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 // Does the command line or an early edit change the firmware map (mem=, memmap=, e820 edits)?
-bool ChangesTheMap(const sim::MachineSpec& m) {
-  if (!m.early_edits.empty()) return true;
-  for (const auto& opt : sim::SplitKernelCmdline(m.cmdline))
-    if (opt.key == "mem" || opt.key == "memmap") return true;
-  return false;
-}
 
 void Report(const import::Imported& imported, std::ostream& out) {
   int used = 0, not_used = 0;
@@ -78,8 +72,8 @@ Action Define(CLI::App& app) {
       app.add_option("-o,--output", a->output,
                      "write the scenario here (default: standard output)")->type_name("FILE");
   app.add_option("--machine-file", a->machine_file,
-                 "write the machine to its own file too, beside the scenario; the scenario says "
-                 "from = it")
+                 "write the machine to its own file too (a path from here, as -o is); the "
+                 "scenario names it with from =, relative to itself")
       ->type_name("FILE")
       ->needs(output);
   app.add_option("--report", a->report,
@@ -173,16 +167,18 @@ int Import(const ImportArgs& a) {
   draft.user_map = imported.user_map;
   if (!imported.user_map.empty()) {
     draft.usable_ram = imported.user_map_usable;
-  } else if (!ChangesTheMap(imported.machine)) {
-    // No user-defined map: the kernel uses the firmware's usable RAM as it is.
-    uint64_t usable = 0;
-    for (const auto& e : sim::SanitizeE820(imported.machine.firmware_e820))
-      if (e.type == sim::E820Type::kRam || e.type == sim::E820Type::kReservedKern) usable += e.end - e.start;
-    draft.usable_ram = usable;
+  } else if (auto booted = sim::Boot(imported.machine);
+             booted.ok() && booted->memory_options.empty() && imported.machine.early_edits.empty()) {
+    // No user-defined map and nothing that edits one: the kernel uses the firmware's usable RAM
+    // as it is, which the model's boot counts (the one reader of the map for every command).
+    draft.usable_ram = booted->usable_ram;
   }
   std::string scenario_path = out_path.empty() ? "<stdout>" : out_path;
   if (!machine_path.empty()) {
-    const fs::path mp = fs::path(out_path).parent_path() / machine_path;
+    // Both paths are the user's, from where the command runs (as every path on a command line);
+    // the scenario names the machine file relative to its own folder, as `from =` is read.
+    const fs::path mp = machine_path;
+    const fs::path scenario_dir = fs::absolute(fs::path(out_path)).parent_path();
     std::ofstream mf(mp);
     mf << "# Written by `" << cmd << "`.\n" << sim::WriteMachineToml(draft.machine);
     if (!mf) {
@@ -190,7 +186,7 @@ int Import(const ImportArgs& a) {
       return kExitBadInput;
     }
     mf.close();
-    draft.machine_from = machine_path;
+    draft.machine_from = fs::absolute(mp).lexically_normal().lexically_relative(scenario_dir).string();
   }
   auto text = import::WriteScenarioChecked(draft, scenario_path);
   if (!text.ok()) {

@@ -10,6 +10,7 @@
 #include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"
 #include "mock/machine/grub.h"
+#include "mock/machine/module_policy.h"
 #include "nlohmann/json.hpp"
 #include "backends/api/memory.h"
 
@@ -145,6 +146,28 @@ std::string MemparseSpelling(uint64_t bytes) {
   }
   return HexAddress(bytes);
 }
+
+namespace {
+
+// The modprobe.d line. A locked-down kernel refuses the hardware parameter ranges= (kernel/params.c
+// param_check_unsafe; mock/machine/module_policy.h): there the line has none, and a warning says
+// why; the driver then serves what memmap= reserved, which is the planned range.
+std::string ModprobeLine(const sim::MachineSpec& machine, const std::string& cmdline,
+                         const std::string& range, const std::string& mode,
+                         std::vector<std::string>* warnings) {
+  if (machine.module_policy.described) {
+    const sim::ModuleKernel k = sim::ReadModulePolicy(cmdline, machine.module_policy);
+    if (k.lockdown_lsm && k.lockdown >= LockdownLevel::kIntegrity) {
+      warnings->push_back(std::string("the kernel is locked down (") + LockdownWord(k.lockdown) + ", by " +
+                          k.lockdown_by + "): it refuses ranges=, so the modprobe.d line has none; "
+                          "the driver serves the memmap= reservation by itself");
+      return "options resmem mode=" + mode + " cache=wb";
+    }
+  }
+  return "options resmem ranges=" + range + " mode=" + mode + " cache=wb";
+}
+
+}  // namespace
 
 Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const PlanRequest& req) {
   if (req.size == 0) return Status::InvalidArgument("the size to reserve is 0; give e.g. 16G");
@@ -386,7 +409,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
                             whole.status().message() + "); add " + added.grub_cfg +
                             " to the linux line by hand");
   }
-  plan.modprobe = "options resmem ranges=" + range + " mode=" + req.mode + " cache=wb";
+  plan.modprobe = ModprobeLine(machine, plan.kernel_cmdline, range, req.mode, &plan.warnings);
   plan.boot_lines = k.dmesg;
   if (plan.start < k4G)
     plan.warnings.push_back("the range lies below 4 GiB, where firmware holes and the initrd "

@@ -49,7 +49,8 @@ struct ReservationPlan {
                                   // replace_reservations, its memmap=nn$ss), plus `option`
   std::string etc_default_grub;   // GRUB_CMDLINE_LINUX="..." as written in /etc/default/grub
   std::string grub_cfg;           // the grub.cfg `linux` line's arguments
-  std::string modprobe;           // options resmem ranges=... (modprobe.d)
+  std::string modprobe;           // options resmem ranges=... (modprobe.d); no ranges= where the
+                                  // machine's kernel is locked down (it refuses them)
   std::vector<std::string> replaced;  // options of the old command line the plan drops
   std::vector<std::string> reasons;   // why this place: what it avoided, in order
   std::vector<std::string> warnings;  // what the user should know (a smaller size, < 4 GiB)

@@ -212,6 +212,24 @@ TEST(Plan, TheOptionGoesBeforeADashDash) {
   ExpectBootsAsPlanned(*m, *plan);
 }
 
+TEST(Plan, ALockedDownKernelGetsNoRangesParameter) {
+  sim::MachineSpec m = *sim::MachinePreset("qemu-q35-5g");
+  m.kernel_version = "6.1.0-56-amd64";
+  PlanRequest req;
+  req.size = 64 * kMiB;
+  auto open = PlanReservation(m, req);
+  ASSERT_TRUE(open.ok()) << open.status().message();
+  EXPECT_EQ(open->modprobe.rfind("options resmem ranges=", 0), 0u) << open->modprobe;
+  m.module_policy.described = true;
+  m.module_policy.efi = m.module_policy.secure_boot = true;  // Debian locks down to integrity
+  auto locked = PlanReservation(m, req);
+  ASSERT_TRUE(locked.ok()) << locked.status().message();
+  EXPECT_EQ(locked->modprobe, "options resmem mode=pages cache=wb");
+  ASSERT_FALSE(locked->warnings.empty());
+  EXPECT_NE(locked->warnings.back().find("locked down (integrity"), std::string::npos) << locked->warnings.back();
+  ExpectBootsAsPlanned(m, *locked);
+}
+
 TEST(Plan, MemparseSpellingIsExact) {
   EXPECT_EQ(MemparseSpelling(188 * kGiB), "188G");
   EXPECT_EQ(MemparseSpelling(64 * kMiB), "64M");

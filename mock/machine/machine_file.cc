@@ -448,6 +448,94 @@ void ReadIommu(Reader& rd, const toml::table& t, MachineSpec* spec) {
   spec->iommu = io;
 }
 
+// The machine format's words for the module policy (mock/machine/module_policy.h).
+constexpr const char* kResmemKoWords =
+    "unsigned, signed:CN (the CN of the certificate whose key signed it, e.g. \"signed:DKMS module "
+    "signing key\", dkms's) or absent";
+
+// A bool key of the module_policy table into *out; false after an error.
+bool PolicyBool(Reader& rd, const toml::table& t, const char* key, const char* meaning, bool* out) {
+  const toml::node* b = t.get(key);
+  if (!b) return true;
+  if (!b->is_boolean()) {
+    rd.Fail(*b, std::string("module_policy.") + key, std::string("expected true or false: ") + meaning);
+    return false;
+  }
+  *out = *b->value<bool>();
+  return true;
+}
+
+// trusted_keys = ["Debian Secure Boot CA", ...]: the subjects as /proc/keys names them.
+bool PolicyKeys(Reader& rd, const toml::table& t, std::vector<std::string>* out) {
+  const toml::node* k = t.get("trusted_keys");
+  if (!k) return true;
+  const auto* arr = k->as_array();
+  if (!arr) {
+    rd.Fail(*k, "module_policy.trusted_keys",
+            "expected a list of key subjects as /proc/keys names them, like [\"Debian Secure Boot CA\"]");
+    return false;
+  }
+  for (const auto& e : *arr) {
+    const std::string name = e.is_string() ? *e.value<std::string>() : "";
+    if (name.empty() || name.find('\n') != std::string::npos) {
+      rd.Fail(e, "module_policy.trusted_keys", "each key is a non-empty one-line string (its subject)");
+      return false;
+    }
+    out->push_back(name);
+  }
+  return true;
+}
+
+// module_policy = { efi = true, secure_boot = true, modules_disabled = false,
+//   trusted_keys = ["Debian Secure Boot CA"], resmem_ko = "signed:DKMS module signing key",
+//   module_sig = true, lockdown_lsm = true }
+void ReadModulePolicyKey(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  const toml::node* n = t.get("module_policy");
+  if (!n) return;
+  const auto* mt = n->as_table();
+  if (!mt) {
+    rd.Fail(*n, "module_policy", "expected a table like { efi = true, secure_boot = true, "
+                                 "trusted_keys = [\"Debian Secure Boot CA\"], resmem_ko = \"unsigned\" }");
+    return;
+  }
+  CheckKeys(rd, *mt, "module_policy.", {"efi", "secure_boot", "modules_disabled", "trusted_keys",
+                                        "resmem_ko", "module_sig", "lockdown_lsm"});
+  if (!rd.ok()) return;
+  ModulePolicySpec p;
+  p.described = true;
+  if (!PolicyBool(rd, *mt, "efi", "booted through UEFI (/sys/firmware/efi) or not (legacy BIOS)", &p.efi) ||
+      !PolicyBool(rd, *mt, "secure_boot", "the firmware's SecureBoot variable", &p.secure_boot) ||
+      !PolicyBool(rd, *mt, "modules_disabled", "/proc/sys/kernel/modules_disabled set to 1", &p.modules_disabled) ||
+      !PolicyBool(rd, *mt, "module_sig", "the kernel is built with CONFIG_MODULE_SIG (Debian's is)", &p.module_sig) ||
+      !PolicyBool(rd, *mt, "lockdown_lsm", "the kernel has the lockdown LSM (Debian's has)", &p.lockdown_lsm) ||
+      !PolicyKeys(rd, *mt, &p.trusted_keys))
+    return;
+  if (p.secure_boot && !p.efi) {
+    rd.Fail(*mt->get("secure_boot"), "module_policy.secure_boot",
+            "Secure Boot is a UEFI feature: give efi = true with it, or secure_boot = false");
+    return;
+  }
+  if (const toml::node* ko = mt->get("resmem_ko")) {
+    const std::string word = ko->is_string() ? *ko->value<std::string>() : "";
+    if (!ParseModuleFileWord(word, &p.resmem_ko) || word.find('\n') != std::string::npos) {
+      rd.Fail(*ko, "module_policy.resmem_ko", "'" + word + "' is not " + kResmemKoWords);
+      return;
+    }
+  }
+  spec->module_policy = p;
+}
+
+// The module_policy key as WriteMachineToml writes it, with its comment line.
+std::string ModulePolicyLine(const ModulePolicySpec& p) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  std::string o = "# The firmware and the kernel's module policy; lockdown and sig_enforce follow with cmdline.\n";
+  o += std::string("module_policy = { efi = ") + b(p.efi) + ", secure_boot = " + b(p.secure_boot) +
+       ", modules_disabled = " + b(p.modules_disabled) + ", trusted_keys = [";
+  for (size_t i = 0; i < p.trusted_keys.size(); ++i) o += (i ? ", " : "") + TomlQuote(p.trusted_keys[i]);
+  return o + "], resmem_ko = " + TomlQuote(ModuleFileWord(p.resmem_ko)) + ", module_sig = " + b(p.module_sig) +
+         ", lockdown_lsm = " + b(p.lockdown_lsm) + " }\n";
+}
+
 uint64_t UsableBytes(const std::vector<E820Entry>& table) {
   uint64_t total = 0;
   for (const auto& e : SanitizeE820(table))
@@ -496,7 +584,8 @@ std::string EditLine(const E820Edit& e) {
 const std::vector<std::string>& MachineFormatKeys() {
   static const std::vector<std::string> kKeys = {
       "name", "description", "kernel", "arch", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
-      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "iommu", "mtrr_enabled", "mtrr_default",
+      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "iommu", "module_policy", "mtrr_enabled",
+      "mtrr_default",
       "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "wc_read_gbps", "uc_load_latency_ns",
       "memcpy_load_bytes", "page_fault_us", "pin_gbps", "memcpy_threads_gbps"};
   return kKeys;
@@ -549,6 +638,7 @@ Status ApplyMachineTable(const toml::table& t, const std::string& file,
   if (auto v = rd.Bool(t, "pat")) spec->pat_enabled = *v;
   ReadFirmware(rd, t, spec);
   ReadIommu(rd, t, spec);
+  ReadModulePolicyKey(rd, t, spec);
   ReadMtrr(rd, t, spec);
   ReadPerf(rd, t, spec);
   if (!rd.ok()) return rd.status();
@@ -724,6 +814,7 @@ std::string WriteMachineToml(const MachineSpec& s) {
       o += (i ? ", " : "") + TomlQuote(s.iommu.devices[i]);
     o += std::string("], intel_default_on = ") + (s.iommu.intel_default_on ? "true" : "false") + " }\n";
   }
+  if (s.module_policy.described) o += ModulePolicyLine(s.module_policy);
   o += std::string("mtrr_enabled = ") + (s.mtrr.enabled ? "true" : "false") + "\n";
   MtrrRange def;
   def.type = s.mtrr.default_type;
@@ -838,6 +929,12 @@ bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) 
       a.iommu.units != b.iommu.units || a.iommu.devices != b.iommu.devices ||
       a.iommu.intel_default_on != b.iommu.intel_default_on)
     return fail("iommu");
+  const ModulePolicySpec &mp = a.module_policy, &mq = b.module_policy;
+  if (mp.described != mq.described || mp.efi != mq.efi || mp.secure_boot != mq.secure_boot ||
+      mp.modules_disabled != mq.modules_disabled || mp.module_sig != mq.module_sig ||
+      mp.lockdown_lsm != mq.lockdown_lsm || mp.trusted_keys != mq.trusted_keys ||
+      ModuleFileWord(mp.resmem_ko) != ModuleFileWord(mq.resmem_ko))
+    return fail("module_policy");
   if (a.phys_addr_bits != b.phys_addr_bits) return fail("phys_addr_bits");
   if (a.pat_enabled != b.pat_enabled) return fail("pat");
   if (a.kernel_reserved_bytes != b.kernel_reserved_bytes)

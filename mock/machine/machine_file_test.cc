@@ -270,5 +270,72 @@ TEST(MachineFormat, IommuDescriptionLoadsWritesBackAndRefusesMistakes) {
   }
 }
 
+TEST(MachineFormat, ModulePolicyLoadsWritesBackAndRefusesMistakes) {
+  const std::string base =
+      "[machine]\ne820 = [{ start = 0x0, last = 0x9fbff, type = \"usable\" },\n"
+      "  { start = 0x100000, last = 0x7fffffff, type = \"usable\" }]\n";
+  auto m = ParseMachineText(base + "module_policy = { efi = true, secure_boot = true, modules_disabled = "
+                                   "false, trusted_keys = [\"Debian Secure Boot CA\"], resmem_ko = "
+                                   "\"signed:DKMS module signing key\" }\n",
+                            "box.toml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ModulePolicySpec& p = m->module_policy;
+  EXPECT_TRUE(p.described);
+  EXPECT_TRUE(p.efi);
+  EXPECT_TRUE(p.secure_boot);
+  EXPECT_FALSE(p.modules_disabled);
+  EXPECT_EQ(p.trusted_keys, std::vector<std::string>{"Debian Secure Boot CA"});
+  EXPECT_EQ(p.resmem_ko.state, ModuleFileSpec::State::kSigned);
+  EXPECT_EQ(p.resmem_ko.signer, "DKMS module signing key");
+  EXPECT_TRUE(p.module_sig);
+  EXPECT_TRUE(p.lockdown_lsm);
+  const std::string written = WriteMachineToml(*m);
+  EXPECT_NE(written.find("module_policy = { efi = true, secure_boot = true, modules_disabled = false, "
+                         "trusted_keys = [\"Debian Secure Boot CA\"], resmem_ko = \"signed:DKMS module "
+                         "signing key\", module_sig = true, lockdown_lsm = true }\n"),
+            std::string::npos) << written;
+  auto again = ParseMachineText(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  std::string diff;
+  EXPECT_TRUE(SameMachine(*m, *again, &diff)) << diff;
+  again->module_policy.resmem_ko.state = ModuleFileSpec::State::kUnsigned;
+  EXPECT_FALSE(SameMachine(*m, *again, &diff));
+  EXPECT_EQ(diff, "module_policy");
+  // Defaults: a legacy BIOS boot, nothing disabled, dkms's signed module, Debian's kernel.
+  auto bare = ParseMachineText(base + "module_policy = { resmem_ko = \"unsigned\" }\n", "box.toml");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE(bare->module_policy.efi);
+  EXPECT_EQ(bare->module_policy.resmem_ko.state, ModuleFileSpec::State::kUnsigned);
+  auto dflt = ParseMachineText(base + "module_policy = {}\n", "box.toml");
+  ASSERT_TRUE(dflt.ok());
+  EXPECT_EQ(ModuleFileWord(dflt->module_policy.resmem_ko), "signed:DKMS module signing key");
+  // Absent: not described, and nothing written.
+  auto none = ParseMachineText(base, "box.toml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->module_policy.described);
+  EXPECT_EQ(WriteMachineToml(*none).find("module_policy"), std::string::npos);
+  struct Bad {
+    const char* line;
+    const char* says;
+  } bad[] = {
+      {"module_policy = true", "expected a table"},
+      {"module_policy = { efi = 1 }", "module_policy.efi': expected true or false"},
+      {"module_policy = { secure_boot = true }", "Secure Boot is a UEFI feature"},
+      {"module_policy = { trusted_keys = \"Debian\" }", "a list of key subjects"},
+      {"module_policy = { trusted_keys = [\"\"] }", "non-empty one-line string"},
+      {"module_policy = { resmem_ko = \"signed\" }", "'signed' is not unsigned, signed:CN"},
+      {"module_policy = { resmem_ko = 1 }", "module_policy.resmem_ko'"},
+      {"module_policy = { lockdown = \"integrity\" }",
+       "unknown key; allowed here: efi, secure_boot, modules_disabled, trusted_keys, resmem_ko, "
+       "module_sig, lockdown_lsm"},
+  };
+  for (const auto& b : bad) {
+    auto r = ParseMachineText(base + b.line + "\n", "box.toml");
+    ASSERT_FALSE(r.ok()) << b.line;
+    EXPECT_NE(r.status().message().find(b.says), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("box.toml:4:"), std::string::npos) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace resmem::sim

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kmod/uapi/resmem_ioctl.h"
+#include "mock/machine/module_policy.h"
 #include "mock/region/range_check.h"
 #include "mock/region/sim_mapping.h"
 #include "backends/api/memory.h"
@@ -35,6 +36,7 @@ struct DriverState {
   std::shared_ptr<SimWorld> world;
   SimDriverSpec spec;
   std::vector<Device> devices;
+  std::string module_refusal;  // non-empty: the kernel refused to load the module, and why
 };
 
 class SimRegionHandle : public RegionHandle {
@@ -186,6 +188,10 @@ class SimRegionProvider : public RegionProvider {
   }
 
   Result<std::unique_ptr<RegionHandle>> Open(const OpenRequest& request) override {
+    // No module, no node: what open(2) of a /dev/resmemN that udev never made answers.
+    if (!state_->module_refusal.empty())
+      return Status::Errno(ENOENT, "open " + (request.path.empty() ? std::string("/dev/resmem0") : request.path) +
+                                       ": no such device: " + state_->module_refusal);
     const auto& devices = state_->devices;
     size_t index = devices.size();
     if (request.path.empty()) {
@@ -228,6 +234,43 @@ class SimRegionProvider : public RegionProvider {
   std::shared_ptr<DriverState> state_;
 };
 
+// The ranges= parameter the driver was given (SimDriverSpec::ranges, in memmap= syntax: the size
+// in the largest unit that divides it), or none.
+std::vector<std::string> HardwareParams(const SimDriverSpec& spec) {
+  if (spec.ranges.empty()) return {};
+  std::string value;
+  for (const auto& [phys, size] : spec.ranges) {
+    uint64_t n = size;
+    const char* unit = "";
+    for (const auto& [bytes, u] : {std::pair<uint64_t, const char*>{1ull << 30, "G"}, {1ull << 20, "M"}, {1ull << 10, "K"}})
+      if (size % bytes == 0) {
+        n = size / bytes;
+        unit = u;
+        break;
+      }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%" PRIu64 "%s$0x%" PRIx64, n, unit, phys);
+    value += (value.empty() ? "" : ",") + std::string(buf);
+  }
+  return {"ranges=" + value};
+}
+
+// Whether the kernel loads the module at all (mock/machine/module_policy.h), where the machine
+// describes its module policy: the kernel's lines go to dmesg; a refusal is returned as the
+// reason every open then gives, "" when the module loads.
+std::string LoadModule(SimWorld& world, const SimDriverSpec& spec) {
+  const ModulePolicySpec& policy = world.spec.module_policy;
+  if (!policy.described) return "";
+  const ModuleLoad load = DecideModuleLoad(ReadModulePolicy(world.kernel.cmdline, policy),
+                                           policy.resmem_ko, HardwareParams(spec));
+  for (const auto& line : load.dmesg) world.Log(line);
+  if (load.loaded) return "";
+  std::string quoted;
+  for (const auto& line : load.dmesg) quoted += (quoted.empty() ? "" : "; ") + ("'" + line + "'");
+  return "the kernel refused to load the resmem module: " + load.why + "; " + load.loader_error +
+         (quoted.empty() ? "" : "; dmesg: " + quoted);
+}
+
 }  // namespace
 
 std::unique_ptr<RegionProvider> MakeSimRegionProvider(std::shared_ptr<SimWorld> world,
@@ -235,6 +278,8 @@ std::unique_ptr<RegionProvider> MakeSimRegionProvider(std::shared_ptr<SimWorld> 
   auto state = std::make_shared<DriverState>();
   state->world = world;
   state->spec = spec;
+  state->module_refusal = LoadModule(*world, spec);
+  if (!state->module_refusal.empty()) return std::make_unique<SimRegionProvider>(std::move(state));
   std::vector<DriverRange> ranges;
   if (spec.ranges.empty()) {
     for (const auto& r : world->kernel.reservations) ranges.push_back({r.start, r.end - r.start});

@@ -35,6 +35,11 @@ struct SimDriverSpec {
 // the position of their range. Load-time refusals (range_check; the errno table is in
 // mock/region/range_check.h) do not fail creation: the device is absent from List() and Open()
 // of it returns the refusal's errno, which the driver also logged to world->dmesg.
+// Where the machine describes its module policy (mock/machine/module_policy.h), the kernel
+// first decides whether it loads resmem.ko at all, with the ranges= parameter when spec.ranges
+// is given (a hardware parameter, refused under lockdown): its lines go to dmesg, and a refused
+// module has no device: List() is empty and every Open() is ENOENT saying the module was
+// refused and why (the loader's error and the kernel's lines).
 //
 // Behaviour (each rule cites its source in the .cc files):
 //   Open: unknown path ENOENT; empty path = first present device; fault point "region.open"

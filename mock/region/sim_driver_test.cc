@@ -139,6 +139,76 @@ TEST(SimDriver, NoReservationMeansNoDeviceAndTheWayOut) {
   EXPECT_EQ(h2.status().code(), ENOENT);
 }
 
+// The kernel decides whether resmem.ko loads at all (mock/machine/module_policy.h): refused, it
+// serves no device and every open says why; loaded, the devices come up as before.
+std::shared_ptr<SimWorld> PolicyWorld(bool secure_boot, std::vector<std::string> keys,
+                                      const std::string& extra_cmdline = "") {
+  auto spec = MachinePreset("qemu-q35-5g");
+  EXPECT_TRUE(spec.ok());
+  MachineSpec m = spec.value();
+  m.cmdline += " memmap=64M$0x140000000 " + extra_cmdline;
+  m.module_policy.described = true;
+  m.module_policy.efi = true;
+  m.module_policy.secure_boot = secure_boot;
+  m.module_policy.trusted_keys = std::move(keys);
+  auto w = MakeSimWorld(m, 1);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return w.value();
+}
+
+TEST(SimDriver, AModuleTheKernelRefusesHasNoDeviceAndOpenSaysWhy) {
+  auto w = PolicyWorld(true, {"Debian Secure Boot CA"});  // dkms's key never enrolled
+  auto p = MakeSimRegionProvider(w, SimDriverSpec{});
+  EXPECT_TRUE(p->List()->empty());
+  for (const std::string path : {"", "/dev/resmem0"}) {
+    auto h = p->Open({path});
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), ENOENT);
+    const std::string& msg = h.status().message();
+    EXPECT_NE(msg.find("open /dev/resmem0: no such device: the kernel refused to load the resmem module"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("signed by 'DKMS module signing key', a key the kernel does not trust"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("Key was rejected by service"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'Loading of module with unavailable key is rejected'"), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(DmesgHas(*w, "Loading of module with unavailable key is rejected"));
+  EXPECT_FALSE(DmesgHas(*w, "resmem: resmem0:"));  // the driver never ran
+}
+
+TEST(SimDriver, AnEnrolledKeyLoadsAndLockdownRefusesOnlyTheRangesParameter) {
+  auto w = PolicyWorld(true, {"Debian Secure Boot CA", "DKMS module signing key"});
+  auto p = MakeSimRegionProvider(w, SimDriverSpec{});
+  EXPECT_EQ(*p->List(), std::vector<std::string>{"/dev/resmem0"});
+  OpenOk(*p);
+  // The same module given ranges=: the kernel refuses the hardware parameter under lockdown.
+  auto w2 = PolicyWorld(true, {"DKMS module signing key"});
+  SimDriverSpec with_ranges;
+  with_ranges.ranges = {{kResPhys, kResSize}};
+  auto refused = MakeSimRegionProvider(w2, with_ranges);
+  auto h = refused->Open({"/dev/resmem0"});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), ENOENT);
+  EXPECT_NE(h.status().message().find("Operation not permitted"), std::string::npos) << h.status().message();
+  EXPECT_TRUE(DmesgHas(*w2, "Lockdown: insmod: unsafe module parameters is restricted; see man kernel_lockdown.7"));
+  EXPECT_TRUE(DmesgHas(*w2, "resmem: `64M$0x140000000' invalid for parameter `ranges'"));
+  // Without Secure Boot an unsigned module loads and taints the kernel.
+  auto w3 = PolicyWorld(false, {});
+  auto plain = MakeSimRegionProvider(w3, with_ranges);
+  OpenOk(*plain, "/dev/resmem0");
+  EXPECT_TRUE(DmesgHas(*w3, "resmem: module verification failed: signature and/or required key missing"));
+  // modules_disabled refuses even a trusted module.
+  auto spec = MachinePreset("qemu-q35-5g");
+  MachineSpec m = spec.value();
+  m.cmdline += " memmap=64M$0x140000000";
+  m.module_policy.described = true;
+  m.module_policy.modules_disabled = true;
+  auto disabled = MakeSimRegionProvider(*MakeSimWorld(m, 1), SimDriverSpec{});
+  auto d = disabled->Open({""});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("modules_disabled is 1"), std::string::npos) << d.status().message();
+}
+
 TEST(SimDriver, WithoutRangeCheckServesAHoleThatReadsZerosAndDropsWrites) {
   auto w = World("qemu-q35-5g", "memmap=16M$0xc0000000");
   SimDriverSpec spec;

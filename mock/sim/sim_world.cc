@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/platform/module_policy_parsers.h"
+#include "backends/platform/module_signature.h"
 #include "mock/sim/sim_memory.h"
 
 namespace resmem::sim {
@@ -68,6 +70,7 @@ class SimPlatform : public Platform {
       return path == "/sys/class/iommu" ? RenderIommuUnits(spec.iommu, k)
                                         : RenderIommuGroups(spec.iommu, k);
     }
+    if (IsModulePolicySource(path)) return ReadModulePolicySource(path);
     // uname -r, where the machine names its kernel (the doctor reads the option rules from it).
     if (path == "/proc/sys/kernel/osrelease" && !spec.kernel_version.empty())
       return spec.kernel_version + "\n";
@@ -95,7 +98,13 @@ class SimPlatform : public Platform {
                                         "/sys/firmware/memmap, /proc/cpuinfo, /proc/version, dmesg, "
                                         "/sys/kernel/debug/x86/pat_memtype_list, and where the "
                                         "machine describes its IOMMU /sys/class/iommu, "
-                                        "/sys/kernel/iommu_groups, /sys/firmware/acpi/tables");
+                                        "/sys/kernel/iommu_groups, /sys/firmware/acpi/tables; "
+                                        "where it describes its module policy "
+                                        "/proc/sys/kernel/modules_disabled, "
+                                        "/sys/kernel/security/lockdown, "
+                                        "/sys/module/module/parameters/sig_enforce, the SecureBoot "
+                                        "efivar, /sys/firmware/efi/fw_platform_size, /proc/keys, "
+                                        "module-signature:resmem");
   }
 
   Result<std::unique_ptr<HostMemory>> AllocPageable(uint64_t bytes) override {
@@ -114,6 +123,61 @@ class SimPlatform : public Platform {
   Clock& clock() override { return *world_->clock; }
 
  private:
+  static bool IsModulePolicySource(const std::string& path) {
+    return path == kModulesDisabledPath || path == kLockdownPath || path == kSigEnforcePath ||
+           path == kSecureBootVarPath || path == kFwPlatformSizePath || path == kKeysPath ||
+           path.rfind(kModuleSignatureSource, 0) == 0;
+  }
+
+  // The module policy's files (mock/machine/module_policy.h), only where the machine describes
+  // its policy; each absent where the kernel would not have it.
+  Result<std::string> ReadModulePolicySource(const std::string& path) const {
+    const ModulePolicySpec& p = world_->spec.module_policy;
+    if (!p.described)
+      return Status::Errno(ENOENT, path + ": the simulated machine does not describe its module "
+                                          "policy (machine key module_policy = { efi = ... })");
+    const ModuleKernel k = ReadModulePolicy(world_->kernel.cmdline, p);
+    auto absent = [&](const std::string& why) { return Status::Errno(ENOENT, path + ": " + why); };
+    if (path == kModulesDisabledPath) return std::string(k.modules_disabled ? "1\n" : "0\n");
+    if (path == kLockdownPath) {
+      if (!k.lockdown_lsm) return absent("the kernel has no lockdown LSM (module_policy.lockdown_lsm = false)");
+      return RenderLockdown(k.lockdown);
+    }
+    if (path == kSigEnforcePath) {
+      if (!k.module_sig) return absent("the kernel is built without CONFIG_MODULE_SIG (module_policy.module_sig = false)");
+      return std::string(k.sig_enforce ? "Y\n" : "N\n");
+    }
+    if (path == kSecureBootVarPath || path == kFwPlatformSizePath) {
+      if (!p.efi) return absent("not an EFI boot (module_policy.efi = false)");
+      return path == kFwPlatformSizePath ? std::string("64\n") : RenderSecureBootVariable(p.secure_boot);
+    }
+    if (path == kKeysPath) return RenderKeys(k.trusted_keys);
+    return RenderResmemSignature(path.substr(std::string(kModuleSignatureSource).size()));
+  }
+
+  // The installed resmem.ko as the host renders the pseudo-source (backends/platform/
+  // module_signature.h): where dkms puts it, signed as the machine says.
+  Result<std::string> RenderResmemSignature(const std::string& what) const {
+    const ModulePolicySpec& p = world_->spec.module_policy;
+    const std::string release =
+        world_->spec.kernel_version.empty() ? "simulated" : world_->spec.kernel_version;
+    ModuleSignatureFacts f;
+    f.file = "/lib/modules/" + release + "/updates/dkms/resmem.ko";
+    if (what != "resmem" && what != f.file)
+      return Status::Errno(ENOENT, "module-signature:" + what + ": the simulated machine has only its "
+                                   "resmem.ko (module-signature:resmem, " + f.file + ")");
+    if (p.resmem_ko.state == ModuleFileSpec::State::kAbsent)
+      return Status::Errno(ENOENT, "resmem.ko is not installed for kernel " + release +
+                                       " (module_policy.resmem_ko = \"absent\")");
+    f.state = p.resmem_ko.state == ModuleFileSpec::State::kSigned ? "yes" : "no";
+    if (f.state == "yes") {
+      f.signature.is_signed = true;
+      f.signature.signer = p.resmem_ko.signer;
+      f.signature.hash = "sha256";  // dkms and sign-file's default (CONFIG_MODULE_SIG_HASH)
+    }
+    return RenderModuleSignatureFacts(f);
+  }
+
   std::string RenderPatMemtypeList() const {
     // Format of memtype_seq_show() in arch/x86/mm/pat/memtype.c.
     std::vector<MemtypeEntry> entries;
@@ -328,6 +392,10 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
   // QEMU lane's kernel prints the same lines: guest case doctor_iommu_options_ignored).
   if (spec.iommu.described)
     for (const auto& line : ReadIommuOptions(world->kernel.cmdline, spec.iommu).dmesg)
+      world->dmesg.push_back(line);
+  // Secure Boot, lockdown and the options the kernel refused (mock/machine/module_policy.h).
+  if (spec.module_policy.described)
+    for (const auto& line : ReadModulePolicy(world->kernel.cmdline, spec.module_policy).dmesg)
       world->dmesg.push_back(line);
 
   // RAM is behind the firmware's e820 RAM entries: mem= and memmap=nn$ss change what the kernel

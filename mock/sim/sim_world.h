@@ -73,8 +73,11 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
 //   ReadSource serves /proc/iomem, /proc/mtrr, /proc/cmdline, /proc/meminfo,
 //   /sys/firmware/memmap, /proc/cpuinfo, /proc/version, "dmesg" (the kernel log: the boot's
 //   map lines, then the drivers' messages, one per line) and, when PAT is enabled,
-//   /sys/kernel/debug/x86/pat_memtype_list (the live device mappings); any other path is
-//   errno ENOENT naming the sources it has.
+//   /sys/kernel/debug/x86/pat_memtype_list (the live device mappings); where the machine
+//   describes them, the IOMMU's sysfs (mock/machine/iommu.h) and the module policy's files and
+//   the installed module's signature (mock/machine/module_policy.h: modules_disabled, lockdown,
+//   sig_enforce, the SecureBoot efivar, fw_platform_size, /proc/keys, "module-signature:resmem");
+//   any other path is errno ENOENT naming the sources it has.
 //   AllocPageable returns a SimHostMemory (mock/sim/sim_memory.h): anonymous, WB, private.
 //   CopyHost consults fault point "host.memcpy" (address: the destination's virtual address)
 //   with effects error/signal (returned), delay (charged), corrupt (one destination byte

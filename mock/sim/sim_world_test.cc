@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/platform/module_policy_parsers.h"
+#include "backends/platform/module_signature.h"
 #include "mock/sim/sim_memory.h"
 
 namespace resmem::sim {
@@ -96,6 +98,55 @@ TEST(SimPlatform, ServesTheRenderedSources) {
                 .value()
                 .find("PAT: [mem 0x0000000100000000-0x0000000100200000] uncached-minus"),
             std::string::npos);
+}
+
+// The module policy's files come from the machine model, in the forms the parsers read, and the
+// boot's Secure Boot and lockdown lines reach dmesg.
+TEST(SimPlatform, ServesTheModulePolicyFromTheMachine) {
+  MachineSpec m = Preset("qemu-q35-5g");
+  m.kernel_version = "6.1.0-56-amd64";
+  m.cmdline = "console=ttyS0 memmap=64M$0x40000000";
+  m.module_policy.described = true;
+  m.module_policy.efi = true;
+  m.module_policy.secure_boot = true;
+  m.module_policy.trusted_keys = {"Debian Secure Boot CA"};
+  auto w = MakeSimWorld(m, 1);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto p = MakeSimPlatform(*w);
+  EXPECT_FALSE(*ParseModulesDisabled(*p->ReadSource(kModulesDisabledPath)));
+  EXPECT_EQ(*ParseLockdown(*p->ReadSource(kLockdownPath)), LockdownLevel::kIntegrity);
+  EXPECT_TRUE(*ParseSigEnforce(*p->ReadSource(kSigEnforcePath)));
+  EXPECT_TRUE(*ParseSecureBootVariable(*p->ReadSource(kSecureBootVarPath)));
+  EXPECT_EQ(*p->ReadSource(kFwPlatformSizePath), "64\n");
+  EXPECT_EQ(*ParseKeySubjects(*p->ReadSource(kKeysPath)), std::vector<std::string>{"Debian Secure Boot CA"});
+  auto sig = ParseModuleSignatureFacts(*p->ReadSource("module-signature:resmem"));
+  ASSERT_TRUE(sig.ok()) << sig.status().message();
+  EXPECT_EQ(sig->file, "/lib/modules/6.1.0-56-amd64/updates/dkms/resmem.ko");
+  EXPECT_EQ(sig->state, "yes");
+  EXPECT_EQ(sig->signature.signer, "DKMS module signing key");  // the default: dkms signed it
+  EXPECT_TRUE(p->ReadSource("module-signature:" + sig->file).ok());
+  EXPECT_EQ(p->ReadSource("module-signature:/tmp/other.ko").status().code(), ENOENT);
+  const std::string log = *p->ReadSource("dmesg");
+  EXPECT_NE(log.find("secureboot: Secure boot enabled\n"
+                     "Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7\n"),
+            std::string::npos) << log;
+
+  // A legacy boot without the lockdown LSM or CONFIG_MODULE_SIG: those files are absent, and
+  // an absent module is ENOENT.
+  m.module_policy.efi = m.module_policy.secure_boot = false;
+  m.module_policy.lockdown_lsm = m.module_policy.module_sig = false;
+  m.module_policy.modules_disabled = true;
+  m.module_policy.resmem_ko.state = ModuleFileSpec::State::kAbsent;
+  auto bios = MakeSimPlatform(*MakeSimWorld(m, 1));
+  EXPECT_TRUE(*ParseModulesDisabled(*bios->ReadSource(kModulesDisabledPath)));
+  for (const char* path : {kLockdownPath, kSigEnforcePath, kSecureBootVarPath, kFwPlatformSizePath,
+                           "module-signature:resmem"})
+    EXPECT_EQ(bios->ReadSource(path).status().code(), ENOENT) << path;
+  // A machine that does not describe its policy serves none of it, and says why.
+  auto plain = MakeSimPlatform(World("qemu-q35-5g"));
+  auto none = plain->ReadSource(kModulesDisabledPath);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("module_policy"), std::string::npos);
 }
 
 TEST(SimPlatform, UnknownSourceIsEnoentNamingWhatExists) {
