@@ -8,7 +8,7 @@
 #
 #   ci/hil-nightly.sh [--bin DIR] [--out DIR] [--thresholds FILE] [--steps LIST] [--quick]
 #                     [--step-timeout SECONDS] [--slurm]
-#     --bin DIR         holds resmem-gpu (//engine/calibrate:resmem-gpu) and, optionally, resmem
+#     --bin DIR         holds resmem-gpu (//engine/cli:resmem-gpu) and, optionally, resmem
 #                       (//engine/cli:resmem) for the scenarios; default .carry
 #     --out DIR         report root; the report goes to DIR/YYYY-MM-DD, or DIR/YYYY-MM-DD-2, -3,
 #                       ... when that day already has one (a report is never overwritten)
@@ -62,7 +62,7 @@ esac
 want() { case ",$STEP_SET," in *",$1,"*) return 0 ;; esac; return 1; }
 GPU="$BIN/resmem-gpu"
 if [ ! -x "$GPU" ]; then
-  echo "hil-nightly: $GPU not found: build //engine/calibrate:resmem-gpu and copy it to $BIN" >&2
+  echo "hil-nightly: $GPU not found: build //engine/cli:resmem-gpu and copy it to $BIN" >&2
   exit 2
 fi
 [ -f "$THRESHOLDS" ] || { echo "hil-nightly: thresholds $THRESHOLDS not found" >&2; exit 2; }

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Seed 004 (managed memory, docs/seed004.md) on a GPU host, with binaries built here and carried:
 #
-#   bazel build //engine/cli:resmem //engine/calibrate:resmem-gpu //backends/cuda:cuda_managed_test
+#   bazel build //engine/cli:resmem //engine/cli:resmem-gpu //backends/cuda:cuda_managed_test
 #   mkdir -p .carry/seed004/lib
-#   cp bazel-bin/engine/cli/resmem bazel-bin/engine/calibrate/resmem-gpu \
+#   cp bazel-bin/engine/cli/resmem bazel-bin/engine/cli/resmem-gpu \
 #      bazel-bin/backends/cuda/cuda_managed_test .carry/seed004/
 #   cp -L /lib/x86_64-linux-gnu/libfuse3.so.3 .carry/seed004/lib/
 #   # on the GPU host, from the repo root (scenarios/ beside it):

@@ -22,7 +22,7 @@
 #                      [--gpu-constraint EXPR] [--gres SPEC] [--gpu-node NAME] [--partition P]
 #                      [--time MIN] [--sbatch-arg ARG]... [--wait]
 #     --bin DIR            holds resmem (//engine/cli:resmem) and, for --nightly, resmem-gpu
-#                          (//engine/calibrate:resmem-gpu); a release dir with usr/bin works too;
+#                          (//engine/cli:resmem-gpu); a release dir with usr/bin works too;
 #                          default .carry of this checkout
 #     --out DIR            report root (default out/slurm of this checkout)
 #     --shards N           scenario shards, 1-64 (default 4)
@@ -98,7 +98,7 @@ if ((NIGHTLY)); then
       *) die "unknown HIL step '$s' in --steps (scenarios, calibrate, bench, stream)" ;;
     esac
   done
-  [ -x "$BIN/resmem-gpu" ] || die "$BIN/resmem-gpu not found: --nightly needs //engine/calibrate:resmem-gpu in --bin"
+  [ -x "$BIN/resmem-gpu" ] || die "$BIN/resmem-gpu not found: --nightly needs //engine/cli:resmem-gpu in --bin"
   [ -f "$THRESHOLDS" ] || die "thresholds $THRESHOLDS not found"
   THRESHOLDS=$(realpath "$THRESHOLDS")
 fi

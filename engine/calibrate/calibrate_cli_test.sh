@@ -2,7 +2,7 @@
 # `resmem calibrate` on the command line: --merge, --compare with --margin, and bad input, on the
 # committed H100 profiles (no GPU needed).
 set -u
-GPU="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}/engine/calibrate/resmem-gpu"
+GPU="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}/engine/cli/resmem-gpu"
 ONE="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}/mock/gpu/profiles/h100.json"
 RANGE="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}/mock/gpu/profiles/h100-range.json"
 T="${TEST_TMPDIR:-$(mktemp -d)}"

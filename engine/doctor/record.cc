@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/import/paste.h"
+#include "engine/paste/paste.h"
 #include "engine/import/scenario_writer.h"
 #include "mock/machine/machine_file.h"
 

@@ -1,4 +1,4 @@
-// Fuzz target: what `resmem import` reads (engine/import/paste.h ReadPaste): dmesg in both e820
+// Fuzz target: what `resmem import` reads (engine/paste/paste.h ReadPaste): dmesg in both e820
 // forms with timestamps and syslog prefixes, /proc/iomem, /sys/firmware/memmap dumps, /proc/mtrr,
 // /proc/cpuinfo, /proc/meminfo, /etc/default/grub and grub.cfg lines, mixed. The import is then
 // booted, as `resmem import` does. Properties: no crash, hang or OOM; every non-blank input line
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/fuzz/fuzz_check.h"
-#include "engine/import/paste.h"
+#include "engine/paste/paste.h"
 #include "mock/machine/machine.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

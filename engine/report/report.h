@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runner/runner.h"
+#include "engine/report/results.h"
 
 namespace resmem::engine {
 

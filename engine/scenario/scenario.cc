@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "backends/api/memory.h"
-#include "engine/import/paste.h"
+#include "engine/paste/paste.h"
 #include "engine/scenario/step_defs.h"
 #include "mock/gpu/sim_gpu.h"
 #include "mock/machine/machine_file.h"

@@ -1,6 +1,6 @@
 // The stream under injected faults loses nothing silently: every block is delivered once and
 // intact or reported lost with its sequence number, as judged by the independent checker. Short
-// versions of the soak that //engine/stream:stream_soak runs long (docs/reliability.md).
+// versions of the soak that //engine/cli:stream_soak runs long (docs/reliability.md).
 #include "engine/stream/soak.h"
 
 #include <unistd.h>

@@ -4,7 +4,7 @@
 //         preset's host performance (mock/machine), on a virtual clock, so the commands run on CI
 //         without a GPU. Host memory is real either way (backends/host stand-ins): the sim judges
 //         real mappings by their smaps facts.
-// Also the command-line options those commands share (CLI11, engine/cli/command.h).
+// The command-line options those commands share: engine/cli/transfer_options.h.
 #ifndef RESMEM_ENGINE_TRANSFER_GPU_BACKEND_H_
 #define RESMEM_ENGINE_TRANSFER_GPU_BACKEND_H_
 
@@ -14,7 +14,6 @@
 
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
-#include "CLI/CLI.hpp"
 #include "backends/fault/fault_injector.h"
 #include "engine/transfer/transfer_engine.h"
 
@@ -31,16 +30,6 @@ struct GpuBackend {
 // no rules. The cuda backend takes none here.
 Result<GpuBackend> MakeGpuBackend(const std::string& name, uint64_t seed = 1,
                                   std::shared_ptr<FaultInjector> faults = nullptr);
-
-// The staged path's tuning options, shared by bench and stream (transfer_engine.h says what each
-// does), declared on a command's app under the heading "staged path" and bound to `*o`, whose
-// values are the defaults: --lanes N, --chunk SIZE, --buffers N, --min-unit SIZE,
-// --units-per-lane N, --spin-us N; flags --pin-lanes, --stream-to-host, --lane-units,
-// --cached-fill. Ranges are checked by the parse. `o` must outlive the parse.
-void AddStagingOptions(CLI::App& app, TransferOptions* o);
-
-// --backend cuda|sim for the commands above, bound to `*name` (its value is the default).
-CLI::Option* AddGpuBackendOption(CLI::App& app, std::string* name);
 
 }  // namespace resmem::transfer
 

@@ -4,7 +4,7 @@
 //   /sys/firmware/memmap: drivers/firmware/memmap.c; /proc/meminfo: fs/proc/meminfo.c
 //   "Linux version": init/version.c linux_banner; "Command line:": arch/x86/kernel/setup.c;
 //   "Kernel command line:": init/main.c start_kernel
-#include "engine/import/paste.h"
+#include "engine/paste/paste.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,8 +3,8 @@
 // dump), /proc/mtrr, /proc/cpuinfo, /proc/meminfo, /etc/default/grub and grub.cfg lines, in any
 // order and mixed. Every input line gets a verdict: used, not used (and why), a warning or an
 // error. Nothing is skipped silently.
-#ifndef RESMEM_ENGINE_IMPORT_PASTE_H_
-#define RESMEM_ENGINE_IMPORT_PASTE_H_
+#ifndef RESMEM_ENGINE_PASTE_PASTE_H_
+#define RESMEM_ENGINE_PASTE_PASTE_H_
 
 #include <cstdint>
 #include <string>
@@ -81,4 +81,4 @@ std::string RenderFirmwareMemmapDump(const std::vector<MemmapDumpEntry>& entries
 
 }  // namespace resmem::import
 
-#endif  // RESMEM_ENGINE_IMPORT_PASTE_H_
+#endif  // RESMEM_ENGINE_PASTE_PASTE_H_

@@ -10,6 +10,7 @@
 #include "engine/cli/command.h"
 #include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
+#include "engine/cli/transfer_options.h"
 
 namespace resmem::bench {
 namespace {

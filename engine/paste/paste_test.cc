@@ -1,4 +1,4 @@
-#include "engine/import/paste.h"
+#include "engine/paste/paste.h"
 
 #include <gtest/gtest.h>
 

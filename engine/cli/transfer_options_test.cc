@@ -1,6 +1,6 @@
 // The staging options bench, stream and calibrate share (AddStagingOptions): the segment-plan
 // options land in TransferOptions, and a bad --costs is refused naming the field, with exit 2.
-#include "engine/transfer/gpu_backend.h"
+#include "engine/cli/transfer_options.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include "engine/cli/command.h"
 #include "engine/cli/values.h"
-#include "engine/import/paste.h"
+#include "engine/paste/paste.h"
 #include "engine/import/scenario_writer.h"
 #include "mock/machine/cmdline.h"
 #include "mock/machine/e820_table.h"

@@ -39,6 +39,7 @@
 #include "engine/cli/values.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/gpu_backend.h"
+#include "engine/cli/transfer_options.h"
 #include "engine/transfer/lane_pool.h"
 #include "engine/transfer/transfer_engine.h"
 

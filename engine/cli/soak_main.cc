@@ -1,6 +1,6 @@
 // The long soak of the stream under injected faults (soak.h): prints, for the simulator and for a
 // real FUSE mount, the blocks delivered, reported lost, silently lost and silently corrupted.
-//   bazel run //engine/stream:stream_soak -- [--sim-blocks 1000000] [--fuse-blocks 100000]
+//   bazel run //engine/cli:stream_soak -- [--sim-blocks 1000000] [--fuse-blocks 100000]
 //       [--block 4096] [--slots 64] [--p 0.001] [--seed 1]
 // The FUSE soak (root and /dev/fuse) kills the daemon at 95% of its blocks, fails one slot with
 // EIO for 1% of them from 40%, and keeps another slot slow (200 us a read) throughout.

@@ -8,6 +8,7 @@
 #include "engine/cli/values.h"
 #include "engine/stream/stream.h"
 #include "engine/transfer/gpu_backend.h"
+#include "engine/cli/transfer_options.h"
 
 namespace resmem::stream {
 namespace {
