@@ -12,6 +12,7 @@
 #include <variant>
 #include <sstream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/api/backend.h"
@@ -19,6 +20,8 @@
 #include "engine/backend/backend_factory.h"
 #include "backends/platform/proc_parsers.h"
 #include "engine/doctor/doctor.h"
+#include "engine/runner/headline.h"
+#include "engine/runner/judge.h"
 #include "engine/runner/patterns.h"
 #include "kmod/uapi/resmem_ioctl.h"
 
@@ -33,12 +36,6 @@ using scenario::Step;
 using scenario::StepArgs;
 
 constexpr uint64_t kChunk = 1ull << 20;
-
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 // Everything a run holds between steps.
 class Run {
@@ -867,255 +864,122 @@ Status Run::Do(const scenario::BarReadStep& step, StepResult* r) {
   return Status::Ok();
 }
 
-std::string Observed(const Status& st, const std::string& profile) {
-  if (st.ok()) return "ok";
-  if (st.space() == ErrorSpace::kCuda) {
-    const std::string name = CudaErrorName(profile, st.code());
-    return "cuda " + std::to_string(st.code()) + (name.empty() ? "" : " " + name) + ": " + st.message();
-  }
-  return st.ToString();
+}  // namespace
+
+
+namespace {
+
+// The backend a case runs on, or the verdict that stops it before any step: a backend name that
+// is not one (ERROR), a file not applicable there (N/A), a fault rule that does not parse
+// (ERROR), a part this machine lacks (UNAVAILABLE).
+std::optional<Backend> PrepareBackend(const Scenario& s, const RunOptions& options,
+                                      ScenarioResult* res) {
+  auto stop = [&](ScenarioVerdict v, const std::string& why) {
+    res->verdict = v;
+    res->reason = why;
+    return std::nullopt;
+  };
+  auto spec = ResolveBackendSpec(options.backend);
+  if (!spec.ok()) return stop(ScenarioVerdict::kError, spec.status().message());
+  if (auto na = s.not_applicable.find(options.backend); na != s.not_applicable.end())
+    return stop(ScenarioVerdict::kNotApplicable, na->second);
+  PartContext ctx;
+  ctx.machine = s.machine;
+  ctx.driver = s.driver;
+  ctx.cuda_profile = s.cuda_profile;
+  ctx.gpu_count = s.gpu_count;
+  ctx.seed = res->seed;
+  ctx.options = options.options;
+  ctx.faults = std::make_shared<FaultInjector>(res->seed);
+  for (const auto& rule : s.faults)
+    if (Status st = ctx.faults->AddRule(rule); !st.ok()) return stop(ScenarioVerdict::kError, st.message());
+  auto backend = MakeBackend(*spec, ctx);
+  if (backend.ok()) return std::move(*backend);
+  const Status& st = backend.status();
+  const bool unavailable = st.space() == ErrorSpace::kResmem && st.code() == kUnavailable;
+  return stop(unavailable ? ScenarioVerdict::kUnavailable : ScenarioVerdict::kError, st.message());
 }
 
-// Does status match the expected error ("cudaErrorUnknown", "EINVAL", "SIGKILL", a code, "any")?
-// A CUDA name is looked up in the backend's profile: the numbering differs between eras.
-bool ErrorMatches(const Expected<ExpectedError>& want, const Status& st, const std::string& profile,
-                  std::string* why) {
-  if (st.ok()) {
-    *why = "expected error " + want.written + ", the step succeeded";
-    return false;
-  }
-  const ExpectedError& w = want.value;
-  switch (w.kind) {
-    case ExpectedError::Kind::kAny:
-      return true;
-    case ExpectedError::Kind::kCode:
-      if (st.code() == w.code) return true;
-      *why = "expected code " + want.written + ", got " + std::to_string(st.code());
-      return false;
-    case ExpectedError::Kind::kCudaName: {
-      const int code = CudaErrorFromName(profile, w.cuda_name);
-      if (code < 0) {
-        *why = "'" + w.cuda_name + "' is not an error of profile " + profile;
-        return false;
-      }
-      if (st.space() == ErrorSpace::kCuda && st.code() == code) return true;
-      *why = "expected " + w.cuda_name + " (" + std::to_string(code) + " in " + profile + ")";
-      return false;
-    }
-    case ExpectedError::Kind::kSignal:
-      if (st.space() == ErrorSpace::kSignal && st.code() == w.code) return true;
-      *why = "expected signal " + want.written;
-      return false;
-    case ExpectedError::Kind::kErrno:
-      if (st.space() == ErrorSpace::kErrno && st.code() == w.code) return true;
-      *why = "expected " + want.written;
-      return false;
-  }
-  return false;
-}
+// A case's steps in order, each judged: where the run is after the last one.
+struct StepsRun {
+  bool failed = false;
+  std::string headline, unavailable;
+};
 
-bool Near(double got, double want, double tol) {
-  if (want == 0) return std::fabs(got) <= tol;
-  return std::fabs(got - want) <= tol * std::fabs(want);
-}
-
-// A kernel log's lines, blanks around each removed (2.6-era kernels printed " user: ...").
-std::vector<std::string> LogLines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (!TrimBlanks(line).empty()) out.push_back(TrimBlanks(line));
-  return out;
-}
-
-std::vector<std::string> Trimmed(const std::vector<std::string>& lines) {
-  std::vector<std::string> out;
-  for (const auto& s : lines) out.push_back(TrimBlanks(s));
-  return out;
-}
-
-// The expected "user:" lines against the printed ones, line for line: "" when equal, else where
-// they first differ, both lines, and the counts.
-std::string MapDiff(const std::vector<std::string>& want, const std::vector<std::string>& got) {
-  if (want == got) return "";
-  size_t i = 0;
-  while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
-  std::string out = "the user map differs from line " + std::to_string(i + 1) + " (expected " +
-                    std::to_string(want.size()) + " user: lines, the kernel printed " +
-                    std::to_string(got.size()) + ")";
-  out += "\n        expected: " + (i < want.size() ? want[i] : std::string("(no more lines)"));
-  out += "\n        printed:  " + (i < got.size() ? got[i] : std::string("(no more lines)"));
-  return out;
-}
-
-// Each wanted line must appear in `lines`, in the given order: "" when they do, else the first
-// that does not.
-std::string MissingInOrder(const std::vector<std::string>& want, const std::vector<std::string>& lines) {
-  size_t at = 0;
-  for (size_t k = 0; k < want.size(); ++k) {
-    while (at < lines.size() && lines[at] != want[k]) ++at;
-    if (at == lines.size())
-      return "dmesg line " + std::to_string(k + 1) + " of the expectation was not printed" +
-             (k ? " after line " + std::to_string(k) : "") + ": '" + want[k] + "'";
-    ++at;
-  }
-  return "";
-}
-
-// Judges one step; returns the failures (empty = pass).
-std::vector<std::string> Judge(const Expectation& e, const Status& st, const StepResult& r,
-                               const std::string& profile) {
-  std::vector<std::string> fails;
-  std::string why;
-  if (e.error) {
-    if (!ErrorMatches(*e.error, st, profile, &why)) fails.push_back(why);
-  } else if (!e.ok || e.ok->value) {
-    if (!st.ok()) fails.push_back("expected success");
-  } else if (st.ok()) {
-    fails.push_back("expected a failure (ok = false), the step succeeded");
-  }
-  if (e.message_contains) {
-    std::string hay = st.message();
-    for (const auto& [k, v] : r.texts) hay += "\n" + v;
-    if (hay.find(e.message_contains->value) == std::string::npos)
-      fails.push_back("expected the message to contain \"" + e.message_contains->value + "\"");
-  }
-  const double tol = e.tolerance ? e.tolerance->value : 0.15;
-  // A measured number within a relative tolerance of the expected one.
-  auto near = [&](const char* key, double want, double t) {
-    auto it = r.numbers.find(key);
-    if (it == r.numbers.end()) {
-      fails.push_back(std::string("no ") + key + " was measured");
+// One step: this backend's overrides (skip, expect, args), run unless an earlier one stopped
+// the case, judged, its headline part added.
+void RunStep(Run& run, const Step& step, int index, const std::string& backend, bool virtual_clock,
+             const std::string& profile, bool* stopped, StepsRun* out, ScenarioResult* res) {
+  StepResult r;
+  r.index = index;
+  r.op = step.name();
+  r.line = step.line;
+  const Expectation* expect = &step.expect;
+  const StepArgs* args = &step.args;  // this backend's, where the file gives some
+  if (auto on = step.on.find(backend); on != step.on.end()) {
+    if (on->second.skip) {
+      r.verdict = StepVerdict::kSkipped;
+      r.note = *on->second.skip;
+      res->steps.push_back(r);
       return;
     }
-    if (!Near(it->second, want, t))
-      fails.push_back(std::string(key) + " " + Fmt("%.4g", it->second) + " is not within " +
-                      Fmt("%.0f%%", t * 100) + " of " + Fmt("%.4g", want));
-  };
-  if (e.mbps) near("mbps", e.mbps->value, tol);
-  if (e.ratio_to_serial) near("ratio_to_serial", e.ratio_to_serial->value, tol);
-  // Bounds: a path that must be at least or at most so fast.
-  auto bound = [&](const std::optional<Expected<double>>& want, bool at_least) {
-    if (!want) return;
-    auto it = r.numbers.find("mbps");
-    if (it == r.numbers.end()) {
-      fails.push_back("no mbps was measured");
-      return;
-    }
-    if (at_least ? it->second < want->value : it->second > want->value)
-      fails.push_back("mbps " + Fmt("%.4g", it->second) + " is " + (at_least ? "below " : "above ") +
-                      want->written);
-  };
-  bound(e.mbps_min, true);
-  bound(e.mbps_max, false);
-  if (e.drops) near("drops", static_cast<double>(e.drops->value), 0);
-  if (e.corrupt) near("corrupt", static_cast<double>(e.corrupt->value), 0);
-  // Sizes observed: RAM within the tolerance, the device's size and address exactly.
-  struct SizeCheck {
-    const char* key;
-    const std::optional<Expected<uint64_t>>* want;
-    double tolerance;
-  };
-  const SizeCheck sizes[] = {{"usable_ram", &e.usable_ram, tol}, {"mem_total", &e.mem_total, tol},
-                             {"size", &e.size, 0}, {"phys", &e.phys, 0},
-                             {"migrated", &e.migrated, 0}, {"evicted", &e.evicted, 0}, {"remote", &e.remote, 0}};
-  for (const auto& [key, v, t] : sizes) {
-    if (!*v) continue;
-    auto it = r.numbers.find(key);
-    if (it == r.numbers.end()) {
-      fails.push_back(std::string("no ") + key + " was observed");
-      continue;
-    }
-    const double want = static_cast<double>((*v)->value);
-    if (!Near(it->second, want, t))
-      fails.push_back(std::string(key) + " " + FormatSize(static_cast<uint64_t>(it->second)) +
-                      " is not " + (t > 0 ? "within " + Fmt("%.0f%%", t * 100) + " of " : "") + (*v)->written);
+    if (on->second.expect) expect = &*on->second.expect;
+    if (on->second.args) args = &*on->second.args;
   }
-  const std::pair<const char*, const std::optional<Expected<int64_t>>*> counts[] = {
-      {"reservations", &e.reservations}, {"abi_version", &e.abi_version}, {"pins", &e.pins},
-      {"hits", &e.hits}, {"evictions", &e.evictions}, {"faults", &e.faults}};
-  for (const auto& [key, v] : counts) {
-    if (!*v) continue;
-    auto it = r.numbers.find(key);
-    if (it == r.numbers.end() || it->second != static_cast<double>((*v)->value))
-      fails.push_back(std::string(key) + " is " + (it == r.numbers.end() ? "not observed" : Fmt("%.0f", it->second)) +
-                      ", expected " + (*v)->written);
+  r.expected = expect->Describe();
+  if (*stopped) {
+    r.verdict = StepVerdict::kNotRun;
+    r.note = "an earlier step failed";
+    res->steps.push_back(r);
+    return;
   }
-  if (e.events) {
-    // Each expected text in an event of its own, in the given order.
-    auto ev = r.texts.find("events");
-    const std::vector<std::string> lines = LogLines(ev == r.texts.end() ? "" : ev->second);
-    size_t at = 0;
-    for (size_t k = 0; k < e.events->value.size(); ++k) {
-      const std::string& want = e.events->value[k];
-      while (at < lines.size() && lines[at].find(want) == std::string::npos) ++at;
-      if (at == lines.size()) {
-        fails.push_back("event " + std::to_string(k + 1) + " of the expectation did not happen" +
-                        (k ? " after event " + std::to_string(k) : "") + ": '" + want + "'");
-        break;
-      }
-      ++at;
-    }
+  const Status st = run.Execute(step, *args, &r);
+  r.observed = Observed(st, profile);
+  const std::string where = "step " + std::to_string(r.index) + " (" + r.op + ", line " +
+                            std::to_string(step.line) + "): ";
+  // A part this machine lacks (no module, no GPU), met at a step that expected no error: the
+  // scenario cannot run here, which is not a failure of what it checks. UNAVAILABLE, with the
+  // part's message (it names what to load or where to run it).
+  if (!st.ok() && !expect->error && st.space() == ErrorSpace::kResmem && st.code() == kUnavailable) {
+    r.verdict = StepVerdict::kNotRun;
+    r.note = "unavailable here: " + st.message();
+    if (out->unavailable.empty()) out->unavailable = where + st.message();
+    *stopped = true;
+  } else if (std::vector<std::string> fails = Judge(*expect, st, r, profile); fails.empty()) {
+    r.verdict = StepVerdict::kPass;
+    const std::string shown = HeadlinePart(*expect, step.args, st, r, virtual_clock);
+    if (!shown.empty()) out->headline += (out->headline.empty() ? "" : "; ") + r.op + ": " + shown;
+  } else {
+    r.verdict = StepVerdict::kFail;
+    for (const auto& f : fails) r.note += (r.note.empty() ? "" : "; ") + f;
+    out->failed = true;
+    if (!st.ok() && !expect->error) *stopped = true;
+    if (res->reason.empty()) res->reason = where + r.note + "; observed " + r.observed;
   }
-  // Texts observed, compared whole.
-  auto same_text = [&](const char* key, const std::string& want, const std::string& written) {
-    auto it = r.texts.find(key);
-    const std::string got = it == r.texts.end() ? "(none)" : it->second;
-    if (got != want) fails.push_back(std::string(key) + " is '" + got + "', expected '" + written + "'");
-  };
-  const std::pair<const char*, const std::optional<Expected<std::string>>*> texts[] = {
-      {"path", &e.path}, {"vm_flags", &e.vm_flags}, {"memory_type", &e.memory_type},
-      {"backing", &e.backing}, {"data", &e.data}, {"mode", &e.mode}, {"cache", &e.cache},
-      {"cmdline", &e.cmdline}};
-  for (const auto& [key, v] : texts)
-    if (*v) same_text(key, (*v)->value, (*v)->written);
-  if (e.reservation_over_hole)
-    same_text("reservation_over_hole", e.reservation_over_hole->value ? "true" : "false",
-              e.reservation_over_hole->written);
-  if (e.seconds_max) {
-    auto it = r.numbers.find("seconds");
-    if (it == r.numbers.end() || it->second > e.seconds_max->value)
-      fails.push_back("took longer than " + e.seconds_max->written + " s");
-  }
-  if (e.user_map || e.dmesg) {
-    auto log = r.texts.find("kernel_log");
-    const std::vector<std::string> lines = LogLines(log == r.texts.end() ? "" : log->second);
-    if (e.user_map) {
-      std::vector<std::string> got;
-      for (const auto& l : lines)
-        if (l.rfind("user:", 0) == 0) got.push_back(l);
-      if (std::string diff = MapDiff(Trimmed(e.user_map->value), got); !diff.empty()) fails.push_back(diff);
-    }
-    if (e.dmesg) {
-      if (std::string miss = MissingInOrder(Trimmed(e.dmesg->value), lines); !miss.empty()) fails.push_back(miss);
-    }
-  }
-  auto findings = r.texts.find("findings");
-  const std::string reported = findings == r.texts.end() ? "" : findings->second;
-  const std::string list = findings == r.texts.end() ? "" : "," + findings->second + ",";
-  if (e.finding) {
-    for (const auto& w : e.finding->value)
-      if (list.find("," + w + ",") == std::string::npos)
-        fails.push_back("the doctor did not report '" + w + "' (reported: " + reported + ")");
-  }
-  if (e.findings) {
-    // The exact list, in the doctor's order: a replay shows the same findings, no more.
-    std::string want;
-    for (const auto& id : Trimmed(e.findings->value)) want += (want.empty() ? "" : ",") + id;
-    if (reported != want)
-      fails.push_back("the doctor reported [" + reported + "], expected exactly [" + want + "]");
-  }
-  if (e.no_finding) {
-    for (const auto& w : e.no_finding->value)
-      if (list.find("," + w + ",") != std::string::npos)
-        fails.push_back("the doctor reported '" + w + "', which this machine should not have");
-  }
-  return fails;
+  res->steps.push_back(r);
+}
+
+// What the (simulated) kernel printed during the case, a line each.
+std::vector<std::string> KernelLogOf(Platform& platform) {
+  std::vector<std::string> out;
+  auto dm = platform.ReadSource("dmesg");
+  if (!dm.ok()) return out;
+  std::istringstream in(*dm);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+// The case's verdict from its steps and kind.
+ScenarioVerdict VerdictOf(const StepsRun& steps, const std::string& kind) {
+  if (steps.failed) return ScenarioVerdict::kFailed;
+  if (!steps.unavailable.empty()) return ScenarioVerdict::kUnavailable;
+  if (kind == "bug") return ScenarioVerdict::kReproduced;
+  if (kind == "fix") return ScenarioVerdict::kFixed;
+  return ScenarioVerdict::kPassed;
 }
 
 }  // namespace
-
 
 ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
   ScenarioResult res;
@@ -1128,164 +992,23 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
   res.twin = s.twin;
   res.backend = options.backend;
   res.seed = options.seed.value_or(s.seed);
-
-  auto spec = ResolveBackendSpec(options.backend);
-  if (!spec.ok()) {
-    res.verdict = ScenarioVerdict::kError;
-    res.reason = spec.status().message();
-    return res;
-  }
-  for (const auto& [backend, reason] : s.not_applicable) {
-    if (backend == options.backend) {
-      res.verdict = ScenarioVerdict::kNotApplicable;
-      res.reason = reason;
-      return res;
-    }
-  }
-  PartContext ctx;
-  ctx.machine = s.machine;
-  ctx.driver = s.driver;
-  ctx.cuda_profile = s.cuda_profile;
-  ctx.gpu_count = s.gpu_count;
-  ctx.seed = res.seed;
-  ctx.options = options.options;
-  ctx.faults = std::make_shared<FaultInjector>(res.seed);
-  for (const auto& rule : s.faults) {
-    Status st = ctx.faults->AddRule(rule);
-    if (!st.ok()) {
-      res.verdict = ScenarioVerdict::kError;
-      res.reason = st.message();
-      return res;
-    }
-  }
-  auto backend = MakeBackend(*spec, ctx);
-  if (!backend.ok()) {
-    const Status& st = backend.status();
-    res.verdict = st.space() == ErrorSpace::kResmem && st.code() == kUnavailable
-                      ? ScenarioVerdict::kUnavailable
-                      : ScenarioVerdict::kError;
-    res.reason = st.message();
-    return res;
-  }
+  std::optional<Backend> backend = PrepareBackend(s, options, &res);
+  if (!backend) return res;
   Backend& b = *backend;
   const std::string profile = b.gpu ? b.gpu->profile() : s.cuda_profile;
+  const bool virtual_clock = std::dynamic_pointer_cast<VirtualClock>(b.clock) != nullptr;
   Run run(s, b, res.seed);
-  bool failed = false, stopped = false;
-  std::string headline, unavailable;
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    const Step& step = s.steps[i];
-    StepResult r;
-    r.index = static_cast<int>(i + 1);
-    r.op = step.name();
-    r.line = step.line;
-    const Expectation* expect = &step.expect;
-    const StepArgs* args = &step.args;  // this backend's, where the file gives some
-    auto on = step.on.find(options.backend);
-    if (on != step.on.end()) {
-      if (on->second.skip) {
-        r.verdict = StepVerdict::kSkipped;
-        r.note = *on->second.skip;
-        res.steps.push_back(r);
-        continue;
-      }
-      if (on->second.expect) expect = &*on->second.expect;
-      if (on->second.args) args = &*on->second.args;
-    }
-    r.expected = expect->Describe();
-    if (stopped) {
-      r.verdict = StepVerdict::kNotRun;
-      r.note = "an earlier step failed";
-      res.steps.push_back(r);
-      continue;
-    }
-    Status st = run.Execute(step, *args, &r);
-    r.observed = Observed(st, profile);
-    // A part this machine lacks (no module, no GPU), met at a step that expected no error: the
-    // scenario cannot run here, which is not a failure of what it checks. UNAVAILABLE, with the
-    // part's message (it names what to load or where to run it).
-    if (!st.ok() && !expect->error && st.space() == ErrorSpace::kResmem && st.code() == kUnavailable) {
-      r.verdict = StepVerdict::kNotRun;
-      r.note = "unavailable here: " + st.message();
-      if (unavailable.empty())
-        unavailable = "step " + std::to_string(r.index) + " (" + r.op + ", line " + std::to_string(step.line) +
-                      "): " + st.message();
-      stopped = true;
-      res.steps.push_back(r);
-      continue;
-    }
-    std::vector<std::string> fails = Judge(*expect, st, r, profile);
-    if (fails.empty()) {
-      r.verdict = StepVerdict::kPass;
-      // The headline strings together what the expected steps showed, one part each, joined
-      // by ", " (a step that shows a rate and a data verdict reads "54500.0 MB/s, data intact").
-      std::vector<std::string> parts;
-      if (!st.ok()) parts.push_back(r.observed.substr(0, r.observed.find(':')));
-      if ((expect->mbps || expect->mbps_min || expect->mbps_max) && r.numbers.count("mbps"))
-        parts.push_back(Fmt("%.1f MB/s", r.numbers["mbps"]));
-      if ((expect->faults || expect->migrated || expect->evicted) && r.numbers.count("faults"))
-        parts.push_back(Fmt("%.0f faults", r.numbers["faults"]) + ", " +
-                        FormatSize(static_cast<uint64_t>(r.numbers["migrated"])) + " migrated" +
-                        (r.numbers["evicted"] > 0 ? ", " + FormatSize(static_cast<uint64_t>(r.numbers["evicted"])) + " evicted" : ""));
-      if (expect->ratio_to_serial) parts.push_back(r.texts["path"] + Fmt(", %.2f of serial", r.numbers["ratio_to_serial"]));
-      if (expect->size && std::holds_alternative<scenario::DmaBufExportStep>(step.args))
-        parts.push_back("dma-buf of " + FormatSize(static_cast<uint64_t>(r.numbers["size"])));
-      if (expect->data) parts.push_back("data " + r.texts["data"]);
-      if (expect->usable_ram) parts.push_back("usable RAM " + FormatSize(static_cast<uint64_t>(r.numbers["usable_ram"])));
-      if (expect->memory_type) parts.push_back(r.texts["memory_type"]);
-      if (expect->drops) parts.push_back(Fmt("%.0f drops", r.numbers["drops"]) + Fmt(", %.0f corrupt", r.numbers["corrupt"]));
-      if (expect->finding) parts.push_back("found " + expect->finding->written);
-      if (expect->pins || expect->hits || expect->evictions)
-        parts.push_back(Fmt("%.0f pins", r.numbers["pins"]) + Fmt(", %.0f hits", r.numbers["hits"]) +
-                        Fmt(", %.0f evictions", r.numbers["evictions"]));
-      if (expect->path && std::holds_alternative<scenario::P2pDmaStep>(step.args)) parts.push_back(r.texts["path"]);
-      if (expect->events && !expect->events->value.empty() && parts.empty())
-        parts.push_back("'" + expect->events->value.back() + "'");
-      if (expect->reservations && !expect->usable_ram)
-        parts.push_back(Fmt("%.0f reservations", r.numbers["reservations"]));
-      const bool is_register = std::holds_alternative<scenario::RegisterStep>(step.args);
-      if (is_register && st.ok() && r.numbers["calls"] > 1) parts.push_back(Fmt("registered in %.0f calls", r.numbers["calls"]));
-      // A registration's time: measured where the clock is real; on the simulator the model's
-      // (mock/gpu RegisterSeconds, calibrated on the H100: docs/benchmarks.md "Registration
-      // time"), so a 188 GB scenario says how long start-up takes. It qualifies the part before.
-      if (is_register && st.ok() && r.numbers.count("seconds")) {
-        const bool modelled = std::dynamic_pointer_cast<VirtualClock>(b.clock) != nullptr;
-        if (parts.empty()) parts.push_back("ok");
-        parts.back() += Fmt(modelled ? " in %.3g s (modelled)" : " in %.3g s", r.numbers["seconds"]);
-      }
-      std::string shown;
-      for (const auto& part : parts) shown += (shown.empty() ? "" : ", ") + part;
-      if (!shown.empty()) headline += (headline.empty() ? "" : "; ") + r.op + ": " + shown;
-    } else {
-      r.verdict = StepVerdict::kFail;
-      for (const auto& f : fails) r.note += (r.note.empty() ? "" : "; ") + f;
-      failed = true;
-      if (!st.ok() && !expect->error) stopped = true;
-      if (res.reason.empty())
-        res.reason = "step " + std::to_string(r.index) + " (" + r.op + ", line " +
-                     std::to_string(step.line) + "): " + r.note + "; observed " + r.observed;
-    }
-    res.steps.push_back(r);
-  }
+  StepsRun steps;
+  bool stopped = false;
+  for (size_t i = 0; i < s.steps.size(); ++i)
+    RunStep(run, s.steps[i], static_cast<int>(i + 1), options.backend, virtual_clock, profile,
+            &stopped, &steps, &res);
   run.ReleaseRegistrations();
   res.faults = b.faults->fired();
-  if (auto dm = b.platform->ReadSource("dmesg"); dm.ok()) {
-    size_t pos = 0;
-    const std::string& text = *dm;
-    while (pos < text.size()) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) nl = text.size();
-      if (nl > pos) res.dmesg.push_back(text.substr(pos, nl - pos));
-      pos = nl + 1;
-    }
-  }
-  res.headline = headline;
-  if (failed) res.verdict = ScenarioVerdict::kFailed;
-  else if (!unavailable.empty()) {
-    res.verdict = ScenarioVerdict::kUnavailable;
-    res.reason = unavailable;
-  } else if (s.kind == "bug") res.verdict = ScenarioVerdict::kReproduced;
-  else if (s.kind == "fix") res.verdict = ScenarioVerdict::kFixed;
-  else res.verdict = ScenarioVerdict::kPassed;
+  res.dmesg = KernelLogOf(*b.platform);
+  res.headline = steps.headline;
+  res.verdict = VerdictOf(steps, s.kind);
+  if (res.verdict == ScenarioVerdict::kUnavailable) res.reason = steps.unavailable;
   return res;
 }
 
