@@ -55,43 +55,6 @@ void InterpretCmdline(MachineFacts& f) {
   if (!f.firmware.empty()) f.kernel_panic = booted->panic;
 }
 
-// MTRR type over [start, end) from /proc/mtrr's variable ranges: UC wins overlaps, then WT, then
-// WB (Intel SDM 11.11.4.1). Addresses no range covers take the default type, which /proc/mtrr
-// does not show. It is inferred: firmware that lists write-back ranges sets the default to UC
-// (the seed-000 workstation's BIOS); firmware that lists only uncachable holes sets it to WB
-// (SeaBIOS/QEMU: one UC range over the PCI hole), or RAM would run uncached everywhere.
-bool UniformWriteBack(const std::vector<MtrrLine>& mtrr, uint64_t start, uint64_t end,
-                      std::string* detail) {
-  const bool default_wb = std::none_of(mtrr.begin(), mtrr.end(),
-                                       [](const MtrrLine& m) { return m.type == MemoryType::kWriteBack; });
-  std::set<uint64_t> cuts = {start, end};
-  for (const auto& m : mtrr) {
-    if (m.base > start && m.base < end) cuts.insert(m.base);
-    if (m.base + m.size > start && m.base + m.size < end) cuts.insert(m.base + m.size);
-  }
-  for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
-    const uint64_t a = *it, b = *std::next(it);
-    bool wb = false, uc = false;
-    std::string other;
-    for (const auto& m : mtrr) {
-      if (m.base >= b || m.base + m.size <= a) continue;
-      if (m.type == MemoryType::kWriteBack) wb = true;
-      else if (m.type == MemoryType::kUncached) uc = true;
-      else other = m.type_name;
-    }
-    if (uc || !other.empty() || (!wb && !default_wb)) {
-      *detail = Range(a, b) + " is " +
-                (uc ? std::string("uncachable by an MTRR")
-                    : !other.empty() ? other + " by an MTRR" : std::string("covered by no MTRR (default type)"));
-      return false;
-    }
-  }
-  *detail = default_wb ? "no MTRR makes it uncachable (default type inferred write-back)"
-                       : "write-back MTRRs cover all of it";
-  return true;
-}
-
-
 // The IOMMU's sysfs and what the rules make of the command line on the same firmware.
 void CollectIommu(Platform& platform, MachineFacts& f) {
   using Iommu = MachineFacts::Iommu;
@@ -296,7 +259,13 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions
     for (const auto& e : f.iomem)
       if (e.depth == 0 && e.name == "System RAM" && e.start < r.end && e.end > r.start) r.overlaps_system_ram = true;
     r.mtrr_known = !f.mtrr.empty();
-    if (r.mtrr_known) r.uniform_write_back = UniformWriteBack(f.mtrr, r.start, r.end, &r.mtrr_detail);
+    if (r.mtrr_known) {
+      // The model's one reading of MTRRs over a range (mock/machine, MtrrWriteBackOver), on the
+      // MTRRs /proc/mtrr shows (MtrrFromProcMtrr infers the default type it does not show).
+      const sim::MtrrCoverage wb = sim::MtrrWriteBackOver(sim::MtrrFromProcMtrr(f.mtrr), r.start, r.end);
+      r.uniform_write_back = wb.write_back;
+      r.mtrr_detail = wb.detail;
+    }
     f.reservations.push_back(r);
   }
   return f;
