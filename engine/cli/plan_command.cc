@@ -1,7 +1,4 @@
 // `resmem plan SIZE`: where to reserve SIZE on a machine, and the exact lines that do it.
-#include <stdlib.h>
-
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -18,8 +15,8 @@
 namespace resmem::cli {
 namespace {
 
-// This machine, through the real Platform: what `resmem doctor --record` would write, read back
-// from a scratch folder that is removed afterwards.
+// This machine, through the real Platform: the machine `resmem doctor --record` would write,
+// read in memory.
 Result<sim::MachineSpec> ThisMachine() {
   engine::BackendSpec spec;
   spec.name = "plan";
@@ -30,13 +27,7 @@ Result<sim::MachineSpec> ThisMachine() {
   RESMEM_ASSIGN_OR_RETURN(auto backend, engine::MakeBackend(spec, ctx));
   RESMEM_ASSIGN_OR_RETURN(engine::DoctorReport report,
                           engine::Diagnose(*backend.platform, nullptr));
-  char dir[] = "/tmp/resmem-plan-XXXXXX";
-  if (!mkdtemp(dir)) return Status::Errno(errno, "cannot make a scratch folder in /tmp");
-  auto recording = engine::RecordMachine(*backend.platform, report, dir);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  if (!recording.ok()) return recording.status();
-  return recording->machine;
+  return engine::ReadMachine(*backend.platform, report);
 }
 
 // What `resmem plan` is given, as its definition below binds it.

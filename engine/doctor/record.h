@@ -40,6 +40,11 @@ struct Recording {
 // `report` is the doctor's diagnosis of `platform` without devices (Diagnose(platform, nullptr)).
 Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, const std::string& dir);
 
+// The machine RecordMachine would write as machine.toml, read without writing anything (`resmem
+// plan` of this machine). `notes` (optional) gets what could not be read, as Recording::notes.
+Result<sim::MachineSpec> ReadMachine(Platform& platform, const DoctorReport& report,
+                                     std::vector<std::string>* notes = nullptr);
+
 }  // namespace resmem::engine
 
 #endif  // RESMEM_ENGINE_DOCTOR_RECORD_H_

@@ -10,6 +10,7 @@
 
 #include "engine/runner/runner.h"
 #include "engine/scenario/scenario.h"
+#include "mock/machine/machine_file.h"
 #include "mock/sim/sim_world.h"
 
 namespace resmem::engine {
@@ -76,6 +77,18 @@ TEST_P(RecordRoundTrip, ReplayFindsTheSameWithTheSameEvidence) {
                         "meminfo.txt", "machine.toml", "scenario.toml"})
     EXPECT_TRUE(fs::exists(fs::path(dir) / f)) << f;
   EXPECT_EQ(fs::exists(fs::path(dir) / "version.txt"), !spec.kernel_version.empty());
+  // `resmem plan` reads this machine without writing files: the same machine, the same notes
+  // (less the folder each file name carries).
+  std::vector<std::string> notes;
+  auto read = ReadMachine(*platform, original, &notes);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(sim::WriteMachineToml(*read), sim::WriteMachineToml(rec->machine));
+  ASSERT_EQ(notes.size(), rec->notes.size());
+  for (size_t i = 0; i < notes.size(); ++i) {
+    std::string recorded = rec->notes[i];
+    if (const size_t at = recorded.find(dir + "/"); at != std::string::npos) recorded.erase(at, dir.size() + 1);
+    EXPECT_EQ(notes[i], recorded);
+  }
 
   auto loaded = scenario::LoadScenarioFile(dir + "/scenario.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
