@@ -29,7 +29,9 @@ class Platform {
   // "/sys/module/module/parameters/sig_enforce", the SecureBoot efivar (its bytes),
   // "/sys/firmware/efi/fw_platform_size", "/proc/keys", and the pseudo-source
   // "module-signature:resmem" (or "module-signature:/PATH"): the module's appended signature as
-  // text (backends/platform/module_policy_parsers.h, module_signature.h).
+  // text (backends/platform/module_policy_parsers.h, module_signature.h); and "uname:machine",
+  // what `uname -m` prints ("x86_64", "i686"): the kernel's architecture, whose option rules
+  // differ (mock/machine/linux_rules.h).
   // NotFound/errno status when this machine does not have it.
   virtual Result<std::string> ReadSource(const std::string& path) = 0;
 

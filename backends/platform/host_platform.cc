@@ -1,6 +1,8 @@
 // The real Platform.
 #include "backends/platform/host_platform.h"
 
+#include <sys/utsname.h>
+
 #include <dirent.h>
 
 #include <algorithm>
@@ -191,6 +193,13 @@ class HostPlatform : public Platform {
         return Status::InvalidArgument("'" + path + "': give a module name (module-signature:resmem) "
                                        "or an absolute path (module-signature:/tmp/resmem.ko)");
       return RenderModuleSignatureSource(what, root_, tool_path_);
+    }
+    if (path == "uname:machine") {
+      // The running kernel's, so only where the tree is the real one.
+      if (!root_.empty()) return Status::Errno(ENOENT, "uname:machine: not in a fake tree (" + root_ + ")");
+      struct utsname u;
+      if (uname(&u) != 0) return Status::Errno(errno, "uname");
+      return std::string(u.machine) + "\n";
     }
     if (path.empty() || path[0] != '/')
       return Status::InvalidArgument("source path '" + path +

@@ -39,6 +39,7 @@ void InterpretCmdline(MachineFacts& f) {
   spec.name = "this machine";
   spec.cmdline = f.cmdline;
   spec.kernel_version = f.kernel_version;
+  spec.arch = f.arch;
   for (const auto& e : f.firmware)
     spec.firmware_e820.push_back({e.start, e.end, FirmwareType(e.type)});
   auto booted = sim::Boot(spec);
@@ -50,6 +51,21 @@ void InterpretCmdline(MachineFacts& f) {
   }
   f.memory_options = booted->memory_options;
   f.cmdline_issues = booted->cmdline_issues;
+  // The reservations the line makes. Without the firmware map the model's table is empty and
+  // its boot stops there, so they come from the options it took.
+  auto add = [&](uint64_t start, uint64_t end, const std::string& option) {
+    MachineFacts::Reservation r;
+    r.start = start;
+    r.end = end;
+    r.option = option;
+    f.reservations.push_back(r);
+  };
+  if (!f.firmware.empty()) {
+    for (const auto& b : booted->reservations) add(b.start, b.end, b.option);
+  } else {
+    for (const auto& o : booted->memory_options)
+      if (o.ReservesForADriver()) add(o.start, o.end, o.Label());
+  }
   // Without the firmware map the table the model starts from is empty: its panics and map
   // judgements say nothing about this machine.
   if (!f.firmware.empty()) f.kernel_panic = booted->panic;
@@ -225,17 +241,17 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions
     while (!f.kernel_version.empty() && std::isspace(static_cast<unsigned char>(f.kernel_version.back())))
       f.kernel_version.pop_back();
   }
+  if (auto m = platform.ReadSource("uname:machine"); m.ok()) {
+    // uname -m: i386 to i686 are the 32-bit tree, whose option rules differ (linux_rules.h).
+    const std::string machine = TrimBlanks(*m);
+    f.arch = machine.size() == 4 && machine[0] == 'i' && machine.substr(2) == "86" ? "i386" : machine;
+  }
   InterpretCmdline(f);
   CollectIommu(platform, f);
   CollectModulePolicy(platform, options.module, f);
-  for (const auto& o : f.memory_options) {
-    using Action = sim::MemoryOptionOutcome::Action;
-    if (!o.applied || o.action != Action::kAdd || o.end <= o.start) continue;
-    if (o.type != sim::E820Type::kReserved && o.type != sim::E820Type::kPram) continue;
-    MachineFacts::Reservation r;
-    r.start = o.start;
-    r.end = o.end;
-    r.option = o.Label();
+  // The reservations are the model's: the kernel's reading of the line (InterpretCmdline),
+  // judged here against what this machine's own files show.
+  for (MachineFacts::Reservation& r : f.reservations) {
     r.firmware_known = !f.firmware.empty();
     if (r.firmware_known) {
       // Walk the firmware RAM entries over the range.
@@ -266,7 +282,6 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions
       r.uniform_write_back = wb.write_back;
       r.mtrr_detail = wb.detail;
     }
-    f.reservations.push_back(r);
   }
   return f;
 }

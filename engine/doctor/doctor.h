@@ -51,6 +51,7 @@ struct MachineFacts {
   // machine's firmware map, /proc/cmdline and /proc/sys/kernel/osrelease): one parser for the
   // simulator and the doctor.
   std::string kernel_version;                          // "" when unreadable: newest rules
+  std::string arch;                                    // "x86_64", "i386" (uname -m); "": x86_64
   std::vector<sim::MemoryOptionOutcome> memory_options;
   std::vector<sim::OptionIssue> cmdline_issues;
   std::string kernel_panic;                            // the map the kernel would panic on

@@ -27,8 +27,9 @@ struct ScenarioDraft {
   bool doctor_devices = true;         // false: the doctor step diagnoses the machine alone
 };
 
-// The driver ranges ("SIZE$PHYS") of every memmap=nn$ss in a command line, in order. For GRUB
-// sources the `\$` escape and shell quotes are dropped first (only the numbers matter here).
+// The driver ranges ("SIZE$PHYS") the machine's kernel reserves, in order: the model's boot
+// (sim::Boot) reads the command line, GRUB's expansion of its source included. A machine that
+// cannot boot reserves nothing.
 std::vector<std::string> ReservationsOf(const sim::MachineSpec& machine);
 
 // A scenario name from a file name: lower-case letters, digits and '-'.

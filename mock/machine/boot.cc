@@ -438,6 +438,7 @@ BootedKernel::Reservation Judge(const MachineSpec& spec, const Requested& r,
   BootedKernel::Reservation res;
   res.start = r.start;
   res.end = r.end;
+  res.option = r.option;
   const auto firmware = SanitizeE820(spec.firmware_e820);
   const uint64_t ram = E820BytesOfType(firmware, r.start, r.end, E820Type::kRam);
   res.over_ram = ram == r.end - r.start;
@@ -623,12 +624,8 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
 
   // Judge the reservations against the firmware map and each other.
   std::vector<Requested> reserved;
-  for (auto& o : st.outcomes) {
-    if (!o.applied || o.action != MemoryOptionOutcome::Action::kAdd ||
-        o.type != E820Type::kReserved || o.end <= o.start)
-      continue;
-    reserved.push_back({o.start, o.end, o.Label()});
-  }
+  for (auto& o : st.outcomes)
+    if (o.ReservesForADriver()) reserved.push_back({o.start, o.end, o.Label()});
   k.memory_options = std::move(st.outcomes);
   std::vector<std::string> judged;  // Judge's notes, after the option notes
   if (!k.panic.empty()) reserved.clear();  // no kernel came up to hold them

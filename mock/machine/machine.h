@@ -194,6 +194,11 @@ struct MemoryOptionOutcome {
   std::string Label() const {
     return option.find('=') == std::string::npos ? option : key + "=" + item;
   }
+  // Whether it reserved a range for a driver (memmap=nn$ss, or mem=nn$ss before 2.5.66): added
+  // as E820 reserved by a parser that took it. The one rule Boot() and the doctor read.
+  bool ReservesForADriver() const {
+    return applied && action == Action::kAdd && type == E820Type::kReserved && end > start;
+  }
 };
 
 // What the booted kernel sees.
@@ -205,6 +210,7 @@ struct BootedKernel {
   struct Reservation {               // ranges memmap=nn$ss reserved for a driver
     uint64_t start = 0;
     uint64_t end = 0;
+    std::string option;              // the item that made it, as MemoryOptionOutcome::Label()
     bool over_ram = false;           // firmware had RAM under all of it
     bool over_hole = false;          // some part has no RAM behind it (MMIO / not in e820)
     std::string conflict;            // the MMIO window or firmware range it collides with

@@ -71,6 +71,9 @@ class SimPlatform : public Platform {
                                         : RenderIommuGroups(spec.iommu, k);
     }
     if (IsModulePolicySource(path)) return ReadModulePolicySource(path);
+    // uname -m: a 32-bit kernel of the i386 tree reports its build's CPU class (i686 for the
+    // distributions' kernels); empty arch means x86_64 (machine.h).
+    if (path == "uname:machine") return (spec.arch == "i386" ? std::string("i686") : std::string("x86_64")) + "\n";
     // uname -r, where the machine names its kernel (the doctor reads the option rules from it).
     if (path == "/proc/sys/kernel/osrelease" && !spec.kernel_version.empty())
       return spec.kernel_version + "\n";
