@@ -71,10 +71,9 @@ void InterpretCmdline(MachineFacts& f) {
   if (!f.firmware.empty()) f.kernel_panic = booted->panic;
 }
 
-// The IOMMU's sysfs and what the rules make of the command line on the same firmware.
-void CollectIommu(Platform& platform, MachineFacts& f) {
-  using Iommu = MachineFacts::Iommu;
-  Iommu& io = f.iommu;
+// The IOMMU's sysfs as the platform shows it: units, groups, ACPI table names, the CPU vendor.
+void ReadIommuSysfs(Platform& platform, MachineFacts& f) {
+  MachineFacts::Iommu& io = f.iommu;
   auto read = [&](const std::string& path, bool* known) -> std::string {
     auto r = platform.ReadSource(path);
     *known = r.ok();
@@ -105,9 +104,11 @@ void CollectIommu(Platform& platform, MachineFacts& f) {
   const std::string tables = read("/sys/firmware/acpi/tables", &io.tables_known);
   if (io.tables_known) io.acpi_tables = ParseAcpiTableNames(tables);
   if (auto c = platform.ReadSource("/proc/cpuinfo"); c.ok()) io.cpu_vendor = ParseCpuVendor(*c);
+}
 
-  // Which remapping hardware the firmware describes: the ACPI table names say it; else the
-  // units' names (dmarN: VT-d, ivhdN: AMD-Vi).
+// Which remapping hardware the firmware describes: the ACPI table names say it; else the
+// units' names (dmarN: VT-d, ivhdN: AMD-Vi).
+void IdentifyIommuFirmware(MachineFacts::Iommu& io) {
   auto has = [&](const char* t) {
     return std::find(io.acpi_tables.begin(), io.acpi_tables.end(), t) != io.acpi_tables.end();
   };
@@ -124,9 +125,12 @@ void CollectIommu(Platform& platform, MachineFacts& f) {
                                                          : sim::IommuVendor::kIntel;
     io.firmware_source = "/sys/class/iommu names " + io.units[0].name;
   }
+}
 
-  // What sysfs shows. A group's devices count once each; groups of other types (unmanaged:
-  // VFIO; blocked) are neither translated by the DMA API nor identity.
+// What sysfs shows: the devices by their group's domain type, and every device named. A group's
+// devices count once each; groups of other types (unmanaged: VFIO; blocked) are neither
+// translated by the DMA API nor identity.
+std::set<std::string> CountIommuDevices(MachineFacts::Iommu& io) {
   std::set<std::string> devices;
   for (const auto& u : io.units) devices.insert(u.devices.begin(), u.devices.end());
   for (const auto& g : io.groups) {
@@ -141,27 +145,33 @@ void CollectIommu(Platform& platform, MachineFacts& f) {
     }
     devices.insert(g.devices.begin(), g.devices.end());
   }
-  const bool on = io.units_known ? !io.units.empty() : io.groups_known && !io.groups.empty();
-  const bool known = io.units_known || io.groups_known;
+  return devices;
+}
 
-  // The rules on this firmware. The kernel's default for VT-d is read from what it did: units on
-  // with no intel_iommu=on means a default-on kernel (Debian's 6.1), units off with nothing
-  // turning them off a default-off one.
+// The rules on this firmware. The kernel's default for VT-d is read from what it did: units on
+// with no intel_iommu=on means a default-on kernel (Debian's 6.1), units off with nothing
+// turning them off a default-off one.
+void ApplyIommuRules(const std::string& cmdline, const std::set<std::string>& devices, bool known, bool on,
+                     MachineFacts::Iommu& io) {
   io.spec.described = true;
   io.spec.vendor = io.firmware_known ? io.firmware : sim::IommuVendor::kNone;
   io.spec.units = std::max<int>(1, static_cast<int>(io.units.size()));
   io.spec.devices.assign(devices.begin(), devices.end());
-  io.kernel = sim::ReadIommuOptions(f.cmdline, io.spec);
+  io.kernel = sim::ReadIommuOptions(cmdline, io.spec);
   if (known && io.spec.vendor == sim::IommuVendor::kIntel && on != io.kernel.on()) {
     sim::IommuSpec other = io.spec;
     other.intel_default_on = !other.intel_default_on;
-    const sim::IommuKernel k = sim::ReadIommuOptions(f.cmdline, other);
+    const sim::IommuKernel k = sim::ReadIommuOptions(cmdline, other);
     if (k.on() == on) {
       io.spec = other;
       io.kernel = k;
     }
   }
+}
 
+// The IOMMU's state from what sysfs showed, the rules' default domain where it showed no type.
+void SetIommuState(bool known, bool on, MachineFacts::Iommu& io) {
+  using Iommu = MachineFacts::Iommu;
   if (!known) {
     io.state = Iommu::State::kUnknown;
   } else if (!on) {
@@ -188,6 +198,18 @@ void CollectIommu(Platform& platform, MachineFacts& f) {
   }
 }
 
+// The IOMMU's sysfs and what the rules make of the command line on the same firmware.
+void CollectIommu(Platform& platform, MachineFacts& f) {
+  MachineFacts::Iommu& io = f.iommu;
+  ReadIommuSysfs(platform, f);
+  IdentifyIommuFirmware(io);
+  const std::set<std::string> devices = CountIommuDevices(io);
+  const bool on = io.units_known ? !io.units.empty() : io.groups_known && !io.groups.empty();
+  const bool known = io.units_known || io.groups_known;
+  ApplyIommuRules(f.cmdline, devices, known, on, io);
+  SetIommuState(known, on, io);
+}
+
 }  // namespace
 
 bool DoctorReport::has_errors() const {
@@ -195,8 +217,11 @@ bool DoctorReport::has_errors() const {
                      [](const Finding& f) { return f.severity == "error"; });
 }
 
-Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions& options) {
-  MachineFacts f;
+namespace {
+
+// The memory facts the kernel's files show: command line, MemTotal, /proc/iomem and its System
+// RAM, the firmware map and its RAM, the MTRRs, the address width, the version and arch.
+void ReadMemoryFacts(Platform& platform, MachineFacts& f) {
   auto read = [&](const std::string& path) -> std::string {
     auto r = platform.ReadSource(path);
     if (!r.ok()) {
@@ -205,84 +230,82 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions
     }
     return *r;
   };
+  // Each source parsed by its reader; what does not parse is named as unreadable.
+  auto parse = [&](const char* path, auto parser, auto& into) {
+    if (std::string t = read(path); !t.empty()) {
+      auto m = parser(t);
+      if (m.ok()) into = *m;
+      else f.unreadable.push_back(std::string(path) + ": " + m.status().message());
+    }
+  };
   f.cmdline = read("/proc/cmdline");
   while (!f.cmdline.empty() && (f.cmdline.back() == '\n' || f.cmdline.back() == ' ')) f.cmdline.pop_back();
   f.options = ParseCmdlineOptions(f.cmdline);
-  if (std::string t = read("/proc/meminfo"); !t.empty()) {
-    auto m = ParseMeminfoTotal(t);
-    if (m.ok()) f.mem_total = *m;
-    else f.unreadable.push_back("/proc/meminfo: " + m.status().message());
-  }
-  if (std::string t = read("/proc/iomem"); !t.empty()) {
-    auto m = ParseIomem(t);
-    if (m.ok()) f.iomem = *m;
-    else f.unreadable.push_back("/proc/iomem: " + m.status().message());
-  }
+  parse("/proc/meminfo", ParseMeminfoTotal, f.mem_total);
+  parse("/proc/iomem", ParseIomem, f.iomem);
   for (const auto& e : f.iomem)
     if (e.depth == 0 && e.name == "System RAM") f.usable_ram += e.end - e.start;
-  if (std::string t = read("/sys/firmware/memmap"); !t.empty()) {
-    auto m = ParseFirmwareMemmap(t);
-    if (m.ok()) f.firmware = *m;
-    else f.unreadable.push_back("/sys/firmware/memmap: " + m.status().message());
-  }
+  parse("/sys/firmware/memmap", ParseFirmwareMemmap, f.firmware);
   for (const auto& e : f.firmware)
     if (e.type == "System RAM") f.firmware_ram += e.end - e.start;
-  if (std::string t = read("/proc/mtrr"); !t.empty()) {
-    auto m = ParseMtrr(t);
-    if (m.ok()) f.mtrr = *m;
-    else f.unreadable.push_back("/proc/mtrr: " + m.status().message());
-  }
+  parse("/proc/mtrr", ParseMtrr, f.mtrr);
   if (std::string t = read("/proc/cpuinfo"); !t.empty()) {
     auto m = ParsePhysAddressBits(t);
     if (m.ok()) f.phys_addr_bits = *m;
   }
-  if (auto v = platform.ReadSource("/proc/sys/kernel/osrelease"); v.ok()) {
-    f.kernel_version = *v;
-    while (!f.kernel_version.empty() && std::isspace(static_cast<unsigned char>(f.kernel_version.back())))
-      f.kernel_version.pop_back();
-  }
+  if (auto v = platform.ReadSource("/proc/sys/kernel/osrelease"); v.ok()) f.kernel_version = TrimBlanks(*v);
   if (auto m = platform.ReadSource("uname:machine"); m.ok()) {
     // uname -m: i386 to i686 are the 32-bit tree, whose option rules differ (linux_rules.h).
     const std::string machine = TrimBlanks(*m);
     f.arch = machine.size() == 4 && machine[0] == 'i' && machine.substr(2) == "86" ? "i386" : machine;
   }
+}
+
+// A reservation (the model's) judged against what this machine's own files show: firmware RAM
+// under it or what is there instead, System RAM the kernel uses in it, its MTRR type.
+void JudgeReservation(const MachineFacts& f, MachineFacts::Reservation& r) {
+  r.firmware_known = !f.firmware.empty();
+  if (r.firmware_known) {
+    // Walk the firmware RAM entries over the range.
+    uint64_t covered = 0;
+    for (const auto& e : f.firmware) {
+      if (e.type != "System RAM") continue;
+      const uint64_t a = std::max(e.start, r.start), b = std::min(e.end, r.end);
+      if (a < b) covered += b - a;
+    }
+    r.over_ram = covered == r.end - r.start;
+    r.over_hole = !r.over_ram;
+    if (r.over_hole) {
+      for (const auto& e : f.firmware)
+        if (e.type != "System RAM" && e.start < r.end && e.end > r.start) r.conflict = e.type + " " + Range(e.start, e.end);
+      for (const auto& e : f.iomem)
+        if (e.name != "System RAM" && e.name != "Reserved" && e.start < r.end && e.end > r.start && r.conflict.empty())
+          r.conflict = e.name + " " + Range(e.start, e.end);
+      if (r.conflict.empty()) r.conflict = "no firmware RAM entry (a hole)";
+    }
+  }
+  for (const auto& e : f.iomem)
+    if (e.depth == 0 && e.name == "System RAM" && e.start < r.end && e.end > r.start) r.overlaps_system_ram = true;
+  r.mtrr_known = !f.mtrr.empty();
+  if (r.mtrr_known) {
+    // The model's one reading of MTRRs over a range (mock/machine, MtrrWriteBackOver), on the
+    // MTRRs /proc/mtrr shows (MtrrFromProcMtrr infers the default type it does not show).
+    const sim::MtrrCoverage wb = sim::MtrrWriteBackOver(sim::MtrrFromProcMtrr(f.mtrr), r.start, r.end);
+    r.uniform_write_back = wb.write_back;
+    r.mtrr_detail = wb.detail;
+  }
+}
+
+}  // namespace
+
+Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions& options) {
+  MachineFacts f;
+  ReadMemoryFacts(platform, f);
   InterpretCmdline(f);
   CollectIommu(platform, f);
   CollectModulePolicy(platform, options.module, f);
-  // The reservations are the model's: the kernel's reading of the line (InterpretCmdline),
-  // judged here against what this machine's own files show.
-  for (MachineFacts::Reservation& r : f.reservations) {
-    r.firmware_known = !f.firmware.empty();
-    if (r.firmware_known) {
-      // Walk the firmware RAM entries over the range.
-      uint64_t covered = 0;
-      for (const auto& e : f.firmware) {
-        if (e.type != "System RAM") continue;
-        const uint64_t a = std::max(e.start, r.start), b = std::min(e.end, r.end);
-        if (a < b) covered += b - a;
-      }
-      r.over_ram = covered == r.end - r.start;
-      r.over_hole = !r.over_ram;
-      if (r.over_hole) {
-        for (const auto& e : f.firmware)
-          if (e.type != "System RAM" && e.start < r.end && e.end > r.start) r.conflict = e.type + " " + Range(e.start, e.end);
-        for (const auto& e : f.iomem)
-          if (e.name != "System RAM" && e.name != "Reserved" && e.start < r.end && e.end > r.start && r.conflict.empty())
-            r.conflict = e.name + " " + Range(e.start, e.end);
-        if (r.conflict.empty()) r.conflict = "no firmware RAM entry (a hole)";
-      }
-    }
-    for (const auto& e : f.iomem)
-      if (e.depth == 0 && e.name == "System RAM" && e.start < r.end && e.end > r.start) r.overlaps_system_ram = true;
-    r.mtrr_known = !f.mtrr.empty();
-    if (r.mtrr_known) {
-      // The model's one reading of MTRRs over a range (mock/machine, MtrrWriteBackOver), on the
-      // MTRRs /proc/mtrr shows (MtrrFromProcMtrr infers the default type it does not show).
-      const sim::MtrrCoverage wb = sim::MtrrWriteBackOver(sim::MtrrFromProcMtrr(f.mtrr), r.start, r.end);
-      r.uniform_write_back = wb.write_back;
-      r.mtrr_detail = wb.detail;
-    }
-  }
+  // The reservations are the model's: the kernel's reading of the line (InterpretCmdline).
+  for (MachineFacts::Reservation& r : f.reservations) JudgeReservation(f, r);
   return f;
 }
 
@@ -459,12 +482,10 @@ std::string IommuOptionRemedy(const sim::IommuOptionOutcome& o) {
   return "";
 }
 
-// One finding per IOMMU option the kernel did not take as meant, and one for the IOMMU's state
-// with what it means for device DMA into the reservation (docs/rdma.md).
-void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
-  using Iommu = MachineFacts::Iommu;
+// One finding per IOMMU option the kernel did not take as its author meant.
+void AddIommuOptionFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
   using P = sim::IommuOptionProblem;
-  const Iommu& io = f.iommu;
+  const MachineFacts::Iommu& io = f.iommu;
   const std::string rules =
       "read with Linux 6.1's rules and Debian's configuration (arch/x86/kernel/pci-dma.c "
       "iommu_setup, drivers/iommu/intel/iommu.c intel_iommu_setup, drivers/iommu/amd/init.c "
@@ -484,25 +505,81 @@ void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>&
              (o.dmesg.empty() ? std::string("nothing about it") : "'" + o.dmesg + "'") + "; " + rules,
          IommuOptionRemedy(o), ""});
   }
+}
 
+// What the IOMMU's state means for a device reaching the reservation.
+struct IommuContext {
+  const MachineFacts& f;
   bool above_4g = false;
-  std::string high;
+  std::string high;       // the reservation above 4 GiB
+  std::string vendor;     // "Intel VT-d", ...
+  std::string evidence;   // sysfs and the rules' reason
+  std::string below_4g;   // what a 32-bit card needs
+};
+
+IommuContext IommuContextOf(const MachineFacts& f) {
+  const MachineFacts::Iommu& io = f.iommu;
+  IommuContext c{f, false, "", "", "", ""};
   for (const auto& r : f.reservations)
     if (r.end > (1ull << 32)) {
-      above_4g = true;
-      high = r.option;
+      c.above_4g = true;
+      c.high = r.option;
     }
-  const std::string vendor = VendorName(io.firmware_known ? io.firmware : sim::IommuVendor::kNone);
+  c.vendor = VendorName(io.firmware_known ? io.firmware : sim::IommuVendor::kNone);
   std::string why = io.kernel.why;
   if (!io.firmware_known) why = "the firmware's ACPI tables cannot be read here";
   else if (!io.rules_agree)
     why += " (so say the rules; this kernel did otherwise: it is configured differently from "
            "Debian's 6.1)";
-  const std::string evidence = IommuSysfsEvidence(io) + "; " + why;
-  const std::string below_4g =
+  c.evidence = IommuSysfsEvidence(io) + "; " + why;
+  c.below_4g =
       "a 32-bit DMA card needs its buffer below 4 GiB, in RAM clear of the PCI hole and the "
       "firmware areas below 4 GiB where seed 002's ranges fell (memmap=64M$0x40000000; /proc/iomem "
       "shows what is there; resmem_edu refuses a range its device cannot reach with ERANGE)";
+  return c;
+}
+
+// How to turn translation on from the IOMMU-off state: drop the option that turned it off, add
+// intel_iommu=on on a default-off kernel, else the firmware setup.
+std::string TurnIommuOn(const MachineFacts::Iommu& io) {
+  using P = sim::IommuOptionProblem;
+  std::string turn_on = "enable VT-d / AMD-Vi (the IOMMU) in the firmware setup";
+  for (const auto& o : io.kernel.options) {
+    if (o.problem != P::kNone) continue;
+    if (o.key == "iommu" && o.item.rfind("off", 0) == 0) turn_on = "drop " + o.option;
+    if ((o.key == "intel_iommu" || o.key == "amd_iommu") && o.item.rfind("off", 0) == 0)
+      turn_on = "drop " + o.option;
+  }
+  if (io.firmware == sim::IommuVendor::kIntel && !io.spec.intel_default_on && turn_on.rfind("drop", 0) != 0)
+    turn_on = "add intel_iommu=on";
+  return turn_on;
+}
+
+Finding TranslatingFinding(const IommuContext& c) {
+  return {"iommu-translating", "warning",
+          std::string("the IOMMU (") + c.vendor + ") translates DMA: devices see I/O virtual "
+          "addresses (IOVAs), not physical ones" +
+              (c.f.reservations.empty() ? "" : "; the reservation reaches a device only through a DMA-API mapping"),
+          c.evidence,
+          "map the reservation for the device with the DMA API and give the device the address it "
+          "returns: dma_map_resource for a pfnmap range (no struct pages), dma_map_page or "
+          "dma_map_sg where the range has struct pages (resmem_edu picks per transfer). A driver "
+          "that hands the device physical addresses gets DMAR faults and no data (the QEMU "
+          "lane: the write to 0x40000000 faulted with 'DMAR: [DMA Write NO_PASID] Request device "
+          "[00:10.0] fault "
+          "addr 0x40000000 [fault reason 0x05] PTE Write access is not set', where the DMA API "
+          "had given IOVA 0xffffe000; docs/rdma.md). A 32-bit card reaches RAM above 4 GiB "
+          "through 32-bit IOVAs. GPUDirect RDMA: the guide's nvidia_p2p_get_pages hands out "
+          "physical addresses and says the IOMMU must be disabled; map with "
+          "nvidia_p2p_dma_map_pages, or boot with iommu=pt (identity domains)",
+          "003_abde52ad60696996.txt"};
+}
+
+// The finding for the IOMMU's state: one of five.
+void AddIommuStateFinding(const MachineFacts& f, const std::function<void(Finding)>& add) {
+  using Iommu = MachineFacts::Iommu;
+  const Iommu& io = f.iommu;
+  const IommuContext c = IommuContextOf(f);
   switch (io.state) {
     case Iommu::State::kUnknown:
       add({"iommu-state-unknown", "info", "the IOMMU's state cannot be read here",
@@ -514,78 +591,49 @@ void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>&
            ""});
       break;
     case Iommu::State::kTranslating:
-      add({"iommu-translating", "warning",
-           std::string("the IOMMU (") + vendor + ") translates DMA: devices see I/O virtual "
-           "addresses (IOVAs), not physical ones" +
-               (f.reservations.empty() ? "" : "; the reservation reaches a device only through a DMA-API mapping"),
-           evidence,
-           "map the reservation for the device with the DMA API and give the device the address it "
-           "returns: dma_map_resource for a pfnmap range (no struct pages), dma_map_page or "
-           "dma_map_sg where the range has struct pages (resmem_edu picks per transfer). A driver "
-           "that hands the device physical addresses gets DMAR faults and no data (the QEMU "
-           "lane: the write to 0x40000000 faulted with 'DMAR: [DMA Write NO_PASID] Request device "
-           "[00:10.0] fault "
-           "addr 0x40000000 [fault reason 0x05] PTE Write access is not set', where the DMA API "
-           "had given IOVA 0xffffe000; docs/rdma.md). A 32-bit card reaches RAM above 4 GiB "
-           "through 32-bit IOVAs. GPUDirect RDMA: the guide's nvidia_p2p_get_pages hands out "
-           "physical addresses and says the IOMMU must be disabled; map with "
-           "nvidia_p2p_dma_map_pages, or boot with iommu=pt (identity domains)",
-           "003_abde52ad60696996.txt"});
+      add(TranslatingFinding(c));
       break;
     case Iommu::State::kPassthrough:
       add({"iommu-passthrough", "info",
-           std::string("the IOMMU (") + vendor + ") is on with identity domains: devices use "
-           "physical addresses" + (above_4g ? "; a 32-bit DMA card cannot reach " + high : ""),
-           evidence,
-           "bus addresses are physical addresses, as without an IOMMU: " + below_4g +
+           std::string("the IOMMU (") + c.vendor + ") is on with identity domains: devices use "
+           "physical addresses" + (c.above_4g ? "; a 32-bit DMA card cannot reach " + c.high : ""),
+           c.evidence,
+           "bus addresses are physical addresses, as without an IOMMU: " + c.below_4g +
                ". GPUDirect RDMA's guide-era API works here. For translation (a 32-bit card "
                "above 4 GiB, isolation) drop iommu=pt / iommu.passthrough=1",
            "002_94e4d7274f023a25.txt"});
       break;
-    case Iommu::State::kOff: {
-      std::string turn_on = "enable VT-d / AMD-Vi (the IOMMU) in the firmware setup";
-      for (const auto& o : io.kernel.options) {
-        if (o.problem != P::kNone) continue;
-        if (o.key == "iommu" && o.item.rfind("off", 0) == 0) turn_on = "drop " + o.option;
-        if ((o.key == "intel_iommu" || o.key == "amd_iommu") && o.item.rfind("off", 0) == 0)
-          turn_on = "drop " + o.option;
-      }
-      if (io.firmware == sim::IommuVendor::kIntel && !io.spec.intel_default_on &&
-          turn_on.rfind("drop", 0) != 0)
-        turn_on = "add intel_iommu=on";
+    case Iommu::State::kOff:
       add({"iommu-off", "info",
            "no IOMMU translates DMA: devices use physical addresses" +
-               (above_4g ? "; a 32-bit DMA card cannot reach " + high : std::string()),
-           evidence,
-           below_4g + ". GPUDirect RDMA's guide-era API needs exactly this state. For "
-           "translation: " + (io.firmware_known ? turn_on : std::string("enable the IOMMU in the "
+               (c.above_4g ? "; a 32-bit DMA card cannot reach " + c.high : std::string()),
+           c.evidence,
+           c.below_4g + ". GPUDirect RDMA's guide-era API needs exactly this state. For "
+           "translation: " + (io.firmware_known ? TurnIommuOn(io) : std::string("enable the IOMMU in the "
            "firmware setup and check the command line")),
            "002_94e4d7274f023a25.txt"});
       break;
-    }
     case Iommu::State::kOnOther:
       add({"iommu-on-unmanaged", "info",
-           std::string("the IOMMU (") + vendor + ") is on; its groups are owned by VFIO or blocked",
-           evidence, "a device in such a group is not the kernel driver's: bind it to its driver", ""});
+           std::string("the IOMMU (") + c.vendor + ") is on; its groups are owned by VFIO or blocked",
+           c.evidence, "a device in such a group is not the kernel driver's: bind it to its driver", ""});
       break;
   }
 }
 
+// One finding per IOMMU option the kernel did not take as meant, and one for the IOMMU's state
+// with what it means for device DMA into the reservation (docs/rdma.md).
+void AddIommuFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
+  AddIommuOptionFindings(f, add);
+  AddIommuStateFinding(f, add);
+}
+
 }  // namespace
 
-Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions,
-                              const DoctorOptions& options) {
-  DoctorReport rep;
-  rep.platform = platform.name();
-  RESMEM_ASSIGN_OR_RETURN(rep.facts, CollectMachineFacts(platform, options));
-  const MachineFacts& f = rep.facts;
-  auto add = [&](Finding x) { rep.findings.push_back(std::move(x)); };
+namespace {
 
-  AddOptionFindings(f, add);
-  // How the command line was made from /etc/default/grub and grub.cfg: each stage, before and
-  // after (engine/doctor/grub_stages.h).
-  for (auto& g : GrubStageFindings(platform)) add(std::move(g));
-  // mem= below the PCI hole leaves the hole's size unusable.
+// mem= below the PCI hole leaves the hole's size unusable.
+void AddMemLimitFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
   for (const auto& o : f.memory_options) {
     if (o.key != "mem" || !o.applied || o.action != sim::MemoryOptionOutcome::Action::kLimit ||
         f.usable_ram == 0)
@@ -601,6 +649,10 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions,
            "(/sys/firmware/memmap); the kernel then keeps every byte you did not reserve",
            "002_94e4d7274f023a25.txt"});
   }
+}
+
+// One finding per thing wrong with a reservation, or that there is none.
+void AddReservationFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
   if (f.reservations.empty())
     add({"no-reservation", "info", "no memmap= reservation on the kernel command line",
          "/proc/cmdline: " + (f.cmdline.empty() ? std::string("(empty)") : f.cmdline),
@@ -643,39 +695,59 @@ Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions,
            "register in chunks no larger than MemTotal (resmem transfer engine: registered-chunked)",
            "000_bd71b0f62b937591.txt"});
   }
+}
+
+// The resmem devices this machine has: what each says of itself (ABI, mode).
+void AddDeviceFindings(RegionProvider& regions, DoctorReport& rep, const std::function<void(Finding)>& add) {
+  auto list = regions.List();
+  if (!list.ok()) return;
+  for (const auto& path : *list) {
+    OpenRequest req;
+    req.path = path;
+    auto h = regions.Open(req);
+    if (!h.ok()) {
+      add({"device-refused", "error", path + " cannot be opened", h.status().ToString(),
+           "dmesg says what the driver refused and why", ""});
+      continue;
+    }
+    auto info = (*h)->Info();
+    if (!info.ok()) continue;
+    rep.devices.push_back(*info);
+    if (info->abi_version != RESMEM_ABI_VERSION)
+      add({"abi-version-skew", "error",
+           path + " speaks ioctl ABI " + std::to_string(info->abi_version) + ", this resmem speaks " +
+               std::to_string(RESMEM_ABI_VERSION),
+           info->Describe(), "load the resmem.ko built from this tree (dkms), or use the matching resmem", ""});
+    if (info->mode == MapMode::kPfnmap)
+      add({"pfnmap-needs-iomemory", "info",
+           path + " maps VM_IO|VM_PFNMAP: plain cudaHostRegister fails on it",
+           "mode=pfnmap (no struct pages); the 2012 driver said 30, driver 580 says 1",
+           "register with cudaHostRegisterIoMemory, or load the module with mode=pages",
+           "000_bd71b0f62b937591.txt"});
+  }
+}
+
+}  // namespace
+
+Result<DoctorReport> Diagnose(Platform& platform, RegionProvider* regions,
+                              const DoctorOptions& options) {
+  DoctorReport rep;
+  rep.platform = platform.name();
+  RESMEM_ASSIGN_OR_RETURN(rep.facts, CollectMachineFacts(platform, options));
+  const MachineFacts& f = rep.facts;
+  auto add = [&](Finding x) { rep.findings.push_back(std::move(x)); };
+
+  AddOptionFindings(f, add);
+  // How the command line was made from /etc/default/grub and grub.cfg: each stage, before and
+  // after (engine/doctor/grub_stages.h).
+  for (auto& g : GrubStageFindings(platform)) add(std::move(g));
+  AddMemLimitFindings(f, add);
+  AddReservationFindings(f, add);
   AddIommuFindings(f, add);
   // Whether the kernel loads resmem.ko at all, and with which parameters
   // (engine/doctor/module_policy_doctor.h).
   AddModulePolicyFindings(f, add);
-  if (regions) {
-    auto list = regions->List();
-    if (list.ok()) {
-      for (const auto& path : *list) {
-        OpenRequest req;
-        req.path = path;
-        auto h = regions->Open(req);
-        if (!h.ok()) {
-          add({"device-refused", "error", path + " cannot be opened", h.status().ToString(),
-               "dmesg says what the driver refused and why", ""});
-          continue;
-        }
-        auto info = (*h)->Info();
-        if (!info.ok()) continue;
-        rep.devices.push_back(*info);
-        if (info->abi_version != RESMEM_ABI_VERSION)
-          add({"abi-version-skew", "error",
-               path + " speaks ioctl ABI " + std::to_string(info->abi_version) + ", this resmem speaks " +
-                   std::to_string(RESMEM_ABI_VERSION),
-               info->Describe(), "load the resmem.ko built from this tree (dkms), or use the matching resmem", ""});
-        if (info->mode == MapMode::kPfnmap)
-          add({"pfnmap-needs-iomemory", "info",
-               path + " maps VM_IO|VM_PFNMAP: plain cudaHostRegister fails on it",
-               "mode=pfnmap (no struct pages); the 2012 driver said 30, driver 580 says 1",
-               "register with cudaHostRegisterIoMemory, or load the module with mode=pages",
-               "000_bd71b0f62b937591.txt"});
-      }
-    }
-  }
+  if (regions) AddDeviceFindings(*regions, rep, add);
   return rep;
 }
 
