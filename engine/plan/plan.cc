@@ -169,7 +169,9 @@ std::string ModprobeLine(const sim::MachineSpec& machine, const std::string& cmd
 
 }  // namespace
 
-Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const PlanRequest& req) {
+namespace {
+
+Status CheckRequest(const PlanRequest& req) {
   if (req.size == 0) return Status::InvalidArgument("the size to reserve is 0; give e.g. 16G");
   if (req.size % kPage != 0)
     return Status::InvalidArgument("the size " + std::to_string(req.size) +
@@ -181,13 +183,14 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
   if (req.dma_bits < 32 || req.dma_bits > 64)
     return Status::InvalidArgument("--dma-bits " + std::to_string(req.dma_bits) +
                                    " is outside 32..64");
-  ReservationPlan plan;
-  plan.size = req.size;
+  return Status::Ok();
+}
 
-  // The command line without the options a plan replaces: the line the kernel received (GRUB's
-  // expansion done), each argument as the model's boot read it.
-  RESMEM_ASSIGN_OR_RETURN(const sim::BootedKernel as_is, sim::Boot(machine));
-  const auto options = sim::SplitKernelCmdline(as_is.cmdline);
+// The command line without the options a plan replaces: the line the kernel received (GRUB's
+// expansion done), each argument as the model's boot read it. Limits go (memmap= alone
+// reserves); reservations stay unless --replace.
+std::string KeptCmdline(const sim::BootedKernel& as_is, const std::vector<sim::KernelOption>& options,
+                        const PlanRequest& req, ReservationPlan& plan) {
   std::map<int, OptionRole> roles = RolesOf(as_is);
   std::string kept;
   for (const auto& o : options) {
@@ -201,13 +204,16 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
                              " (--replace drops it and plans anew)");
     kept += (kept.empty() ? "" : " ") + o.raw;
   }
-  sim::MachineSpec base = machine;
-  base.cmdline = kept;
-  base.cmdline_source = "kernel";
-  RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel booted, sim::Boot(base));
+  return kept;
+}
 
-  // Usable RAM of the kernel as booted without a reservation: e820 "usable" entries only, so
-  // holes, MMIO windows and firmware-reserved ranges are never proposed (e820.c types).
+// Usable RAM of the kernel as booted without a reservation: e820 "usable" entries only, so
+// holes, MMIO windows and firmware-reserved ranges are never proposed (e820.c types); less the
+// first MiB, a pinned crashkernel=, the kernel and initrd below 4 GiB; on the side of 4 GiB the
+// device and the RAM decide.
+std::vector<Interval> FreeRam(const sim::MachineSpec& machine, const sim::BootedKernel& booted,
+                              const std::vector<sim::KernelOption>& options, const PlanRequest& req,
+                              ReservationPlan& plan) {
   std::vector<Interval> free;
   for (const auto& e : booted.e820)
     if (e.type == sim::E820Type::kRam) free.push_back({e.start, e.end});
@@ -238,7 +244,11 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
     plan.reasons.push_back(
         "above 4 GiB: below it are the PCI hole, the kernel, the initrd and ZONE_DMA32");
   }
+  return free;
+}
 
+// What the system keeps: refused when the reservation would leave less than --keep.
+Status CheckWhatIsKept(const sim::BootedKernel& booted, const PlanRequest& req, ReservationPlan& plan) {
   const uint64_t usable = booted.usable_ram;
   const uint64_t keep = req.keep ? *req.keep : std::min<uint64_t>(4 * kGiB, usable / 2);
   if (usable <= keep || usable - keep < 2 * kMiB)
@@ -248,7 +258,7 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
                          "system: nothing can be reserved (check the command line's mem= and "
                          "memmap=exactmap options, or lower --keep)");
   if (req.size > usable || usable - req.size < keep)
-    return Status::Error(kFailedPrecondition, 
+    return Status::Error(kFailedPrecondition,
         "reserving " + FormatSize(req.size) + " leaves " +
         (req.size > usable ? std::string("nothing") : FormatSize(usable - req.size)) +
         " of the " + FormatSize(usable) + " usable RAM, less than the " + FormatSize(keep) +
@@ -256,58 +266,90 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
         MemparseSpelling(usable > keep ? (usable - keep) / (2 * kMiB) * (2 * kMiB) : 0) +
         " or lower --keep");
   plan.usable_after = usable - req.size;
+  return Status::Ok();
+}
 
+// --at: that start exactly, or why not (an MMIO window, not usable RAM, or a rule of the plan).
+Result<uint64_t> CheckAt(const sim::MachineSpec& machine, const sim::BootedKernel& booted,
+                         const std::vector<Interval>& free, const PlanRequest& req, const ReservationPlan& plan) {
+  const uint64_t at = *req.at, at_end = at + req.size;
+  for (const auto& i : free)
+    if (at >= i.start && at_end <= i.end && at_end > at) return at;
+  std::string what;
+  for (const auto& w : machine.mmio)
+    if (what.empty() && at < w.end && at_end > w.start)
+      what = "over the MMIO window " + w.name + " " + MemRange(w.start, w.end);
+  if (what.empty() && sim::E820BytesOfType(booted.e820, at, at_end, sim::E820Type::kRam) != req.size)
+    what = "not all usable RAM of the booted kernel (a hole, firmware-reserved memory or "
+           "past the end of RAM)";
+  if (what.empty()) what = "inside what the plan keeps free (" + plan.reasons.back() + ")";
+  return Status::Error(kFailedPrecondition, "--at " + HexAddress(at) + " for " + FormatSize(req.size) + ": " +
+                                                MemRange(at, at_end) + " is " + what +
+                                                "; run without --at to get a place that fits");
+}
+
+// The starts to try, lowest first: aligned as asked (1 GiB falls back to 2 MiB with a warning);
+// none says the most that would fit.
+Result<std::vector<uint64_t>> StartsToTry(const sim::MachineSpec& machine, const std::vector<Interval>& free,
+                                          const PlanRequest& req, ReservationPlan& plan) {
   const uint64_t align = req.align ? req.align : (req.size >= kGiB ? kGiB : 2 * kMiB);
   std::vector<uint64_t> starts;
-  if (req.at) {
-    bool inside = false;
+  for (const auto& i : free)
+    for (uint64_t s : CandidateStarts(machine, i, req.size, align)) starts.push_back(s);
+  if (starts.empty() && align > 2 * kMiB) {
     for (const auto& i : free)
-      if (*req.at >= i.start && *req.at + req.size <= i.end && *req.at + req.size > *req.at)
-        inside = true;
-    if (!inside) {
-      const uint64_t at_end = *req.at + req.size;
-      std::string what;
-      for (const auto& w : machine.mmio)
-        if (what.empty() && *req.at < w.end && at_end > w.start)
-          what = "over the MMIO window " + w.name + " " + MemRange(w.start, w.end);
-      if (what.empty() && sim::E820BytesOfType(booted.e820, *req.at, at_end,
-                                               sim::E820Type::kRam) != req.size)
-        what = "not all usable RAM of the booted kernel (a hole, firmware-reserved memory or "
-               "past the end of RAM)";
-      if (what.empty()) what = "inside what the plan keeps free (" + plan.reasons.back() + ")";
-      return Status::Error(kFailedPrecondition,
-          "--at " + HexAddress(*req.at) + " for " + FormatSize(req.size) + ": " +
-          MemRange(*req.at, at_end) + " is " + what +
-          "; run without --at to get a place that fits");
-    }
-    starts.push_back(*req.at);
-  } else {
-    for (const auto& i : free)
-      for (uint64_t s : CandidateStarts(machine, i, req.size, align)) starts.push_back(s);
-    if (starts.empty() && align > 2 * kMiB) {
-      for (const auto& i : free)
-        for (uint64_t s : CandidateStarts(machine, i, req.size, 2 * kMiB)) starts.push_back(s);
-      if (!starts.empty())
-        plan.warnings.push_back("no 1 GiB-aligned place fits; the range is 2 MiB-aligned");
-    }
-    if (starts.empty()) {
-      uint64_t largest = 0;
-      for (const auto& i : free) largest = std::max(largest, i.end - i.start);
-      const uint64_t most = largest / (2 * kMiB) * (2 * kMiB);
-      std::string why;
-      for (const auto& r : plan.reasons) why += "; " + r;
-      if (most == 0)
-        return Status::Error(kFailedPrecondition,
-                             "no usable RAM is left for a reservation on this machine once the "
-                             "rules are kept" + why +
-                             " (a machine this small has no room beside its kernel and initrd)");
-      return Status::Error(kFailedPrecondition,
-                           "no contiguous usable RAM of " + FormatSize(req.size) +
-                               " left after the rules" + why + "; the largest piece is " +
-                               FormatSize(largest) + ": reserve at most " + MemparseSpelling(most));
+      for (uint64_t s : CandidateStarts(machine, i, req.size, 2 * kMiB)) starts.push_back(s);
+    if (!starts.empty()) plan.warnings.push_back("no 1 GiB-aligned place fits; the range is 2 MiB-aligned");
+  }
+  if (!starts.empty()) return starts;
+  uint64_t largest = 0;
+  for (const auto& i : free) largest = std::max(largest, i.end - i.start);
+  const uint64_t most = largest / (2 * kMiB) * (2 * kMiB);
+  std::string why;
+  for (const auto& r : plan.reasons) why += "; " + r;
+  if (most == 0)
+    return Status::Error(kFailedPrecondition,
+                         "no usable RAM is left for a reservation on this machine once the "
+                         "rules are kept" + why +
+                         " (a machine this small has no room beside its kernel and initrd)");
+  return Status::Error(kFailedPrecondition,
+                       "no contiguous usable RAM of " + FormatSize(req.size) + " left after the rules" + why +
+                           "; the largest piece is " + FormatSize(largest) + ": reserve at most " +
+                           MemparseSpelling(most));
+}
+
+// The largest write-back place in the free RAM, 2 MiB-aligned: {size, start}. The MTRR type is
+// constant between edges (range bounds and MTRR bounds), so pieces suffice.
+std::pair<uint64_t, uint64_t> LargestWriteBackPlace(const sim::MachineSpec& machine, const std::vector<Interval>& free) {
+  uint64_t best = 0, best_at = 0;
+  for (const auto& i : free) {
+    std::vector<uint64_t> edges = {i.start, i.end};
+    for (const auto& r : machine.mtrr.variable)
+      for (uint64_t e : {r.base, r.base + r.size})
+        if (e > i.start && e < i.end) edges.push_back(e);
+    std::sort(edges.begin(), edges.end());
+    uint64_t run_start = i.start;
+    bool in_run = false;
+    for (size_t k = 0; k + 1 < edges.size(); ++k) {
+      const bool wb = sim::MtrrTypeAt(machine.mtrr, edges[k]) == MemoryType::kWriteBack;
+      if (wb && !in_run) run_start = edges[k];
+      in_run = wb;
+      const bool run_ends = in_run && (k + 2 == edges.size() ||
+          sim::MtrrTypeAt(machine.mtrr, edges[k + 1]) != MemoryType::kWriteBack);
+      if (!run_ends) continue;
+      const uint64_t s = AlignUp(run_start, 2 * kMiB);
+      const uint64_t e = edges[k + 1] / (2 * kMiB) * (2 * kMiB);
+      if (e > s && e - s > best) best = e - s, best_at = s;
+      in_run = false;
     }
   }
+  return {best, best_at};
+}
 
+// The first start whose whole range the MTRRs make write-back; none names the first blocker and
+// the largest write-back place.
+Status ChooseWriteBackStart(const sim::MachineSpec& machine, const std::vector<Interval>& free,
+                            const std::vector<uint64_t>& starts, const PlanRequest& req, ReservationPlan& plan) {
   std::string first_blocker;
   for (uint64_t s : starts) {
     const std::string blocker = MtrrBlocker(machine, s, s + req.size);
@@ -318,31 +360,8 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
     if (first_blocker.empty()) first_blocker = MemRange(s, s + req.size) + ": " + blocker;
   }
   if (!first_blocker.empty() && plan.start == 0) {
-    // Nothing of this size is write-back: say how large a write-back place could be. The MTRR
-    // type is constant between edges (range bounds and MTRR bounds), so pieces suffice.
-    uint64_t best = 0, best_at = 0;
-    for (const auto& i : free) {
-      std::vector<uint64_t> edges = {i.start, i.end};
-      for (const auto& r : machine.mtrr.variable)
-        for (uint64_t e : {r.base, r.base + r.size})
-          if (e > i.start && e < i.end) edges.push_back(e);
-      std::sort(edges.begin(), edges.end());
-      uint64_t run_start = i.start;
-      bool in_run = false;
-      for (size_t k = 0; k + 1 < edges.size(); ++k) {
-        const bool wb = sim::MtrrTypeAt(machine.mtrr, edges[k]) == MemoryType::kWriteBack;
-        if (wb && !in_run) run_start = edges[k];
-        in_run = wb;
-        const bool run_ends = in_run && (k + 2 == edges.size() ||
-            sim::MtrrTypeAt(machine.mtrr, edges[k + 1]) != MemoryType::kWriteBack);
-        if (!run_ends) continue;
-        const uint64_t s = AlignUp(run_start, 2 * kMiB);
-        const uint64_t e = edges[k + 1] / (2 * kMiB) * (2 * kMiB);
-        if (e > s && e - s > best) best = e - s, best_at = s;
-        in_run = false;
-      }
-    }
-    return Status::Error(kFailedPrecondition, 
+    const auto [best, best_at] = LargestWriteBackPlace(machine, free);
+    return Status::Error(kFailedPrecondition,
         "no place for " + FormatSize(req.size) + " is write-back: " + first_blocker +
         ", so every mapping of it is UC- and runs at uncached speed (seed 000's cliff)" +
         (best ? "; the largest write-back place is " + FormatSize(best) + " at " + HexAddress(best_at) +
@@ -350,49 +369,48 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
               : std::string("")) +
         "; or have the BIOS set MTRRs that cover all RAM");
   }
-  if (!first_blocker.empty())
-    plan.reasons.push_back("moved past " + first_blocker);
+  if (!first_blocker.empty()) plan.reasons.push_back("moved past " + first_blocker);
   plan.reasons.push_back("write-back by the MTRRs over the whole range (pat_x_mtrr_type)");
-  plan.memory_type =
-      sim::EffectiveMemoryType(machine, plan.start, plan.start + req.size, MemoryType::kWriteBack);
+  plan.memory_type = sim::EffectiveMemoryType(machine, plan.start, plan.start + req.size, MemoryType::kWriteBack);
+  return Status::Ok();
+}
 
-  // The spelling that reserves on this machine's kernel: memmap=nn$ss everywhere since 2.5.66;
-  // before that (2.4, early 2.5) the same forms were written mem=nn$ss (mock/machine/
-  // linux_rules.h). Each is booted on the simulator: what is printed must be what the kernel
-  // does with it. Early parameters end at a bare "--" (kernel/params.c parse_args: what follows
-  // goes to init), so the option goes before it.
-  const std::string range = MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
+// The spelling that reserves on this machine's kernel: memmap=nn$ss everywhere since 2.5.66;
+// before that (2.4, early 2.5) the same forms were written mem=nn$ss (mock/machine/
+// linux_rules.h). Each is booted on the simulator: what is printed must be what the kernel
+// does with it. Early parameters end at a bare "--" (kernel/params.c parse_args: what follows
+// goes to init), so the option goes before it. Returns the kernel booted with the plan.
+Result<sim::BootedKernel> SpellAndBoot(const sim::MachineSpec& machine, const sim::MachineSpec& base,
+                                       const std::string& kept, const std::string& range, ReservationPlan& plan) {
   const size_t dashdash = (" " + kept + " ").find(" -- ");
-  sim::BootedKernel k;
-  bool found = false;
   std::string tried;
   for (const char* key : {"memmap=", "mem="}) {
     plan.option = key + range;
-    plan.kernel_cmdline =
-        dashdash == std::string::npos
-            ? kept + (kept.empty() ? "" : " ") + plan.option
-            : kept.substr(0, dashdash) + plan.option + " " + kept.substr(dashdash);
+    plan.kernel_cmdline = dashdash == std::string::npos
+                              ? kept + (kept.empty() ? "" : " ") + plan.option
+                              : kept.substr(0, dashdash) + plan.option + " " + kept.substr(dashdash);
     sim::MachineSpec after = base;
     after.cmdline = plan.kernel_cmdline;
-    RESMEM_ASSIGN_OR_RETURN(k, sim::Boot(after));
+    RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel k, sim::Boot(after));
     for (const auto& r : k.reservations)
-      if (r.start == plan.start && r.end == plan.start + req.size && r.over_ram && !r.over_hole)
-        found = true;
-    if (found) break;
+      if (r.start == plan.start && r.end == plan.start + plan.size && r.over_ram && !r.over_hole) {
+        if (plan.option.rfind("mem=", 0) == 0)
+          plan.warnings.push_back("this kernel predates memmap=: the reservation is written " +
+                                  plan.option + " (Linux 2.4 and 2.5 before 2.5.66)");
+        return k;
+      }
     tried += (tried.empty() ? "" : " nor ") + plan.option;
   }
-  if (!found)
-    return Status::Error(kFailedPrecondition,
-                         "this machine's kernel (" +
-                             (machine.kernel_version.empty() ? std::string("newest rules")
-                                                             : "Linux " + machine.kernel_version) +
-                             ") reserves with neither " + tried +
-                             ": booted on the simulator, no reservation appears");
-  if (plan.option.rfind("mem=", 0) == 0)
-    plan.warnings.push_back("this kernel predates memmap=: the reservation is written " +
-                            plan.option + " (Linux 2.4 and 2.5 before 2.5.66)");
-  // The escaping each file needs (mock/machine/grub.h: dash sourcing /etc/default/grub, then
-  // GRUB's lexer reading grub.cfg), checked by TraceKernelCmdline in the tests.
+  return Status::Error(kFailedPrecondition,
+                       "this machine's kernel (" +
+                           (machine.kernel_version.empty() ? std::string("newest rules")
+                                                           : "Linux " + machine.kernel_version) +
+                           ") reserves with neither " + tried + ": booted on the simulator, no reservation appears");
+}
+
+// The escaping each file needs (mock/machine/grub.h: dash sourcing /etc/default/grub, then
+// GRUB's lexer reading grub.cfg), checked by TraceKernelCmdline in the tests.
+Status SpellGrubLines(ReservationPlan& plan) {
   RESMEM_ASSIGN_OR_RETURN(sim::GrubSpelling added, sim::SpellKernelOptionsForGrub(plan.option));
   plan.etc_default_grub = added.etc_default_grub_line;
   std::string cfg_options;
@@ -403,12 +421,40 @@ Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const P
   auto whole = sim::SpellKernelOptionsForGrub(cfg_options);
   if (whole.ok()) {
     plan.grub_cfg = whole->grub_cfg;
-  } else {
-    plan.grub_cfg = "(the other options): " + added.grub_cfg;
-    plan.warnings.push_back("the command line has options GRUB cannot pass unchanged (" +
-                            whole.status().message() + "); add " + added.grub_cfg +
-                            " to the linux line by hand");
+    return Status::Ok();
   }
+  plan.grub_cfg = "(the other options): " + added.grub_cfg;
+  plan.warnings.push_back("the command line has options GRUB cannot pass unchanged (" +
+                          whole.status().message() + "); add " + added.grub_cfg + " to the linux line by hand");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ReservationPlan> PlanReservation(const sim::MachineSpec& machine, const PlanRequest& req) {
+  RESMEM_RETURN_IF_ERROR(CheckRequest(req));
+  ReservationPlan plan;
+  plan.size = req.size;
+  RESMEM_ASSIGN_OR_RETURN(const sim::BootedKernel as_is, sim::Boot(machine));
+  const auto options = sim::SplitKernelCmdline(as_is.cmdline);
+  const std::string kept = KeptCmdline(as_is, options, req, plan);
+  sim::MachineSpec base = machine;
+  base.cmdline = kept;
+  base.cmdline_source = "kernel";
+  RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel booted, sim::Boot(base));
+  const std::vector<Interval> free = FreeRam(machine, booted, options, req, plan);
+  RESMEM_RETURN_IF_ERROR(CheckWhatIsKept(booted, req, plan));
+  std::vector<uint64_t> starts;
+  if (req.at) {
+    RESMEM_ASSIGN_OR_RETURN(uint64_t at, CheckAt(machine, booted, free, req, plan));
+    starts.push_back(at);
+  } else {
+    RESMEM_ASSIGN_OR_RETURN(starts, StartsToTry(machine, free, req, plan));
+  }
+  RESMEM_RETURN_IF_ERROR(ChooseWriteBackStart(machine, free, starts, req, plan));
+  const std::string range = MemparseSpelling(req.size) + "$" + MemparseSpelling(plan.start);
+  RESMEM_ASSIGN_OR_RETURN(sim::BootedKernel k, SpellAndBoot(machine, base, kept, range, plan));
+  RESMEM_RETURN_IF_ERROR(SpellGrubLines(plan));
   plan.modprobe = ModprobeLine(machine, plan.kernel_cmdline, range, req.mode, &plan.warnings);
   plan.boot_lines = k.dmesg;
   if (plan.start < k4G)
