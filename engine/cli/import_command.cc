@@ -106,9 +106,8 @@ Action Define(CLI::App& app) {
   };
 }
 
-int Import(const ImportArgs& a) {
-  const std::string& out_path = a.output;
-  const std::string& machine_path = a.machine_file;
+// The inputs: files and folders as resmem import reads them, '-' as standard input.
+Result<std::vector<import::PasteInput>> ReadInputs(const ImportArgs& a) {
   std::vector<import::PasteInput> inputs;
   std::vector<std::string> files;
   for (const auto& p : a.inputs) {
@@ -120,44 +119,29 @@ int Import(const ImportArgs& a) {
     ss << std::cin.rdbuf();
     inputs.push_back({"-", ss.str()});
   }
-  auto read = import::ReadPasteFiles(files);
-  if (!read.ok()) {
-    std::cerr << "resmem import: " << read.status().message() << "\n";
-    return kExitBadInput;
-  }
-  inputs.insert(inputs.end(), read->begin(), read->end());
-  import::GivenFacts given;
-  given.has_cmdline = a.cmdline.has_value();
-  given.cmdline = a.cmdline.value_or("");
-  given.arch = a.arch;
-  given.kernel_version = a.kernel;
-  import::Imported imported = import::ReadPaste(inputs, given);
-  std::ofstream report_file;
-  if (!a.report.empty()) {
-    report_file.open(a.report);
-    if (!report_file) {
-      std::cerr << "resmem import: cannot write the report to '" << a.report << "'\n";
-      return kExitBadInput;
-    }
-  }
-  std::ostream& report = a.report.empty() ? std::cerr : report_file;
-  Report(imported, report);
-  if (!imported.has_firmware_map) {
-    std::cerr << "resmem import: no scenario written: nothing in the input gives the firmware "
-                 "memory map (see the report)\n";
-    return kExitBadInput;
-  }
+  RESMEM_ASSIGN_OR_RETURN(auto read, import::ReadPasteFiles(files));
+  inputs.insert(inputs.end(), read.begin(), read.end());
+  return inputs;
+}
 
+// The command as the user typed it, for the files' headers.
+std::string CommandLineOf(const ImportArgs& a) {
+  std::string cmd = "resmem import";
+  for (const auto& p : a.inputs) cmd += " " + p;
+  for (const auto& o : a.spelled) cmd += " " + o;
+  return cmd;
+}
+
+// The scenario the import makes: the machine, a header saying where it came from, and the
+// usable RAM to expect (the logged user map's, or the model's boot of a map nothing edits).
+import::ScenarioDraft DraftOf(const ImportArgs& a, const import::Imported& imported) {
   import::ScenarioDraft draft;
   const std::string first = a.inputs[0] == "-" ? "stdin" : a.inputs[0];
   draft.name = a.name.empty() ? "imported-" + import::ScenarioNameFrom(first) : a.name;
   draft.machine = imported.machine;
   draft.machine.name = draft.name;
   draft.title = "a machine imported from " + first;
-  std::string cmd = "resmem import";
-  for (const auto& p : a.inputs) cmd += " " + p;
-  for (const auto& o : a.spelled) cmd += " " + o;
-  draft.header = {"Written by `" + cmd + "`.",
+  draft.header = {"Written by `" + CommandLineOf(a) + "`.",
                   "Firmware map from " + imported.firmware_source + "; " +
                       std::to_string(imported.warnings) + " warnings, " +
                       std::to_string(imported.errors) + " errors in the import report.",
@@ -173,40 +157,80 @@ int Import(const ImportArgs& a) {
     // as it is, which the model's boot counts (the one reader of the map for every command).
     draft.usable_ram = booted->usable_ram;
   }
-  std::string scenario_path = out_path.empty() ? "<stdout>" : out_path;
-  if (!machine_path.empty()) {
-    // Both paths are the user's, from where the command runs (as every path on a command line);
-    // the scenario names the machine file relative to its own folder, as `from =` is read.
-    const fs::path mp = machine_path;
-    const fs::path scenario_dir = fs::absolute(fs::path(out_path)).parent_path();
-    std::ofstream mf(mp);
-    mf << "# Written by `" << cmd << "`.\n" << sim::WriteMachineToml(draft.machine);
-    if (!mf) {
-      std::cerr << "resmem import: cannot write '" << mp.string() << "'\n";
-      return kExitBadInput;
-    }
-    mf.close();
-    draft.machine_from = fs::absolute(mp).lexically_normal().lexically_relative(scenario_dir).string();
-  }
-  auto text = import::WriteScenarioChecked(draft, scenario_path);
+  return draft;
+}
+
+// --machine-file: the machine in a file of its own, which the scenario names by `from =`.
+// Both paths are the user's, from where the command runs (as every path on a command line);
+// the scenario names the machine file relative to its own folder, as `from =` is read.
+Status WriteMachineFile(const ImportArgs& a, import::ScenarioDraft& draft) {
+  const fs::path mp = a.machine_file;
+  const fs::path scenario_dir = fs::absolute(fs::path(a.output)).parent_path();
+  std::ofstream mf(mp);
+  mf << "# Written by `" << CommandLineOf(a) << "`.\n" << sim::WriteMachineToml(draft.machine);
+  if (!mf) return Status::InvalidArgument("cannot write '" + mp.string() + "'");
+  mf.close();
+  draft.machine_from = fs::absolute(mp).lexically_normal().lexically_relative(scenario_dir).string();
+  return Status::Ok();
+}
+
+// The scenario, to -o or standard output.
+int WriteScenario(const ImportArgs& a, const import::ScenarioDraft& draft) {
+  auto text = import::WriteScenarioChecked(draft, a.output.empty() ? "<stdout>" : a.output);
   if (!text.ok()) {
     std::cerr << "resmem import: " << text.status().message() << "\n";
     return kExitInternal;
   }
-  if (out_path.empty()) {
+  if (a.output.empty()) {
     std::cout << *text;
-  } else {
-    std::ofstream of(out_path);
-    of << *text;
-    if (!of) {
-      std::cerr << "resmem import: cannot write '" << out_path << "'\n";
+    return kExitOk;
+  }
+  std::ofstream of(a.output);
+  of << *text;
+  if (!of) {
+    std::cerr << "resmem import: cannot write '" << a.output << "'\n";
+    return kExitBadInput;
+  }
+  std::cerr << "resmem import: wrote " << a.output
+            << (a.machine_file.empty() ? "" : " and " + a.machine_file) << "; run it with `resmem run "
+            << a.output << "`\n";
+  return kExitOk;
+}
+
+int Import(const ImportArgs& a) {
+  auto inputs = ReadInputs(a);
+  if (!inputs.ok()) {
+    std::cerr << "resmem import: " << inputs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  import::GivenFacts given;
+  given.has_cmdline = a.cmdline.has_value();
+  given.cmdline = a.cmdline.value_or("");
+  given.arch = a.arch;
+  given.kernel_version = a.kernel;
+  import::Imported imported = import::ReadPaste(*inputs, given);
+  std::ofstream report_file;
+  if (!a.report.empty()) {
+    report_file.open(a.report);
+    if (!report_file) {
+      std::cerr << "resmem import: cannot write the report to '" << a.report << "'\n";
       return kExitBadInput;
     }
-    std::cerr << "resmem import: wrote " << out_path
-              << (machine_path.empty() ? "" : " and " + machine_path) << "; run it with `resmem run "
-              << out_path << "`\n";
   }
-  return kExitOk;
+  Report(imported, a.report.empty() ? std::cerr : report_file);
+  if (!imported.has_firmware_map) {
+    std::cerr << "resmem import: no scenario written: nothing in the input gives the firmware "
+                 "memory map (see the report)\n";
+    return kExitBadInput;
+  }
+  import::ScenarioDraft draft = DraftOf(a, imported);
+  if (!a.machine_file.empty()) {
+    if (Status st = WriteMachineFile(a, draft); !st.ok()) {
+      std::cerr << "resmem import: " << st.message() << "\n";
+      return kExitBadInput;
+    }
+  }
+  return WriteScenario(a, draft);
 }
 
 RESMEM_REGISTER_COMMAND(import, Command{"import", "turn a pasted dmesg, /proc/iomem, memmap, MTRRs, GRUB lines into a scenario", Define});
