@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Fuzzing with libFuzzer (docs/reliability.md, "Fuzzing"). Bazel builds with gcc, which has no
-# libFuzzer, so this script builds the targets of engine/fuzz outside Bazel with Debian's clang 14
-# (-fsanitize=fuzzer,address,undefined), from the source lists Bazel itself holds
-# (`bazel query` of each //engine/fuzz:TARGET_fuzz_lib), and runs each for a bounded time.
+# libFuzzer, so this script builds the fuzz targets outside Bazel with Debian's clang 14
+# (-fsanitize=fuzzer,address,undefined), from the source lists Bazel itself holds (`bazel query`
+# of each //PACKAGE:TARGET_fuzz_lib: every target sits beside the parser it fuzzes, found with
+# `bazel query 'attr(name, "_fuzz_lib$", //...)'`), and runs each for a bounded time.
 #
 #   ci/fuzz.sh [--seconds N] [--target NAME]... [--merge] [--seed]
 #     --seconds N   fuzz each target N seconds (default 20: the short run; a long run on demand,
 #                   e.g. --seconds 3600)
 #     --target NAME only this target (repeatable); default: every target
-#     --seed        add fresh seeds from the repo's own files (engine/fuzz/make_seeds.py) to
-#                   what --merge minimises
-#     --merge       after fuzzing, minimise engine/fuzz/corpus/NAME with -merge=1 over the
+#     --seed        add fresh seeds from the repo's own files (ci/fuzz_seeds.py) to what
+#                   --merge minimises
+#     --merge       after fuzzing, minimise PACKAGE/fuzz_corpus/NAME with -merge=1 over the
 #                   committed corpus, the seeds and what this run found; files named regress-*
 #                   (reproducers of fixed findings) are always kept
 #
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --target) targets+=("$2"); shift 2 ;;
     --merge) merge=1; shift ;;
     --seed) seed=1; merge=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Build output/p' "$0"; exit 0 ;;
     *) echo "ci/fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,11 +42,29 @@ out=${RESMEM_FUZZ_OUT:-$repo/.fuzz}
 for tool in clang-14 clang++-14 make; do
   command -v $tool >/dev/null || { echo "ci/fuzz.sh: $tool not found (apt-get install clang-14 make)" >&2; exit 2; }
 done
-if [ ${#targets[@]} -eq 0 ]; then
-  mapfile -t targets < <(bazel query 'attr(name, "_fuzz_lib$", //engine/fuzz:all)' 2>/dev/null |
-                         sed 's/.*://; s/_fuzz_lib$//')
-fi
-[ ${#targets[@]} -gt 0 ] || { echo "ci/fuzz.sh: no fuzz target found in //engine/fuzz" >&2; exit 2; }
+# Every fuzz target of the tree, NAME -> its package (the sources' label //PACKAGE:NAME_fuzz_lib,
+# the corpus PACKAGE/fuzz_corpus/NAME); the names are unique (the binaries are named by them).
+mkdir -p "$out"
+# --keep_going: a package that does not load (someone's edit in progress) costs only its own targets.
+labels=$(bazel query --keep_going 'attr(name, "_fuzz_lib$", //...)' 2>"$out/query.log")
+case $? in
+  0) ;;
+  3) echo "ci/fuzz.sh: warning: some packages did not load, their fuzz targets are left out: $out/query.log" >&2 ;;
+  *) echo "ci/fuzz.sh: bazel query of the fuzz targets failed: $out/query.log" >&2; exit 2 ;;
+esac
+declare -A package=()
+for label in $labels; do
+  name=${label##*:}; name=${name%_fuzz_lib}; pkg=${label#//}; pkg=${pkg%%:*}
+  [ -z "${package[$name]:-}" ] ||
+    { echo "ci/fuzz.sh: fuzz target $name in both //${package[$name]} and //$pkg" >&2; exit 2; }
+  package[$name]=$pkg
+done
+[ ${#package[@]} -gt 0 ] || { echo "ci/fuzz.sh: no fuzz target found in //..." >&2; exit 2; }
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(printf '%s\n' "${!package[@]}" | sort)
+for t in "${targets[@]}"; do
+  [ -n "${package[$t]:-}" ] ||
+    { echo "ci/fuzz.sh: no fuzz target $t; there are: $(printf '%s\n' "${!package[@]}" | sort | tr '\n' ' ')" >&2; exit 2; }
+done
 
 # ---- build ------------------------------------------------------------------------------------
 mkdir -p "$out/obj" "$out/bin"
@@ -69,7 +88,7 @@ flags_file="$out/flags"
 generated=()
 declare -A rule_written=()
 for t in "${targets[@]}"; do
-  label="//engine/fuzz:${t}_fuzz_lib"
+  label="//${package[$t]}:${t}_fuzz_lib"
   # The project's own sources of the target and everything it depends on (system headers such as
   # toml++ and nlohmann/json are header-only and come from /usr/include).
   srcs=$(bazel query "kind('source file', deps($label))" 2>/dev/null | grep '^//' |
@@ -113,13 +132,13 @@ echo "ci/fuzz.sh: built ${#targets[@]} targets with clang-14 -fsanitize=fuzzer,a
 # ---- fuzz -------------------------------------------------------------------------------------
 if [ "$seed" -eq 1 ]; then
   rm -rf "$out/seeds"
-  python3 engine/fuzz/make_seeds.py "$repo" "$out/seeds"
+  python3 ci/fuzz_seeds.py "$repo" "$out/seeds"
 fi
 found=0
 printf '%-14s %8s %12s %10s %8s %8s %8s %8s %6s\n' target seconds executions exec/s corpus \
   crashes timeouts ooms leaks
 for t in "${targets[@]}"; do
-  corpus="engine/fuzz/corpus/$t"
+  corpus="${package[$t]}/fuzz_corpus/$t"
   work="$out/work/$t"
   art="$out/artifacts/$t"
   log="$out/logs/$t.log"
@@ -161,7 +180,7 @@ for t in "${targets[@]}"; do
   fi
 done
 if [ "$found" -ne 0 ]; then
-  echo "ci/fuzz.sh: findings above: fix the parser, add each reproducer as engine/fuzz/corpus/TARGET/regress-NAME"
+  echo "ci/fuzz.sh: findings above: fix the parser, add each reproducer as PACKAGE/fuzz_corpus/TARGET/regress-NAME"
   exit 1
 fi
 echo "ci/fuzz.sh: ${#targets[@]} targets, ${seconds} s each: 0 crashes, 0 timeouts, 0 OOMs, 0 leaks"

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Seeds for the fuzz targets, from the repo's own files (ci/fuzz.sh --seed).
 
-Usage: make_seeds.py REPO_ROOT OUT_DIR
-Writes OUT_DIR/TARGET/NAME for every target of engine/fuzz/BUILD. ci/fuzz.sh then merges them
-into engine/fuzz/corpus/TARGET with libFuzzer's -merge=1, which keeps only the inputs that add
-coverage. Every seed is a file of the repo or a line cut from one (the source is in the name).
+Usage: fuzz_seeds.py REPO_ROOT OUT_DIR
+Writes OUT_DIR/TARGET/NAME for every fuzz target of the tree (each sits beside the parser it
+fuzzes, `bazel query 'attr(name, "_fuzz_lib$", //...)'`). ci/fuzz.sh then merges them into the
+target's corpus, PACKAGE/fuzz_corpus/TARGET (e.g. mock/machine/fuzz_corpus/cmdline), with
+libFuzzer's -merge=1, which keeps only the inputs that add coverage. Every seed is a file of the
+repo or a line cut from one (the source is in the name).
 """
 import glob
 import hashlib

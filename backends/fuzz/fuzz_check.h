@@ -1,7 +1,7 @@
 // What a fuzz target does when a property it checks does not hold: print the finding and abort,
 // so libFuzzer records a crash with its reproducer and the Bazel replay test fails.
-#ifndef RESMEM_ENGINE_FUZZ_FUZZ_CHECK_H_
-#define RESMEM_ENGINE_FUZZ_FUZZ_CHECK_H_
+#ifndef RESMEM_BACKENDS_FUZZ_FUZZ_CHECK_H_
+#define RESMEM_BACKENDS_FUZZ_FUZZ_CHECK_H_
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,4 +16,4 @@ namespace resmem::fuzz {
 
 }  // namespace resmem::fuzz
 
-#endif  // RESMEM_ENGINE_FUZZ_FUZZ_CHECK_H_
+#endif  // RESMEM_BACKENDS_FUZZ_FUZZ_CHECK_H_

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/fuzz/fuzz_check.h"
 #include "backends/platform/module_policy_parsers.h"
 #include "backends/platform/module_signature.h"
-#include "engine/fuzz/fuzz_check.h"
 
 namespace {
 

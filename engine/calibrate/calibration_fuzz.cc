@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/fuzz/fuzz_check.h"
 #include "engine/calibrate/calibrate.h"
-#include "engine/fuzz/fuzz_check.h"
 
 namespace {
 void CapSizes(nlohmann::json& root) {  // iterative: the input may nest deeply

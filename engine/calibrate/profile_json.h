@@ -66,7 +66,7 @@ T WholeOr(const json& j, const char* key, T fallback) {
 // j[key] for a const j that may be no object or may lack the key: then null (iterates as empty;
 // .value() and .get() on it throw json::type_error). nlohmann's const operator[] only asserts
 // that the key exists: undefined behaviour in a release build on a profile written by hand
-// (found by the calibration fuzz target, engine/fuzz/calibration_fuzz.cc).
+// (found by the calibration fuzz target, engine/calibrate/calibration_fuzz.cc).
 const json& Field(const json& j, const char* key);
 
 // A mapping's facts as a profile case records them, and back (`length` is the case's size).

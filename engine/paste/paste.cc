@@ -138,7 +138,7 @@ uint64_t UsableBytes(const std::vector<sim::E820Entry>& table) {
 // Unsorted or overlapping firmware ranges are legal (the kernel sanitises them,
 // e820__update_table): warn, keep them.
 // Changes a note's verdict and keeps Imported::errors and ::warnings equal to the number of
-// error and warning notes (the fuzz target engine/fuzz/paste_fuzz.cc checks it: a block parsed
+// error and warning notes (the fuzz target engine/paste/paste_fuzz.cc checks it: a block parsed
 // together, such as /proc/mtrr, once turned its lines into errors without counting them).
 void SetVerdict(LineNote* note, Verdict v, Imported& out) {
   if (note->verdict == Verdict::kWarning) --out.warnings;

@@ -239,7 +239,7 @@ TEST(Paste, TheSameMapTwiceIsReadOnce) {
   EXPECT_TRUE(HasNote(im, Verdict::kNotUsed, "the same map line again"));
 }
 
-// Found by the paste fuzz target (engine/fuzz/paste_fuzz.cc): a /proc/mtrr block that does not
+// Found by the paste fuzz target (engine/paste/paste_fuzz.cc): a /proc/mtrr block that does not
 // parse turned its lines into errors without counting them, so `errors` disagreed with the notes.
 TEST(Paste, CountsMatchTheNotesWhenABlockFailsTogether) {
   auto im = Read(

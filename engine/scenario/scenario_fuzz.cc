@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/fuzz/fuzz_check.h"
+#include "backends/fuzz/fuzz_check.h"
 #include "engine/scenario/scenario.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

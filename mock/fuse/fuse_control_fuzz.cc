@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/fuzz/fuzz_check.h"
+#include "backends/fuzz/fuzz_check.h"
 #include "mock/fuse/control.h"
 
 namespace {

@@ -58,7 +58,7 @@ MemParsed MemParse(const std::string& text, size_t from) { return MemParse(text,
 MemParsed MemParse(const std::string& text, size_t from, const LinuxRules& rules) {
   // lib/cmdline.c memparse switches on *endptr whether or not simple_strtoull read a digit:
   // "G$4G" reads as 0 with the 'G' consumed, so parse_memmap_one's "p == oldp" check passes
-  // (found by the differential fuzz target, engine/fuzz/memmap_diff_fuzz.cc).
+  // (found by the differential fuzz target, mock/machine/memmap_diff_fuzz.cc).
   MemParsed out = SimpleStrtoull(text, from);
   const size_t end = from + out.consumed;
   if (end >= text.size()) return out;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/fuzz/fuzz_check.h"
+#include "backends/fuzz/fuzz_check.h"
 #include "mock/machine/cmdline.h"
 #include "mock/machine/grub.h"
 #include "mock/machine/machine.h"

@@ -3,7 +3,7 @@
  * read). Written from the rules, not copied: each function names the kernel function whose
  * behaviour it reproduces.
  */
-#include "engine/fuzz/kernel_e820_ref.h"
+#include "mock/machine/kernel_e820_ref.h"
 
 #include <stdlib.h>
 #include <string.h>

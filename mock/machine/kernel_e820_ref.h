@@ -13,8 +13,8 @@
  * those away; quoting is the cmdline target's business), and at most COMMAND_LINE_SIZE - 1
  * characters.
  */
-#ifndef RESMEM_ENGINE_FUZZ_KERNEL_E820_REF_H_
-#define RESMEM_ENGINE_FUZZ_KERNEL_E820_REF_H_
+#ifndef RESMEM_MOCK_MACHINE_KERNEL_E820_REF_H_
+#define RESMEM_MOCK_MACHINE_KERNEL_E820_REF_H_
 
 #include <stdint.h>
 
@@ -55,4 +55,4 @@ void kref_boot_cmdline(const struct kref_entry *firmware, uint32_t nr_firmware,
 }
 #endif
 
-#endif /* RESMEM_ENGINE_FUZZ_KERNEL_E820_REF_H_ */
+#endif /* RESMEM_MOCK_MACHINE_KERNEL_E820_REF_H_ */

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/fuzz/kernel_e820_ref.h"
+#include "mock/machine/kernel_e820_ref.h"
 
 namespace {
 

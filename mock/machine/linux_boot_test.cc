@@ -417,7 +417,7 @@ TEST(LinuxMemmap, ASuffixWithoutDigitsIsASizeOfZero) {
   // 0 with the 'G' consumed, so parse_memmap_one gets past "p == oldp" and sets userdef.
   // memmap=G$4G adds an empty reserved entry (dropped by the sanitize, the user map printed);
   // memmap=K is "memmap=0": every RAM byte removed. Found by the differential fuzz target
-  // (engine/fuzz/memmap_diff_fuzz.cc, reproducer in its corpus).
+  // (mock/machine/memmap_diff_fuzz.cc, reproducer in its corpus).
   auto k = MustBoot(SmallMachine("6.1.0", "memmap=G$4G"));
   EXPECT_TRUE(k.reservations.empty());
   EXPECT_FALSE(UserLines(k).empty());

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/fuzz/fuzz_check.h"
+#include "backends/fuzz/fuzz_check.h"
 #include "mock/machine/machine.h"
 #include "mock/machine/machine_file.h"
 

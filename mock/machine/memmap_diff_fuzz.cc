@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/fuzz/fuzz_check.h"
-#include "engine/fuzz/kernel_e820_ref.h"
+#include "backends/fuzz/fuzz_check.h"
+#include "mock/machine/kernel_e820_ref.h"
 #include "mock/machine/machine.h"
 
 namespace {

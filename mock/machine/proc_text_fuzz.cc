@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "backends/fuzz/fuzz_check.h"
 #include "backends/platform/proc_parsers.h"
-#include "engine/fuzz/fuzz_check.h"
 #include "mock/machine/e820_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/fuzz/fuzz_check.h"
+#include "backends/fuzz/fuzz_check.h"
 #include "kmod/uapi/resmem_ioctl.h"
 #include "mock/machine/machine.h"
 #include "mock/region/sim_driver.h"
