@@ -13,6 +13,8 @@
 //                       PageableMemoryAccess, as HMM gives; the H100 here reports 0)
 //   pageable            cudaMemcpy from unregistered memory: the driver stages it itself
 // Open() keeps the first path that works and records why each faster one was refused.
+// Inside, each way of copying is a strategy in a file of its own behind one interface
+// (copy_strategy.h lists them).
 #ifndef RESMEM_ENGINE_TRANSFER_TRANSFER_ENGINE_H_
 #define RESMEM_ENGINE_TRANSFER_TRANSFER_ENGINE_H_
 
@@ -374,6 +376,12 @@ struct PathChoice {
   std::string Describe() const;       // "took staged (16 lanes x 4 MiB); registered-direct refused: ..."
 };
 
+// Engine-internal (copy_strategy.h): the one interface each path's copy strategy implements,
+// and the staged path's shared state.
+class CopyStrategy;
+class SegmentPump;
+struct Staging;
+
 class TransferEngine {
  public:
   // Chooses a path for `mem`. Fails only when no allowed path works (every refusal listed).
@@ -401,10 +409,10 @@ class TransferEngine {
   Status CopyQueue(const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
                    const std::function<Status(const QueuedBlock&)>& arrived);
   // The last staged segment copy's phases (empty unless TransferOptions::staging_trace).
-  const StagedTrace& last_trace() const { return trace_; }
+  const StagedTrace& last_trace() const;
   // SM copies given to the DMAs because their kernel had not started in time
   // (TransferOptions::staging_sm_start_us), since Open.
-  uint64_t sm_copies_given_to_dmas() const { return sm_given_to_dmas_; }
+  uint64_t sm_copies_given_to_dmas() const;
   // The staged path's idle lanes stop spinning and sleep until the next copy (LanePool::Park):
   // for a program whose other work needs the CPUs now, a second engine's copy above all. The
   // next copy pays their wake-up. Nothing on the other paths. Any thread, between copies.
@@ -413,91 +421,23 @@ class TransferEngine {
   uint64_t lane_sleeps() const;
 
  private:
-  TransferEngine(Gpu& gpu, HostMemory& mem, Clock& clock, TransferOptions o)
-      : gpu_(gpu), mem_(mem), clock_(clock), o_(std::move(o)) {}
+  TransferEngine(Gpu& gpu, HostMemory& mem, Clock& clock, TransferOptions o);
+  // Sets path p up (DirectCopy::Open, or OpenStagedPath for Path::kStaged), keeping its strategy;
+  // records every refusal in choice_.
   Status TryPath(Path p);
-  Result<CopyStats> CopyStaged(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                               uint64_t dev_offset, uint64_t length);
-  Status StageOne(int lane, CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                  uint64_t dev_offset, uint64_t length, double* copy_seconds);
-  Status LaneAsync(int lane, CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                   uint64_t dev_offset, uint64_t length, uint64_t unit, uint64_t units,
-                   std::atomic<uint64_t>& next);
-
-  // One copy through stream signals (TransferOptions::staging_signals).
-  Status CopySignalled(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                       uint64_t dev_offset, uint64_t length, uint64_t seg_limit);
-  Status CopySegments(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                      uint64_t dev_offset, uint64_t length);
-  // A job on the lanes whose lane 0 returns only once the work is done: elastic (LanePool::
-  // RunElastic) unless TransferOptions::staging_elastic is off.
-  void RunLanes(int lanes, const std::function<void(int)>& job);
-  // One host-to-device copy with DMAs sized by the fill frontier (TransferOptions::
-  // staging_frontier).
-  Status CopyFrontier(uint64_t host_offset, DeviceBuffer& dev, uint64_t dev_offset,
-                      uint64_t length);
-  // CopySegments past its choice of the SM copy: by the fill frontier, stream signals or
-  // event-polled segments (`seg`: their size where no plan cuts the copy). cached_plan_only: a
-  // length whose plan is not cached yet goes in equal segments (an SM copy given to the DMAs:
-  // planning a 4 MiB copy takes milliseconds, docs/hil/2026-11-25-h100-staged12 run 3).
-  Status CopySegmentsByDma(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                           uint64_t dev_offset, uint64_t length, uint64_t seg,
-                           bool cached_plan_only = false);
-  // One copy moved by the SMs (TransferOptions::staging_sm_copy). False, with nothing moved to
-  // its destination, when the kernel did not start within staging_sm_start_us: the caller then
-  // copies by DMAs.
-  Result<bool> CopyPieces(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
-                          uint64_t dev_offset, uint64_t length);
-  // The host-to-device segment pipeline behind Copy (one block) and CopyQueue (many).
-  // `plan`: the sizes of the first segments (a single copy's plan), or null.
-  Status PumpSegments(uint64_t seg_limit, const std::function<Result<QueuePoll>(QueuedBlock*)>& next,
-                      const std::function<Status(const QueuedBlock&)>& arrived,
-                      const std::vector<uint64_t>* plan = nullptr);
-  // The plan of a single staged copy (TransferOptions::staging_plan_upto), made once per
-  // direction and length (the last 64 lengths are kept).
-  const std::vector<uint64_t>& PlanOf(CopyDirection dir, uint64_t length);
-
-  // The copy stream of segment i's DMA (TransferOptions::staging_dma_streams; -1: the calling
-  // thread's stream).
-  int DmaStream(uint64_t i) const {
-    return o_.staging_dma_streams > 1 ? static_cast<int>(i % o_.staging_dma_streams) : -1;
-  }
 
   Gpu& gpu_;
   HostMemory& mem_;
   Clock& clock_;
   TransferOptions o_;
   PathChoice choice_;
-  std::vector<uint64_t> registered_;  // offsets of registrations to undo
-  // Staged: lanes x buffers_per_lane_ pinned buffers (lane-major), one reusable copy ticket
-  // (CUDA event) per buffer on the CUDA backend, and the persistent lane threads.
-  std::vector<std::unique_ptr<HostMemory>> staging_;
-  std::vector<cuda::CudaGpu::CopyTicket> tickets_;
-  bool async_ = false;
-  int buffers_per_lane_ = 1;
-  bool segments_ = false;  // staging_segments in effect (CUDA, real clock, >= 2 lanes)
-  std::unique_ptr<LanePool> lanes_;
-  std::map<std::pair<int, uint64_t>, std::vector<uint64_t>> plans_;  // PlanOf's
-  // Signalled copies: words [0, B) are set by the lanes (segment filled / drained), [B, 2B) by the
-  // stream (segment's DMA finished), B = staging buffers; every segment takes the next number.
-  cuda::CudaGpu::Signals signals_;
-  uint32_t signal_seq_ = 0;
-  // SM-moved copies: the piece ring and the number of the next copy's first piece - 1.
-  cuda::CudaGpu::PieceRing piece_ring_;
-  uint32_t piece_seq_ = 1;
-  uint64_t sm_given_to_dmas_ = 0;
-  // CopyFrontier's per-unit words of the ring (the number of the copy unit that filled the ring
-  // unit last), each on its own line, and the number its next copy's first unit takes.
-  struct alignas(64) UnitWord {
-    std::atomic<uint64_t> v{0};
-  };
-  std::unique_ptr<UnitWord[]> frontier_words_;
-  uint64_t frontier_unit_ = 0;  // 0: no copies by the fill frontier
-  // The link's rate as the fill frontier's DMAs of 1 MiB and more ran (bytes per microsecond),
-  // for staging_frontier_lead_us's projection; 0: not measured yet (staging_costs.dma_gbps).
-  double frontier_link_bpus_ = 0;
-  uint64_t frontier_seq_ = 1;
-  StagedTrace trace_;
+  // The staged path's pinned ring, lane threads, trace and plans (staging.h); null on the other
+  // paths.
+  std::unique_ptr<Staging> staging_;
+  // The chosen path's copy strategy (copy_strategy.h): Copy hands it every copy.
+  std::unique_ptr<CopyStrategy> strategy_;
+  // The staged path in segment mode: CopyQueue's pipeline (owned by strategy_); null elsewhere.
+  SegmentPump* queue_ = nullptr;
 };
 
 }  // namespace resmem::transfer
