@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "backends/api/facts_memory.h"
 #include "backends/api/median.h"
 #include "backends/host/host_region.h"
 
@@ -32,31 +33,91 @@ Backing BackingFor(const std::string& name) {
   return b;
 }
 
-// On a virtual clock (the simulator) the memory is mapped for real but never touched, so any size
-// runs on a small build machine: its facts say what a touch would have made of it (every page
-// present), and the model charges the registration accordingly.
-class ModelledTouch : public HostMemory {
- public:
-  explicit ModelledTouch(std::unique_ptr<HostMemory> inner) : inner_(std::move(inner)) {
-    facts_ = inner_->facts();
-    facts_.resident = true;
+// On a virtual clock (the simulator) nothing is mapped: the span is the facts a mapping of this
+// backing would have (as backends/host reads them from smaps), touched or not, so any size and
+// any page size runs on any build machine - one without 1 GiB pages (no pdpe1gb) included - and
+// the model charges the registration from the facts.
+std::unique_ptr<HostMemory> ModelledMapping(const std::string& name, uint64_t size, bool touched) {
+  MappingFacts f;
+  f.length = size;
+  f.backing = resmem::Backing::kAnonymous;
+  if (name == "anon-thp") f.transparent_huge = true;
+  if (name == "memfd") {
+    f.backing = resmem::Backing::kShmem;
+    f.shared = true;
   }
-  uint64_t size() const override { return inner_->size(); }
-  const MappingFacts& facts() const override { return facts_; }
-  uint64_t address() const override { return inner_->address(); }
-  uint8_t* data() override { return inner_->data(); }
-  Status Read(uint64_t offset, void* out, uint64_t len) override {
-    return inner_->Read(offset, out, len);
+  if (name == "hugetlb-2m" || name == "hugetlb-1g") {
+    f.backing = resmem::Backing::kHugetlb;
+    f.page_size = name == "hugetlb-1g" ? kGiB : k2M;
   }
-  Status Write(uint64_t offset, const void* in, uint64_t len) override {
-    return inner_->Write(offset, in, len);
-  }
-  std::string Describe() const override { return inner_->Describe() + " (touch modelled)"; }
+  f.resident = touched;
+  f.origin = "modelled";
+  return std::make_unique<FactsMemory>(f);
+}
 
- private:
-  std::unique_ptr<HostMemory> inner_;
-  MappingFacts facts_;
-};
+// The span of one row: mapped for real (and touched: every page written once while mapping,
+// HostMapOptions::populate, so the facts read afterwards say resident), or modelled on a
+// virtual clock. The time it took goes to the row.
+Result<std::unique_ptr<HostMemory>> MappingFor(const std::string& name, uint64_t size, bool touched, Clock& clock,
+                                                RegistrationRow& row) {
+  if (clock.is_virtual()) return ModelledMapping(name, size, touched);
+  Backing b = BackingFor(name);
+  b.map.populate = touched;
+  const double t0 = clock.NowSeconds();
+  auto mapped = host::MapHostMemory(b.kind, size, b.map);
+  (touched ? row.touch_seconds : row.map_seconds) = clock.NowSeconds() - t0;
+  return mapped;
+}
+
+// Registers `mem` in pieces and unregisters it, `repeats` times: the median times and the calls.
+void TimeRegistration(Gpu& gpu, Clock& clock, HostMemory& mem, int repeats, RegistrationRow& row) {
+  const uint64_t size = row.size, piece = row.chunk ? row.chunk : size;
+  std::vector<double> reg, unreg;
+  for (int rep = 0; rep < repeats && row.error.empty(); ++rep) {
+    std::vector<uint64_t> done;
+    double t0 = clock.NowSeconds();
+    for (uint64_t off = 0; off < size; off += piece) {
+      Status st = gpu.Register(mem, off, std::min(piece, size - off), 0);
+      if (!st.ok()) {
+        row.error = st.ToString();
+        break;
+      }
+      done.push_back(off);
+    }
+    reg.push_back(clock.NowSeconds() - t0);
+    row.calls = static_cast<int>(done.size());
+    t0 = clock.NowSeconds();
+    for (uint64_t off : done) {
+      Status st = gpu.Unregister(mem, off);
+      if (!st.ok() && row.error.empty()) row.error = "unregister: " + st.ToString();
+    }
+    unreg.push_back(clock.NowSeconds() - t0);
+  }
+  row.register_seconds = MedianUpper(reg);
+  row.unregister_seconds = MedianUpper(unreg);
+}
+
+Status CheckOptions(const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& chunks,
+                    const std::vector<std::string>& backings, int repeats) {
+  for (uint64_t s : sizes)
+    if (s == 0 || s % k2M)
+      return Status::InvalidArgument("registration size " + FormatSize(s) +
+                                     " is not a positive multiple of 2 MiB");
+  for (uint64_t c : chunks)
+    if (c % k2M)
+      return Status::InvalidArgument("registration piece " + FormatSize(c) +
+                                     " is not a multiple of 2 MiB (0 = one call)");
+  const auto all = RegistrationBackings();
+  for (const auto& b : backings) {
+    if (std::find(all.begin(), all.end(), b) == all.end()) {
+      std::string names;
+      for (const auto& n : all) names += " " + n;
+      return Status::InvalidArgument("unknown registration backing '" + b + "'; choose from:" + names);
+    }
+  }
+  if (repeats < 1) return Status::InvalidArgument("repeats must be at least 1");
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -70,82 +131,26 @@ Result<RegistrationResult> RunRegistrationBench(Gpu& gpu, Clock& clock, const st
   if (sizes.empty()) sizes = {1 * kGiB, 4 * kGiB, 16 * kGiB};
   std::vector<uint64_t> chunks = o.chunks.empty() ? std::vector<uint64_t>{0} : o.chunks;
   std::vector<std::string> backings = o.backings.empty() ? RegistrationBackings() : o.backings;
-  for (uint64_t s : sizes)
-    if (s == 0 || s % k2M)
-      return Status::InvalidArgument("registration size " + FormatSize(s) +
-                                     " is not a positive multiple of 2 MiB");
-  for (uint64_t c : chunks)
-    if (c % k2M)
-      return Status::InvalidArgument("registration piece " + FormatSize(c) +
-                                     " is not a multiple of 2 MiB (0 = one call)");
-  for (const auto& b : backings) {
-    auto all = RegistrationBackings();
-    if (std::find(all.begin(), all.end(), b) == all.end()) {
-      std::string names;
-      for (const auto& n : all) names += " " + n;
-      return Status::InvalidArgument("unknown registration backing '" + b + "'; choose from:" +
-                                     names);
-    }
-  }
-  if (o.repeats < 1) return Status::InvalidArgument("repeats must be at least 1");
-
+  RESMEM_RETURN_IF_ERROR(CheckOptions(sizes, chunks, backings, o.repeats));
   RegistrationResult result;
   result.backend = backend;
   for (const auto& name : backings)
     for (bool touched : o.touched)
       for (uint64_t size : sizes)
         for (uint64_t chunk : chunks) {
+          if (chunk && chunk >= size && chunks.size() > 1) continue;  // same as one call
           RegistrationRow row;
           row.backing = name;
           row.touched = touched;
           row.size = size;
           row.chunk = chunk >= size ? 0 : chunk;
-          if (chunk && chunk >= size && chunks.size() > 1) continue;  // same as one call
-          Backing b = BackingFor(name);
           if (name == "hugetlb-1g" && size % kGiB) {
             row.skipped = "not a whole number of 1 GiB pages";
-            result.rows.push_back(row);
-            continue;
+          } else if (auto mem = MappingFor(name, size, touched, clock, row); !mem.ok()) {
+            row.skipped = mem.status().message();
+          } else {
+            TimeRegistration(gpu, clock, **mem, o.repeats, row);
           }
-          // Touched: every page written once while mapping (HostMapOptions::populate), so the
-          // facts read afterwards say resident; the simulator models the touch instead.
-          const bool modelled = clock.is_virtual();
-          b.map.populate = touched && !modelled;
-          b.map.noreserve = modelled;
-          double t0 = clock.NowSeconds();
-          auto mapped = host::MapHostMemory(b.kind, size, b.map);
-          (touched ? row.touch_seconds : row.map_seconds) = clock.NowSeconds() - t0;
-          if (!mapped.ok()) {
-            row.skipped = mapped.status().message();
-            result.rows.push_back(row);
-            continue;
-          }
-          std::unique_ptr<HostMemory> mem = std::move(mapped).value();
-          if (touched && modelled) mem = std::make_unique<ModelledTouch>(std::move(mem));
-          const uint64_t piece = row.chunk ? row.chunk : size;
-          std::vector<double> reg, unreg;
-          for (int rep = 0; rep < o.repeats && row.error.empty(); ++rep) {
-            std::vector<uint64_t> done;
-            t0 = clock.NowSeconds();
-            for (uint64_t off = 0; off < size; off += piece) {
-              Status st = gpu.Register(*mem, off, std::min(piece, size - off), 0);
-              if (!st.ok()) {
-                row.error = st.ToString();
-                break;
-              }
-              done.push_back(off);
-            }
-            reg.push_back(clock.NowSeconds() - t0);
-            row.calls = static_cast<int>(done.size());
-            t0 = clock.NowSeconds();
-            for (uint64_t off : done) {
-              Status st = gpu.Unregister(*mem, off);
-              if (!st.ok() && row.error.empty()) row.error = "unregister: " + st.ToString();
-            }
-            unreg.push_back(clock.NowSeconds() - t0);
-          }
-          row.register_seconds = MedianUpper(reg);
-          row.unregister_seconds = MedianUpper(unreg);
           result.rows.push_back(row);
         }
   return result;

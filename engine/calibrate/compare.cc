@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "backends/api/facts_memory.h"
 #include "backends/fault/fault_injector.h"
 #include "engine/calibrate/calibrate.h"
 #include "engine/calibrate/profile_json.h"
@@ -15,27 +16,6 @@
 
 namespace resmem::calibrate {
 namespace {
-
-// A span with given facts and no bytes behind it, for replaying cases on the simulator.
-class FactsMemory : public HostMemory {
- public:
-  explicit FactsMemory(MappingFacts f) : f_(std::move(f)) {}
-  uint64_t size() const override { return f_.length; }
-  const MappingFacts& facts() const override { return f_; }
-  uint64_t address() const override { return 0; }
-  Status Read(uint64_t offset, void* out, uint64_t len) override {
-    RESMEM_RETURN_IF_ERROR(CheckSpan(*this, offset, len, "read"));
-    std::memset(out, 0, len);
-    return Status::Ok();
-  }
-  Status Write(uint64_t offset, const void*, uint64_t len) override {
-    return CheckSpan(*this, offset, len, "write");
-  }
-  std::string Describe() const override { return "profile case (" + f_.Describe() + ")"; }
-
- private:
-  MappingFacts f_;
-};
 
 // The host the simulator replays a profile on: the "h100-host" preset, with the memcpy rates a
 // calibration on real hardware ("gpu": "cuda") measured on its own host (host_memcpy_gbps: GB/s
