@@ -301,11 +301,12 @@ Result<bool> PumpRun::Driver::RetireOldest() {
 }  // namespace
 
 Result<CopyOutcome> SegmentPump::Copy(const CopyRequest& c) {
+  if (c.length == 0) return CopyOutcome();  // nothing to move (and a plan of no segments)
   const uint64_t seg = SegmentSize(s_.o, c.dir, c.length);
   const std::vector<uint64_t>* plan = s_.PlanFor(c);
   bool handed = false;
   RESMEM_RETURN_IF_ERROR(Pump(
-      plan ? *std::max_element(plan->begin(), plan->end()) : seg,
+      plan && !plan->empty() ? *std::max_element(plan->begin(), plan->end()) : seg,
       [&](QueuedBlock* b) -> Result<QueuePoll> {
         if (handed) return QueuePoll::kEnd;
         handed = true;

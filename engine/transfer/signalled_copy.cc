@@ -104,8 +104,9 @@ SignalRun::SignalRun(Staging& s, const cuda::CudaGpu::Signals& signals, const Co
 }
 
 Status SignalRun::Drive() {
-  RESMEM_RETURN_IF_ERROR(s_.cuda->BindThread());
-  Status st;
+  // A thread that cannot bind the context queues nothing, and the lanes are told to stop as on
+  // any other error: they must not wait for segments that never come.
+  Status st = s_.cuda->BindThread();
   for (uint64_t i = 0; st.ok() && i < nseg_; ++i) st = QueueSegment(i);
   if (st.ok()) st = WatchStream();
   if (!st.ok()) {
