@@ -208,6 +208,18 @@ sig_refused() {
 }
 # signed KO: the module carries an appended signature (dkms signs what it builds with its own key).
 signed() { [ "$(tail -c 28 "$1")" = "~Module signature appended~" ]; }
+# sig_doctor yes|no: `resmem doctor --module /resmem.ko` on the signing boot names lockdown's refusal
+# of the address parameters, and the module's signature refused unless this kernel trusts its key.
+sig_doctor() {
+	/resmem doctor --module /resmem.ko --json /tmp/sig_doctor.json >/tmp/sig_doctor.txt 2>&1
+	grep -E '^  (module policy|module|load):|^\[[a-z]+\] (module-|lockdown-|secure-boot|modules-)' /tmp/sig_doctor.txt
+	grep -q '^\[warning\] lockdown-refuses-addresses:' /tmp/sig_doctor.txt || { echo "no lockdown-refuses-addresses finding"; return 1; }
+	if [ "$1" = no ]; then
+		grep -q '^\[error\] module-signature-rejected:' /tmp/sig_doctor.txt || { echo "no module-signature-rejected finding"; return 1; }
+	else
+		! grep -q 'module-signature-rejected' /tmp/sig_doctor.txt || { echo "module-signature-rejected on a kernel that loads the module"; return 1; }
+	fi
+}
 # skip REASON: a case that cannot apply on this kernel says why (a TAP SKIP with the reason).
 skip() { echo "$*" > /tmp/tap_skip; }
 if [ "$resmem_suite" = sig ]; then
@@ -235,6 +247,9 @@ if [ "$resmem_suite" = sig ]; then
 		t sig_lockdown_refuses_address_parameters sh -c 'before=$(dmesg | wc -l); ! insmod /resmem.ko "ranges=64M\$0x40000000" && dmesg | tail -n +$((before + 1)) | tee /dev/stderr | grep -q "unsafe module parameters is restricted"'
 		t sig_lockdown_serves_memmap_without_addresses load_without_ranges 1 '0x40000000-0x43ffffff'
 	fi
+	# The doctor on this boot: lockdown refuses the address parameters; the module's signature is
+	# refused where the kernel does not trust its key, with the way out (engine/doctor).
+	t sig_doctor_names_the_refusal sig_doctor $trusted
 	t sig_kernel_log_clean_at_end sh -c "! dmesg | grep -E '$KEND'"
 	echo "1..$N"
 	echo "resmem-guest: done, $FAILED failed"
@@ -412,6 +427,7 @@ elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		t p2p_guide_phys_addr_without_iommu     $P phys-addr /dev/resmem_edu0
 		t dmabuf_import                         $P dmabuf /dev/resmem_edu0
 		seed003_all plain
+		t d_random_sequences_edu_p2p            /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_p2p_ops:-1500}" --threads 3 --p2p /dev/resmem_edu0,/dev/resmem_edu1
 		t p2p_gpu_unbind_revokes                $P unbind /dev/resmem_edu0
 		t p2p_nothing_leaked                    $P no-leaks
 		# resmem_edu1 told a 28-bit mask (edu's default width): the BAR, below 4 GiB, is beyond it.

@@ -31,7 +31,8 @@
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
 # matches this shell pattern),
-# RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, ci/qemu/resmem_seq.cc).
+# RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, ci/qemu/resmem_seq.cc),
+# RESMEM_SEQ_P2P_OPS (the length of those that also drive the DMA devices, d_random_sequences_edu_p2p).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
 # with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
 # Debian headers), as --kernel/--headers; RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any
@@ -334,6 +335,7 @@ APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 [[ -n "${RESMEM_SEQ_OPS:-}" ]] && APPEND+=" resmem_seq_ops=$RESMEM_SEQ_OPS"
 [[ -n "${RESMEM_SEQ_SEED:-}" ]] && APPEND+=" resmem_seq_seed=$RESMEM_SEQ_SEED"
+[[ -n "${RESMEM_SEQ_P2P_OPS:-}" ]] && APPEND+=" resmem_seq_p2p_ops=$RESMEM_SEQ_P2P_OPS"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
 # A KCOV-instrumented driver: its instrumented sites are its calls of __sanitizer_cov_trace_pc,
 # counted from the relocations of every section that stays loaded (not .init.text, freed after

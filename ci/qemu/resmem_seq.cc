@@ -4,12 +4,13 @@
 //
 //   resmem_seq [--seed S] [--ops N] [--threads T] [--module-name resmem] [--module-file /resmem.ko]
 //              [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge] [--kcov-sites N]
+//              [--p2p /dev/resmem_eduN[,...] [--provider-file /nv_p2p_standin.ko]]
 //
-// The op list is a pure function of (seed, ops, threads): each op carries a kind, a thread and six
-// random words that are interpreted against the state at run time (the k-th open fd, the k-th
-// mapping, ...), so any sub-list is still a valid program. That is what makes a failure shrinkable:
-// on failure the seed is printed, the list is delta-debugged (each candidate run in a fresh child
-// process) and the reproducer printed as a command with --keep.
+// The op list is a pure function of (seed, ops, threads, --p2p or not): each op carries a kind, a
+// thread and six random words that are interpreted against the state at run time (the k-th open
+// fd, the k-th mapping, ...), so any sub-list is still a valid program. That is what makes a
+// failure shrinkable: on failure the seed is printed, the list is delta-debugged (each candidate
+// run in a fresh child process) and the reproducer printed as a command with --keep.
 //
 // Operations: open with every flag, close, ioctl (valid, wrong size, random numbers, bad
 // pointers), mmap (random offsets, lengths, protections, flags incl. MAP_FIXED in a per-thread
@@ -28,6 +29,12 @@
 // unloaded (/proc/iomem clean), kmemleak scanned (no unreferenced object), and loaded again.
 // On a KCOV kernel the run also says how many of the module's instrumented sites its ops reached
 // (--kcov-sites: how many there are, counted in the .ko by the lane).
+//
+// --p2p (guest case d_random_sequences_edu_p2p): the module is resmem_edu (its /dev/resmemN as
+// above) and the lists also drive the edu DMA devices and the GPUDirect RDMA stand-in provider,
+// nv_p2p_standin, from every thread: contexts, cudaMalloc/cudaFree, pins and transfers racing the
+// frees, BAR mappings that must fault once freed, dma-bufs, unloads of both modules; the provider
+// must be at rest once everything is closed (resmem_seq_p2p.h).
 //
 // Exit: 0 pass, 1 failure (seed and reproducer printed), 2 usage or setup error.
 #include <fcntl.h>
@@ -51,6 +58,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <new>
 #include <set>
 #include <sstream>
@@ -60,6 +68,8 @@
 #include <vector>
 
 #include "backends/fault/rng.h"
+#include "ci/qemu/resmem_seq_op.h"
+#include "ci/qemu/resmem_seq_p2p.h"
 #include "kmod/uapi/resmem_ioctl.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -165,7 +175,7 @@ bool ParseRanges(const std::string& text, std::vector<Range>* out) {
 std::string ReadModuleSetup(World* w) {
   std::string dir = "/sys/module/" + w->module_name + "/parameters/";
   std::string params;
-  for (const char* p : {"ranges", "phys", "size", "mode", "cache", "huge", "probe", "fault"}) {
+  for (const char* p : {"ranges", "phys", "size", "mode", "cache", "huge", "probe", "fault", "dma_bits"}) {
     std::string v = Trim(ReadText(dir + p));
     if (v.empty() || v == "(null)") continue;
     if (std::string(p) == "phys" || std::string(p) == "size") {
@@ -217,9 +227,12 @@ bool InsideRanges(const World& w, uint64_t pa) {
 
 // ---- ops ------------------------------------------------------------------------------------
 
+// The device mode's kinds (resmem_seq_p2p.h) follow the module's own; without --p2p their weight
+// is 0, so a seed gives the list it always gave.
 enum Kind : uint8_t {
   kOpen, kClose, kIoctl, kMmap, kMunmap, kMremap, kMadvise, kTouch, kRead, kWrite, kPread,
-  kPwrite, kLseek, kFork, kUnloadHeld, kUnloadReload, kNumKinds
+  kPwrite, kLseek, kFork, kUnloadHeld, kUnloadReload, kP2pFirst,
+  kNumKinds = kP2pFirst + seq::p2p::kKinds
 };
 const char* const kKindName[] = {"open",  "close", "ioctl", "mmap",   "munmap", "mremap",
                                  "madvise", "touch", "read", "write", "pread", "pwrite",
@@ -227,20 +240,29 @@ const char* const kKindName[] = {"open",  "close", "ioctl", "mmap",   "munmap", 
 // Weights per 10,000 ops. Unloads are barriers: every thread stops and the main thread acts.
 const int kWeight[] = {900, 500, 1200, 1500, 700, 500, 700, 900, 500, 500, 400, 400, 500, 120, 25, 5};
 
-struct Op {
-  Kind kind;
-  uint8_t thread;
-  uint64_t p[6];
-};
+const char* KindName(int k) { return k < kP2pFirst ? kKindName[k] : seq::p2p::KindName(k - kP2pFirst); }
 
-std::vector<Op> Generate(uint64_t seed, size_t n, int threads) {
+// With --p2p the device's kinds take about two thirds of a list and the module's own come a third
+// as often, but for forks, left out (a child would keep the device files it inherits open past
+// their close, and the device oracle counts on close releasing them), and barriers, which unload
+// and reload both modules: unload attempts four times, unload + reload six times as often.
+int Weight(int k, bool p2p) {
+  if (k >= kP2pFirst) return p2p ? seq::p2p::Weight(k - kP2pFirst) : 0;
+  if (!p2p) return kWeight[k];
+  if (k == kFork) return 0;
+  return k == kUnloadHeld ? kWeight[k] * 4 : k == kUnloadReload ? kWeight[k] * 6 : kWeight[k] / 3;
+}
+
+using seq::Op;
+
+std::vector<Op> Generate(uint64_t seed, size_t n, int threads, bool p2p) {
   DeterministicRng rng(seed);
   int total = 0;
-  for (int k = 0; k < kNumKinds; ++k) total += kWeight[k];
+  for (int k = 0; k < kNumKinds; ++k) total += Weight(k, p2p);
   std::vector<Op> ops(n);
   for (auto& op : ops) {
     int x = static_cast<int>(rng.Below(total)), k = 0;
-    while (x >= kWeight[k]) x -= kWeight[k++];
+    while (x >= Weight(k, p2p)) x -= Weight(k++, p2p);
     op.kind = static_cast<Kind>(k);
     op.thread = static_cast<uint8_t>(rng.Below(threads));
     for (auto& v : op.p) v = rng.NextU64();
@@ -292,12 +314,16 @@ struct Run {
   std::atomic<int> fail_guard{0};
   int result_fd = -1;  // pipe to the parent: the failure message
   std::optional<guest::KmsgSince> kmsg;  // opened when the run starts
+  seq::p2p::Executor* p2p = nullptr;     // --p2p: the device ops
 };
 
 // --huge: the module's 2 MiB entries asked for with huge=1 on a kernel where they are not the
 // default; the run then keeps to that opt-in's contract (kmod/resmem.c huge): no MADV_COLD or
 // MADV_PAGEOUT.
 bool g_huge_optin = false;
+// --p2p: what the device ops work with (read before the runs) and their counters (MAP_SHARED).
+const seq::p2p::Config* g_p2p = nullptr;
+seq::p2p::Counters* g_p2p_counters = nullptr;
 
 thread_local long g_current_op = -1;
 thread_local int g_current_kind = -1;
@@ -306,7 +332,7 @@ Run* g_run = nullptr;
 
 void Failure(Run* r, long index, const Op* op, const std::string& why) {
   if (r->fail_guard.exchange(1) == 0) {
-    r->failure = Fmt("op #%ld (%s, thread %d): ", index, op ? kKindName[op->kind] : "-",
+    r->failure = Fmt("op #%ld (%s, thread %d): ", index, op ? KindName(op->kind) : "-",
                      op ? op->thread : -1) + why;
     r->failed = true;
   }
@@ -316,9 +342,10 @@ void Failure(Run* r, long index, const Op* op, const std::string& why) {
 // A signal in an op: the op, the address, what the thread believed it had mapped and what the
 // kernel says is mapped there (best effort: the process is going anyway).
 void OnSignal(int sig, siginfo_t* si, void*) {
+  if (sig == SIGBUS) seq::p2p::EscapeGuardedRead();  // a BAR read the device mode expects may fault
   char buf[4096];
   int n = std::snprintf(buf, sizeof buf, "op #%ld (%s): signal %d (%s) at address %p", g_current_op,
-                        g_current_kind >= 0 ? kKindName[g_current_kind] : "-", sig,
+                        g_current_kind >= 0 ? KindName(g_current_kind) : "-", sig,
                         sig == SIGBUS ? "SIGBUS" : sig == SIGSEGV ? "SIGSEGV" : "?", si ? si->si_addr : nullptr);
   if (g_current_thread)
     for (const auto& sl : g_current_thread->slots)
@@ -1001,7 +1028,7 @@ void DoReadWrite(Run* r, ThreadState& t, long idx, const Op& op) {
   ssize_t rc = is_write ? (positional ? pwrite(f.fd, buf, count, pos) : write(f.fd, buf, count))
                         : (positional ? pread(f.fd, buf, count, pos) : read(f.fd, buf, count));
   int err = errno;
-  std::string what = Fmt("%s(%s, %p, %" PRIu64 ", pos %" PRId64 ")", kKindName[op.kind], d.path.c_str(), buf, count, pos);
+  std::string what = Fmt("%s(%s, %p, %" PRIu64 ", pos %" PRId64 ")", KindName(op.kind), d.path.c_str(), buf, count, pos);
   if (rc >= 0 && !allowed.empty() && range_ok && allowed.count(EFAULT) && static_cast<uint64_t>(rc) >= 1 &&
       static_cast<uint64_t>(rc) <= valid) {
     r->c->ok++;
@@ -1120,12 +1147,13 @@ void DoFork(Run* r, ThreadState& t, long idx, const Op& op) {
 
 long DeleteModule(const std::string& name) { return syscall(SYS_delete_module, name.c_str(), O_NONBLOCK); }
 
+// Lines of /proc/iomem naming needle; not resmem_edu's PCI regions (its edu devices' BARs).
 std::vector<std::string> IomemLines(const char* needle) {
   std::vector<std::string> out;
   std::stringstream in(ReadText("/proc/iomem"));
   std::string l;
   while (std::getline(in, l))
-    if (l.find(needle) != std::string::npos) out.push_back(l);
+    if (l.find(needle) != std::string::npos && l.find("resmem_edu") == std::string::npos) out.push_back(l);
   return out;
 }
 
@@ -1194,8 +1222,9 @@ void UnloadReload(Run* r, std::vector<ThreadState>& ts, long idx, const Op* op) 
 
 void UnloadHeld(Run* r, std::vector<ThreadState>& ts, long idx, const Op& op) {
   // What pins the module: an open file (fops owner) or a mapping (it holds its file). An O_PATH
-  // fd does not: it never calls the driver's open (fs/open.c do_dentry_open).
-  bool held = false;
+  // fd does not: it never calls the driver's open (fs/open.c do_dentry_open). With --p2p an open
+  // edu file too (resmem_edu serves it).
+  bool held = r->p2p && r->p2p->HoldsEduModule();
   for (auto& t : ts) {
     held |= !t.slots.empty();
     for (const auto& f : t.fds) held |= !(f.flags & O_PATH);
@@ -1346,6 +1375,64 @@ class KcovThread {
 
 // ---- running a list -------------------------------------------------------------------------
 
+// The device mode's ops report through the run's counters and Failure.
+class RunOutcome : public seq::Outcome {
+ public:
+  explicit RunOutcome(Run* r) : r_(r) {}
+  void Ok() override { r_->c->ok++; }
+  void ExpectedError() override { r_->c->expected_errors++; }
+  void Fail(long index, const Op* op, const std::string& why) override { Failure(r_, index, op, why); }
+
+ private:
+  Run* r_;
+};
+
+// A barrier op: the device mode's part first (it may release the edu files that hold the
+// module), then the module's unload attempt or unload + reload.
+void Barrier(Run* r, std::vector<ThreadState>& ts, long idx, const Op& op) {
+  if (r->p2p) r->p2p->Barrier(idx, op, op.kind == kUnloadReload);
+  if (r->stop) return;
+  if (op.kind == kUnloadHeld) UnloadHeld(r, ts, idx, op);
+  else UnloadReload(r, ts, idx, &op);
+}
+
+// One op on worker th.
+void DoOp(Run* run, ThreadState& t, int th, long idx, const Op& op) {
+  switch (op.kind) {
+    case kOpen: DoOpen(run, t, idx, op); break;
+    case kClose: DoClose(run, t, idx, op); break;
+    case kIoctl: DoIoctl(run, t, idx, op); break;
+    case kMmap: DoMmap(run, t, idx, op); break;
+    case kMunmap: DoMunmap(run, t, idx, op); break;
+    case kMremap: DoMremap(run, t, idx, op); break;
+    case kMadvise: DoMadvise(run, t, idx, op); break;
+    case kTouch: DoTouch(run, t, idx, op); break;
+    case kRead: case kWrite: case kPread: case kPwrite: DoReadWrite(run, t, idx, op); break;
+    case kLseek: DoLseek(run, t, idx, op); break;
+    case kFork: DoFork(run, t, idx, op); break;
+    default:
+      if (run->p2p && op.kind >= kP2pFirst) run->p2p->Do(th, idx, op, op.kind - kP2pFirst);
+      break;
+  }
+}
+
+// Each worker's arena, scratch buffer and guard page; false when they cannot be mapped.
+bool SetupThreads(std::vector<ThreadState>* ts) {
+  const int threads = static_cast<int>(ts->size());
+  for (int i = 0; i < threads; ++i) {
+    ThreadState& t = (*ts)[i];
+    t.id = i;
+    t.nthreads = threads;
+    t.arena = static_cast<uint8_t*>(mmap(nullptr, kArenaLen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    t.scratch.assign(96 * 1024, 0);
+    t.guard = static_cast<uint8_t*>(mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (t.arena == MAP_FAILED || t.guard == MAP_FAILED) return false;
+    // PROT_NONE, not unmapped: an unmapped page could be taken by a later mmap.
+    mprotect(t.guard + kPage, kPage, PROT_NONE);
+  }
+  return true;
+}
+
 // Runs ops[keep] in this process (the caller forked it). Returns "" or the failure.
 std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std::vector<long>& keep,
                     int threads, int result_fd) {
@@ -1355,22 +1442,21 @@ std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std
   run.result_fd = result_fd;
   g_run = &run;
   run.kmsg.emplace();
+  RunOutcome outcome(&run);
+  std::unique_ptr<seq::p2p::Executor> p2p;
+  if (g_p2p) {
+    p2p.reset(new seq::p2p::Executor(*g_p2p, g_p2p_counters, &outcome, threads));
+    std::string e = p2p->Start();
+    if (!e.empty()) return "device mode: " + e;
+    run.p2p = p2p.get();
+  }
   struct sigaction sa {};
   sa.sa_sigaction = OnSignal;
   sa.sa_flags = SA_SIGINFO;
   sigaction(SIGSEGV, &sa, nullptr);
   sigaction(SIGBUS, &sa, nullptr);
   std::vector<ThreadState> ts(threads);
-  for (int i = 0; i < threads; ++i) {
-    ts[i].id = i;
-    ts[i].nthreads = threads;
-    ts[i].arena = static_cast<uint8_t*>(mmap(nullptr, kArenaLen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-    ts[i].scratch.assign(96 * 1024, 0);
-    ts[i].guard = static_cast<uint8_t*>(mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (ts[i].arena == MAP_FAILED || ts[i].guard == MAP_FAILED) return "cannot reserve the thread arenas";
-    // PROT_NONE, not unmapped: an unmapped page could be taken by a later mmap.
-    mprotect(ts[i].guard + kPage, kPage, PROT_NONE);
-  }
+  if (!SetupThreads(&ts)) return "cannot reserve the thread arenas";
   size_t k = 0;
   while (k < keep.size() && !run.stop) {
     // An epoch: the ops up to the next barrier, each thread its own, concurrently.
@@ -1390,20 +1476,7 @@ std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std
           g_current_thread = &t;
           c->ops++;
           c->kinds[op.kind]++;
-          switch (op.kind) {
-            case kOpen: DoOpen(&run, t, keep[j], op); break;
-            case kClose: DoClose(&run, t, keep[j], op); break;
-            case kIoctl: DoIoctl(&run, t, keep[j], op); break;
-            case kMmap: DoMmap(&run, t, keep[j], op); break;
-            case kMunmap: DoMunmap(&run, t, keep[j], op); break;
-            case kMremap: DoMremap(&run, t, keep[j], op); break;
-            case kMadvise: DoMadvise(&run, t, keep[j], op); break;
-            case kTouch: DoTouch(&run, t, keep[j], op); break;
-            case kRead: case kWrite: case kPread: case kPwrite: DoReadWrite(&run, t, keep[j], op); break;
-            case kLseek: DoLseek(&run, t, keep[j], op); break;
-            case kFork: DoFork(&run, t, keep[j], op); break;
-            default: break;
-          }
+          DoOp(&run, t, th, keep[j], op);
           kcov.Fold(c);
         }
       });
@@ -1411,20 +1484,21 @@ std::string Execute(World* w, Counters* c, const std::vector<Op>& ops, const std
     for (auto& wk : workers) wk.join();
     std::string bad = DrainKmsg(run.kmsg);
     if (!bad.empty()) Failure(&run, end ? keep[end - 1] : -1, nullptr, "kernel log: " + bad);
+    if (run.p2p && !run.stop) run.p2p->EpochEnd(end ? keep[end - 1] : -1);
     if (run.stop) break;
     if (end < keep.size()) {
       const Op& op = ops[keep[end]];
       g_current_op = keep[end];
       c->ops++;
       c->kinds[op.kind]++;
-      if (op.kind == kUnloadHeld) UnloadHeld(&run, ts, keep[end], op);
-      else UnloadReload(&run, ts, keep[end], &op);
+      Barrier(&run, ts, keep[end], op);
       bad = DrainKmsg(run.kmsg);
       if (!bad.empty()) Failure(&run, keep[end], &op, "kernel log: " + bad);
     }
     k = end + 1;
   }
   ReleaseAll(ts);
+  if (run.p2p && !run.stop) run.p2p->Finish();
   std::string bad = DrainKmsg(run.kmsg);
   if (!bad.empty() && !run.failed) Failure(&run, -1, nullptr, "kernel log after the run: " + bad);
   return run.failed ? run.failure : "";
@@ -1546,7 +1620,7 @@ bool ParseKeep(const std::string& text, size_t n, std::vector<long>* out) {
 
 std::string Describe(const Op& op) {
   return Fmt("%s thread %d p=[%" PRIx64 " %" PRIx64 " %" PRIx64 " %" PRIx64 " %" PRIx64 " %" PRIx64 "]",
-             kKindName[op.kind], op.thread, op.p[0], op.p[1], op.p[2], op.p[3], op.p[4], op.p[5]);
+             KindName(op.kind), op.thread, op.p[0], op.p[1], op.p[2], op.p[3], op.p[4], op.p[5]);
 }
 
 // kmemleak: scans and returns the reports ("" when clean, "-" when kmemleak is not there).
@@ -1567,10 +1641,32 @@ void KmemleakClear() {
   close(fd);
 }
 
+// --p2p: what the device ops work with, read into *cfg, and their counters, shared with the runs.
+// "" or why not.
+std::string SetupDeviceMode(const std::string& list, const std::string& provider_file, seq::p2p::Config* cfg) {
+  std::string e = seq::p2p::Setup(list, provider_file, cfg);
+  if (!e.empty()) return e;
+  void* m = mmap(nullptr, sizeof(seq::p2p::Counters), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return "cannot map the device mode's counters";
+  g_p2p_counters = new (m) seq::p2p::Counters();
+  g_p2p = cfg;
+  return "";
+}
+
+// --p2p, after the runs passed: the provider at rest, unloaded and loaded again; false (said) if not.
+bool FinishDeviceMode(uint64_t seed) {
+  std::string e = seq::p2p::FinalUnloadReload(*g_p2p);
+  if (!e.empty()) return Diag("FAIL (seed 0x%" PRIx64 "): %s", seed, e.c_str()), false;
+  Diag("final: %s at rest, unloaded and loaded again", g_p2p->provider_name.c_str());
+  return true;
+}
+
 int Usage(const char* why) {
   std::fprintf(stderr,
                "resmem_seq: %s\nusage: resmem_seq [--seed S] [--ops N] [--threads T] [--module-name resmem] "
-               "[--module-file /resmem.ko] [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge] [--kcov-sites N]\n",
+               "[--module-file /resmem.ko] [--keep I,J,K-L] [--no-shrink] [--shrink-seconds S] [--list] [--huge] [--kcov-sites N]\n"
+               "                  [--p2p /dev/resmem_eduN[,...] [--provider-file /nv_p2p_standin.ko]]\n"
+               "  --p2p: the module is resmem_edu (/resmem_edu.ko) unless --module-name/--module-file say otherwise\n",
                why);
   return 2;
 }
@@ -1582,7 +1678,8 @@ int Main(int argc, char** argv) {
   int threads = 4;
   double shrink_s = 300;
   uint64_t kcov_sites = 0;  // the module's instrumented sites (kmod_lane.sh counts them); 0: unknown
-  std::string keep_text;
+  std::string keep_text, p2p_list, provider_file = "/nv_p2p_standin.ko";
+  bool module_named = false, module_filed = false;
   World w;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -1596,8 +1693,10 @@ int Main(int argc, char** argv) {
     if (a == "--seed") seed = std::strtoull(next("--seed"), nullptr, 0), seed_given = true;
     else if (a == "--ops") nops = std::strtoull(next("--ops"), nullptr, 0);
     else if (a == "--threads") threads = std::atoi(next("--threads"));
-    else if (a == "--module-name") w.module_name = next("--module-name");
-    else if (a == "--module-file") w.module_file = next("--module-file");
+    else if (a == "--module-name") w.module_name = next("--module-name"), module_named = true;
+    else if (a == "--module-file") w.module_file = next("--module-file"), module_filed = true;
+    else if (a == "--p2p") p2p_list = next("--p2p");
+    else if (a == "--provider-file") provider_file = next("--provider-file");
     else if (a == "--keep") keep_text = next("--keep");
     else if (a == "--no-shrink") shrink = false;
     else if (a == "--shrink-seconds") shrink_s = std::atof(next("--shrink-seconds"));
@@ -1608,12 +1707,15 @@ int Main(int argc, char** argv) {
   }
   if (threads < 1 || threads > 16) return Usage("--threads must be 1..16");
   if (nops == 0) return Usage("--ops must be at least 1");
+  const bool p2p = !p2p_list.empty();
+  if (p2p && !module_named) w.module_name = "resmem_edu";
+  if (p2p && !module_filed) w.module_file = "/resmem_edu.ko";
   if (!seed_given) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     seed = static_cast<uint64_t>(ts.tv_sec) * 1000003u ^ static_cast<uint64_t>(ts.tv_nsec);
   }
-  std::vector<Op> ops = Generate(seed, nops, threads);
+  std::vector<Op> ops = Generate(seed, nops, threads, p2p);
   std::vector<long> keep;
   if (!keep_text.empty()) {
     if (!ParseKeep(keep_text, nops, &keep)) return Usage(("--keep '" + keep_text + "': expected indexes below --ops like 3,17,40-45").c_str());
@@ -1622,6 +1724,7 @@ int Main(int argc, char** argv) {
   }
   std::string cmd = Fmt("resmem_seq --seed 0x%" PRIx64 " --ops %zu --threads %d --module-name %s --module-file %s%s", seed,
                         nops, threads, w.module_name.c_str(), w.module_file.c_str(), g_huge_optin ? " --huge" : "");
+  if (p2p) cmd += " --p2p " + p2p_list + (provider_file != "/nv_p2p_standin.ko" ? " --provider-file " + provider_file : "");
   Diag("seed 0x%" PRIx64 ": replay with: %s%s", seed, cmd.c_str(), keep_text.empty() ? "" : (" --keep " + keep_text).c_str());
   if (list) {
     for (long i : keep) std::printf("%ld %s\n", i, Describe(ops[i]).c_str());
@@ -1638,6 +1741,8 @@ int Main(int argc, char** argv) {
     else w.params += " huge=Y";
   }
   if (e.empty()) e = FindDevices(&w);
+  seq::p2p::Config p2p_cfg;
+  if (e.empty() && p2p) e = SetupDeviceMode(p2p_list, provider_file, &p2p_cfg);
   if (!e.empty()) {
     Diag("setup: %s", e.c_str());
     return 2;
@@ -1680,7 +1785,8 @@ int Main(int argc, char** argv) {
   std::string failure = RunInChild(&w, c, ops, keep, threads, 3000);
   double dt = Now() - t0;
   std::string kinds;
-  for (int k = 0; k < kNumKinds; ++k) kinds += Fmt(" %s=%" PRIu64, kKindName[k], c->kinds[k].load());
+  for (int k = 0; k < kNumKinds; ++k)
+    if (Weight(k, p2p) || c->kinds[k]) kinds += Fmt(" %s=%" PRIu64, KindName(k), c->kinds[k].load());
   Diag("ran %" PRIu64 " ops in %.1f s (%.0f ops/s), %d threads:%s", c->ops.load(), dt, c->ops.load() / std::max(dt, 1e-9),
       threads, kinds.c_str());
   Diag("results: %" PRIu64 " succeeded as expected, %" PRIu64 " failed with an expected errno; %" PRIu64
@@ -1691,6 +1797,7 @@ int Main(int argc, char** argv) {
       c->ok.load(), c->expected_errors.load(), c->mappings.load(), c->pfn_checked.load(), c->pages_present.load(),
       c->pfnmap_pages_walked.load(), c->content_checked.load(),
       c->bytes_verified.load(), c->forks.load(), c->unload_refused.load(), c->reloads.load());
+  if (g_p2p) seq::p2p::Report(*g_p2p_counters);
   if (g_kcov.on) {
     uint64_t sites = 0;
     for (uint64_t i = 0; i < kKcovSpan / 8; ++i) sites += __builtin_popcount(g_kcov.bitmap[i]);
@@ -1712,6 +1819,7 @@ int Main(int argc, char** argv) {
       if (!again.empty()) Diag("  which fails with: %s", again.c_str());
       for (size_t i = 0; i < small.size() && i < 40; ++i) Diag("    %ld %s", small[i], Describe(ops[small[i]]).c_str());
     }
+    if (g_p2p) seq::p2p::RestoreSettings(*g_p2p);
     return 1;
   }
   // The end: nothing held, unload, nothing left in /proc/iomem, kmemleak clean, load again.
@@ -1747,6 +1855,7 @@ int Main(int argc, char** argv) {
   }
   e = LoadModule(&w);
   if (!e.empty()) return Diag("FAIL: %s", e.c_str()), 1;
+  if (g_p2p && !FinishDeviceMode(seed)) rc = 1;
   if (rc == 0) Diag("PASS: seed 0x%" PRIx64 ", %" PRIu64 " ops", seed, c->ops.load());
   return rc;
 }
