@@ -1,0 +1,116 @@
+/* The card: a DMA engine that writes a data-acquisition card's blocks into host memory (or into a
+ * GPU buffer pinned for peer-to-peer DMA), the way an FPGA digitizer does. This header is its
+ * whole interface - registers, descriptor ring, block format - in plain C, so a lab can write its
+ * own driver against it (docs/digitizer.md). The same layout is used by the simulator's card
+ * (mock/card), the QEMU lane's device process (ci/qemu, writing into the guest's RAM) and the
+ * GPU machine's producer (engine/card).
+ *
+ * The card window: a physically contiguous range the host gives the card, 4 KiB aligned:
+ *   [0, 4 KiB)          the register page (struct resmem_card_regs)
+ *   [4 KiB, 4 KiB + N)  the descriptor ring, N = ring_entries * 32 bytes (struct resmem_card_desc)
+ * Blocks go wherever descriptors point (targets); the data area usually follows the ring.
+ *
+ * Protocol (every field little-endian, every access 64-bit and single-copy atomic):
+ *  1. The host writes ring_bus, ring_entries (a power of two), block_bytes, rate, then sets
+ *     control = ENABLE.
+ *  2. The host fills descriptors (target, length) and advances `head` (a count that only grows;
+ *     slot = index % ring_entries).
+ *  3. The card takes descriptors in order (`tail` follows `head`), writes one block into each
+ *     target at its rate, writes the descriptor's completion (sequence, status, checksum, then
+ *     flags = DONE last), advances `completed` and raises a completion (irq_count + 1).
+ *  4. The host reads completions in order, checks each block (header, payload checksum,
+ *     trailer), and reuses the slot by posting it again.
+ *  When no descriptor is posted as a block is due, the block is lost and `overruns` counts it
+ *  (a card's FIFO overflows; the sequence numbers of delivered blocks show the gap).
+ *  Stopping: the host clears ENABLE and sets QUIESCE; the card finishes the block it is writing,
+ *  writes no more, and clears STATUS_ACTIVE. A host that releases a target while ACTIVE is set
+ *  may be written after the release (aes-stream-drivers PR #291).
+ *  Link down: every register reads all ones (RESMEM_CARD_LINK_DOWN), the host's register writes
+ *  are lost, no block and no completion is written until the link is back. A host that reads
+ *  status == all ones knows (Xilinx dma_ip_drivers #133, #175: drivers that did not look).
+ */
+#ifndef RESMEM_BACKENDS_CARD_CARD_ABI_H_
+#define RESMEM_BACKENDS_CARD_CARD_ABI_H_
+
+#include <stdint.h>
+
+#define RESMEM_CARD_MAGIC 0x31445241434d5352ull   /* "RSMCARD1" */
+#define RESMEM_CARD_ABI 1
+#define RESMEM_CARD_REGS_BYTES 4096u
+#define RESMEM_CARD_DESC_BYTES 32u
+#define RESMEM_CARD_LINK_DOWN 0xffffffffffffffffull /* what every register reads while the link is down */
+
+/* control (host writes) */
+#define RESMEM_CARD_CTRL_ENABLE 0x1ull   /* take descriptors and write blocks */
+#define RESMEM_CARD_CTRL_QUIESCE 0x2ull  /* finish the block in flight, then write nothing */
+#define RESMEM_CARD_CTRL_RESET 0x4ull    /* forget ring state and counters (card sets head/tail/completed to 0) */
+
+/* status (card writes) */
+#define RESMEM_CARD_STATUS_ACTIVE 0x1ull   /* a descriptor is taken and its block not yet complete */
+#define RESMEM_CARD_STATUS_LINK_UP 0x2ull
+#define RESMEM_CARD_STATUS_ENABLED 0x4ull  /* the card saw ENABLE */
+#define RESMEM_CARD_STATUS_ERROR 0x8ull    /* a descriptor failed (its status says why) */
+
+struct resmem_card_regs {
+  uint64_t magic;        /* 0x00 RESMEM_CARD_MAGIC */
+  uint64_t abi;          /* 0x08 RESMEM_CARD_ABI */
+  uint64_t control;      /* 0x10 host: RESMEM_CARD_CTRL_* */
+  uint64_t status;       /* 0x18 card: RESMEM_CARD_STATUS_* */
+  uint64_t ring_bus;     /* 0x20 host: bus address of descriptor 0 */
+  uint64_t ring_entries; /* 0x28 host: a power of two, 1..65536 */
+  uint64_t head;         /* 0x30 host: descriptors posted, ever */
+  uint64_t tail;         /* 0x38 card: descriptors taken, ever */
+  uint64_t completed;    /* 0x40 card: descriptors completed, ever */
+  uint64_t block_bytes;  /* 0x48 host: bytes per block, header and trailer included; multiple of 8, >= 64 */
+  uint64_t rate;         /* 0x50 host: bytes per second the card produces; 0: as fast as it can */
+  uint64_t overruns;     /* 0x58 card: blocks lost because no descriptor was posted */
+  uint64_t irq_count;    /* 0x60 card: completions raised */
+  uint64_t sequence;     /* 0x68 card: sequence number of the next block the card makes */
+  uint64_t heartbeat;    /* 0x70 card: counts while the card runs (a watchdog reads it) */
+  uint64_t errors;       /* 0x78 card: descriptors completed with a status other than OK */
+};
+
+/* Descriptor status (card writes) */
+#define RESMEM_CARD_DESC_OK 0u
+#define RESMEM_CARD_DESC_TIMEOUT 1u   /* the card gave up on this descriptor (no block written) */
+#define RESMEM_CARD_DESC_SHORT 2u     /* length smaller than block_bytes: nothing written */
+
+#define RESMEM_CARD_DESC_DONE 0x1u    /* flags: the card wrote this completion (written last) */
+
+struct resmem_card_desc {
+  uint64_t target;    /* host: bus address the block goes to */
+  uint32_t length;    /* host: bytes available at target (>= block_bytes) */
+  uint32_t flags;     /* host writes 0 when posting; card sets RESMEM_CARD_DESC_DONE */
+  uint64_t sequence;  /* card: the block's sequence number */
+  uint32_t status;    /* card: RESMEM_CARD_DESC_* */
+  uint32_t checksum;  /* card: low 32 bits of the block's payload checksum */
+};
+
+/* A block: header, payload, trailer. Payload word k (little-endian 64-bit) of the block with
+ * sequence s from a card seeded with `seed` is resmem_card_word(seed, s, k): a reader checks any
+ * block knowing only the seed. The header's checksum is resmem_card_checksum of the payload (a
+ * word-wise FNV-1a: 8 bytes a step, so a reader in a slow guest can afford it). A block whose
+ * trailer's sequence differs from its header's was torn (written in part). */
+#define RESMEM_CARD_BLOCK_MAGIC 0x4b434f4c424d5352ull  /* "RSMBLOCK" */
+struct resmem_card_block_header {
+  uint64_t magic;
+  uint64_t sequence;
+  uint64_t length;    /* payload bytes */
+  uint64_t checksum;  /* FNV-1a 64 of the payload */
+};
+struct resmem_card_block_trailer {
+  uint64_t sequence;
+  uint64_t magic;
+};
+static inline uint64_t resmem_card_word(uint64_t seed, uint64_t sequence, uint64_t k) {
+  return (seed * 0x9e3779b97f4a7c15ull) ^ (sequence * 0xc2b2ae3d27d4eb4full) ^ (k * 0x100000001b3ull) ^
+         0x64726163ull;
+}
+static inline uint64_t resmem_card_checksum(const uint64_t* words, uint64_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t i = 0; i < n; i++) h = (h ^ words[i]) * 0x100000001b3ull;
+  return h;
+}
+#define RESMEM_CARD_BLOCK_OVERHEAD (sizeof(struct resmem_card_block_header) + sizeof(struct resmem_card_block_trailer))
+
+#endif /* RESMEM_BACKENDS_CARD_CARD_ABI_H_ */

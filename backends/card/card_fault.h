@@ -1,0 +1,48 @@
+// The card's fault script: what goes wrong, and when. One fault a line (or ';' between faults), in
+// a scenario's [card] table or on a running device's control channel:
+//   stall 5ms at 1s              the card writes nothing for 5 ms from 1 s after ENABLE
+//   link_down at 2s for 30s      every register reads all ones, register writes are lost, no block
+//                                and no completion until the link is back (Xilinx dma_ip_drivers
+//                                #133, #175); "for" omitted: it never comes back
+//   timeout block 100 after 1s   the card takes block 100's descriptor, writes nothing, and after
+//                                1 s completes it with status TIMEOUT
+//   torn block 7                 block 7 is written in part: header and half the payload, its
+//                                trailer left as it was; its completion says OK
+//   out_of_order at 1s for 100ms completions are written in pairs, the later one first
+//   burst x4 at 1s for 10ms      the card produces at 4x its rate (its bus still limits it)
+//   ignore_quiesce               the card's firmware does not stop at QUIESCE: it goes on taking
+//                                and writing what the host posted
+// Times: a number with s, ms or us. Blocks: the sequence number. Errors name the line and the
+// word, with the form expected.
+#ifndef RESMEM_BACKENDS_CARD_CARD_FAULT_H_
+#define RESMEM_BACKENDS_CARD_CARD_FAULT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/api/status.h"
+
+namespace resmem::card {
+
+enum class FaultKind { kStall, kLinkDown, kTimeout, kTorn, kOutOfOrder, kBurst, kIgnoreQuiesce };
+
+struct CardFault {
+  FaultKind kind = FaultKind::kStall;
+  double at = 0;          // seconds after ENABLE (stall, link_down, out_of_order, burst)
+  double duration = 0;    // seconds; < 0: forever (link_down without "for")
+  uint64_t block = 0;     // sequence number (timeout, torn)
+  double factor = 1;      // burst
+  std::string text;       // the line as written
+  // Whether the fault is in force at `t` seconds after ENABLE (the timed kinds).
+  bool Covers(double t) const { return t >= at && (duration < 0 || t < at + duration); }
+};
+
+const char* FaultKindName(FaultKind k);
+
+// The script's faults in order. An empty script is no fault.
+Result<std::vector<CardFault>> ParseCardFaults(const std::string& script);
+
+}  // namespace resmem::card
+
+#endif  // RESMEM_BACKENDS_CARD_CARD_FAULT_H_

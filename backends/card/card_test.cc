@@ -1,0 +1,229 @@
+// The card and its driver on one time line over a plain buffer: what a card with each fault does,
+// and what a driver with and without each fix makes of it.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "backends/card/card_driver.h"
+#include "backends/card/card_engine.h"
+#include "backends/card/card_fault.h"
+
+namespace resmem::card {
+namespace {
+
+constexpr uint64_t kBase = 0x40000000;  // the buffer's bus address (a reservation's)
+constexpr uint64_t kBlock = 64 * 1024;
+
+struct Rig {
+  std::vector<uint8_t> mem;
+  SpanBus bus;
+  CardDmaEngine card;
+  CardDriver driver;
+  Rig(const std::string& faults, DriverOptions o, uint64_t seed = 7)
+      : mem(2 * 1024 * 1024 + o.ring_entries * o.block_bytes),
+        bus(mem.data(), kBase, mem.size()),
+        card(bus, Config(faults, seed)),
+        driver(bus, kBase, Targets(o), WithSeed(o, seed)) {}
+  static CardConfig Config(const std::string& faults, uint64_t seed) {
+    CardConfig c;
+    c.window_bus = kBase;
+    c.seed = seed;
+    c.link_bytes_per_second = 4e9;
+    auto f = ParseCardFaults(faults);
+    EXPECT_TRUE(f.ok()) << f.status().message();
+    c.faults = f.ok() ? *f : std::vector<CardFault>{};
+    return c;
+  }
+  static DriverOptions WithSeed(DriverOptions o, uint64_t seed) {
+    o.seed = seed;
+    return o;
+  }
+  static std::vector<uint64_t> Targets(const DriverOptions& o) {
+    std::vector<uint64_t> t;
+    for (uint64_t i = 0; i < o.ring_entries; ++i) t.push_back(kBase + 2 * 1024 * 1024 + i * o.block_bytes);
+    return t;
+  }
+  void Run(double until, double poll = 1e-4) {
+    ASSERT_TRUE(card.PowerOn(0).ok());
+    ASSERT_TRUE(driver.Start(0).ok());
+    auto r = RunTogether(card, driver, 0, until, poll);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+};
+
+DriverOptions Paced(uint64_t rate) {
+  DriverOptions o;
+  o.ring_entries = 16;
+  o.block_bytes = kBlock;
+  o.rate = rate;
+  return o;
+}
+
+TEST(Card, DeliversEveryBlockAtItsRate) {
+  Rig r("", Paced(100e6));  // 100 MB/s of 64 KiB blocks: 1,525.9 blocks a second
+  r.Run(1.0);
+  const auto& d = r.driver.counters();
+  EXPECT_NEAR(static_cast<double>(d.delivered), 1e8 / kBlock, 2);
+  EXPECT_EQ(d.dropped + d.corrupt + d.torn + d.timeouts, 0u);
+  EXPECT_EQ(r.card.counters().overruns, 0u);
+}
+
+TEST(Card, AConsumerThatFallsBehindLosesBlocksAndSeesTheGap) {
+  Rig r("", Paced(1e9));
+  r.Run(0.05, /*poll=*/0.01);  // 16 slots of 64 KiB = 1 ms of data; polled every 10 ms
+  const auto& d = r.driver.counters();
+  EXPECT_GT(r.card.counters().overruns, 0u);
+  EXPECT_GT(d.dropped, 0u);
+  EXPECT_LE(d.dropped, r.card.counters().overruns);  // the tail's overruns come after the last block read
+  EXPECT_EQ(d.corrupt, 0u);
+}
+
+TEST(Card, LinkDownReadsAllOnesAndOnlyAWatchdogNotices) {
+  for (bool watchdog : {false, true}) {
+    DriverOptions o = Paced(100e6);
+    o.watchdog = watchdog;
+    Rig r("link_down at 0.2s", o);
+    r.Run(1.0);
+    EXPECT_EQ(r.driver.counters().link_down_seen, watchdog);
+    auto status = r.bus.Load64(kBase + offsetof(resmem_card_regs, status));
+    EXPECT_EQ(*status, RESMEM_CARD_LINK_DOWN);
+    EXPECT_NEAR(static_cast<double>(r.driver.counters().delivered), 0.2 * 1e8 / kBlock, 3);
+  }
+}
+
+TEST(Card, ALinkThatComesBackResumesAndTheWritesItMissedAreCounted) {
+  Rig r("link_down at 0.2s for 0.1s", Paced(100e6));
+  r.Run(1.0);
+  EXPECT_TRUE(r.driver.counters().link_down_seen);
+  EXPECT_NEAR(r.card.counters().link_down_seconds, 0.1, 1e-3);
+  EXPECT_EQ(r.card.counters().register_writes_lost, 0u);  // a watchdog driver wrote nothing meanwhile
+  EXPECT_GT(r.driver.counters().delivered, 0.8 * 1e8 / kBlock);
+  // A stop asked for while the link is down never reaches the card: it produces on.
+  Rig lost("link_down at 0.2s for 0.1s", Paced(100e6));
+  lost.Run(0.25);
+  ASSERT_TRUE(lost.driver.RequestStop().ok());
+  ASSERT_TRUE(RunTogether(lost.card, lost.driver, 0.25, 0.6, 1e-4).ok());
+  EXPECT_EQ(lost.card.counters().register_writes_lost, 1u);
+  EXPECT_GT(lost.driver.counters().delivered, 0.5 * 1e8 / kBlock);
+}
+
+TEST(Card, TornBlockAndTimeoutAreEachCountedOnce) {
+  Rig r("torn block 7; timeout block 20 after 50ms", Paced(100e6));
+  r.Run(0.5);
+  EXPECT_EQ(r.driver.counters().torn, 1u);
+  EXPECT_EQ(r.driver.counters().timeouts, 1u);
+  EXPECT_EQ(r.card.counters().torn, 1u);
+  EXPECT_EQ(r.driver.counters().corrupt, 0u);
+}
+
+TEST(Card, OutOfOrderCompletionsCorruptOnlyADriverThatTrustsTheCount) {
+  for (bool check_done : {false, true}) {
+    DriverOptions o = Paced(100e6);
+    o.check_done = check_done;
+    Rig r("out_of_order at 0.1s for 0.2s", o);
+    r.Run(0.5, 1e-5);
+    EXPECT_GT(r.card.counters().out_of_order, 0u);
+    if (check_done) {
+      EXPECT_EQ(r.driver.counters().corrupt, 0u);
+      EXPECT_EQ(r.driver.counters().not_done, 0u);
+    } else {
+      EXPECT_GT(r.driver.counters().not_done, 0u);
+      EXPECT_GT(r.driver.counters().corrupt, 0u);
+    }
+  }
+}
+
+TEST(Card, AStallLongerThanTheWatchdogIsSeen) {
+  Rig r("stall 1.5s at 0.1s", Paced(100e6));
+  r.Run(2.0);
+  EXPECT_TRUE(r.driver.counters().stalled_seen);
+  EXPECT_FALSE(r.driver.counters().link_down_seen);
+}
+
+// Releasing while the card is active: the block in flight (and, unstopped, every block after it)
+// lands in released memory, and the canaries count each word. Quiescing and waiting for idle
+// first: nothing lands.
+TEST(Card, ReleaseWhileActiveWritesAfterReleaseUnlessQuiesced) {
+  for (bool quiesce : {false, true}) {
+    Rig r("", Paced(100e6));
+    r.Run(0.1);
+    double t = 0.1;
+    if (quiesce) {
+      ASSERT_TRUE(r.driver.RequestStop().ok());
+      for (int i = 0; i < 1000; ++i) {
+        ASSERT_TRUE(r.card.Advance(t).ok());
+        if (*r.driver.Idle()) break;
+        t += 1e-4;
+      }
+    }
+    ASSERT_TRUE(r.driver.Release(t).ok());
+    r.card.HostReleased(t);
+    ASSERT_TRUE(r.card.Advance(t + 0.05).ok());
+    ASSERT_TRUE(r.driver.CheckCanaries().ok());
+    if (quiesce) {
+      EXPECT_EQ(r.driver.counters().stray_words, 0u);
+      EXPECT_EQ(r.card.counters().after_release, 0u);
+    } else {
+      EXPECT_GT(r.driver.counters().stray_words, 0u);
+      EXPECT_GT(r.card.counters().after_release, 0u);
+    }
+  }
+}
+
+// A card whose firmware ignores QUIESCE is idle between blocks, so a driver that waits for idle
+// releases while the card still takes what was posted: its blocks land in released memory.
+TEST(Card, IgnoreQuiesceWritesAfterReleaseEvenForADriverThatWaits) {
+  Rig r("ignore_quiesce", Paced(100e6));
+  r.Run(0.1);
+  ASSERT_TRUE(r.driver.RequestStop().ok());
+  double t = 0.1;
+  for (int i = 0; i < 1000 && !*r.driver.Idle(); ++i) ASSERT_TRUE(r.card.Advance(t += 1e-4).ok());
+  ASSERT_TRUE(r.driver.Release(t).ok());
+  r.card.HostReleased(t);
+  ASSERT_TRUE(r.card.Advance(t + 0.05).ok());
+  ASSERT_TRUE(r.driver.CheckCanaries().ok());
+  EXPECT_GT(r.card.counters().after_release, 1u);
+  EXPECT_GT(r.driver.counters().stray_words, 0u);
+}
+
+TEST(Card, TheSameSeedWritesTheSameBytes) {
+  Rig a("torn block 3", Paced(100e6), 11), b("torn block 3", Paced(100e6), 11);
+  a.Run(0.2);
+  b.Run(0.2);
+  EXPECT_EQ(a.mem, b.mem);
+  Rig c("torn block 3", Paced(100e6), 12);
+  c.Run(0.2);
+  EXPECT_NE(a.mem, c.mem);
+}
+
+TEST(CardFault, BadScriptsAreRefusedNamingTheWord) {
+  for (const char* bad : {"stall at 1s", "link_down", "torn 7", "burst x4 at 1s", "meltdown at 1s", "timeout block 3",
+                          "stall 5 at 1s"}) {
+    auto f = ParseCardFaults(bad);
+    ASSERT_FALSE(f.ok()) << bad;
+    EXPECT_NE(f.status().message().find("card fault '"), std::string::npos) << f.status().message();
+    EXPECT_NE(f.status().message().find("forms:"), std::string::npos);
+  }
+  auto ok = ParseCardFaults("# a comment\nstall 5ms at 1s; link_down at 2s for 30s\nburst x4 at 1s for 10ms");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->size(), 3u);
+  EXPECT_DOUBLE_EQ((*ok)[0].duration, 0.005);
+  EXPECT_DOUBLE_EQ((*ok)[1].at, 2);
+  EXPECT_DOUBLE_EQ((*ok)[2].factor, 4);
+}
+
+TEST(CardDriver, RefusesABadRingAndAWindowWithNoCard) {
+  DriverOptions o = Paced(0);
+  o.ring_entries = 12;
+  Rig r("", Paced(0));
+  CardDriver bad(r.bus, kBase, Rig::Targets(o), o);
+  ASSERT_TRUE(r.card.PowerOn(0).ok());
+  auto st = bad.Start(0);
+  EXPECT_NE(st.message().find("power of two"), std::string::npos) << st.message();
+  CardDriver nowhere(r.bus, kBase + 4096 * 8, Rig::Targets(Paced(0)), Paced(0));
+  st = nowhere.Start(0);
+  EXPECT_NE(st.message().find("no card at"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace resmem::card
