@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backends/api/card.h"
 #include "backends/api/gpu.h"
 #include "backends/api/memory.h"
 #include "backends/api/region.h"
@@ -355,6 +356,15 @@ Result<std::unique_ptr<DeviceBuffer>> Gpu::AllocDeviceVmm(uint64_t, bool) {
 }
 Result<DmaBufExport> Gpu::ExportDmaBufHost(HostMemory&, uint64_t, uint64_t) {
   return NotOffered(*this, "cuMemGetHandleForAddressRange (dma-buf)");
+}
+
+}  // namespace resmem
+
+namespace resmem {
+
+uint64_t CardReport::SilentLosses() const {
+  auto missing = [](uint64_t happened, uint64_t seen) { return happened > seen ? happened - seen : 0; };
+  return missing(card_overruns, dropped) + missing(card_torn, torn) + missing(card_timeouts, timeouts);
 }
 
 }  // namespace resmem

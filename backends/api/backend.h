@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/api/card.h"
 #include "backends/api/clock.h"
 #include "backends/api/gpu.h"
 #include "backends/api/managed.h"
@@ -27,6 +28,7 @@ struct Backend {
   std::unique_ptr<Gpu> gpu;         // null when this backend has no GPU side
   std::unique_ptr<GpuDirect> gpudirect;  // GPUDirect RDMA (p2p.h); null when the backend has none
   std::unique_ptr<ManagedMemory> managed;  // managed memory (managed.h); null when the backend has none
+  std::unique_ptr<CardPort> card;   // a data-acquisition card (card.h); null when the backend has none
   // Members destroyed in reverse order; objects the parts share (a simulated machine) live here.
   std::shared_ptr<void> shared_state;
 };

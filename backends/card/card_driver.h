@@ -32,6 +32,7 @@ struct DriverOptions {
   bool watchdog = true;
   double watchdog_seconds = 1.0;
   bool verify_payload = true;      // every word of every block (else header, checksum, trailer)
+  bool modelled_payload = false;   // the card writes header and trailer only: check those
 };
 
 // What the driver saw, counted. Silent losses and corruptions are what it failed to count.
@@ -70,6 +71,10 @@ class CardDriver {
   Status Release(double now);
   // Counts the canary words a card overwrote since Release.
   Status CheckCanaries();
+  // At the end of a run, with the card idle: the blocks it made after the last one read (its
+  // `sequence` register) that never arrived are dropped too. A driver that does not look counts
+  // them nowhere - a silent loss.
+  Status AccountTail();
 
   const DriverCounters& counters() const { return c_; }
   const DriverOptions& options() const { return o_; }

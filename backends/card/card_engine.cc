@@ -91,6 +91,11 @@ Status CardDmaEngine::PowerOn(double now) {
 
 void CardDmaEngine::HostReleased(double) { released_ = true; }
 
+void CardDmaEngine::AddFault(CardFault f, double now) {
+  if (enabled_) f.at += Since(now);
+  config_.faults.push_back(std::move(f));
+}
+
 const CardFault* CardDmaEngine::Covering(FaultKind kind, double at) const {
   if (!enabled_) return nullptr;
   for (const auto& f : config_.faults)
@@ -179,6 +184,20 @@ Status CardDmaEngine::FollowLink(double now, bool* up) {
   return Status::Ok();
 }
 
+// The blocks a paced card's source made by `until` while its engine could not write (a stall,
+// the link down): lost, as a card's FIFO overflows - counted as overruns, their sequence
+// numbers skipped, so a driver sees the gap.
+Status CardDmaEngine::LoseDueBlocks(double until) {
+  if (rate_ == 0 || !Producing()) return Status::Ok();
+  while (next_start_ <= until) {
+    ++overruns_;
+    ++counters_.overruns;
+    ++sequence_;
+    next_start_ += Interval(next_start_);
+  }
+  return Status::Ok();
+}
+
 // A block is due at `at`: it takes the next posted descriptor and will land one block time later
 // (a timeout fault: complete with TIMEOUT after the fault's time, nothing written); with none
 // posted, a paced card loses the block (an overrun), a flat-out one waits for the host.
@@ -222,21 +241,39 @@ Status CardDmaEngine::Land(double at) {
     return Complete(b, RESMEM_CARD_DESC_TIMEOUT, 0);
   }
   if (b.desc.length < block_bytes_) return Complete(b, RESMEM_CARD_DESC_SHORT, 0);
-  std::vector<uint8_t> block(block_bytes_);
-  const uint64_t checksum = MakeBlock(config_.seed, b.sequence, block_bytes_, block.data());
+  std::vector<uint8_t> block;
+  uint64_t checksum = 0;
+  if (config_.write_payload) {
+    block.resize(block_bytes_);
+    checksum = MakeBlock(config_.seed, b.sequence, block_bytes_, block.data());
+  }
   uint64_t bytes = block_bytes_;
   if (OnBlock(FaultKind::kTorn, b.sequence)) {
     // Header and half the payload; the trailer keeps what was there.
     bytes = sizeof(resmem_card_block_header) + (block_bytes_ - RESMEM_CARD_BLOCK_OVERHEAD) / 2 / 8 * 8;
     ++counters_.torn;
   }
-  RESMEM_RETURN_IF_ERROR(bus_.Write(b.desc.target, block.data(), bytes).WithContext(
-      "card: block " + std::to_string(b.sequence) + " into descriptor " + std::to_string(b.index) + "'s target"));
+  const std::string what = "card: block " + std::to_string(b.sequence) + " into descriptor " + std::to_string(b.index) + "'s target";
+  if (config_.write_payload) {
+    RESMEM_RETURN_IF_ERROR(bus_.Write(b.desc.target, block.data(), bytes).WithContext(what));
+  } else {
+    RESMEM_RETURN_IF_ERROR(WriteModelledBlock(b, bytes).WithContext(what));
+  }
   counters_.bytes += bytes;
   if (bytes == block_bytes_) ++counters_.blocks;
   if (released_) ++counters_.after_release;
   (void)at;
   return Complete(b, RESMEM_CARD_DESC_OK, static_cast<uint32_t>(checksum));
+}
+
+// A block whose payload is modelled: its header, and its trailer unless torn (`bytes` short).
+Status CardDmaEngine::WriteModelledBlock(const Block& b, uint64_t bytes) {
+  const uint64_t payload = block_bytes_ - RESMEM_CARD_BLOCK_OVERHEAD;
+  resmem_card_block_header h{RESMEM_CARD_BLOCK_MAGIC, b.sequence, payload, 0};
+  RESMEM_RETURN_IF_ERROR(bus_.Write(b.desc.target, &h, sizeof h));
+  if (bytes < block_bytes_) return Status::Ok();
+  resmem_card_block_trailer t{b.sequence, RESMEM_CARD_BLOCK_MAGIC};
+  return bus_.Write(b.desc.target + block_bytes_ - sizeof t, &t, sizeof t);
 }
 
 // A completion, in order - or, inside an out-of-order window, in pairs with the later one first:
@@ -300,6 +337,7 @@ Result<double> CardDmaEngine::Advance(double now) {
   bool up = true;
   RESMEM_RETURN_IF_ERROR(FollowLink(now, &up));
   if (!up) {
+    RESMEM_RETURN_IF_ERROR(LoseDueBlocks(now));
     for (const auto& f : config_.faults)
       if (f.kind == FaultKind::kLinkDown && f.Covers(Since(now)) && f.duration >= 0) return enabled_at_ + f.at + f.duration;
     return kIdle;
@@ -320,7 +358,8 @@ Result<double> CardDmaEngine::Advance(double now) {
     if (land <= start) {
       RESMEM_RETURN_IF_ERROR(Land(land));
     } else if (const CardFault* stall = Covering(FaultKind::kStall, start)) {
-      next_start_ = enabled_at_ + stall->at + stall->duration;
+      RESMEM_RETURN_IF_ERROR(LoseDueBlocks(std::min(now, enabled_at_ + stall->at + stall->duration)));
+      next_start_ = std::max(next_start_, enabled_at_ + stall->at + stall->duration);
     } else if (current_.taken) {
       next_start_ = current_.ends;  // one block in flight at a time
     } else {

@@ -65,6 +65,8 @@ struct CardConfig {
   uint64_t seed = 1;         // the payload pattern's seed
   double link_bytes_per_second = 12e9;  // the card's bus: a block takes at least bytes / this
   std::vector<CardFault> faults;
+  bool write_payload = true;  // false: header and trailer only (the simulator's long runs model
+                              // the words between: a run costs per block, not per byte)
 };
 
 class CardDmaEngine {
@@ -88,6 +90,9 @@ class CardDmaEngine {
   // after_release (aes-stream-drivers PR #291). Enabling again forgets the release.
   void HostReleased(double now);
 
+  // A fault added while the card runs; its times count from `now`.
+  void AddFault(CardFault f, double now);
+
   const CardCounters& counters() const { return counters_; }
   bool active() const { return current_.taken; }
   static constexpr double kIdle = std::numeric_limits<double>::infinity();
@@ -105,7 +110,9 @@ class CardDmaEngine {
   Status FollowLink(double now, bool* up);
   Status Reset();
   Status Start(double at);
+  Status LoseDueBlocks(double until);
   Status Land(double at);
+  Status WriteModelledBlock(const Block& b, uint64_t bytes);
   Status Complete(const Block& b, uint32_t status, uint32_t checksum);
   Status WriteCompletion(const Block& b, uint32_t status, uint32_t checksum);
   Status FlushHeld();

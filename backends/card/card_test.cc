@@ -7,6 +7,7 @@
 #include "backends/card/card_driver.h"
 #include "backends/card/card_engine.h"
 #include "backends/card/card_fault.h"
+#include "backends/card/card_port.h"
 
 namespace resmem::card {
 namespace {
@@ -223,6 +224,78 @@ TEST(CardDriver, RefusesABadRingAndAWindowWithNoCard) {
   CardDriver nowhere(r.bus, kBase + 4096 * 8, Rig::Targets(Paced(0)), Paced(0));
   st = nowhere.Start(0);
   EXPECT_NE(st.message().find("no card at"), std::string::npos) << st.message();
+}
+
+// The port the backends build: on a virtual clock the card and the driver share its time line; a
+// runtime fault counts from now; quiesce-and-wait, then release: no stray write.
+TEST(CardPort, RunsOnAVirtualClockAndReportsBothSides) {
+  std::vector<uint8_t> mem(64 << 20);
+  auto clock = std::make_shared<VirtualClock>();
+  BusCardPort port(std::make_unique<SpanBus>(mem.data(), kBase, mem.size()), clock, kBase, kBase + mem.size(), true);
+  CardSetup s;
+  s.block_bytes = kBlock;
+  s.ring_entries = 32;
+  s.rate = 200000000;
+  ASSERT_TRUE(port.Start(s).ok());
+  ASSERT_TRUE(port.Run(0.5).ok());
+  ASSERT_TRUE(port.AddFault("torn block 2000").ok());
+  ASSERT_TRUE(port.AddFault("link_down at 0.1s for 0.05s").ok());
+  ASSERT_TRUE(port.Run(0.5).ok());
+  ASSERT_TRUE(port.Stop(true, 1.0).ok());
+  ASSERT_TRUE(port.Release(0.1).ok());
+  const CardReport r = port.Report();
+  EXPECT_NEAR(r.seconds, 1.1, 0.01);  // the runs, the stop, the release's 0.1 s
+  EXPECT_EQ(r.torn, 1u);
+  EXPECT_TRUE(r.link_down_seen);
+  EXPECT_NEAR(r.link_down_seconds, 0.05, 1e-3);
+  EXPECT_EQ(r.stray_words, 0u);
+  EXPECT_EQ(r.corrupt, 0u);
+  EXPECT_EQ(r.SilentLosses(), 0u);
+  EXPECT_NEAR(static_cast<double>(r.delivered), 0.95 * 2e8 / kBlock, 40);
+}
+
+TEST(CardPort, ModelledPayloadRunsAnHourInAFewSeconds) {
+  std::vector<uint8_t> mem(64 << 20);
+  auto clock = std::make_shared<VirtualClock>();
+  BusCardPort port(std::make_unique<SpanBus>(mem.data(), kBase, mem.size()), clock, kBase, kBase + mem.size(), true);
+  CardSetup s;
+  s.block_bytes = 1 << 20;
+  s.ring_entries = 16;
+  s.rate = 100000000;  // 100 MB/s: 343,000 blocks an hour
+  s.model_payload = true;
+  s.poll_seconds = 1e-3;
+  s.faults = "stall 20ms at 600s; link_down at 1800s for 2s";
+  ASSERT_TRUE(port.Start(s).ok());
+  ASSERT_TRUE(port.Run(3600).ok());
+  ASSERT_TRUE(port.Stop(true, 1.0).ok());
+  const CardReport r = port.Report();
+  EXPECT_GT(r.delivered, 340000u);
+  EXPECT_GT(r.dropped, 0u);  // the outage's blocks, counted
+  EXPECT_EQ(r.SilentLosses(), 0u);
+  EXPECT_EQ(r.corrupt, 0u);
+}
+
+TEST(CardPort, ALayoutThatDoesNotFitSaysWhatWould) {
+  auto l = LayOut(CardSetup{}, 0x40000000, 0x40000000 + (16 << 20));
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("give a smaller ring or block, or reserve more"), std::string::npos)
+      << l.status().message();
+}
+
+TEST(CardPort, TheSteadyClockRunsTheCardAsAThread) {
+  std::vector<uint8_t> mem(16 << 20);
+  BusCardPort port(std::make_unique<SpanBus>(mem.data(), kBase, mem.size()), std::make_shared<SteadyClock>(), kBase,
+                   kBase + mem.size(), true);
+  CardSetup s;
+  s.block_bytes = kBlock;
+  s.ring_entries = 16;
+  s.rate = 50000000;
+  ASSERT_TRUE(port.Start(s).ok());
+  ASSERT_TRUE(port.Run(0.1).ok());
+  ASSERT_TRUE(port.Stop(true, 1.0).ok());
+  const CardReport r = port.Report();
+  EXPECT_GT(r.delivered, 10u);
+  EXPECT_EQ(r.corrupt + r.torn, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,213 @@
+#include "backends/card/card_port.h"
+
+#include <chrono>
+#include <mutex>
+
+#include "backends/api/memory.h"
+
+namespace resmem::card {
+namespace {
+
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+std::mutex engine_mu;  // the engine's state between the thread that runs it and AddFault/Report
+
+}  // namespace
+
+Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi) {
+  CardLayout l;
+  l.window = s.window ? s.window : lo;
+  if (l.window % 4096)
+    return Status::InvalidArgument("card window " + HexAddress(l.window) + " is not 4 KiB aligned");
+  l.ring = l.window + RESMEM_CARD_REGS_BYTES;
+  const uint64_t first = AlignUp(l.ring + s.ring_entries * RESMEM_CARD_DESC_BYTES, 4096);
+  const uint64_t slot = AlignUp(s.block_bytes, 8);
+  const uint64_t end = first + s.ring_entries * slot;
+  if (l.window < lo || end > hi || end < first)
+    return Status::InvalidArgument(
+        "the card needs [" + HexAddress(l.window) + ", " + HexAddress(end) + "): its registers, a ring of " +
+        std::to_string(s.ring_entries) + " and as many blocks of " + FormatSize(s.block_bytes) +
+        ", but the reserved range is [" + HexAddress(lo) + ", " + HexAddress(hi) +
+        "); give a smaller ring or block, or reserve more");
+  for (uint64_t i = 0; i < s.ring_entries; ++i) l.targets.push_back(first + i * slot);
+  return l;
+}
+
+BusCardPort::BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock, uint64_t lo, uint64_t hi,
+                         bool with_engine)
+    : bus_(std::move(bus)), clock_(std::move(clock)), lo_(lo), hi_(hi), with_engine_(with_engine) {}
+
+BusCardPort::~BusCardPort() { StopEngineThread(); }
+
+Status BusCardPort::Started() const {
+  if (!driver_) return Status::Error(kFailedPrecondition, "the card is not started: a card_start step comes first");
+  return Status::Ok();
+}
+
+Status BusCardPort::Start(const CardSetup& setup) {
+  StopEngineThread();
+  setup_ = setup;
+  RESMEM_ASSIGN_OR_RETURN(CardLayout l, LayOut(setup, lo_, hi_));
+  DriverOptions o;
+  o.ring_entries = setup.ring_entries;
+  o.block_bytes = setup.block_bytes;
+  o.rate = setup.rate;
+  o.seed = setup.seed;
+  o.check_done = setup.check_done;
+  o.watchdog = setup.watchdog;
+  o.watchdog_seconds = setup.watchdog_seconds;
+  o.modelled_payload = setup.model_payload;
+  driver_ = std::make_unique<CardDriver>(*bus_, l.window, l.targets, o);
+  started_at_ = clock_->NowSeconds();
+  if (with_engine_) {
+    CardConfig c;
+    c.window_bus = l.window;
+    c.seed = setup.seed;
+    c.write_payload = !setup.model_payload;
+    RESMEM_ASSIGN_OR_RETURN(c.faults, ParseCardFaults(setup.faults));
+    engine_ = std::make_unique<CardDmaEngine>(*bus_, c);
+    RESMEM_RETURN_IF_ERROR(engine_->PowerOn(started_at_));
+  } else if (!setup.faults.empty()) {
+    return Status::Unsupported("this backend's card is a device elsewhere: give its faults to the device "
+                               "(the QEMU lane's card process), not to card_start");
+  }
+  RESMEM_RETURN_IF_ERROR(driver_->Start(started_at_));
+  if (with_engine_ && !clock_->is_virtual()) StartEngineThread();
+  return Status::Ok();
+}
+
+// The engine on the steady clock: advance, sleep until its next work or a poll interval.
+void BusCardPort::StartEngineThread() {
+  engine_stop_ = false;
+  engine_thread_ = std::thread([this] {
+    while (!engine_stop_.load()) {
+      double due;
+      {
+        std::lock_guard<std::mutex> l(engine_mu);
+        auto r = engine_->Advance(clock_->NowSeconds());
+        if (!r.ok()) {
+          engine_status_ = r.status();
+          return;
+        }
+        due = *r;
+      }
+      const double wait = std::min(due - clock_->NowSeconds(), setup_.poll_seconds);
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+  });
+}
+
+void BusCardPort::StopEngineThread() {
+  engine_stop_ = true;
+  if (engine_thread_.joinable()) engine_thread_.join();
+}
+
+Status BusCardPort::Run(double seconds) {
+  RESMEM_RETURN_IF_ERROR(Started());
+  const double from = clock_->NowSeconds(), until = from + seconds;
+  if (clock_->is_virtual()) {
+    RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, from, until, setup_.poll_seconds).status());
+    clock_->Charge(seconds);
+    return Status::Ok();
+  }
+  while (clock_->NowSeconds() < until) {
+    RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
+    RESMEM_RETURN_IF_ERROR(engine_status_);
+    std::this_thread::sleep_for(std::chrono::duration<double>(setup_.poll_seconds));
+  }
+  return driver_->Poll(clock_->NowSeconds()).status();
+}
+
+Status BusCardPort::AddFault(const std::string& line) {
+  RESMEM_RETURN_IF_ERROR(Started());
+  if (!engine_)
+    return Status::Unsupported("this backend's card is a device elsewhere: give the fault to the device "
+                               "(the QEMU lane's card process)");
+  RESMEM_ASSIGN_OR_RETURN(std::vector<CardFault> faults, ParseCardFaults(line));
+  std::lock_guard<std::mutex> l(engine_mu);
+  for (auto& f : faults) engine_->AddFault(f, clock_->NowSeconds());
+  return Status::Ok();
+}
+
+// The card alone (the driver gone) until `until`: on a virtual clock, advanced there.
+Status BusCardPort::RunCardAlone(double until) {
+  if (clock_->is_virtual()) {
+    if (engine_) RESMEM_RETURN_IF_ERROR(engine_->Advance(until).status());
+    clock_->Charge(until - clock_->NowSeconds());
+    return Status::Ok();
+  }
+  const double wait = until - clock_->NowSeconds();
+  if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  return Status::Ok();
+}
+
+Status BusCardPort::Stop(bool wait, double wait_seconds) {
+  RESMEM_RETURN_IF_ERROR(Started());
+  RESMEM_RETURN_IF_ERROR(driver_->RequestStop());
+  if (!wait) return Status::Ok();
+  const double deadline = clock_->NowSeconds() + wait_seconds;
+  for (;;) {
+    if (clock_->is_virtual() && engine_) {
+      RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, clock_->NowSeconds(),
+                                         clock_->NowSeconds() + setup_.poll_seconds, setup_.poll_seconds)
+                                 .status());
+      clock_->Charge(setup_.poll_seconds);
+    } else {
+      RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
+      std::this_thread::sleep_for(std::chrono::duration<double>(setup_.poll_seconds));
+    }
+    RESMEM_ASSIGN_OR_RETURN(bool idle, driver_->Idle());
+    if (idle) break;
+    if (clock_->NowSeconds() >= deadline)
+      return Status::Errno(ETIMEDOUT, "the card did not go idle within " + std::to_string(wait_seconds) +
+                                          " s of QUIESCE (its status stays ACTIVE or reads all ones)");
+  }
+  RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
+  return driver_->AccountTail();
+}
+
+Status BusCardPort::Release(double then_seconds) {
+  RESMEM_RETURN_IF_ERROR(Started());
+  const double now = clock_->NowSeconds();
+  RESMEM_RETURN_IF_ERROR(driver_->Release(now));
+  if (engine_) {
+    std::lock_guard<std::mutex> l(engine_mu);
+    engine_->HostReleased(now);
+  }
+  RESMEM_RETURN_IF_ERROR(RunCardAlone(now + then_seconds));
+  return driver_->CheckCanaries();
+}
+
+CardReport BusCardPort::Report() const {
+  CardReport r;
+  if (engine_) {
+    std::lock_guard<std::mutex> l(engine_mu);
+    const CardCounters& c = engine_->counters();
+    r.card_blocks = c.blocks;
+    r.card_overruns = c.overruns;
+    r.card_torn = c.torn;
+    r.card_timeouts = c.timeouts;
+    r.after_release = c.after_release;
+    r.out_of_order = c.out_of_order;
+    r.register_writes_lost = c.register_writes_lost;
+    r.link_down_seconds = c.link_down_seconds;
+  }
+  if (driver_) {
+    const DriverCounters& d = driver_->counters();
+    r.delivered = d.delivered;
+    r.dropped = d.dropped;
+    r.corrupt = d.corrupt;
+    r.torn = d.torn;
+    r.timeouts = d.timeouts;
+    r.not_done = d.not_done;
+    r.stray_words = d.stray_words;
+    r.link_down_seen = d.link_down_seen;
+    r.stalled_seen = d.stalled_seen;
+    r.bytes = d.bytes;
+    r.events = d.events;
+  }
+  r.seconds = clock_->NowSeconds() - started_at_;
+  return r;
+}
+
+}  // namespace resmem::card

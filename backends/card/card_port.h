@@ -1,0 +1,63 @@
+// A CardPort (backends/api/card.h) over a CardBus: the card's window and its block slots laid out
+// in a range the bus reaches, the driver reading them, and - where the card runs in this process -
+// the engine writing them. On a virtual clock (the simulator) both run on one time line; on the
+// steady clock (the GPU machine) the engine is a thread writing at its rate while the driver
+// polls; without an engine (the QEMU lane) a device process elsewhere writes, and only the driver
+// runs here.
+#ifndef RESMEM_BACKENDS_CARD_CARD_PORT_H_
+#define RESMEM_BACKENDS_CARD_CARD_PORT_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "backends/api/card.h"
+#include "backends/api/clock.h"
+#include "backends/card/card_driver.h"
+#include "backends/card/card_engine.h"
+
+namespace resmem::card {
+
+// Where things go in [lo, hi): the register page at `window` (lo when 0), the ring after it, the
+// block slots from the next 4 KiB boundary. Errors say what does not fit and what would.
+struct CardLayout {
+  uint64_t window = 0, ring = 0;
+  std::vector<uint64_t> targets;
+};
+Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi);
+
+class BusCardPort : public CardPort {
+ public:
+  BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock, uint64_t lo, uint64_t hi, bool with_engine);
+  ~BusCardPort() override;
+
+  Status Start(const CardSetup& setup) override;
+  Status Run(double seconds) override;
+  Status AddFault(const std::string& line) override;
+  Status Stop(bool wait, double wait_seconds) override;
+  Status Release(double then_seconds) override;
+  CardReport Report() const override;
+
+ private:
+  Status RunCardAlone(double until);
+  void StartEngineThread();
+  void StopEngineThread();
+  Status Started() const;
+
+  std::unique_ptr<CardBus> bus_;
+  std::shared_ptr<Clock> clock_;
+  uint64_t lo_, hi_;
+  bool with_engine_;
+  CardSetup setup_;
+  double started_at_ = 0;
+  std::unique_ptr<CardDmaEngine> engine_;
+  std::unique_ptr<CardDriver> driver_;
+  std::thread engine_thread_;
+  std::atomic<bool> engine_stop_{false};
+  Status engine_status_;
+};
+
+}  // namespace resmem::card
+
+#endif  // RESMEM_BACKENDS_CARD_CARD_PORT_H_
