@@ -33,9 +33,9 @@ Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi) {
   return l;
 }
 
-BusCardPort::BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock, uint64_t lo, uint64_t hi,
-                         bool with_engine)
-    : bus_(std::move(bus)), clock_(std::move(clock)), lo_(lo), hi_(hi), with_engine_(with_engine) {}
+BusCardPort::BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock,
+                         std::vector<std::pair<uint64_t, uint64_t>> ranges, bool with_engine)
+    : bus_(std::move(bus)), clock_(std::move(clock)), ranges_(std::move(ranges)), with_engine_(with_engine) {}
 
 BusCardPort::~BusCardPort() { StopEngineThread(); }
 
@@ -47,7 +47,13 @@ Status BusCardPort::Started() const {
 Status BusCardPort::Start(const CardSetup& setup) {
   StopEngineThread();
   setup_ = setup;
-  RESMEM_ASSIGN_OR_RETURN(CardLayout l, LayOut(setup, lo_, hi_));
+  if (ranges_.empty())
+    return Status::Error(kFailedPrecondition, "the machine reserves no memory (no memmap=nn$ss on its command "
+                                              "line): the card writes into a reserved range");
+  std::pair<uint64_t, uint64_t> range = ranges_[0];
+  for (const auto& r : ranges_)
+    if (setup.window >= r.first && setup.window < r.second) range = r;
+  RESMEM_ASSIGN_OR_RETURN(CardLayout l, LayOut(setup, range.first, range.second));
   DriverOptions o;
   o.ring_entries = setup.ring_entries;
   o.block_bytes = setup.block_bytes;

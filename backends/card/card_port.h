@@ -29,7 +29,12 @@ Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi);
 
 class BusCardPort : public CardPort {
  public:
-  BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock, uint64_t lo, uint64_t hi, bool with_engine);
+  // `ranges`: the reserved ranges [lo, hi) the card may use; card_start's window picks one (the
+  // first by default).
+  BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock, std::vector<std::pair<uint64_t, uint64_t>> ranges,
+              bool with_engine);
+  BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> clock, uint64_t lo, uint64_t hi, bool with_engine)
+      : BusCardPort(std::move(bus), std::move(clock), {{lo, hi}}, with_engine) {}
   ~BusCardPort() override;
 
   Status Start(const CardSetup& setup) override;
@@ -47,7 +52,7 @@ class BusCardPort : public CardPort {
 
   std::unique_ptr<CardBus> bus_;
   std::shared_ptr<Clock> clock_;
-  uint64_t lo_, hi_;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges_;
   bool with_engine_;
   CardSetup setup_;
   double started_at_ = 0;

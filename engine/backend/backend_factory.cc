@@ -64,6 +64,11 @@ bool RegisterManagedPart(const std::string& name, ManagedFactory f) {
   return true;
 }
 
+bool RegisterCardPart(const std::string& name, CardFactory f) {
+  Registry<CardFactory>()[name] = std::move(f);
+  return true;
+}
+
 bool RegisterGpuDirectPart(const std::string& name, GpuDirectFactory f) {
   Registry<GpuDirectFactory>()[name] = std::move(f);
   return true;
@@ -173,6 +178,11 @@ Result<Backend> MakeBackend(const BackendSpec& spec, PartContext& ctx) {
     auto m = managed[spec.gpu](ctx);
     if (!m.ok()) return m.status().WithContext("managed memory of gpu '" + spec.gpu + "'");
     b.managed = std::move(m).value();
+  }
+  if (auto& cards = Registry<CardFactory>(); cards.count(spec.region)) {
+    auto c = cards[spec.region](ctx);
+    if (!c.ok()) return c.status().WithContext("card of region '" + spec.region + "'");
+    b.card = std::move(c).value();
   }
   auto keep = std::make_shared<std::vector<std::shared_ptr<void>>>(ctx.keep_alive);
   b.shared_state = keep;

@@ -52,6 +52,7 @@ using RegionFactory = std::function<Result<std::unique_ptr<RegionProvider>>(Part
 using GpuFactory = std::function<Result<std::unique_ptr<Gpu>>(PartContext&)>;
 using GpuDirectFactory = std::function<Result<std::unique_ptr<GpuDirect>>(PartContext&)>;
 using ManagedFactory = std::function<Result<std::unique_ptr<ManagedMemory>>(PartContext&)>;
+using CardFactory = std::function<Result<std::unique_ptr<CardPort>>(PartContext&)>;
 
 bool RegisterPlatformPart(const std::string& name, PlatformFactory f);
 bool RegisterRegionPart(const std::string& name, RegionFactory f);
@@ -62,6 +63,9 @@ bool RegisterGpuDirectPart(const std::string& name, GpuDirectFactory f);
 // Managed memory (backends/api/managed.h) that goes with a gpu part of the same name; a backend
 // whose GPU has none gets a null managed.
 bool RegisterManagedPart(const std::string& name, ManagedFactory f);
+// The data-acquisition card (backends/api/card.h) that goes with a region part of the same name:
+// the card writes into that part's reserved memory. A backend whose region has none gets a null card.
+bool RegisterCardPart(const std::string& name, CardFactory f);
 
 struct BackendSpec {
   std::string name;  // as the user wrote it

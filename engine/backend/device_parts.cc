@@ -10,10 +10,12 @@
 #include "backends/cuda/cuda_gpu.h"
 #include "backends/cuda/cuda_managed.h"
 #include "backends/fuse/fuse_region.h"
+#include "backends/card/card_port.h"
 #include "backends/host/host_region.h"
 #include "engine/backend/backend_factory.h"
 #include "mock/fuse/fuse_device.h"
 #include "mock/region/sim_driver.h"
+#include "mock/sim/physical_bus.h"
 
 namespace resmem::engine {
 namespace {
@@ -79,6 +81,40 @@ bool RegisterHostKinds() {
   return true;
 }
 const bool kHostKinds = RegisterHostKinds();
+
+// The card over the FUSE backend: the simulated world's memory, as the simulator's card (the mount
+// serves that same memory).
+const bool kFuseCard = RegisterCardPart("fuse", [](PartContext& ctx) -> Result<std::unique_ptr<CardPort>> {
+  RESMEM_ASSIGN_OR_RETURN(auto world, ctx.World());
+  return sim::MakeSimCard(world, ctx.clock);
+});
+
+// The card on a machine that loads no module (the GPU machine): its engine a thread on the steady
+// clock, writing into a memfd that stands in for the scenario's first reserved range (at most
+// 1 GiB of it), at the range's physical addresses.
+class MemfdCardBus : public card::SpanBus {
+ public:
+  MemfdCardBus(std::unique_ptr<HostMemory> mem, uint64_t base)
+      : card::SpanBus(mem->data(), base, mem->size()), mem_(std::move(mem)) {}
+
+ private:
+  std::unique_ptr<HostMemory> mem_;
+};
+
+const bool kStandinCard = RegisterCardPart("standin", [](PartContext& ctx) -> Result<std::unique_ptr<CardPort>> {
+  RESMEM_ASSIGN_OR_RETURN(auto world, ctx.World());
+  if (world->kernel.reservations.empty())
+    return std::unique_ptr<CardPort>(std::make_unique<card::BusCardPort>(
+        nullptr, ctx.clock, std::vector<std::pair<uint64_t, uint64_t>>{}, true));
+  const auto& r = world->kernel.reservations[0];
+  const uint64_t size = std::min<uint64_t>(r.end - r.start, 1ull << 30);
+  host::HostMapOptions mo;
+  mo.populate = true;
+  RESMEM_ASSIGN_OR_RETURN(auto mem, host::MapHostMemory(host::HostKind::kMemfd, size, mo));
+  return std::unique_ptr<CardPort>(std::make_unique<card::BusCardPort>(
+      std::make_unique<MemfdCardBus>(std::move(mem), r.start), ctx.clock,
+      std::vector<std::pair<uint64_t, uint64_t>>{{r.start, r.start + size}}, /*with_engine=*/true));
+});
 
 const bool kCudaGpu = RegisterGpuPart("cuda", [](PartContext& ctx) -> Result<std::unique_ptr<Gpu>> {
   int device = 0;

@@ -3,6 +3,8 @@
 #include "mock/gpu/sim_gpu.h"
 #include "mock/gpu/sim_managed.h"
 #include "mock/rdma/sim_gpudirect.h"
+#include "backends/card/card_port.h"
+#include "mock/sim/physical_bus.h"
 
 namespace resmem::engine {
 namespace {
@@ -50,6 +52,13 @@ const bool kSimManaged = RegisterManagedPart("sim", [](PartContext& ctx) -> Resu
   auto profile = sim::CudaProfileByName(ctx.cuda_profile);
   if (!profile.ok()) return profile.status();
   return sim::MakeSimManaged(*profile, sim::ManagedModelFor(*profile), ctx.clock);
+});
+
+// The card on the simulator: its engine and the driver on the world's virtual clock, writing into
+// the machine's reserved ranges (mock/sim/physical_bus.h).
+const bool kSimCard = RegisterCardPart("sim", [](PartContext& ctx) -> Result<std::unique_ptr<CardPort>> {
+  RESMEM_ASSIGN_OR_RETURN(auto world, ctx.World());
+  return sim::MakeSimCard(world, ctx.clock);
 });
 
 }  // namespace

@@ -41,6 +41,19 @@ void MeasuredParts(const scenario::Expectation& e, const scenario::StepArgs& arg
   if (e.drops) parts.push_back(Fmt("%.0f drops", Number(r, "drops")) + Fmt(", %.0f corrupt", Number(r, "corrupt")));
 }
 
+// A card's: blocks read, what went missing unseen, stray writes, the link as the driver saw it.
+void CardParts(const scenario::Expectation& e, const StepResult& r, std::vector<std::string>& parts) {
+  if (e.corrupt && !e.drops) parts.push_back(Fmt("%.0f corrupt", Number(r, "corrupt")));
+  if (e.delivered) parts.push_back(Fmt("%.0f blocks delivered", Number(r, "delivered")));
+  if (e.silent_losses) parts.push_back(Fmt("%.0f lost unseen", Number(r, "silent_losses")));
+  if (e.stray_writes) parts.push_back(Fmt("%.0f stray words", Number(r, "stray_writes")));
+  if (e.after_release) parts.push_back(Fmt("%.0f blocks after release", Number(r, "after_release")));
+  if (e.torn) parts.push_back(Fmt("%.0f torn", Number(r, "torn")));
+  if (e.timeouts) parts.push_back(Fmt("%.0f timeouts", Number(r, "timeouts")));
+  if (e.link_down) parts.push_back(Text(r, "link_down") == "true" ? "link down seen" : "link down not seen");
+  if (e.stalled) parts.push_back(Text(r, "stalled") == "true" ? "stall seen" : "no stall seen");
+}
+
 // The parts from what the step found: doctor findings, pin-cache counts, the DMA path, events,
 // reservations.
 void FoundParts(const scenario::Expectation& e, const scenario::StepArgs& args, const StepResult& r,
@@ -52,6 +65,7 @@ void FoundParts(const scenario::Expectation& e, const scenario::StepArgs& args, 
   if (e.path && std::holds_alternative<scenario::P2pDmaStep>(args)) parts.push_back(Text(r, "path"));
   if (e.events && !e.events->value.empty() && parts.empty()) parts.push_back("'" + e.events->value.back() + "'");
   if (e.reservations && !e.usable_ram) parts.push_back(Fmt("%.0f reservations", Number(r, "reservations")));
+  CardParts(e, r, parts);
 }
 
 // A registration: in how many calls, and its time. Measured where the clock is real; on the

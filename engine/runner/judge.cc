@@ -174,6 +174,24 @@ void JudgeRateBound(Judging& j, const std::optional<Expected<double>>& want, boo
                       want->written);
 }
 
+// Counts that may be bounds (">0"): a stream's and a card's blocks.
+void JudgeCountBounds(Judging& j) {
+  const Expectation& e = j.e;
+  const std::pair<const char*, const std::optional<Expected<scenario::CountBound>>*> bounds[] = {
+      {"drops", &e.drops}, {"corrupt", &e.corrupt}, {"delivered", &e.delivered}, {"torn", &e.torn},
+      {"timeouts", &e.timeouts}, {"stray_writes", &e.stray_writes}, {"after_release", &e.after_release},
+      {"silent_losses", &e.silent_losses}};
+  for (const auto& [key, v] : bounds) {
+    if (!*v) continue;
+    auto it = j.r.numbers.find(key);
+    if (it == j.r.numbers.end()) {
+      j.fails.push_back(std::string("no ") + key + " was measured");
+    } else if (!(*v)->value.Holds(it->second)) {
+      j.fails.push_back(std::string(key) + " is " + Fmt("%.0f", it->second) + ", expected " + (*v)->value.Describe());
+    }
+  }
+}
+
 // Rates, ratios and stream counts.
 void JudgeRates(Judging& j) {
   const Expectation& e = j.e;
@@ -181,8 +199,7 @@ void JudgeRates(Judging& j) {
   if (e.ratio_to_serial) JudgeNear(j, "ratio_to_serial", e.ratio_to_serial->value, j.tolerance());
   JudgeRateBound(j, e.mbps_min, true);
   JudgeRateBound(j, e.mbps_max, false);
-  if (e.drops) JudgeNear(j, "drops", static_cast<double>(e.drops->value), 0);
-  if (e.corrupt) JudgeNear(j, "corrupt", static_cast<double>(e.corrupt->value), 0);
+  JudgeCountBounds(j);
 }
 
 // Sizes observed: RAM within the tolerance, the device's size and address exactly; counts exactly.
@@ -252,9 +269,10 @@ void JudgeTexts(Judging& j) {
       {"cmdline", &e.cmdline}};
   for (const auto& [key, v] : texts)
     if (*v) same_text(key, (*v)->value, (*v)->written);
-  if (e.reservation_over_hole)
-    same_text("reservation_over_hole", e.reservation_over_hole->value ? "true" : "false",
-              e.reservation_over_hole->written);
+  for (const auto& [key, v] : {std::pair<const char*, const std::optional<Expected<bool>>*>{
+                                    "reservation_over_hole", &e.reservation_over_hole},
+                                {"link_down", &e.link_down}, {"stalled", &e.stalled}})
+    if (*v) same_text(key, (*v)->value ? "true" : "false", (*v)->written);
   if (e.seconds_max) {
     auto it = j.r.numbers.find("seconds");
     if (it == j.r.numbers.end() || it->second > e.seconds_max->value)

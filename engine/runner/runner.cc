@@ -20,6 +20,7 @@
 #include "engine/backend/backend_factory.h"
 #include "backends/platform/proc_parsers.h"
 #include "engine/doctor/doctor.h"
+#include "engine/runner/card_steps.h"
 #include "engine/runner/headline.h"
 #include "engine/runner/judge.h"
 #include "engine/runner/patterns.h"
@@ -187,6 +188,12 @@ class Run {
   Status Do(const scenario::ManagedPingPongStep& step, StepResult* r);
   Status Do(const scenario::ManagedFreeStep& step, StepResult* r);
   Status Do(const scenario::BarReadStep& step, StepResult* r);
+  // ---- a data-acquisition card (engine/runner/card_steps.h) ----
+  Status Do(const scenario::CardStartStep& step, StepResult* r) { return DoCardStep(b_, step, seed_, r); }
+  Status Do(const scenario::CardRunStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
+  Status Do(const scenario::CardFaultStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
+  Status Do(const scenario::CardStopStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
+  Status Do(const scenario::CardReleaseStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
   Status NeedManaged() {
     if (!b_.managed)
       return Status::Unavailable("this backend has no managed-memory part: run the managed steps on "

@@ -271,6 +271,9 @@ ArgDef ProcessorChoice(const char* name, Processor K::*m, std::string help) {
 const std::vector<std::string> kManagedExpectations = {
     "mbps", "mbps_min", "mbps_max", "tolerance", "seconds_max", "data",
     "faults", "migrated", "evicted", "remote", "events"};
+const std::vector<std::string> kCardExpectations = {
+    "delivered", "drops", "corrupt", "torn", "timeouts", "link_down", "stalled", "silent_losses", "mbps",
+    "mbps_min", "tolerance", "events"};
 constexpr const char* kRegisterFlagsHelp = "default, portable, mapped, iomemory, readonly";
 
 template <typename K>
@@ -491,6 +494,31 @@ std::vector<StepDef> MakeStepDefs() {
                               Size("offset", &DmaBufExportStep::offset, kOptional, "into it"),
                               WholeOrSize("length", &DmaBufExportStep::length, "the rest from offset", "bytes")},
                              {"size"}),
+      // ---- a data-acquisition card (docs/digitizer.md) ----
+      Kind<CardStartStep>("power the card on, program its ring in the reserved range, post every slot, enable it",
+                          {Size("window", &CardStartStep::window, kOptional, "the register page's physical address (0: the first reserved range's start)"),
+                           Size("block", &CardStartStep::block, kOptional, "bytes per block, header and trailer included"),
+                           Int("ring", &CardStartStep::ring, kOptional, 1, 65536, "descriptors (a power of two)"),
+                           Size("rate", &CardStartStep::rate, kOptional, "bytes per second the card produces (0: flat out)"),
+                           Text("faults", &CardStartStep::faults, "none", "the fault script (docs/digitizer.md)"),
+                           Bool("check_done", &CardStartStep::check_done, "the driver reads a slot only once its DONE flag is set"),
+                           Bool("watchdog", &CardStartStep::watchdog, "the driver notices all-ones registers and a card that stops completing"),
+                           Number("watchdog_seconds", &CardStartStep::watchdog_seconds, "s", "1", "no completion for this long is a stall"),
+                           Number("poll_seconds", &CardStartStep::poll_seconds, "s", "0.0001", "how often the driver looks"),
+                           Bool("model_payload", &CardStartStep::model_payload, "header and trailer only (long runs on the simulator)")},
+                          {}),
+      Kind<CardRunStep>("acquisition: the card writes blocks, the driver reads and checks them, for `seconds` of the backend's clock",
+                        {Number("seconds", &CardRunStep::seconds, "s", "1", "how long")},
+                        kCardExpectations),
+      Kind<CardFaultStep>("one fault-script line on the running card, its times counted from now",
+                          {Name("fault", &CardFaultStep::fault, "e.g. link_down at 0s for 2s")}, {}),
+      Kind<CardStopStep>("the driver asks the card to stop (QUIESCE), and with `wait` waits until it is idle",
+                         {Bool("wait", &CardStopStep::wait, "wait until the card's ACTIVE bit clears"),
+                          Number("wait_seconds", &CardStopStep::wait_seconds, "s", "1", "how long to wait")},
+                         kCardExpectations),
+      Kind<CardReleaseStep>("the driver releases the blocks' memory (canaries in it), the card runs on for `then_seconds`",
+                            {Number("then_seconds", &CardReleaseStep::then_seconds, "s", "0.1", "the card's time after the release")},
+                            {"stray_writes", "after_release"}),
   };
 }
 
@@ -525,6 +553,30 @@ Result<std::string> ToText(const RawValue& v) {
   return v.str;
 }
 Result<int64_t> ToCount(const RawValue& v) { return ToInt(v, 0, INT64_MAX); }
+
+// An integer (exactly), or a string ">0", ">= 3", "<= 10", "< 5".
+Result<CountBound> ToCountBound(const RawValue& v) {
+  CountBound b;
+  if (v.kind != RawValue::Kind::kString) {
+    RESMEM_ASSIGN_OR_RETURN(b.value, ToCount(v));
+    return b;
+  }
+  std::string t;
+  for (char c : v.str)
+    if (c != ' ') t += c;
+  size_t n = 0;
+  if (t.rfind(">=", 0) == 0) b.op = CountBound::Op::kGe, n = 2;
+  else if (t.rfind("<=", 0) == 0) b.op = CountBound::Op::kLe, n = 2;
+  else if (t.rfind(">", 0) == 0) b.op = CountBound::Op::kGt, n = 1;
+  else if (t.rfind("<", 0) == 0) b.op = CountBound::Op::kLt, n = 1;
+  char* end = nullptr;
+  const long long x = std::strtoll(t.c_str() + n, &end, 10);
+  if (t.size() == n || *end || x < 0)
+    return Status::InvalidArgument("'" + v.str + "' is not a count: give an integer, or a bound as a string "
+                                   "(\">0\", \">= 3\", \"<= 10\", \"< 5\")");
+  b.value = x;
+  return b;
+}
 Result<uint64_t> ToSizeExpectation(const RawValue& v) {
   if (v.kind == RawValue::Kind::kFloat) return WrongType("a size like \"3G\" or an integer (bytes)", v);
   return ToSize(v);
@@ -551,10 +603,10 @@ std::vector<ExpectDef> MakeExpectDefs() {
       Expect("ratio_to_serial", "number", "an overlap's time over copy + kernel one after another, "
              "within `tolerance`: 1 without overlap, about max/sum with it", &E::ratio_to_serial,
              ToNumber),
-      Expect("drops", "integer", "blocks the producer overwrote before they were copied", &E::drops,
-             ToCount),
-      Expect("corrupt", "integer", "blocks whose device checksum differs from their header",
-             &E::corrupt, ToCount),
+      Expect("drops", "count", "blocks lost: the stream's producer overwrote them before they were copied; the card's driver saw them missing from the sequence", &E::drops,
+             ToCountBound),
+      Expect("corrupt", "count", "blocks whose device checksum differs from their header",
+             &E::corrupt, ToCountBound),
       Expect("reservations", "integer", "memmap reservations the booted kernel made",
              &E::reservations, ToCount),
       Expect("abi_version", "integer", "the driver's ABI version", &E::abi_version, ToCount),
@@ -598,6 +650,14 @@ std::vector<ExpectDef> MakeExpectDefs() {
              &E::user_map, ToStringList),
       Expect("dmesg", "list of strings", "lines the kernel log has in this order (others between)",
              &E::dmesg, ToStringList),
+      Expect("delivered", "count", "blocks the card's driver read whole and correct", &E::delivered, ToCountBound),
+      Expect("torn", "count", "blocks the driver found written in part (trailer not matching header)", &E::torn, ToCountBound),
+      Expect("timeouts", "count", "descriptors the card completed with status TIMEOUT", &E::timeouts, ToCountBound),
+      Expect("stray_writes", "count", "canary words the card overwrote after the release", &E::stray_writes, ToCountBound),
+      Expect("after_release", "count", "blocks the card wrote after the host released their memory", &E::after_release, ToCountBound),
+      Expect("silent_losses", "count", "blocks the card lost or spoiled that the driver did not count", &E::silent_losses, ToCountBound),
+      Expect("link_down", "bool", "the driver saw the card's registers read all ones", &E::link_down, ToBool),
+      Expect("stalled", "bool", "the driver's watchdog saw no completion for watchdog_seconds", &E::stalled, ToBool),
       Expect("finding", "list of strings", "finding ids the doctor reports (as `resmem doctor` "
              "prints them)", &E::finding, ToStringList),
       Expect("no_finding", "list of strings", "finding ids the doctor does not report",
@@ -712,6 +772,23 @@ const char* StepName(const StepArgs& args) {
   return std::visit([](const auto& kind) { return std::decay_t<decltype(kind)>::kName; }, args);
 }
 
+bool CountBound::Holds(double got) const {
+  const double v = static_cast<double>(value);
+  switch (op) {
+    case Op::kEq: return got == v;
+    case Op::kGt: return got > v;
+    case Op::kGe: return got >= v;
+    case Op::kLt: return got < v;
+    case Op::kLe: return got <= v;
+  }
+  return false;
+}
+
+std::string CountBound::Describe() const {
+  const char* words[] = {"exactly ", "more than ", "at least ", "fewer than ", "at most "};
+  return words[static_cast<int>(op)] + std::to_string(value);
+}
+
 const std::vector<ExpectDef>& ExpectDefs() {
   static const std::vector<ExpectDef> defs = MakeExpectDefs();
   return defs;
@@ -753,7 +830,8 @@ std::string StepTableMarkdown() {
   std::vector<std::string> common;
   for (const auto& c : CommonExpectations()) common.push_back(Code(c));
   out += "\nEvery step also takes " + Join(common) +
-         ". The expectations (`expect = { ... }` or `[step.expect]`):\n\n"
+         ". The expectations (`expect = { ... }` or `[step.expect]`; a count is an integer, exactly, or "
+         "a bound written as a string: \">0\", \">= 3\", \"<= 10\", \"< 5\"):\n\n"
          "| expectation | value | meaning |\n|---|---|---|\n";
   for (const auto& e : ExpectDefs()) out += "| " + Code(e.name) + " | " + e.type + " | " + Cell(e.help) + " |\n";
   return out;

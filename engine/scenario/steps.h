@@ -269,6 +269,36 @@ struct BarReadStep {
   uint64_t length = 0;
 };
 
+// A data-acquisition card (backends/api/card.h, docs/digitizer.md): its DMA engine writes blocks
+// into the reserved range while a driver reads them.
+struct CardStartStep {
+  static constexpr const char* kName = "card_start";
+  uint64_t window = 0;  // 0: the first reserved range's start
+  uint64_t block = 1 << 20;
+  int64_t ring = 64;
+  uint64_t rate = 0;    // bytes per second; 0: flat out
+  std::string faults;
+  bool check_done = true, watchdog = true, model_payload = false;
+  double watchdog_seconds = 1.0, poll_seconds = 1e-4;
+};
+struct CardRunStep {
+  static constexpr const char* kName = "card_run";
+  double seconds = 1;
+};
+struct CardFaultStep {
+  static constexpr const char* kName = "card_fault";
+  std::string fault;
+};
+struct CardStopStep {
+  static constexpr const char* kName = "card_stop";
+  bool wait = true;
+  double wait_seconds = 1;
+};
+struct CardReleaseStep {
+  static constexpr const char* kName = "card_release";
+  double then_seconds = 0.1;
+};
+
 // A step's kind and its arguments. The order is the order of docs/scenarios.md's table.
 using StepArgs =
     std::variant<BootStep, OpenStep, InfoStep, IoctlStep, MmapStep, MunmapStep, AllocPageableStep,
@@ -278,7 +308,8 @@ using StepArgs =
                  P2pAllocStep, P2pTokensStep, P2pPinStep, P2pUnpinStep, P2pDmaStep, P2pFreeStep,
                  GpuReserveStep, ManagedAllocStep, ManagedTouchStep, ManagedPrefetchStep,
                  ManagedAdviseStep, ManagedPingPongStep, ManagedFreeStep, BarReadStep,
-                 DmaBufExportStep>;
+                 DmaBufExportStep, CardStartStep, CardRunStep, CardFaultStep, CardStopStep,
+                 CardReleaseStep>;
 
 // The kind's name as a file writes it ("mmap").
 const char* StepName(const StepArgs& args);
@@ -289,6 +320,16 @@ struct Expected {
   T value{};
   std::string written;
   int line = 0;
+};
+
+// A count a step must show: exactly N (an integer in the file), or a bound written as a string -
+// ">0", ">= 3", "<= 10", "< 5" - where the exact number depends on timing (a card's blocks on a
+// real machine).
+struct CountBound {
+  enum class Op { kEq, kGt, kGe, kLt, kLe } op = Op::kEq;
+  int64_t value = 0;
+  bool Holds(double got) const;
+  std::string Describe() const;  // "exactly 3", "more than 0", ...
 };
 
 // The error a step must fail with. Errno and signal names are resolved by the loader; a CUDA name
@@ -308,7 +349,8 @@ struct Expectation {
   std::optional<Expected<std::string>> message_contains;
   std::optional<Expected<double>> tolerance;  // fraction, for mbps, usable_ram and mem_total
   std::optional<Expected<double>> mbps, seconds_max, mbps_min, mbps_max, ratio_to_serial;
-  std::optional<Expected<int64_t>> drops, corrupt, reservations, abi_version, pins, hits, evictions;
+  std::optional<Expected<CountBound>> drops, corrupt;
+  std::optional<Expected<int64_t>> reservations, abi_version, pins, hits, evictions;
   std::optional<Expected<uint64_t>> usable_ram, mem_total, size, phys;  // bytes
   // Managed memory (seed 004): the model's fault groups and bytes moved.
   std::optional<Expected<int64_t>> faults;
@@ -316,6 +358,9 @@ struct Expectation {
   std::optional<Expected<std::string>> path, vm_flags, memory_type, backing, data, mode, cache,
       cmdline;
   std::optional<Expected<bool>> reservation_over_hole;
+  // A card (docs/digitizer.md): what the driver counted, and what it missed.
+  std::optional<Expected<CountBound>> delivered, torn, timeouts, stray_writes, after_release, silent_losses;
+  std::optional<Expected<bool>> link_down, stalled;
   std::optional<Expected<std::vector<std::string>>> user_map, dmesg, finding, no_finding, findings,
       events;
 
