@@ -5,8 +5,12 @@
 #     manual) fails analysis, and with Bazel's visibility error, not some other one;
 #  2. the tree itself (`bazel build --nobuild //...`) passes analysis;
 #  3. no BUILD file of the project opens its package to everyone (//visibility:public), which would
-#     switch the rule off for that package (third_party/ stand-ins excepted).
-# Run by ci/test.sh before the test suite; exit 0 when all three hold, 1 otherwise.
+#     switch the rule off for that package (third_party/ stand-ins excepted);
+#  4. kmod/ stays the bottom layer with one exception, said here and in the root BUILD: its tests
+#     package, kmod/tests (the module's guest programs), is the only package under kmod/ that a
+#     group of the root BUILD names, in user_space: it may use the seams and kmod/uapi, and its
+#     fixture (kmod/tests/layer_fixture, in check 1) shows it can use nothing above them.
+# Run by ci/test.sh before the test suite; exit 0 when all four hold, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failures=0
@@ -52,6 +56,14 @@ if [ -n "$public" ]; then
   failures=$((failures + 1))
 else
   echo "ok   no project BUILD file says //visibility:public"
+fi
+
+kmod_in_groups=$(sed -n 's|^ *"\(//kmod[^"]*\)",.*|\1|p' BUILD | sort -u | tr '\n' ' ')
+if [ "$kmod_in_groups" = "//kmod/tests/... " ]; then
+  echo "ok   kmod/: the root BUILD's groups name only kmod/tests/... (the module's guest programs, user space)"
+else
+  echo "FAIL the root BUILD's groups name these packages under kmod/: ${kmod_in_groups:-none} (want //kmod/tests/... alone)"
+  failures=$((failures + 1))
 fi
 
 echo "ci/layers.sh: $checked fixture targets, $failures failure(s)"

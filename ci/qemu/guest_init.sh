@@ -319,7 +319,7 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	t d_mmap_bounds_pages                           $G mmap-bounds /dev/resmem1
 	t d_concurrent_opens_and_maps                   $G concurrent /dev/resmem0 /dev/resmem1
 	t d_unload_while_mapped_refused                 $G unload-while-mapped /dev/resmem1 resmem
-	# A 32-bit program: its ioctls go through compat_ioctl (ci/qemu/resmem_compat32.c).
+	# A 32-bit program: its ioctls go through compat_ioctl (kmod/tests/resmem_compat32.c).
 	t d_compat32_ioctls_and_mmap                    /resmem_compat32 /dev/resmem0 0x40000000 0x4000000
 	t e_integrity_pfnmap                            $G integrity /dev/resmem0
 	t e_integrity_pages                             $G integrity /dev/resmem1
@@ -331,7 +331,7 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	done
 	# The first boot's machine (QEMU pc, SeaBIOS) has no IOMMU: no DMAR or IVRS table.
 	t doctor_iommu_off doctor_iommu off iommu-off
-	# Random syscall sequences (ci/qemu/resmem_seq.cc): seeded, replayable, shrinking; the module
+	# Random syscall sequences (kmod/tests/resmem_seq.cc): seeded, replayable, shrinking; the module
 	# is unloaded and loaded again along the way and at the end.
 	t d_random_syscall_sequences /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
 		--threads 4 --module-name resmem --module-file /resmem.ko --kcov-sites "${resmem_kcov_sites:-0}"

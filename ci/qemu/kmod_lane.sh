@@ -21,9 +21,11 @@
 #     -Werror; checks the vermagics and that the feature probes (kmod/conftest.sh) found what
 #     this kernel has (the lane's conftest_* cases). RESMEM_KMOD_DRIVER=kbuild builds the driver
 #     with Kbuild too. The guest case driver_module_origin names the .ko it loads;
-#  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, resmem_guest, the
-#     static resmem and scenarios/kmod/*.toml and scenarios/seed003/*.toml, which the guest runs on
-#     the kmod backend: scenario_kmod_*, scenario_seed003_*);
+#  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, the guest programs:
+#     resmem_guest, resmem_edu_guest and resmem_p2p_guest of ci/qemu/, resmem_seq and
+#     resmem_compat32 of kmod/tests/; the static resmem and scenarios/kmod/*.toml and
+#     scenarios/seed003/*.toml, which the guest runs on the kmod backend: scenario_kmod_*,
+#     scenario_seed003_*);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case,
 #     in a test suite named after the kernel (kmod_lane_6_1, kmod_lane_6_12, kmod_lane_RELEASE).
@@ -31,7 +33,7 @@
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
 # matches this shell pattern),
-# RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, ci/qemu/resmem_seq.cc),
+# RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, kmod/tests/resmem_seq.cc),
 # RESMEM_SEQ_P2P_OPS (the length of those that also drive the DMA devices, d_random_sequences_edu_p2p).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
 # with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
@@ -86,9 +88,9 @@ GUEST_BIN="$SRC/ci/qemu/resmem_guest"
 RESMEM_BIN="$SRC/engine/cli/resmem_static"
 [[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
 [[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
-SEQ_BIN="$SRC/ci/qemu/resmem_seq"
-[[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/ci/qemu/resmem_seq"
-[[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //ci/qemu:resmem_seq"
+SEQ_BIN="$SRC/kmod/tests/resmem_seq"
+[[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/kmod/tests/resmem_seq"
+[[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //kmod/tests:resmem_seq"
 EDU_BIN="$SRC/ci/qemu/resmem_edu_guest"
 [[ -x "$EDU_BIN" ]] || EDU_BIN="$SRC/bazel-bin/ci/qemu/resmem_edu_guest"
 [[ -x "$EDU_BIN" ]] || die "resmem_edu_guest not found; run: bazel build //ci/qemu:resmem_edu_guest"
@@ -117,7 +119,7 @@ command -v cpio >/dev/null || missing+=(cpio)
 command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
 [[ -z $HEADERS_PKG ]] || dpkg -s "$HEADERS_PKG" >/dev/null 2>&1 || missing+=("$HEADERS_PKG")
 [[ $DRIVER_BUILD == kbuild ]] || command -v dkms >/dev/null || missing+=(dkms)
-# The 32-bit guest program (ci/qemu/resmem_compat32.c) needs a 32-bit libc to link statically.
+# The 32-bit guest program (kmod/tests/resmem_compat32.c) needs a 32-bit libc to link statically.
 echo 'int main(void) { return 0; }' | gcc -m32 -static -x c - -o /dev/null 2>/dev/null || missing+=(gcc-multilib)
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
@@ -230,7 +232,7 @@ else
 	host_case fail make_install_installs_only_the_driver "make install failed: $(tail -5 "$WORK/install.log" | tr '\n' ' ')"
 fi
 # The 32-bit guest program: a 32-bit process's ioctls take the driver's compat_ioctl path.
-gcc -m32 -static -O2 -Wall -Wextra -Werror -I"$WORK/kmod/uapi" "$SRC/ci/qemu/resmem_compat32.c" \
+gcc -m32 -static -O2 -Wall -Wextra -Werror -I"$WORK/kmod/uapi" "$SRC/kmod/tests/resmem_compat32.c" \
 	-o "$WORK/resmem_compat32" >"$WORK/compat32.log" 2>&1 ||
 	{ cat "$WORK/compat32.log" >&2; die "cannot build the 32-bit guest program (gcc -m32, gcc-multilib)"; }
 DRIVER_KO="$WORK/kmod/resmem.ko"

@@ -47,7 +47,7 @@
 #include "kmod/uapi/resmem_ioctl.h"
 #include "mock/gpu/sim_gpu.h"
 
-#include "ci/qemu/tap_diag.h"
+#include "kmod/tests/tap_diag.h"
 
 namespace resmem {
 namespace {

@@ -39,7 +39,7 @@
 #include "kmod/uapi/resmem_edu_ioctl.h"
 #include "kmod/uapi/resmem_edu_p2p_ioctl.h"
 
-#include "ci/qemu/tap_diag.h"
+#include "kmod/tests/tap_diag.h"
 
 namespace resmem {
 namespace {

@@ -16,8 +16,8 @@
 // read back through its mapping what it had the device write. Barriers try to unload both
 // modules (refused while anything holds them) or release everything, check the provider at rest
 // and unload and reload both; at the end of a run the provider must be at rest.
-#ifndef RESMEM_CI_QEMU_RESMEM_SEQ_P2P_H_
-#define RESMEM_CI_QEMU_RESMEM_SEQ_P2P_H_
+#ifndef RESMEM_KMOD_TESTS_RESMEM_SEQ_P2P_H_
+#define RESMEM_KMOD_TESTS_RESMEM_SEQ_P2P_H_
 
 #include <atomic>
 #include <cstdint>
@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "ci/qemu/resmem_seq_op.h"
+#include "kmod/tests/resmem_seq_op.h"
 
 namespace resmem::seq::p2p {
 
-// The device mode's op kinds, numbered from 0 (resmem_seq.cc numbers them after its own).
+// The device mode's op kinds, numbered from 0 (resmem_seq_generator.h numbers them after its own).
 constexpr int kKinds = 14;
 const char* KindName(int k);
-// Weight of kind k per about 10,000 ops of a list (resmem_seq.cc adds its own kinds' weights).
+// Weight of kind k per about 10,000 ops of a list (resmem_seq_generator.h adds its own kinds').
 int Weight(int k);
 
 // What the run works with: read in the parent before the run (Setup), fixed afterwards.
@@ -76,7 +76,7 @@ class Executor {
   std::string Start();
   // Op `index` of the list, of device kind `kind` (0..kKinds-1), on worker `thread`.
   void Do(int thread, long index, const Op& op, int kind);
-  // A barrier op, before resmem_seq.cc unloads resmem_edu: with release_all everything is closed
+  // A barrier op, before the executor unloads resmem_edu: with release_all everything is closed
   // first. Then nv_p2p_standin is unloaded and reloaded when nothing holds it (the provider at
   // rest first), else the unload must be refused.
   void Barrier(long index, const Op& op, bool release_all);
@@ -105,4 +105,4 @@ void RestoreSettings(const Config& cfg);
 
 }  // namespace resmem::seq::p2p
 
-#endif  // RESMEM_CI_QEMU_RESMEM_SEQ_P2P_H_
+#endif  // RESMEM_KMOD_TESTS_RESMEM_SEQ_P2P_H_

@@ -1,12 +1,12 @@
-// What resmem_seq's parts share (ci/qemu/resmem_seq.cc; docs/reliability.md "Random syscall
+// What resmem_seq's parts share (kmod/tests/resmem_seq.cc; docs/reliability.md "Random syscall
 // sequences"): an op of a list, and how an executor of ops reports what they returned.
 //
 // An op is a kind, the thread that runs it and six random words. The list is a pure function of
 // (seed, ops, threads, device mode); the words are interpreted against the state at run time (the
 // k-th open file, the k-th allocation, ...), so any sub-list is still a valid program and a failing
 // list can be shrunk.
-#ifndef RESMEM_CI_QEMU_RESMEM_SEQ_OP_H_
-#define RESMEM_CI_QEMU_RESMEM_SEQ_OP_H_
+#ifndef RESMEM_KMOD_TESTS_RESMEM_SEQ_OP_H_
+#define RESMEM_KMOD_TESTS_RESMEM_SEQ_OP_H_
 
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@
 namespace resmem::seq {
 
 struct Op {
-  uint8_t kind;    // resmem_seq.cc's Kind: its own kinds, then the device mode's (resmem_seq_p2p.h)
+  uint8_t kind;    // resmem_seq_generator.h's Kind: the module's kinds, then the device mode's
   uint8_t thread;  // the worker that runs it; barriers run on the main thread
   uint64_t p[6];   // random words, read by the op's executor
 };
@@ -34,4 +34,4 @@ class Outcome {
 
 }  // namespace resmem::seq
 
-#endif  // RESMEM_CI_QEMU_RESMEM_SEQ_OP_H_
+#endif  // RESMEM_KMOD_TESTS_RESMEM_SEQ_OP_H_

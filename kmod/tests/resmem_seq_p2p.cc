@@ -1,6 +1,6 @@
 // resmem_seq's device mode: the provider's contexts and allocations, the edu device's P2P and
 // dma-buf transfers, BAR mappings, and the oracle of each (resmem_seq_p2p.h says what and why).
-#include "ci/qemu/resmem_seq_p2p.h"
+#include "kmod/tests/resmem_seq_p2p.h"
 
 #include <fcntl.h>
 #include <setjmp.h>
@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -25,7 +24,8 @@
 #include <utility>
 
 #include "backends/fault/rng.h"
-#include "ci/qemu/tap_diag.h"
+#include "kmod/tests/resmem_seq_util.h"
+#include "kmod/tests/tap_diag.h"
 #include "kmod/uapi/nv_p2p_standin_ioctl.h"
 #include "kmod/uapi/resmem_edu_ioctl.h"
 #include "kmod/uapi/resmem_edu_p2p_ioctl.h"
@@ -54,25 +54,6 @@ const char* const kNames[kKinds] = {"ctx-open",  "ctx-close", "alloc",         "
 // Transfers dominate the time (a 2 KiB piece is two ~100 ms edu commands under TCG); frees come
 // often, to meet transfers into what they free.
 const int kWeights[kKinds] = {150, 100, 700, 600, 1800, 250, 200, 200, 120, 450, 550, 250, 300, 150};
-
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Fmt(const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  std::string t = s.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
-}
 
 bool WriteText(const std::string& path, const std::string& value) {
   std::ofstream f(path);
@@ -114,13 +95,6 @@ bool GuardedCopy(void* to, const uint8_t* from, size_t n) {
 
 // ---- modules ----------------------------------------------------------------------------------
 
-long DeleteModule(const std::string& name) { return syscall(SYS_delete_module, name.c_str(), O_NONBLOCK); }
-
-bool ModuleLoaded(const std::string& name) {
-  struct stat st;
-  return stat(("/sys/module/" + name + "/initstate").c_str(), &st) == 0;
-}
-
 std::string LoadProvider(const Config& cfg, const std::string& params) {
   if (syscall(SYS_init_module, cfg.provider_image.data(), cfg.provider_image.size(), params.c_str()) != 0)
     return Fmt("init_module(%s, \"%s\") failed: %s", cfg.provider_file.c_str(), params.c_str(), strerror(errno));
@@ -132,7 +106,7 @@ std::string ParamPath(const Config& cfg, const char* p) { return "/sys/module/" 
 // The provider loaded with its own parameters (reloaded if a barrier loaded it with a small
 // window; nothing may hold it) and its own revoke delay. "" or why not.
 std::string OwnSettings(const Config& cfg) {
-  if (ModuleLoaded(cfg.provider_name) && "bar_reserve=" + ReadText(ParamPath(cfg, "bar_reserve")) != cfg.provider_params &&
+  if (ModuleLoaded(cfg.provider_name) && "bar_reserve=" + ReadValue(ParamPath(cfg, "bar_reserve")) != cfg.provider_params &&
       DeleteModule(cfg.provider_name) != 0)
     return "cannot unload " + cfg.provider_name + " to load it with its own parameters: " + strerror(errno);
   if (!ModuleLoaded(cfg.provider_name)) {
@@ -1370,8 +1344,8 @@ std::string Setup(const std::string& edu_list, const std::string& provider_file,
   }
   cfg->provider_file = provider_file;
   if (!ModuleLoaded(cfg->provider_name)) return cfg->provider_name + " is not loaded; load it first";
-  cfg->provider_params = "bar_reserve=" + ReadText(ParamPath(*cfg, "bar_reserve"));
-  cfg->revoke_delay_ms = std::atoi(ReadText(ParamPath(*cfg, "revoke_delay_ms")).c_str());
+  cfg->provider_params = "bar_reserve=" + ReadValue(ParamPath(*cfg, "bar_reserve"));
+  cfg->revoke_delay_ms = std::atoi(ReadValue(ParamPath(*cfg, "revoke_delay_ms")).c_str());
   std::ifstream f(cfg->provider_file, std::ios::binary);
   cfg->provider_image.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   if (cfg->provider_image.empty()) return "cannot read " + cfg->provider_file + " (needed to reload the provider)";

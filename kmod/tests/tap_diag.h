@@ -1,9 +1,10 @@
-// What the guest programs (resmem_guest, resmem_edu_guest, resmem_seq) share to report on the
-// guest console: TAP diagnostic lines ("# " + text, flushed at once so the lane sees them even if
-// the guest dies next), a case's failure line, errno names including those the module returns,
-// and the kernel log records written since a point in time (/dev/kmsg).
-#ifndef RESMEM_CI_QEMU_TAP_DIAG_H_
-#define RESMEM_CI_QEMU_TAP_DIAG_H_
+// What the guest programs (kmod/tests/resmem_seq here; ci/qemu's resmem_guest, resmem_edu_guest
+// and resmem_p2p_guest) share to report on the guest console: TAP diagnostic lines ("# " + text,
+// flushed at once so the lane sees them even if the guest dies next), a case's failure line, errno
+// names including those the module returns, and the kernel log records written since a point in
+// time (/dev/kmsg).
+#ifndef RESMEM_KMOD_TESTS_TAP_DIAG_H_
+#define RESMEM_KMOD_TESTS_TAP_DIAG_H_
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -85,4 +86,4 @@ class KmsgSince {
 
 }  // namespace resmem::guest
 
-#endif  // RESMEM_CI_QEMU_TAP_DIAG_H_
+#endif  // RESMEM_KMOD_TESTS_TAP_DIAG_H_
