@@ -44,9 +44,11 @@ struct Element {
 
 // Reads the elements of one level in order: the whole input, or the contents of a constructed
 // element (Reader::Inside). `base` is where `data` starts in the whole input (for messages).
+// The reader holds a view: `data` must outlive it, so a temporary string is refused at compile time.
 class Reader {
  public:
   explicit Reader(std::string_view data, size_t base = 0) : data_(data), base_(base) {}
+  explicit Reader(std::string&& data, size_t base = 0) = delete;
   static Reader Inside(const Element& e) { return Reader(e.content, e.content_offset); }
 
   bool done() const { return pos_ >= data_.size(); }

@@ -54,12 +54,13 @@ TEST(Der, RefusesWhatIsNotDerOrDoesNotFit) {
     EXPECT_NE(e.status().message().find(c.says), std::string::npos) << e.status().message();
     EXPECT_NE(e.status().message().find("DER at byte 100"), std::string::npos) << e.status().message();
   }
-  Reader wrong(Bytes({0x02, 0x01, 0x00}));
+  const std::string integer = Bytes({0x02, 0x01, 0x00});
+  Reader wrong(integer);
   auto w = wrong.Expect(kSequence, "the SignedData");
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find("the SignedData (tag 0x30) expected, found tag 0x02"),
             std::string::npos) << w.status().message();
-  Reader empty("");
+  Reader empty(std::string_view{});
   EXPECT_NE(empty.Expect(kSet, "the signerInfos").status().message().find("found the end"),
             std::string::npos);
 }
