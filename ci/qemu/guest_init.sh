@@ -6,7 +6,7 @@
 #   memmap=64M$0xbe000000 memmap=64M$0xc0000000   half RAM half PCI hole; PCI hole (QEMU -m 5G)
 #   memmap=64M$0xfc000000                          IOAPIC/HPET/LAPIC/BIOS area below 4 GiB
 # Unknown kernel parameters arrive as environment variables: resmem_only=NAME runs one case
-# (a shell pattern: resmem_only='edu_*' runs those).
+# (shell patterns, comma-separated: resmem_only='edu_*,p2p_unload' runs those).
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -52,10 +52,20 @@ kcheck() {
 	sed "s/^/# kernel: /" /tmp/kc.bad | head -20
 	return 1
 }
+# only_names NAME: whether NAME matches one of resmem_only's comma-separated shell patterns.
+only_names() {
+	_rest="$resmem_only,"
+	while [ -n "$_rest" ]; do
+		_pat=${_rest%%,*}; _rest=${_rest#*,}
+		[ -n "$_pat" ] || continue
+		case "$1" in $_pat) return 0;; esac
+	done
+	return 1
+}
 # tap NAME COMMAND...: one case. Output lines of the command are diagnostics ("# ...").
 tap() {
 	name=$1; shift
-	if [ -n "$resmem_only" ]; then case "$name" in $resmem_only) ;; *) return 0;; esac; fi
+	if [ -n "$resmem_only" ] && ! only_names "$name"; then return 0; fi
 	N=$((N + 1))
 	echo "# case $name: $*"
 	rm -f /tmp/tap_skip

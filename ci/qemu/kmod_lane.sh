@@ -32,7 +32,7 @@
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
-# matches this shell pattern),
+# matches one of these comma-separated shell patterns: 'scenario_seed003_*,p2p_unload'),
 # RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, kmod/tests/resmem_seq.cc),
 # RESMEM_SEQ_P2P_OPS (the length of those that also drive the DMA devices, d_random_sequences_edu_p2p).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
@@ -49,6 +49,21 @@ set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
 die() { echo "kmod-lane: ERROR: $*" >&2; exit 1; }
+# only_may PATTERN...: whether RESMEM_ONLY is unset or one of its comma-separated items matches one
+# of the PATTERNs (a boot whose cases RESMEM_ONLY cannot name is left out).
+only_may() {
+	[[ -z "${RESMEM_ONLY:-}" ]] && return 0
+	local item pat
+	local -a items
+	IFS=, read -ra items <<<"$RESMEM_ONLY"
+	for item in "${items[@]}"; do
+		for pat in "$@"; do
+			# shellcheck disable=SC2053 # $pat is a pattern
+			[[ $item == $pat ]] && return 0
+		done
+	done
+	return 1
+}
 
 # ---- which kernel --------------------------------------------------------------------------------
 KERNEL_LINE=6.1
@@ -376,7 +391,7 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 # bus address nobody mapped faults. Its console is appended to the first one's; each boot prints
 # its own TAP plan. Left out when RESMEM_ONLY names no edu or IOMMU case, or with RESMEM_IOMMU_BOOT=0.
 BOOTS=1
-if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == edu* || "$RESMEM_ONLY" == p2p* || "$RESMEM_ONLY" == *iommu* || "$RESMEM_ONLY" == scenario_seed003* ) ]]; then
+if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 ]] && only_may 'edu*' 'p2p*' '*iommu*' 'scenario_seed003*'; then
 	BOOTS=2
 	# intel_iommu=on, and IOMMU options the kernel does not take (they change nothing here; the
 	# guest's doctor_iommu_options_ignored checks that the kernel prints what the doctor's model,
@@ -399,7 +414,7 @@ fi
 # driver dkms signed with a key this kernel does not trust are refused ("Key was rejected by
 # service"), and `resmem doctor` says why and the way out (guest_init.sh, resmem_suite=sig).
 # Left out when RESMEM_ONLY names no sig_ case, or with RESMEM_SIG_BOOT=0.
-if [[ "${RESMEM_SIG_BOOT:-1}" != 0 && ( -z "${RESMEM_ONLY:-}" || "$RESMEM_ONLY" == sig* ) ]]; then
+if [[ "${RESMEM_SIG_BOOT:-1}" != 0 ]] && only_may 'sig*'; then
 	BOOTS=$((BOOTS + 1))
 	SAPPEND="$COMMON_APPEND module.sig_enforce=1 lockdown=integrity resmem_suite=sig"
 	SAPPEND+=' memmap=64M$0x40000000'
