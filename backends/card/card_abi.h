@@ -113,4 +113,61 @@ static inline uint64_t resmem_card_checksum(const uint64_t* words, uint64_t n) {
 }
 #define RESMEM_CARD_BLOCK_OVERHEAD (sizeof(struct resmem_card_block_header) + sizeof(struct resmem_card_block_trailer))
 
+/* ---- Lane extension: the QEMU lane's mailbox (not part of a card's ABI) ------------------------
+ * In the QEMU lane the card is a host process (ci/qemu/card_device.cc) writing into the guest's RAM
+ * through QEMU's shared memory-backend-file; it has no PCI function, no BAR and no interrupt. The
+ * guest's driver reaches it through this mailbox, 2 KiB into a page of reserved RAM: by default
+ * the register page at the start of the lane's first reservation (bus 0x40000800), above the
+ * registers (which end at 0x80), where no block goes.
+ *
+ * Power-on handshake: the device process writes NOTHING into guest RAM until a guest asks, because
+ * the module's load-time probe writes and reads back test words in the range (docs/kmod.md) and
+ * other guest cases fill it with their own patterns. It only reads the mailbox. A guest asks by
+ * writing the request fields, then magic = RESMEM_CARD_LANE_MAGIC, then request_seq + 1 (last, a
+ * 64-bit store). The device acts on a request_seq it has not seen while magic is right, and
+ * answers ack_status, then ack_seq = request_seq (last). POWER_ON: the device powers its engine
+ * on at `window` (the register page: magic, abi, LINK_UP written, the rest zeroed - it restores
+ * this mailbox if the window is its page) with `seed`, `flags` and the fault script in `text`,
+ * and from then on writes as a card does. POWER_OFF: the engine stops at once and the device
+ * writes nothing more. A guest that stops bumping `lease` for RESMEM_CARD_LANE_LEASE_SECONDS
+ * (a crashed scenario) is powered off the same way.
+ * FAULT: `text` is fault-script lines (card_fault.h), their times counted from now. RELEASED: the
+ * host let the targets go (the engine counts what it writes after, after_release). SPRAY: the
+ * throughput check: the device writes blocks round robin into `spray_slots` slots of
+ * `spray_block` bytes from `spray_target` for `spray_ms` ms, as fast as it can, and reports.
+ * A refused request: ack_status an errno and `text` the reason. While on, the device publishes its
+ * counters (struct CardCounters) after each step of its engine. */
+#define RESMEM_CARD_LANE_MAILBOX_OFFSET 0x800u
+#define RESMEM_CARD_LANE_MAGIC 0x584f424c49414d52ull /* "RMAILBOX" */
+#define RESMEM_CARD_LANE_TEXT_BYTES 1024u
+#define RESMEM_CARD_LANE_LEASE_SECONDS 30
+#define RESMEM_CARD_LANE_POWER_ON 1ull
+#define RESMEM_CARD_LANE_POWER_OFF 2ull
+#define RESMEM_CARD_LANE_FAULT 3ull
+#define RESMEM_CARD_LANE_RELEASED 4ull
+#define RESMEM_CARD_LANE_SPRAY 5ull
+#define RESMEM_CARD_LANE_FLAG_MODEL_PAYLOAD 0x1ull  /* POWER_ON: header and trailer only */
+
+struct resmem_card_lane_mailbox {
+  uint64_t magic;         /* 0x00 host: RESMEM_CARD_LANE_MAGIC */
+  uint64_t request;       /* 0x08 host: RESMEM_CARD_LANE_POWER_ON ... */
+  uint64_t request_seq;   /* 0x10 host: + 1 per request, written last */
+  uint64_t ack_seq;       /* 0x18 device: the request_seq it finished, written last */
+  uint64_t ack_status;    /* 0x20 device: 0, or an errno with the reason in text */
+  uint64_t window;        /* 0x28 host (POWER_ON): the register page's bus address */
+  uint64_t seed;          /* 0x30 host (POWER_ON): the payload's seed */
+  uint64_t flags;         /* 0x38 host (POWER_ON): RESMEM_CARD_LANE_FLAG_* */
+  uint64_t lease;         /* 0x40 host: changed at least every LEASE_SECONDS while it uses the card */
+  uint64_t powered;       /* 0x48 device: 1 while the engine runs */
+  uint64_t heartbeat;     /* 0x50 device: counts while powered */
+  /* 0x58 device: its counters (CardCounters), link down in microseconds */
+  uint64_t blocks, bytes, overruns, timeouts, torn, after_release, duplicate, out_of_order,
+      register_writes_lost, link_down_us;
+  /* 0xa8 host (SPRAY): where and how long; device: what it wrote */
+  uint64_t spray_target, spray_block, spray_slots, spray_ms;
+  uint64_t spray_bytes, spray_ns, spray_last_sequence;
+  uint64_t reserved[(0x200 - 0xe0) / 8];
+  char text[RESMEM_CARD_LANE_TEXT_BYTES]; /* 0x200 host: fault script; device: why it refused */
+};
+
 #endif /* RESMEM_BACKENDS_CARD_CARD_ABI_H_ */

@@ -117,6 +117,25 @@ seed003_all() {
 	done
 }
 
+# card_scenario FILE: a card scenario file on the kmod backend against the lane's device process, as
+# seed003 runs its files (not_applicable.kmod a SKIP with the reason; in a boot without the device,
+# every one a SKIP saying so).
+card_scenario() {
+	if [ "$resmem_card" != 1 ]; then
+		echo "this boot has no card device (kmod_lane.sh starts ci/qemu/card_device on the first boot unless RESMEM_CARD=0)" > /tmp/tap_skip
+		return 0
+	fi
+	seed003 "$1"  # the same run: the file on kmod, its N/A a SKIP with the reason
+}
+# card_guest_run ARGS...: /card_guest (ci/qemu/card_guest.cc) when the boot has the card device.
+card_guest_run() {
+	if [ "$resmem_card" != 1 ]; then
+		echo "this boot has no card device (kmod_lane.sh starts ci/qemu/card_device on the first boot unless RESMEM_CARD=0)" > /tmp/tap_skip
+		return 0
+	fi
+	/card_guest "$@"
+}
+
 FUNC='ranges=64M$0x40000000,64M$0x44000000'
 # firmware_map: the firmware's memory map as the kernel keeps it (/sys/firmware/memmap).
 firmware_map() {
@@ -339,6 +358,15 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 		s=${f##*/}
 		t "scenario_kmod_${s%.toml}" /resmem run --backend kmod --verbose "$f"
 	done
+	# The card (issue 28, docs/digitizer.md "In the QEMU guest"): ci/qemu/card_device on the host
+	# writes blocks into resmem0's range (0x40000000) through the guest's shared RAM file while the
+	# driver here reads them through this mapping; the scenario files are the simulator's, unchanged.
+	for f in /scenarios/card/*.toml; do
+		s=${f##*/}
+		t "card_scenario_${s%.toml}" card_scenario "$f"
+	done
+	t card_throughput card_guest_run throughput /dev/resmem0
+	[ -n "$resmem_card_long" ] && t card_long_run card_guest_run long /dev/resmem0 "$resmem_card_long"
 	# The first boot's machine (QEMU pc, SeaBIOS) has no IOMMU: no DMAR or IVRS table.
 	t doctor_iommu_off doctor_iommu off iommu-off
 	# Random syscall sequences (kmod/tests/resmem_seq.cc): seeded, replayable, shrinking; the module

@@ -39,6 +39,11 @@
 # with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
 # Debian headers), as --kernel/--headers; RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any
 # KASAN, lockdep, DEBUG_VM, WARN or kmemleak report it caused.
+# RESMEM_CARD=0 leaves out the card (issue 28, docs/digitizer.md "In the QEMU guest"): by default the
+# first boot's RAM is a shared file in /dev/shm (removed at the end) and ci/qemu/card_device, the
+# card's device process, writes blocks into the guest's reserved RAM through it while the guest runs
+# the card_* cases. RESMEM_CARD_LONG=SECONDS adds card_long_run (off by default: 600 is the
+# issue's 10-minute run with faults; the first boot's time limit grows by as much).
 # RESMEM_BOOT_BAD (debug kernel: the pattern of a report during boot, see ci/qemu/boot.sh; a test sets
 # it to exercise the retry). RESMEM_KMOD_DRIVER (dkms, the default, or kbuild: who builds resmem.ko).
 # RESMEM_IOMMU_BOOT=0 leaves out the second boot (q35 with intel-iommu, the edu_iommu_* cases:
@@ -115,6 +120,12 @@ P2P_BIN="$SRC/ci/qemu/resmem_p2p_guest"
 PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
 [[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
+CARD_DEVICE_BIN="$SRC/ci/qemu/card_device"
+[[ -x "$CARD_DEVICE_BIN" ]] || CARD_DEVICE_BIN="$SRC/bazel-bin/ci/qemu/card_device"
+[[ -x "$CARD_DEVICE_BIN" ]] || die "card_device not found; run: bazel build //ci/qemu:card_device"
+CARD_GUEST_BIN="$SRC/ci/qemu/card_guest"
+[[ -x "$CARD_GUEST_BIN" ]] || CARD_GUEST_BIN="$SRC/bazel-bin/ci/qemu/card_guest"
+[[ -x "$CARD_GUEST_BIN" ]] || die "card_guest not found; run: bazel build //ci/qemu:card_guest"
 PARITY_GOLDEN="$SRC/mock/parity/golden/kmod.txt"
 DRIVER_BUILD="${RESMEM_KMOD_DRIVER:-dkms}"
 [[ $DRIVER_BUILD == dkms || $DRIVER_BUILD == kbuild ]] || die "RESMEM_KMOD_DRIVER='$DRIVER_BUILD': use dkms or kbuild"
@@ -317,6 +328,10 @@ mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/km
 # The seed-003 files (GPUDirect RDMA), which the guest runs on the kmod backend against resmem_edu.ko
 # and the stand-in provider (guest_init.sh seed003_all; their not_applicable.kmod ones as skips).
 mkdir -p "$R/scenarios/seed003" && cp "$SRC"/scenarios/seed003/*.toml "$R/scenarios/seed003/"
+# The card's scenario files (scenarios/card, the card_scenario_* cases) and the guest's side of
+# card_throughput and card_long_run; the card itself is card_device on the host (step 5).
+mkdir -p "$R/scenarios/card" && cp "$SRC"/scenarios/card/*.toml "$R/scenarios/card/"
+cp "$CARD_GUEST_BIN" "$R/card_guest" && chmod 755 "$R/card_guest"
 # udev: udevadm (systemd-udevd is a link to it), its libraries and loader, the rule, and the users
 # and groups of the access cases: acq (uid 1000) in group resmem, nobody in none of them.
 if [[ -x "$UDEV/bin/udevadm" ]]; then
@@ -377,11 +392,45 @@ BOOT_SH="$SRC/ci/qemu/boot.sh"
 # shellcheck source=ci/qemu/boot.sh
 source "$BOOT_SH"
 CONSOLE="$WORK/console.log"
+# The card (docs/digitizer.md "In the QEMU guest"): the guest's 5 GiB of RAM in a shared file, and
+# card_device on the same file writing into the reservations 0x40000000 and 0x44000000 (QEMU pc with
+# -m 5G: 3 GiB below 4 GiB, so file offset = guest-physical there). It writes nothing until the
+# guest's card_start asks through the mailbox at 0x40000800, and exits when QEMU's pid is gone.
+CARD_ARGS=()
+CARD_PID=
+CARD_MEM=
+card_cleanup() {
+	[[ -n $CARD_PID ]] && kill "$CARD_PID" 2>/dev/null && wait "$CARD_PID" 2>/dev/null
+	[[ -n $CARD_MEM ]] && rm -f "$CARD_MEM"
+	CARD_PID= CARD_MEM=
+}
+trap card_cleanup EXIT
+BOOT_TIMEOUT=${RESMEM_QEMU_TIMEOUT:-900}
+if [[ "${RESMEM_CARD:-1}" != 0 ]]; then
+	CARD_MEM="/dev/shm/resmem-card-$$-$RANDOM"
+	truncate -s 5G "$CARD_MEM" || die "cannot create the guest's RAM file $CARD_MEM (/dev/shm full?)"
+	"$CARD_DEVICE_BIN" --mem-file "$CARD_MEM" --ranges '0x40000000:64M,0x44000000:64M' --mailbox 0x40000800 \
+		--qemu-pidfile "$WORK/qemu.pid" --report "$WORK/card_device.txt" 2>"$WORK/card_device.log" &
+	CARD_PID=$!
+	CARD_ARGS=(-object "memory-backend-file,id=m0,size=5G,mem-path=$CARD_MEM,share=on" -machine pc,memory-backend=m0
+		-pidfile "$WORK/qemu.pid")
+	APPEND+=" resmem_card=1"
+	if [[ -n "${RESMEM_CARD_LONG:-}" ]]; then
+		APPEND+=" resmem_card_long=$RESMEM_CARD_LONG"
+		BOOT_TIMEOUT=$((BOOT_TIMEOUT + RESMEM_CARD_LONG))
+	fi
+	log "card: card_device (pid $CARD_PID) on the guest's RAM file $CARD_MEM"
+fi
 log "booting $KVER (TCG, -m 5G)"
 set +e
-boot "$CONSOLE" 5G "$APPEND"
+RESMEM_QEMU_TIMEOUT=$BOOT_TIMEOUT boot "$CONSOLE" 5G "$APPEND" "${CARD_ARGS[@]}"
 QRC=$?
 set -e
+if [[ -n $CARD_PID ]]; then
+	card_cleanup
+	sed 's/^/kmod-lane:   /' "$WORK/card_device.log" | tail -40 >&2
+	[[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] && cp "$WORK/card_device.log" "$TEST_UNDECLARED_OUTPUTS_DIR/"
+fi
 tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
 cat "$CONSOLE.txt"
 log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
