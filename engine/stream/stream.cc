@@ -57,358 +57,487 @@ std::vector<LostRange> MergeLost(std::vector<std::pair<uint64_t, std::string>> l
   return out;
 }
 
-}  // namespace
+// What RunStream's phases share: the options, the ring standing in for the reserved region,
+// the engines and device buffers the consumers copy through, and what the run found so far.
+struct Stream {
+  Stream(Gpu& g, const StreamOptions& opts) : gpu(g), o(opts), slot_damaged(opts.slots, 0) {}
+  Gpu& gpu;
+  const StreamOptions& o;
+  std::unique_ptr<HostMemory> region;  // o.slots slots of o.block_bytes
+  std::vector<std::unique_ptr<transfer::TransferEngine>> engines;  // consumer c: engines[c] or last
+  std::vector<std::unique_ptr<DeviceBuffer>> devs;  // consumer c's (pipelined: the queue's)
+  int consumers = 1;
+  bool pipelined = false;  // staged on a real clock, through one engine's CopyQueue
+  std::vector<double> latencies;  // ms per delivered block
+  // Lost blocks (sequence number, reason), merged into ranges at the end.
+  std::vector<std::pair<uint64_t, std::string>> lost;
+  std::vector<char> slot_damaged;  // the slot holds a bit flipped by stream.block
+  StreamResult r;
+};
 
-Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backend,
-                               const StreamOptions& o) {
+Status CheckOptions(const StreamOptions& o) {
   if (o.block_bytes == 0 || o.block_bytes % 4096)
     return Status::InvalidArgument("--block must be a positive multiple of 4 KiB");
   if (o.slots < 2) return Status::InvalidArgument("--slots must be at least 2");
   if (o.rate_hz < 0) return Status::InvalidArgument("--rate must be >= 0 (0 = flat out)");
   if (o.consumers < 1) return Status::InvalidArgument("--consumers must be at least 1");
   if (o.copy_attempts < 1) return Status::InvalidArgument("copy_attempts must be at least 1");
-  StreamResult r;
-  r.backend = backend;
-  r.options = o;
+  return Status::Ok();
+}
+
+// Maps the ring (host_kind) and fills every slot with its slot's pattern.
+Status MapRing(Stream& st) {
+  const StreamOptions& o = st.o;
   RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(o.host_kind));
   const uint64_t ring = o.block_bytes * o.slots;
-  RESMEM_ASSIGN_OR_RETURN(auto region, host::MapHostMemory(kind, ring));
+  RESMEM_ASSIGN_OR_RETURN(st.region, host::MapHostMemory(kind, ring));
   for (int s = 0; s < o.slots; ++s)
-    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*region, s * o.block_bytes, o.block_bytes,
+    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*st.region, s * o.block_bytes, o.block_bytes,
                                                  ~0ull, FillSeed(o.seed, s)));
+  return Status::Ok();
+}
+
+// Staged on a real clock without the queue: one engine per consumer (an engine's staged copies
+// are one at a time), the lanes split between them, so while one consumer's block is checked on
+// the device, another's is copied. Replaces st.engines when there is more than one consumer.
+Status SplitStagedEngines(Stream& st, Clock& clock, const transfer::TransferOptions& to) {
+  const StreamOptions& o = st.o;
+  st.consumers = std::max(1, std::min(o.staged_consumers > 0 ? o.staged_consumers : o.consumers,
+                                      o.staging.staging_lanes));
+  if (st.consumers <= 1) return Status::Ok();
+  st.engines.clear();
+  transfer::TransferOptions split = to;
+  split.allowed = {transfer::Path::kStaged};
+  split.staging_lanes = std::max(1, o.staging.staging_lanes / st.consumers);
+  for (int c = 0; c < st.consumers; ++c) {
+    RESMEM_ASSIGN_OR_RETURN(auto e,
+                            transfer::TransferEngine::Open(st.gpu, *st.region, clock, split));
+    st.engines.push_back(std::move(e));
+  }
+  st.r.path_choice += "; split over " + std::to_string(st.consumers) + " consumers: " +
+                      st.engines[0]->choice().Describe() + " each";
+  return Status::Ok();
+}
+
+// Opens the engines (the engine's choice of path, or o.path), measures the pinned baseline and
+// decides the consumers: one on a virtual clock or through the staged queue, else o.consumers
+// (staged: SplitStagedEngines).
+Status OpenEngines(Stream& st, Clock& clock) {
+  const StreamOptions& o = st.o;
   transfer::TransferOptions to = o.staging;
   if (!o.path.empty()) {
     RESMEM_ASSIGN_OR_RETURN(transfer::Path p, transfer::ParsePath(o.path));
     to.allowed = {p};
   }
-  std::vector<std::unique_ptr<transfer::TransferEngine>> engines;
   {
-    RESMEM_ASSIGN_OR_RETURN(auto first, transfer::TransferEngine::Open(gpu, *region, clock, to));
-    engines.push_back(std::move(first));
+    RESMEM_ASSIGN_OR_RETURN(auto first,
+                            transfer::TransferEngine::Open(st.gpu, *st.region, clock, to));
+    st.engines.push_back(std::move(first));
   }
-  r.path_choice = engines[0]->choice().Describe();
-  RESMEM_ASSIGN_OR_RETURN(r.pinned_gbps, PinnedBaseline(gpu, o.block_bytes));
-  const bool staged = engines[0]->choice().path == transfer::Path::kStaged;
-  int consumers = clock.is_virtual() ? 1 : o.consumers;
-  const bool pipelined = staged && !clock.is_virtual() && o.staged_pipeline;
-  if (pipelined) {
-    consumers = 1;
-    r.path_choice += "; pipelined: blocks queue through one engine's segment ring, each checked "
-                     "on the device as it arrives";
+  st.r.path_choice = st.engines[0]->choice().Describe();
+  RESMEM_ASSIGN_OR_RETURN(st.r.pinned_gbps, PinnedBaseline(st.gpu, o.block_bytes));
+  const bool staged = st.engines[0]->choice().path == transfer::Path::kStaged;
+  st.consumers = clock.is_virtual() ? 1 : o.consumers;
+  st.pipelined = staged && !clock.is_virtual() && o.staged_pipeline;
+  if (st.pipelined) {
+    st.consumers = 1;
+    st.r.path_choice += "; pipelined: blocks queue through one engine's segment ring, each checked "
+                        "on the device as it arrives";
   } else if (staged && !clock.is_virtual()) {
-    // One engine per consumer (an engine's staged copies are one at a time), the lanes split
-    // between them: while one consumer's block is checked on the device, another's is copied.
-    consumers = std::max(1, std::min(o.staged_consumers > 0 ? o.staged_consumers : o.consumers,
-                                     o.staging.staging_lanes));
-    if (consumers > 1) {
-      engines.clear();
-      transfer::TransferOptions split = to;
-      split.allowed = {transfer::Path::kStaged};
-      split.staging_lanes = std::max(1, o.staging.staging_lanes / consumers);
-      for (int c = 0; c < consumers; ++c) {
-        RESMEM_ASSIGN_OR_RETURN(auto e, transfer::TransferEngine::Open(gpu, *region, clock, split));
-        engines.push_back(std::move(e));
-      }
-      r.path_choice += "; split over " + std::to_string(consumers) + " consumers: " +
-                       engines[0]->choice().Describe() + " each";
-    }
+    RESMEM_RETURN_IF_ERROR(SplitStagedEngines(st, clock, to));
   }
-  // Pipelined: device buffers a block waits in between its DMA and its check.
-  const int device_slots = pipelined ? 4 : consumers;
-  std::vector<std::unique_ptr<DeviceBuffer>> devs;
-  for (int c = 0; c < device_slots; ++c) {
-    RESMEM_ASSIGN_OR_RETURN(auto d, gpu.AllocDevice(o.block_bytes));
-    devs.push_back(std::move(d));
-  }
-  std::vector<double> latencies;
-  // Lost blocks (sequence number, reason), merged into ranges at the end.
-  std::vector<std::pair<uint64_t, std::string>> lost;
-  // Copies block seq to the device and checks it there, up to copy_attempts tries. kWhole: it
-  // arrived whole; otherwise *why says what the last try saw.
-  enum class Outcome { kWhole, kCorrupt, kFailed };
-  auto consume = [&](uint64_t seq, int c, double* seconds, std::string* why,
-                     uint64_t* retries) -> Outcome {
-    const int slot = static_cast<int>(seq % o.slots);
-    auto& engine = engines[std::min<size_t>(c, engines.size() - 1)];
-    Outcome out = Outcome::kFailed;
-    for (int attempt = 0; attempt < o.copy_attempts; ++attempt) {
-      if (attempt) ++*retries;
-      auto s = engine->Copy(CopyDirection::kHostToDevice, slot * o.block_bytes, *devs[c], 0,
-                            o.block_bytes);
-      if (!s.ok()) {
-        out = Outcome::kFailed;
-        *why = "copy failed " + std::to_string(attempt + 1) + " times: " + s.status().ToString();
-        continue;
-      }
-      *seconds += s->seconds;
-      auto bad = transfer::DeviceMismatches(gpu, *devs[c], 0, o.block_bytes, seq,
-                                            FillSeed(o.seed, slot));
-      if (!bad.ok()) {
-        out = Outcome::kFailed;
-        *why = "device check failed: " + bad.status().ToString();
-        continue;
-      }
-      if (*bad == 0) return Outcome::kWhole;
-      out = Outcome::kCorrupt;
-      *why = "arrived wrong " + std::to_string(attempt + 1) + " times (" + std::to_string(*bad) +
-             " mismatches the last time)";
-    }
-    return out;
-  };
-  // The producer's write of block seq into its slot, through the stream.block fault point:
-  // an error leaves the slot's old block, a corruption flips one bit of the new one (the slot is
-  // then refilled whole before its next block).
-  std::vector<char> slot_damaged(o.slots, 0);
-  auto produce = [&](uint64_t seq) -> Status {
-    const int slot = static_cast<int>(seq % o.slots);
-    const uint64_t at = slot * o.block_bytes;
-    FaultOutcome fo;
-    if (o.faults) fo = o.faults->Check("stream.block", region->address() + at, o.block_bytes);
-    if (fo.fired && (fo.effect == FaultEffect::kError || fo.effect == FaultEffect::kSignal))
-      return Status::Ok();  // the DMA never happened: the consumer's check finds the old block
-    if (slot_damaged[slot]) {
-      RESMEM_RETURN_IF_ERROR(
-          transfer::FillPattern(*region, at, o.block_bytes, ~0ull, FillSeed(o.seed, slot)));
-      slot_damaged[slot] = 0;
-    }
-    RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*region, at, o.block_bytes, seq));
-    if (fo.fired && fo.effect == FaultEffect::kCorrupt) {
-      uint8_t b = 0;
-      const uint64_t off = at + fo.corrupt_offset % o.block_bytes;
-      RESMEM_RETURN_IF_ERROR(region->Read(off, &b, 1));
-      b ^= fo.corrupt_xor;
-      RESMEM_RETURN_IF_ERROR(region->Write(off, &b, 1));
-      slot_damaged[slot] = 1;
-    }
-    return Status::Ok();
-  };
+  return Status::Ok();
+}
 
-  if (clock.is_virtual()) {
-    // The model's time: one consumer; a block is due at seq/rate, starts when the consumer is
-    // free, and is dropped when its slot's previous block has not finished by then.
-    std::vector<double> slot_done(o.slots, 0);
-    double consumer_free = 0, first = -1, last = 0;
-    for (uint64_t seq = 0; seq < o.blocks; ++seq) {
-      const int slot = static_cast<int>(seq % o.slots);
-      double due = o.rate_hz > 0 ? seq / o.rate_hz : slot_done[slot];
-      if (o.rate_hz > 0 && slot_done[slot] > due) {
-        ++r.dropped;
-        lost.emplace_back(seq, "dropped: its slot was still being copied");
-        continue;
-      }
-      RESMEM_RETURN_IF_ERROR(produce(seq));
-      double start = std::max(due, consumer_free), secs = 0;
-      std::string why;
-      const Outcome got = consume(seq, 0, &secs, &why, &r.retried);
-      double done = start + secs;
-      consumer_free = slot_done[slot] = done;
-      if (first < 0) first = due;
-      last = done;
-      if (got != Outcome::kWhole) {
-        (got == Outcome::kCorrupt ? r.corrupt : r.failed) += 1;
-        lost.emplace_back(seq, why);
-        continue;
-      }
-      ++r.delivered;
-      latencies.push_back((done - due) * 1e3);
-      if (o.progress && (seq + 1) % std::max<uint64_t>(1, o.blocks / 10) == 0)
-        std::fprintf(stderr, "stream: block %llu/%llu (model time %.2f s)\n",
-                     (unsigned long long)seq + 1, (unsigned long long)o.blocks, done);
-    }
-    r.seconds = last - std::max(0.0, first);
-  } else {
-    using SteadyNow = std::chrono::steady_clock;
-    const auto t0 = SteadyNow::now();
-    auto since = [&](SteadyNow::time_point t) {
-      return std::chrono::duration<double>(t - t0).count();
-    };
-    std::vector<std::atomic<int>> busy(o.slots);
-    for (auto& b : busy) b.store(0);
-    std::vector<double> published(o.blocks, 0);
-    std::mutex mu;
-    std::condition_variable cv, freed;
-    std::deque<uint64_t> queue;
-    bool producer_done = false;
-    std::atomic<uint64_t> delivered{0}, corrupt{0};
-    std::atomic<double> last_done{0};
-    Status failure;
-    auto fail = [&](const Status& st) {  // under mu
-      if (failure.ok()) failure = st;
-      cv.notify_all();
-      freed.notify_all();
-    };
-    std::thread producer([&] {
-      for (uint64_t seq = 0; seq < o.blocks; ++seq) {
-        const int slot = static_cast<int>(seq % o.slots);
-        if (o.rate_hz > 0) {
-          std::this_thread::sleep_until(t0 + std::chrono::duration_cast<SteadyNow::duration>(
-                                                 std::chrono::duration<double>(seq / o.rate_hz)));
-          if (busy[slot].load()) {
-            std::lock_guard<std::mutex> l(mu);
-            ++r.dropped;
-            lost.emplace_back(seq, "dropped: its slot was still being copied");
-            continue;
-          }
-        } else {
-          std::unique_lock<std::mutex> l(mu);
-          freed.wait(l, [&] { return !busy[slot].load() || !failure.ok(); });
-          if (!failure.ok()) break;
-        }
-        Status made = produce(seq);
-        busy[slot].store(1);
-        std::lock_guard<std::mutex> l(mu);
-        if (!made.ok()) {
-          fail(made.WithContext("producer, block " + std::to_string(seq)));
-          break;
-        }
-        published[seq] = since(SteadyNow::now());
-        queue.push_back(seq);
-        cv.notify_one();
-      }
-      std::lock_guard<std::mutex> l(mu);
-      producer_done = true;
-      cv.notify_all();
-    });
-    std::atomic<bool> finished{false};
-    std::thread progress([&] {
-      while (!finished.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(o.rate_hz > 0 ? 1000 : 250));
-        if (o.progress && !finished.load()) {
-          double t = since(SteadyNow::now());
-          std::fprintf(stderr, "stream: %llu/%llu blocks, %.2f GB/s, %llu dropped, %llu corrupt\n",
-                       (unsigned long long)delivered.load(), (unsigned long long)o.blocks,
-                       t > 0 ? delivered.load() * o.block_bytes / t / 1e9 : 0.0,
-                       (unsigned long long)r.dropped, (unsigned long long)corrupt.load());
-        }
-      }
-    });
-    // Bookkeeping of a delivered block (under mu): latency, counts, the slot back to the producer.
-    auto deliver = [&](uint64_t seq) {
-      double done = since(SteadyNow::now());
-      ++delivered;
-      latencies.push_back((done - published[seq]) * 1e3);
-      if (done > last_done.load()) last_done.store(done);
-      busy[seq % o.slots].store(0);
-      freed.notify_all();
-    };
-    // A block reported lost (under mu): counted, its number and reason kept, its slot freed.
-    auto lose = [&](uint64_t seq, bool was_corrupt, const std::string& why) {
-      if (was_corrupt)
-        ++corrupt;
-      else
-        ++r.failed;
-      lost.emplace_back(seq, why);
-      busy[seq % o.slots].store(0);
-      freed.notify_all();
-    };
-    std::vector<std::thread> workers;
-    if (pipelined) {
-      // The queue's driver takes blocks from the producer's queue while a device buffer is
-      // free; the verifier checks arrived blocks on its own thread (its own CUDA stream), so
-      // the check never waits behind the DMAs queued after that block.
-      std::vector<std::atomic<int>> device_busy(device_slots);
-      for (auto& d : device_busy) d.store(0);
-      std::vector<int> device_of(o.blocks, 0);
-      std::deque<uint64_t> arrived;  // under mu
-      bool queue_over = false;       // under mu
-      std::condition_variable arrived_cv;
-      std::thread verifier([&] {
-        for (;;) {
-          uint64_t seq;
-          {
-            std::unique_lock<std::mutex> l(mu);
-            arrived_cv.wait(l, [&] { return !arrived.empty() || queue_over; });
-            if (arrived.empty()) return;
-            seq = arrived.front();
-            arrived.pop_front();
-          }
-          const int slot = static_cast<int>(seq % o.slots);
-          const int d = device_of[seq];
-          auto bad = transfer::DeviceMismatches(gpu, *devs[d], 0, o.block_bytes, seq,
-                                                FillSeed(o.seed, slot));
-          device_busy[d].store(0, std::memory_order_release);
-          std::lock_guard<std::mutex> l(mu);
-          if (!bad.ok()) {
-            fail(bad.status().WithContext("device check of block " + std::to_string(seq)));
-            return;
-          }
-          if (*bad == 0)
-            deliver(seq);
-          else
-            lose(seq, true, "arrived wrong (" + std::to_string(*bad) + " mismatches)");
-        }
-      });
-      Status queue_status = engines[0]->CopyQueue(
-          [&](transfer::QueuedBlock* b) -> Result<transfer::QueuePoll> {
-            int d = 0;
-            while (d < device_slots && device_busy[d].load(std::memory_order_acquire)) ++d;
-            if (d == device_slots) return transfer::QueuePoll::kWait;
-            std::unique_lock<std::mutex> l(mu, std::try_to_lock);
-            if (!l.owns_lock()) return transfer::QueuePoll::kWait;
-            if (!failure.ok()) return failure;
-            if (queue.empty())
-              return producer_done ? transfer::QueuePoll::kEnd : transfer::QueuePoll::kWait;
-            const uint64_t seq = queue.front();
-            queue.pop_front();
-            device_busy[d].store(1, std::memory_order_relaxed);
-            device_of[seq] = d;
-            *b = transfer::QueuedBlock{(seq % o.slots) * o.block_bytes, devs[d].get(), 0,
-                                       o.block_bytes, seq};
-            return transfer::QueuePoll::kBlock;
-          },
-          [&](const transfer::QueuedBlock& b) {
-            std::lock_guard<std::mutex> l(mu);
-            arrived.push_back(b.tag);
-            arrived_cv.notify_one();
-            return Status::Ok();
-          });
-      {
-        std::lock_guard<std::mutex> l(mu);
-        queue_over = true;
-        if (!queue_status.ok()) fail(queue_status);
-        arrived_cv.notify_all();
-      }
-      verifier.join();
-    } else {
-      for (int c = 0; c < consumers; ++c)
-        workers.emplace_back([&, c] {
-          for (;;) {
-            uint64_t seq;
-            {
-              std::unique_lock<std::mutex> l(mu);
-              cv.wait(l, [&] { return !queue.empty() || producer_done || !failure.ok(); });
-              if (queue.empty() || !failure.ok()) return;
-              seq = queue.front();
-              queue.pop_front();
-            }
-            double secs = 0;
-            std::string why;
-            uint64_t retries = 0;
-            const Outcome got = consume(seq, c, &secs, &why, &retries);
-            std::lock_guard<std::mutex> l(mu);
-            r.retried += retries;
-            if (got == Outcome::kWhole)
-              deliver(seq);
-            else
-              lose(seq, got == Outcome::kCorrupt, why);
-          }
-        });
-    }
-    producer.join();
-    for (auto& w : workers) w.join();
-    finished.store(true);
-    progress.join();
-    if (!failure.ok()) return failure.WithContext("stream consumer");
-    r.delivered = delivered.load();
-    r.corrupt = corrupt.load();
-    r.seconds = last_done.load() - (published.empty() ? 0 : published[0]);
+// One device buffer per consumer; pipelined: the 4 buffers a block waits in between its DMA and
+// its check.
+Status AllocDeviceSlots(Stream& st) {
+  const int device_slots = st.pipelined ? 4 : st.consumers;
+  for (int c = 0; c < device_slots; ++c) {
+    RESMEM_ASSIGN_OR_RETURN(auto d, st.gpu.AllocDevice(st.o.block_bytes));
+    st.devs.push_back(std::move(d));
   }
-  r.lost = MergeLost(std::move(lost));
-  r.gbps = r.seconds > 0 ? r.delivered * o.block_bytes / r.seconds / 1e9 : 0;
+  return Status::Ok();
+}
+
+enum class Outcome { kWhole, kCorrupt, kFailed };
+
+// Copies block seq to consumer c's device buffer and checks it there, up to copy_attempts tries;
+// adds each try's copy time to *seconds and each try after the first to *retries. kWhole: it
+// arrived whole; otherwise *why says what the last try saw.
+Outcome Consume(Stream& st, uint64_t seq, int c, double* seconds, std::string* why,
+                uint64_t* retries) {
+  const StreamOptions& o = st.o;
+  const int slot = static_cast<int>(seq % o.slots);
+  auto& engine = st.engines[std::min<size_t>(c, st.engines.size() - 1)];
+  Outcome out = Outcome::kFailed;
+  for (int attempt = 0; attempt < o.copy_attempts; ++attempt) {
+    if (attempt) ++*retries;
+    auto s = engine->Copy(CopyDirection::kHostToDevice, slot * o.block_bytes, *st.devs[c], 0,
+                          o.block_bytes);
+    if (!s.ok()) {
+      out = Outcome::kFailed;
+      *why = "copy failed " + std::to_string(attempt + 1) + " times: " + s.status().ToString();
+      continue;
+    }
+    *seconds += s->seconds;
+    auto bad = transfer::DeviceMismatches(st.gpu, *st.devs[c], 0, o.block_bytes, seq,
+                                          FillSeed(o.seed, slot));
+    if (!bad.ok()) {
+      out = Outcome::kFailed;
+      *why = "device check failed: " + bad.status().ToString();
+      continue;
+    }
+    if (*bad == 0) return Outcome::kWhole;
+    out = Outcome::kCorrupt;
+    *why = "arrived wrong " + std::to_string(attempt + 1) + " times (" + std::to_string(*bad) +
+           " mismatches the last time)";
+  }
+  return out;
+}
+
+// The producer's write of block seq into its slot, through the stream.block fault point: an error
+// leaves the slot's old block, a corruption flips one bit of the new one (the slot is then
+// refilled whole before its next block).
+Status Produce(Stream& st, uint64_t seq) {
+  const StreamOptions& o = st.o;
+  HostMemory& region = *st.region;
+  const int slot = static_cast<int>(seq % o.slots);
+  const uint64_t at = slot * o.block_bytes;
+  FaultOutcome fo;
+  if (o.faults) fo = o.faults->Check("stream.block", region.address() + at, o.block_bytes);
+  if (fo.fired && (fo.effect == FaultEffect::kError || fo.effect == FaultEffect::kSignal))
+    return Status::Ok();  // the DMA never happened: the consumer's check finds the old block
+  if (st.slot_damaged[slot]) {
+    RESMEM_RETURN_IF_ERROR(
+        transfer::FillPattern(region, at, o.block_bytes, ~0ull, FillSeed(o.seed, slot)));
+    st.slot_damaged[slot] = 0;
+  }
+  RESMEM_RETURN_IF_ERROR(transfer::StampPattern(region, at, o.block_bytes, seq));
+  if (fo.fired && fo.effect == FaultEffect::kCorrupt) {
+    uint8_t b = 0;
+    const uint64_t off = at + fo.corrupt_offset % o.block_bytes;
+    RESMEM_RETURN_IF_ERROR(region.Read(off, &b, 1));
+    b ^= fo.corrupt_xor;
+    RESMEM_RETURN_IF_ERROR(region.Write(off, &b, 1));
+    st.slot_damaged[slot] = 1;
+  }
+  return Status::Ok();
+}
+
+// The model's time: one consumer; a block is due at seq/rate, starts when the consumer is free,
+// and is dropped when its slot's previous block has not finished by then. Sets the counts and
+// r.seconds (first due to last done).
+Status RunOnModelTime(Stream& st) {
+  const StreamOptions& o = st.o;
+  StreamResult& r = st.r;
+  std::vector<double> slot_done(o.slots, 0);
+  double consumer_free = 0, first = -1, last = 0;
+  for (uint64_t seq = 0; seq < o.blocks; ++seq) {
+    const int slot = static_cast<int>(seq % o.slots);
+    double due = o.rate_hz > 0 ? seq / o.rate_hz : slot_done[slot];
+    if (o.rate_hz > 0 && slot_done[slot] > due) {
+      ++r.dropped;
+      st.lost.emplace_back(seq, "dropped: its slot was still being copied");
+      continue;
+    }
+    RESMEM_RETURN_IF_ERROR(Produce(st, seq));
+    double start = std::max(due, consumer_free), secs = 0;
+    std::string why;
+    const Outcome got = Consume(st, seq, 0, &secs, &why, &r.retried);
+    double done = start + secs;
+    consumer_free = slot_done[slot] = done;
+    if (first < 0) first = due;
+    last = done;
+    if (got != Outcome::kWhole) {
+      (got == Outcome::kCorrupt ? r.corrupt : r.failed) += 1;
+      st.lost.emplace_back(seq, why);
+      continue;
+    }
+    ++r.delivered;
+    st.latencies.push_back((done - due) * 1e3);
+    if (o.progress && (seq + 1) % std::max<uint64_t>(1, o.blocks / 10) == 0)
+      std::fprintf(stderr, "stream: block %llu/%llu (model time %.2f s)\n",
+                   (unsigned long long)seq + 1, (unsigned long long)o.blocks, done);
+  }
+  r.seconds = last - std::max(0.0, first);
+  return Status::Ok();
+}
+
+using SteadyNow = std::chrono::steady_clock;
+
+// The real clock's hand-over between the producer thread and the consumers: the queue of
+// produced blocks, which slots are still being consumed, and the first failure. Fields marked
+// "under mu" are read and written with mu held.
+struct LiveRing {
+  explicit LiveRing(const StreamOptions& o)
+      : t0(SteadyNow::now()), busy(o.slots), published(o.blocks, 0) {
+    for (auto& b : busy) b.store(0);
+  }
+  // Seconds from t0 to t.
+  double Since(SteadyNow::time_point t) const {
+    return std::chrono::duration<double>(t - t0).count();
+  }
+  const SteadyNow::time_point t0;
+  std::vector<std::atomic<int>> busy;  // the slot's block is produced and not yet consumed
+  std::vector<double> published;       // seconds since t0 each block was queued
+  std::mutex mu;
+  std::condition_variable cv, freed;   // cv: the queue grew or ended; freed: a slot came free
+  std::deque<uint64_t> queue;          // under mu
+  bool producer_done = false;          // under mu
+  std::atomic<uint64_t> delivered{0}, corrupt{0};
+  std::atomic<double> last_done{0};
+  Status failure;                      // under mu
+  std::atomic<bool> finished{false};   // every thread but progress is done
+};
+
+// Records the run's first failure and wakes every waiter (under mu).
+void Fail(LiveRing& live, const Status& status) {
+  if (live.failure.ok()) live.failure = status;
+  live.cv.notify_all();
+  live.freed.notify_all();
+}
+
+// Bookkeeping of a delivered block (under mu): latency, counts, the slot back to the producer.
+void Deliver(Stream& st, LiveRing& live, uint64_t seq) {
+  double done = live.Since(SteadyNow::now());
+  ++live.delivered;
+  st.latencies.push_back((done - live.published[seq]) * 1e3);
+  if (done > live.last_done.load()) live.last_done.store(done);
+  live.busy[seq % st.o.slots].store(0);
+  live.freed.notify_all();
+}
+
+// A block reported lost (under mu): counted, its number and reason kept, its slot freed.
+void Lose(Stream& st, LiveRing& live, uint64_t seq, bool was_corrupt, const std::string& why) {
+  if (was_corrupt)
+    ++live.corrupt;
+  else
+    ++st.r.failed;
+  st.lost.emplace_back(seq, why);
+  live.busy[seq % st.o.slots].store(0);
+  live.freed.notify_all();
+}
+
+// The producer thread: writes block after block into its slot at o.rate_hz (a block whose slot is
+// still busy then is dropped) or flat out (waiting for the slot), and queues it for the consumers.
+void ProduceLive(Stream& st, LiveRing& live) {
+  const StreamOptions& o = st.o;
+  for (uint64_t seq = 0; seq < o.blocks; ++seq) {
+    const int slot = static_cast<int>(seq % o.slots);
+    if (o.rate_hz > 0) {
+      std::this_thread::sleep_until(live.t0 + std::chrono::duration_cast<SteadyNow::duration>(
+                                                  std::chrono::duration<double>(seq / o.rate_hz)));
+      if (live.busy[slot].load()) {
+        std::lock_guard<std::mutex> l(live.mu);
+        ++st.r.dropped;
+        st.lost.emplace_back(seq, "dropped: its slot was still being copied");
+        continue;
+      }
+    } else {
+      std::unique_lock<std::mutex> l(live.mu);
+      live.freed.wait(l, [&] { return !live.busy[slot].load() || !live.failure.ok(); });
+      if (!live.failure.ok()) break;
+    }
+    Status made = Produce(st, seq);
+    live.busy[slot].store(1);
+    std::lock_guard<std::mutex> l(live.mu);
+    if (!made.ok()) {
+      Fail(live, made.WithContext("producer, block " + std::to_string(seq)));
+      break;
+    }
+    live.published[seq] = live.Since(SteadyNow::now());
+    live.queue.push_back(seq);
+    live.cv.notify_one();
+  }
+  std::lock_guard<std::mutex> l(live.mu);
+  live.producer_done = true;
+  live.cv.notify_all();
+}
+
+// The progress thread: a line on stderr every second (flat out: every 250 ms) until finished.
+void ReportProgress(const Stream& st, const LiveRing& live) {
+  const StreamOptions& o = st.o;
+  while (!live.finished.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.rate_hz > 0 ? 1000 : 250));
+    if (o.progress && !live.finished.load()) {
+      double t = live.Since(SteadyNow::now());
+      std::fprintf(stderr, "stream: %llu/%llu blocks, %.2f GB/s, %llu dropped, %llu corrupt\n",
+                   (unsigned long long)live.delivered.load(), (unsigned long long)o.blocks,
+                   t > 0 ? live.delivered.load() * o.block_bytes / t / 1e9 : 0.0,
+                   (unsigned long long)st.r.dropped, (unsigned long long)live.corrupt.load());
+    }
+  }
+}
+
+// Consumer c's thread: takes blocks from the queue until it is empty and the producer is done
+// (or the run failed), each copied and checked by Consume.
+void ConsumeLive(Stream& st, LiveRing& live, int c) {
+  for (;;) {
+    uint64_t seq;
+    {
+      std::unique_lock<std::mutex> l(live.mu);
+      live.cv.wait(l, [&] {
+        return !live.queue.empty() || live.producer_done || !live.failure.ok();
+      });
+      if (live.queue.empty() || !live.failure.ok()) return;
+      seq = live.queue.front();
+      live.queue.pop_front();
+    }
+    double secs = 0;
+    std::string why;
+    uint64_t retries = 0;
+    const Outcome got = Consume(st, seq, c, &secs, &why, &retries);
+    std::lock_guard<std::mutex> l(live.mu);
+    st.r.retried += retries;
+    if (got == Outcome::kWhole)
+      Deliver(st, live, seq);
+    else
+      Lose(st, live, seq, got == Outcome::kCorrupt, why);
+  }
+}
+
+// The staged queue's state between its driver (CopyQueue) and the verifier thread.
+struct Pipeline {
+  Pipeline(size_t device_slots, uint64_t blocks) : device_busy(device_slots), device_of(blocks, 0) {
+    for (auto& d : device_busy) d.store(0);
+  }
+  std::vector<std::atomic<int>> device_busy;  // the device buffer holds a block not yet checked
+  std::vector<int> device_of;                 // the device buffer each block went to
+  std::deque<uint64_t> arrived;               // under mu: blocks whose DMAs are done
+  bool queue_over = false;                    // under mu: CopyQueue returned
+  std::condition_variable arrived_cv;
+};
+
+// The verifier thread: checks each arrived block on the device (its own CUDA stream, so the check
+// never waits behind the DMAs queued after that block) and frees its device buffer.
+void VerifyArrived(Stream& st, LiveRing& live, Pipeline& pipe) {
+  const StreamOptions& o = st.o;
+  for (;;) {
+    uint64_t seq;
+    {
+      std::unique_lock<std::mutex> l(live.mu);
+      pipe.arrived_cv.wait(l, [&] { return !pipe.arrived.empty() || pipe.queue_over; });
+      if (pipe.arrived.empty()) return;
+      seq = pipe.arrived.front();
+      pipe.arrived.pop_front();
+    }
+    const int slot = static_cast<int>(seq % o.slots);
+    const int d = pipe.device_of[seq];
+    auto bad = transfer::DeviceMismatches(st.gpu, *st.devs[d], 0, o.block_bytes, seq,
+                                          FillSeed(o.seed, slot));
+    pipe.device_busy[d].store(0, std::memory_order_release);
+    std::lock_guard<std::mutex> l(live.mu);
+    if (!bad.ok()) {
+      Fail(live, bad.status().WithContext("device check of block " + std::to_string(seq)));
+      return;
+    }
+    if (*bad == 0)
+      Deliver(st, live, seq);
+    else
+      Lose(st, live, seq, true, "arrived wrong (" + std::to_string(*bad) + " mismatches)");
+  }
+}
+
+// CopyQueue's source: the producer's next block into a free device buffer; kWait while none is
+// free, the lock is taken or the queue is empty; kEnd once the producer is done and it is empty.
+Result<transfer::QueuePoll> NextQueuedBlock(Stream& st, LiveRing& live, Pipeline& pipe,
+                                            transfer::QueuedBlock* b) {
+  const StreamOptions& o = st.o;
+  const int device_slots = static_cast<int>(pipe.device_busy.size());
+  int d = 0;
+  while (d < device_slots && pipe.device_busy[d].load(std::memory_order_acquire)) ++d;
+  if (d == device_slots) return transfer::QueuePoll::kWait;
+  std::unique_lock<std::mutex> l(live.mu, std::try_to_lock);
+  if (!l.owns_lock()) return transfer::QueuePoll::kWait;
+  if (!live.failure.ok()) return live.failure;
+  if (live.queue.empty())
+    return live.producer_done ? transfer::QueuePoll::kEnd : transfer::QueuePoll::kWait;
+  const uint64_t seq = live.queue.front();
+  live.queue.pop_front();
+  pipe.device_busy[d].store(1, std::memory_order_relaxed);
+  pipe.device_of[seq] = d;
+  *b = transfer::QueuedBlock{(seq % o.slots) * o.block_bytes, st.devs[d].get(), 0, o.block_bytes,
+                             seq};
+  return transfer::QueuePoll::kBlock;
+}
+
+// Pipelined: the queue's driver (this thread) takes blocks from the producer's queue while a
+// device buffer is free; the verifier checks arrived blocks on its own thread. Returns when the
+// queue has ended and every arrived block is checked; a failure is left in live.failure.
+void RunPipelined(Stream& st, LiveRing& live) {
+  Pipeline pipe(st.devs.size(), st.o.blocks);
+  std::thread verifier([&] { VerifyArrived(st, live, pipe); });
+  Status queue_status = st.engines[0]->CopyQueue(
+      [&](transfer::QueuedBlock* b) { return NextQueuedBlock(st, live, pipe, b); },
+      [&](const transfer::QueuedBlock& b) {
+        std::lock_guard<std::mutex> l(live.mu);
+        pipe.arrived.push_back(b.tag);
+        pipe.arrived_cv.notify_one();
+        return Status::Ok();
+      });
+  {
+    std::lock_guard<std::mutex> l(live.mu);
+    pipe.queue_over = true;
+    if (!queue_status.ok()) Fail(live, queue_status);
+    pipe.arrived_cv.notify_all();
+  }
+  verifier.join();
+}
+
+// The real clock: a producer thread, a progress thread, and the consumers (pipelined: the staged
+// queue and its verifier; else st.consumers threads). Sets the counts and r.seconds (first block
+// published to last delivered); the first failure ends the stream with it.
+Status RunOnRealTime(Stream& st) {
+  LiveRing live(st.o);
+  std::thread producer([&] { ProduceLive(st, live); });
+  std::thread progress([&] { ReportProgress(st, live); });
+  std::vector<std::thread> workers;
+  if (st.pipelined) {
+    RunPipelined(st, live);
+  } else {
+    for (int c = 0; c < st.consumers; ++c)
+      workers.emplace_back([&, c] { ConsumeLive(st, live, c); });
+  }
+  producer.join();
+  for (auto& w : workers) w.join();
+  live.finished.store(true);
+  progress.join();
+  if (!live.failure.ok()) return live.failure.WithContext("stream consumer");
+  st.r.delivered = live.delivered.load();
+  st.r.corrupt = live.corrupt.load();
+  st.r.seconds = live.last_done.load() - (live.published.empty() ? 0 : live.published[0]);
+  return Status::Ok();
+}
+
+// The figures derived from the counts: lost ranges, throughput, latency percentiles.
+void Summarize(Stream& st) {
+  StreamResult& r = st.r;
+  const std::vector<double>& latencies = st.latencies;
+  r.lost = MergeLost(std::move(st.lost));
+  r.gbps = r.seconds > 0 ? r.delivered * st.o.block_bytes / r.seconds / 1e9 : 0;
   r.latency_p50_ms = Percentile(latencies, 0.5);
   r.latency_p99_ms = Percentile(latencies, 0.99);
   r.latency_max_ms = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
-  return r;
+}
+
+}  // namespace
+
+Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backend,
+                               const StreamOptions& o) {
+  RESMEM_RETURN_IF_ERROR(CheckOptions(o));
+  Stream st(gpu, o);
+  st.r.backend = backend;
+  st.r.options = o;
+  RESMEM_RETURN_IF_ERROR(MapRing(st));
+  RESMEM_RETURN_IF_ERROR(OpenEngines(st, clock));
+  RESMEM_RETURN_IF_ERROR(AllocDeviceSlots(st));
+  if (clock.is_virtual())
+    RESMEM_RETURN_IF_ERROR(RunOnModelTime(st));
+  else
+    RESMEM_RETURN_IF_ERROR(RunOnRealTime(st));
+  Summarize(st);
+  return std::move(st.r);
 }
 
 std::string StreamResult::ToJson() const {
