@@ -129,8 +129,50 @@ LaneHostCheck CheckLaneHost(int lanes, const uint8_t* src, uint8_t* dst, uint64_
   return c;
 }
 
-Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
-                             const BenchOptions& o) {
+namespace {
+
+// A path opened for the passes: its host memory filled with its pattern, its engine (none: the
+// GPU's own cudaMemcpy, as the pinned rows copy) and the engine's "took ..." line.
+struct OpenPath {
+  BenchPath path;
+  uint64_t fill_seed = 0;
+  std::unique_ptr<HostMemory> mem;
+  std::unique_ptr<TransferEngine> engine;
+  std::string choice;
+  // --dma-source: the block's device copy reaches the host memory by a DMA: gpu.Copy (pinned
+  // memory), the path's own engine (registered paths), or `writer`, a registered-direct
+  // engine on the same memory (staged paths: their copies never use the registration).
+  bool dma_writes = false;
+  std::unique_ptr<TransferEngine> writer;
+};
+
+// The lanes' memcpy rate is measured between two buffers of this size (host memory the DMAs
+// share): a figure for the reader, not a limit (42.2 GB/s on a quiet H100 host, docs/hil/
+// 2026-11-24-h100-staged4 run 11; a host whose memory other tenants load shows less).
+constexpr uint64_t kCheckBytes = 64ull << 20;
+
+// What RunBench's phases share: the run's sizes, the device buffer every path copies to and
+// from, the open paths, the cells being filled pass by pass, and the result.
+struct Bench {
+  Bench(Gpu& g, Clock& c, const BenchOptions& opts) : gpu(g), clock(c), o(opts) {}
+  Gpu& gpu;
+  Clock& clock;
+  const BenchOptions& o;
+  std::vector<uint64_t> sizes;
+  uint64_t max_size = 0;
+  std::unique_ptr<DeviceBuffer> dev;  // max_size bytes
+  std::vector<OpenPath> open;
+  // Host check (CheckLaneHost) before each pass: only where a staged path runs on a real clock.
+  bool staged_runs = false;
+  std::vector<uint8_t> check_src, check_dst;
+  // cells[(direction, size, path index)], filled pass by pass.
+  std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
+  uint64_t seq = 0;  // the stamp of the block last copied
+  BenchResult result;
+};
+
+// o.sizes, or 64 KiB .. 256 MiB x4; each a positive multiple of 4 KiB.
+Result<std::vector<uint64_t>> SizesOf(const BenchOptions& o) {
   std::vector<uint64_t> sizes = o.sizes;
   if (sizes.empty())
     for (uint64_t s = 64 << 10; s <= (256ull << 20); s *= 4) sizes.push_back(s);
@@ -138,8 +180,12 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     if (s == 0 || s % 4096)
       return Status::InvalidArgument("bench size " + std::to_string(s) +
                                      " is not a positive multiple of 4 KiB");
-  if (o.passes < 1) return Status::InvalidArgument("--passes must be at least 1");
-  const uint64_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  return sizes;
+}
+
+// The paths o.paths names, in DefaultPaths' order, pinned always first: every ratio is against
+// pinned memory of this same run.
+Result<std::vector<BenchPath>> PathsOf(const BenchOptions& o) {
   std::vector<BenchPath> paths;
   for (const auto& p : DefaultPaths())
     if (o.paths.empty() || std::find(o.paths.begin(), o.paths.end(), p.name) != o.paths.end())
@@ -149,254 +195,293 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     for (const auto& p : DefaultPaths()) all += " " + p.name;
     return Status::InvalidArgument("--paths names no known path; choose from:" + all);
   }
-  // The baseline always runs: every ratio is against pinned memory of this same run.
   if (paths.front().name != "pinned") paths.insert(paths.begin(), DefaultPaths().front());
+  return paths;
+}
 
-  BenchResult result;
-  result.backend = backend;
-  result.reference = o.reference;
-  result.warm_cells = o.warm_cells;
-  result.dma_source = o.dma_source;
-  RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(max_size));
+// op.mem: max_size bytes of op.path's host memory. false: it cannot be had here (a note says
+// why; the path is left out); the baseline's cudaMallocHost failing is an error.
+Result<bool> AllocPathMemory(Bench& b, OpenPath& op) {
+  const BenchPath& path = op.path;
+  if (path.host_kind == "pinned") {
+    auto pinned = b.gpu.AllocPinned(b.max_size, 0);
+    if (!pinned.ok()) return pinned.status().WithContext("baseline cudaMallocHost");
+    op.mem = std::move(pinned).value();
+  } else if (path.host_kind == "pinned-wc") {
+    auto wc = b.gpu.AllocPinned(b.max_size, kAllocWriteCombined);
+    if (!wc.ok()) {
+      b.result.notes.push_back(path.name + ": " + wc.status().ToString());
+      return false;
+    }
+    op.mem = std::move(wc).value();
+  } else {
+    RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(path.host_kind));
+    auto m = host::MapHostMemory(kind, b.max_size);
+    if (!m.ok()) {
+      b.result.notes.push_back(path.name + ": " + m.status().ToString());
+      return false;
+    }
+    op.mem = std::move(m).value();
+  }
+  return true;
+}
 
-  // Every path is opened before anything is timed, so passes can interleave them.
-  struct OpenPath {
-    BenchPath path;
-    uint64_t fill_seed = 0;
-    std::unique_ptr<HostMemory> mem;
-    std::unique_ptr<TransferEngine> engine;
-    std::string choice;
-    // --dma-source: the block's device copy reaches the host memory by a DMA: gpu.Copy (pinned
-    // memory), the path's own engine (registered paths), or `writer`, a registered-direct
-    // engine on the same memory (staged paths: their copies never use the registration).
-    bool dma_writes = false;
-    std::unique_ptr<TransferEngine> writer;
-  };
-  std::vector<OpenPath> open;
+// op.engine: the transfer engine forced onto op.path's engine path. false: it will not open on
+// this memory (a note says why; the path is left out).
+Result<bool> OpenPathEngine(Bench& b, OpenPath& op) {
+  const BenchPath& path = op.path;
+  transfer::TransferOptions to = b.o.staging;
+  RESMEM_ASSIGN_OR_RETURN(transfer::Path forced, transfer::ParsePath(path.engine_path));
+  to.allowed = {forced};
+  // Chunked registers the span in four pieces, so every copy of the largest block crosses
+  // piece boundaries.
+  to.register_chunk = std::max<uint64_t>(4096, b.max_size / 4 / 4096 * 4096);
+  auto e = TransferEngine::Open(b.gpu, *op.mem, b.clock, to);
+  if (!e.ok()) {
+    b.result.notes.push_back(path.name + " on " + path.host_kind + ": " + e.status().message());
+    return false;
+  }
+  op.engine = std::move(e).value();
+  op.choice = op.engine->choice().Describe();
+  if (path.name == "staged-file") {
+    // Say why registration is impossible here: the engine's own choice among all paths.
+    transfer::TransferOptions all;
+    all.register_chunk = 64ull << 20;
+    all.allowed = {transfer::Path::kRegisteredDirect, transfer::Path::kRegisteredChunked};
+    auto probe = TransferEngine::Open(b.gpu, *op.mem, b.clock, all);
+    if (!probe.ok()) op.choice += "; " + probe.status().message();
+  }
+  return true;
+}
+
+// --dma-source: how the device's write reaches op's memory (OpenPath::dma_writes, writer), or a
+// note saying why its blocks stay CPU-written.
+void OpenDmaWriter(Bench& b, OpenPath& op) {
+  const std::string& ep = op.path.engine_path;
+  if (ep.empty() || ep == "registered-direct" || ep == "registered-chunked") {
+    op.dma_writes = true;
+  } else if (ep != "staged") {
+    // A registration of its own would change what the path measures (pageable copies of
+    // registered memory are DMAs; zero-copy memory is registered already).
+    b.result.notes.push_back(op.path.name + ": --dma-source not applied (registering its memory "
+                             "for the DMA would change what the path measures), so its "
+                             "blocks stay CPU-written");
+  } else {
+    transfer::TransferOptions wo;
+    wo.allowed = {transfer::Path::kRegisteredDirect};
+    auto w = TransferEngine::Open(b.gpu, *op.mem, b.clock, wo);
+    if (w.ok()) {
+      op.writer = std::move(w).value();
+      op.dma_writes = true;
+    } else {
+      b.result.notes.push_back(op.path.name + ": --dma-source: its host memory takes no DMA (" +
+                               w.status().message() + "), so its blocks stay CPU-written");
+    }
+  }
+}
+
+// Opens every path before anything is timed, so passes can interleave them. A path that cannot
+// run here is left out with a note.
+Status OpenPaths(Bench& b, const std::vector<BenchPath>& paths) {
   for (size_t pi = 0; pi < paths.size(); ++pi) {
     OpenPath op;
     op.path = paths[pi];
-    op.fill_seed = o.seed * 1000003 + pi;
-    const BenchPath& path = op.path;
-    if (path.host_kind == "pinned") {
-      auto pinned = gpu.AllocPinned(max_size, 0);
-      if (!pinned.ok()) return pinned.status().WithContext("baseline cudaMallocHost");
-      op.mem = std::move(pinned).value();
-    } else if (path.host_kind == "pinned-wc") {
-      auto wc = gpu.AllocPinned(max_size, kAllocWriteCombined);
-      if (!wc.ok()) {
-        result.notes.push_back(path.name + ": " + wc.status().ToString());
-        continue;
-      }
-      op.mem = std::move(wc).value();
-    } else {
-      RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(path.host_kind));
-      auto m = host::MapHostMemory(kind, max_size);
-      if (!m.ok()) {
-        result.notes.push_back(path.name + ": " + m.status().ToString());
-        continue;
-      }
-      op.mem = std::move(m).value();
+    op.fill_seed = b.o.seed * 1000003 + pi;
+    RESMEM_ASSIGN_OR_RETURN(bool have_memory, AllocPathMemory(b, op));
+    if (!have_memory) continue;
+    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*op.mem, 0, b.max_size, 0, op.fill_seed));
+    op.choice = op.path.host_kind == "pinned-wc" ? "cudaHostAlloc(WriteCombined) buffer, cudaMemcpy"
+                                                 : "cudaMallocHost buffer, cudaMemcpy";
+    if (!op.path.engine_path.empty()) {
+      RESMEM_ASSIGN_OR_RETURN(bool have_engine, OpenPathEngine(b, op));
+      if (!have_engine) continue;
     }
-    RESMEM_RETURN_IF_ERROR(transfer::FillPattern(*op.mem, 0, max_size, 0, op.fill_seed));
-    op.choice = path.host_kind == "pinned-wc" ? "cudaHostAlloc(WriteCombined) buffer, cudaMemcpy"
-                                              : "cudaMallocHost buffer, cudaMemcpy";
-    if (!path.engine_path.empty()) {
-      transfer::TransferOptions to = o.staging;
-      RESMEM_ASSIGN_OR_RETURN(transfer::Path forced, transfer::ParsePath(path.engine_path));
-      to.allowed = {forced};
-      // Chunked registers the span in four pieces, so every copy of the largest block crosses
-      // piece boundaries.
-      to.register_chunk = std::max<uint64_t>(4096, max_size / 4 / 4096 * 4096);
-      auto e = TransferEngine::Open(gpu, *op.mem, clock, to);
-      if (!e.ok()) {
-        result.notes.push_back(path.name + " on " + path.host_kind + ": " + e.status().message());
-        continue;
-      }
-      op.engine = std::move(e).value();
-      op.choice = op.engine->choice().Describe();
-      if (path.name == "staged-file") {
-        // Say why registration is impossible here: the engine's own choice among all paths.
-        transfer::TransferOptions all;
-        all.register_chunk = 64ull << 20;
-        all.allowed = {transfer::Path::kRegisteredDirect, transfer::Path::kRegisteredChunked};
-        auto probe = TransferEngine::Open(gpu, *op.mem, clock, all);
-        if (!probe.ok()) op.choice += "; " + probe.status().message();
-      }
-    }
-    if (o.dma_source) {
-      const std::string& ep = path.engine_path;
-      if (ep.empty() || ep == "registered-direct" || ep == "registered-chunked") {
-        op.dma_writes = true;
-      } else if (ep != "staged") {
-        // A registration of its own would change what the path measures (pageable copies of
-        // registered memory are DMAs; zero-copy memory is registered already).
-        result.notes.push_back(path.name + ": --dma-source not applied (registering its memory "
-                               "for the DMA would change what the path measures), so its "
-                               "blocks stay CPU-written");
-      } else {
-        transfer::TransferOptions wo;
-        wo.allowed = {transfer::Path::kRegisteredDirect};
-        auto w = TransferEngine::Open(gpu, *op.mem, clock, wo);
-        if (w.ok()) {
-          op.writer = std::move(w).value();
-          op.dma_writes = true;
-        } else {
-          result.notes.push_back(path.name + ": --dma-source: its host memory takes no DMA (" +
-                                 w.status().message() + "), so its blocks stay CPU-written");
-        }
-      }
-    }
-    open.push_back(std::move(op));
+    if (b.o.dma_source) OpenDmaWriter(b, op);
+    b.open.push_back(std::move(op));
   }
-  // One copy between a path's host memory and the device buffer, through `engine` (none: the
-  // GPU's own cudaMemcpy, as the pinned rows copy).
-  auto copy_by = [&](TransferEngine* engine, OpenPath& op, CopyDirection dir,
-                     uint64_t size) -> Result<CopyStats> {
-    if (engine) return engine->Copy(dir, 0, *dev, 0, size);
-    return gpu.Copy(dir, *op.mem, 0, *dev, 0, size);
-  };
-  auto copy = [&](OpenPath& op, CopyDirection dir, uint64_t size) {
-    return copy_by(op.engine.get(), op, dir, size);
-  };
-  // --dma-source: the stamped block goes up once (H2D) into the device buffer the timed copies
-  // land in, and before each timed copy comes back by DMA (D2H) into the path's host memory:
-  // the same bytes, now written by the device.
-  auto dma_move = [&](OpenPath& op, CopyDirection dir, uint64_t size) -> Status {
-    auto s = copy_by(op.writer ? op.writer.get() : op.engine.get(), op, dir, size);
-    return s.ok() ? Status::Ok()
-                  : s.status().WithContext(std::string("--dma-source: ") +
-                                           (dir == CopyDirection::kHostToDevice
-                                                ? "the block to the device"
-                                                : "the device's write of the block") +
-                                           " for " + op.path.name + " " + FormatSize(size));
-  };
-  if (o.warmup)
-    for (auto& op : open)
-      for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
-        if (dir == CopyDirection::kDeviceToHost && op.path.h2d_only) continue;
-        auto s = copy(op, dir, max_size);
-        if (!s.ok()) return s.status().WithContext("warm-up " + op.path.name + " " + DirName(dir));
-      }
+  return Status::Ok();
+}
 
-  // Host check: how long an empty job takes on as many lanes as the staged path uses.
-  // Real time only: under a virtual clock (the simulator) copy times are modelled.
-  bool staged_runs = false;
-  for (const auto& op : open) staged_runs |= op.path.engine_path == "staged" && !clock.is_virtual();
-  // Also the lanes' memcpy rate between two 64 MiB buffers (host memory the DMAs share): a figure
-  // for the reader, not a limit (42.2 GB/s on a quiet H100 host, docs/hil/2026-11-24-h100-staged4
-  // run 11; a host whose memory other tenants load shows less).
-  constexpr uint64_t kCheckBytes = 64ull << 20;
-  std::vector<uint8_t> check_src, check_dst;
-  if (staged_runs) {
-    result.check_lanes = std::max(1, o.staging.staging_lanes);
-    check_src.assign(kCheckBytes, 1);
-    check_dst.assign(kCheckBytes, 2);
-  }
-  // cells[(direction, size, path index)], filled pass by pass.
-  std::map<std::tuple<int, uint64_t, size_t>, BenchCell> cells;
-  uint64_t seq = o.seed << 32;
-  // Only one engine's lanes spin at a time: the host check's and each path's copies get the
-  // CPUs without another staged engine's 16 lanes still spinning from its last copy (they did:
-  // staged-file read 54-62% of pinned from 1 to 64 MiB, right after staged; H200,
-  // docs/hil/2026-11-28-h200-staged13, run 4).
-  auto park_all_but = [&](const OpenPath* keep) {
-    for (auto& other : open)
-      if (&other != keep && other.engine) other.engine->ParkLanes();
-  };
-  for (int pass = 0; pass < o.passes; ++pass) {
-    if (staged_runs) {
-      park_all_but(nullptr);
-      const LaneHostCheck c =
-          CheckLaneHost(result.check_lanes, check_src.data(), check_dst.data(), kCheckBytes);
-      result.lane_dispatch_us.push_back(c.dispatch_us);
-      result.lane_memcpy_gbps.push_back(c.memcpy_gbps);
-    }
+// One copy between op's host memory and the device buffer, through `engine` (none: the GPU's own
+// cudaMemcpy, as the pinned rows copy).
+Result<CopyStats> CopyBy(Bench& b, TransferEngine* engine, OpenPath& op, CopyDirection dir,
+                         uint64_t size) {
+  if (engine) return engine->Copy(dir, 0, *b.dev, 0, size);
+  return b.gpu.Copy(dir, *op.mem, 0, *b.dev, 0, size);
+}
+
+// One copy of op's path.
+Result<CopyStats> CopyOnPath(Bench& b, OpenPath& op, CopyDirection dir, uint64_t size) {
+  return CopyBy(b, op.engine.get(), op, dir, size);
+}
+
+// --dma-source: the stamped block goes up once (H2D) into the device buffer the timed copies
+// land in, and before each timed copy comes back by DMA (D2H) into the path's host memory: the
+// same bytes, now written by the device.
+Status DmaMove(Bench& b, OpenPath& op, CopyDirection dir, uint64_t size) {
+  auto s = CopyBy(b, op.writer ? op.writer.get() : op.engine.get(), op, dir, size);
+  return s.ok() ? Status::Ok()
+                : s.status().WithContext(std::string("--dma-source: ") +
+                                         (dir == CopyDirection::kHostToDevice
+                                              ? "the block to the device"
+                                              : "the device's write of the block") +
+                                         " for " + op.path.name + " " + FormatSize(size));
+}
+
+// One untimed copy of max_size per path and direction.
+Status WarmUp(Bench& b) {
+  for (auto& op : b.open)
     for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
-      for (uint64_t size : sizes) {
-        const uint64_t reps = std::clamp<uint64_t>(o.bytes_per_sample / size, 1, 1024);
-        for (size_t k = 0; k < open.size(); ++k) {
-          // Each pass starts from another path: no path is always first after a size change.
-          const size_t pi = (k + pass) % open.size();
-          OpenPath& op = open[pi];
-          if (dir == CopyDirection::kDeviceToHost && op.path.h2d_only) continue;
-          park_all_but(&op);
-          BenchCell& cell = cells[{dir == CopyDirection::kHostToDevice ? 0 : 1, size, pi}];
-          if (cell.path.empty()) {
-            cell.path = op.path.name;
-            cell.direction = DirName(dir);
-            cell.size = size;
-            cell.choice = op.choice;
-          }
-          ++seq;
-          // --warm-cells: one untimed copy of this cell right before its timed ones.
-          auto warm = [&]() -> Status {
-            auto w = copy(op, dir, size);
-            return w.ok() ? Status::Ok()
-                          : w.status().WithContext("warm copy " + op.path.name + " " +
-                                                   cell.direction + " " + FormatSize(size));
-          };
-          if (dir == CopyDirection::kHostToDevice) {
-            // The warm copy moves another stamp than the timed copies', so the check below sees
-            // their data.
-            if (o.warm_cells) {
-              RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 62)));
-              RESMEM_RETURN_IF_ERROR(warm());
-            }
-            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
-            if (op.dma_writes)
-              RESMEM_RETURN_IF_ERROR(dma_move(op, CopyDirection::kHostToDevice, size));
-          } else {
-            // Load the device with this pass's block (the warm copy brings it back, not another
-            // path's data from the device buffer every path shares), then make the host copy
-            // stale.
-            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq));
-            RESMEM_RETURN_IF_ERROR(copy(op, CopyDirection::kHostToDevice, size).status());
-            if (o.warm_cells) RESMEM_RETURN_IF_ERROR(warm());
-            RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, seq ^ (1ull << 63)));
-          }
-          double seconds = 0;
-          const bool dma_first = op.dma_writes && dir == CopyDirection::kHostToDevice;
-          for (uint64_t r = 0; r < reps; ++r) {
-            if (dma_first) RESMEM_RETURN_IF_ERROR(dma_move(op, CopyDirection::kDeviceToHost, size));
-            auto s = copy(op, dir, size);
-            if (!s.ok())
-              return s.status().WithContext(op.path.name + " " + cell.direction + " " +
-                                            FormatSize(size));
-            seconds += s->seconds;
-          }
-          auto bad = dir == CopyDirection::kHostToDevice
-                         ? transfer::DeviceMismatches(gpu, *dev, 0, size, seq, op.fill_seed)
-                         : transfer::HostMismatches(*op.mem, 0, size, seq, op.fill_seed);
-          if (!bad.ok()) return bad.status().WithContext("verify " + op.path.name);
-          cell.verify_failures += *bad > 0;
-          cell.pass_gbps.push_back(seconds > 0 ? size * reps / seconds / 1e9 : 0);
+      if (dir == CopyDirection::kDeviceToHost && op.path.h2d_only) continue;
+      auto s = CopyOnPath(b, op, dir, b.max_size);
+      if (!s.ok()) return s.status().WithContext("warm-up " + op.path.name + " " + DirName(dir));
+    }
+  return Status::Ok();
+}
+
+// Host check: how long an empty job takes on as many lanes as the staged path uses. Real time
+// only: under a virtual clock (the simulator) copy times are modelled.
+void PrepareHostCheck(Bench& b) {
+  for (const auto& op : b.open)
+    b.staged_runs |= op.path.engine_path == "staged" && !b.clock.is_virtual();
+  if (b.staged_runs) {
+    b.result.check_lanes = std::max(1, b.o.staging.staging_lanes);
+    b.check_src.assign(kCheckBytes, 1);
+    b.check_dst.assign(kCheckBytes, 2);
+  }
+}
+
+// Only one engine's lanes spin at a time: the host check's and each path's copies get the CPUs
+// without another staged engine's 16 lanes still spinning from its last copy (they did:
+// staged-file read 54-62% of pinned from 1 to 64 MiB, right after staged; H200,
+// docs/hil/2026-11-28-h200-staged13, run 4). Parks every engine's lanes but keep's.
+void ParkAllBut(Bench& b, const OpenPath* keep) {
+  for (auto& other : b.open)
+    if (&other != keep && other.engine) other.engine->ParkLanes();
+}
+
+// The pass's host check (PrepareHostCheck): every lane parked, then CheckLaneHost.
+void CheckHost(Bench& b) {
+  ParkAllBut(b, nullptr);
+  const LaneHostCheck c =
+      CheckLaneHost(b.result.check_lanes, b.check_src.data(), b.check_dst.data(), kCheckBytes);
+  b.result.lane_dispatch_us.push_back(c.dispatch_us);
+  b.result.lane_memcpy_gbps.push_back(c.memcpy_gbps);
+}
+
+// Puts block b.seq where the cell's timed copies start from: host to device, stamped into the
+// path's host memory (--dma-source: then up to the device for the DMA back); device to host, on
+// the device with a stale host copy. --warm-cells: one untimed copy of the cell first.
+Status StageBlock(Bench& b, OpenPath& op, const BenchCell& cell, CopyDirection dir,
+                  uint64_t size) {
+  auto warm = [&]() -> Status {
+    auto w = CopyOnPath(b, op, dir, size);
+    return w.ok() ? Status::Ok()
+                  : w.status().WithContext("warm copy " + op.path.name + " " + cell.direction +
+                                           " " + FormatSize(size));
+  };
+  if (dir == CopyDirection::kHostToDevice) {
+    // The warm copy moves another stamp than the timed copies', so the check sees their data.
+    if (b.o.warm_cells) {
+      RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, b.seq ^ (1ull << 62)));
+      RESMEM_RETURN_IF_ERROR(warm());
+    }
+    RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, b.seq));
+    if (op.dma_writes) RESMEM_RETURN_IF_ERROR(DmaMove(b, op, CopyDirection::kHostToDevice, size));
+  } else {
+    // Load the device with this pass's block (the warm copy brings it back, not another path's
+    // data from the device buffer every path shares), then make the host copy stale.
+    RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, b.seq));
+    RESMEM_RETURN_IF_ERROR(CopyOnPath(b, op, CopyDirection::kHostToDevice, size).status());
+    if (b.o.warm_cells) RESMEM_RETURN_IF_ERROR(warm());
+    RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*op.mem, 0, size, b.seq ^ (1ull << 63)));
+  }
+  return Status::Ok();
+}
+
+// The cell's timed copies: `reps` copies of the staged block (each after the device's write of
+// it, with --dma-source host to device), then the block verified where it landed; one pass's
+// GB/s added to the cell.
+Status TimeCopies(Bench& b, OpenPath& op, BenchCell& cell, CopyDirection dir, uint64_t size,
+                  uint64_t reps) {
+  double seconds = 0;
+  const bool dma_first = op.dma_writes && dir == CopyDirection::kHostToDevice;
+  for (uint64_t r = 0; r < reps; ++r) {
+    if (dma_first) RESMEM_RETURN_IF_ERROR(DmaMove(b, op, CopyDirection::kDeviceToHost, size));
+    auto s = CopyOnPath(b, op, dir, size);
+    if (!s.ok())
+      return s.status().WithContext(op.path.name + " " + cell.direction + " " + FormatSize(size));
+    seconds += s->seconds;
+  }
+  auto bad = dir == CopyDirection::kHostToDevice
+                 ? transfer::DeviceMismatches(b.gpu, *b.dev, 0, size, b.seq, op.fill_seed)
+                 : transfer::HostMismatches(*op.mem, 0, size, b.seq, op.fill_seed);
+  if (!bad.ok()) return bad.status().WithContext("verify " + op.path.name);
+  cell.verify_failures += *bad > 0;
+  cell.pass_gbps.push_back(seconds > 0 ? size * reps / seconds / 1e9 : 0);
+  return Status::Ok();
+}
+
+// One pass: every (direction, size), and within it every path, starting from another path each
+// pass so that no path is always first after a size change.
+Status RunPass(Bench& b, int pass) {
+  if (b.staged_runs) CheckHost(b);
+  for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
+    for (uint64_t size : b.sizes) {
+      const uint64_t reps = std::clamp<uint64_t>(b.o.bytes_per_sample / size, 1, 1024);
+      for (size_t k = 0; k < b.open.size(); ++k) {
+        const size_t pi = (k + pass) % b.open.size();
+        OpenPath& op = b.open[pi];
+        if (dir == CopyDirection::kDeviceToHost && op.path.h2d_only) continue;
+        ParkAllBut(b, &op);
+        BenchCell& cell = b.cells[{dir == CopyDirection::kHostToDevice ? 0 : 1, size, pi}];
+        if (cell.path.empty()) {
+          cell.path = op.path.name;
+          cell.direction = DirName(dir);
+          cell.size = size;
+          cell.choice = op.choice;
         }
+        ++b.seq;
+        RESMEM_RETURN_IF_ERROR(StageBlock(b, op, cell, dir, size));
+        RESMEM_RETURN_IF_ERROR(TimeCopies(b, op, cell, dir, size, reps));
       }
     }
   }
-  // A staged path's SM copies that went by DMAs: their kernel had not started in time
-  // (TransferOptions::staging_sm_start_us), so something else held the GPU's SMs.
-  for (const auto& op : open)
+  return Status::Ok();
+}
+
+// A staged path's SM copies that went by DMAs: their kernel had not started in time
+// (TransferOptions::staging_sm_start_us), so something else held the GPU's SMs.
+void NoteSmCopiesGivenToDmas(Bench& b) {
+  for (const auto& op : b.open)
     if (op.engine && op.engine->sm_copies_given_to_dmas() > 0)
-      result.notes.push_back(op.path.name + ": " +
-                             std::to_string(op.engine->sm_copies_given_to_dmas()) +
-                             " SM copies went by DMAs (their kernel had not started within " +
-                             std::to_string(static_cast<int>(o.staging.staging_sm_start_us)) +
-                             " us)");
-  // Rows in the order of the table: path, then direction, then size.
-  for (size_t pi = 0; pi < open.size(); ++pi)
+      b.result.notes.push_back(op.path.name + ": " +
+                               std::to_string(op.engine->sm_copies_given_to_dmas()) +
+                               " SM copies went by DMAs (their kernel had not started within " +
+                               std::to_string(static_cast<int>(b.o.staging.staging_sm_start_us)) +
+                               " us)");
+}
+
+// Moves the cells into result.cells in the order of the table (path, then direction, then
+// size), each with its median over the passes.
+void CollectCells(Bench& b) {
+  for (size_t pi = 0; pi < b.open.size(); ++pi)
     for (int d = 0; d < 2; ++d)
-      for (uint64_t size : sizes) {
-        if (d == 1 && open[pi].path.h2d_only) continue;
-        BenchCell& cell = cells[{d, size, pi}];
+      for (uint64_t size : b.sizes) {
+        if (d == 1 && b.open[pi].path.h2d_only) continue;
+        BenchCell& cell = b.cells[{d, size, pi}];
         cell.median_gbps = MedianMean(cell.pass_gbps);
-        if (o.verbose)
+        if (b.o.verbose)
           std::fprintf(stderr, "bench %-18s %s %9s %8.2f GB/s%s\n", cell.path.c_str(),
                        cell.direction.c_str(), FormatSize(size).c_str(), cell.median_gbps,
                        cell.verify_failures ? "  DATA MISMATCH" : "");
-        result.cells.push_back(std::move(cell));
+        b.result.cells.push_back(std::move(cell));
       }
+}
+
+// Sets every cell's ratio to the pinned cell of its direction and size; returns the pinned
+// medians by (direction, size).
+std::map<std::pair<std::string, uint64_t>, double> SetRatiosToPinned(BenchResult& result) {
   std::map<std::pair<std::string, uint64_t>, double> pinned;
   for (const auto& c : result.cells)
     if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
@@ -404,15 +489,40 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
     double base = pinned[{c.direction, c.size}];
     c.ratio_to_pinned = base > 0 ? c.median_gbps / base : 0;
   }
-  MarkUnreliable(&result, sizes);
+  return pinned;
+}
+
+}  // namespace
+
+Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
+                             const BenchOptions& o) {
+  Bench b(gpu, clock, o);
+  RESMEM_ASSIGN_OR_RETURN(b.sizes, SizesOf(o));
+  if (o.passes < 1) return Status::InvalidArgument("--passes must be at least 1");
+  b.max_size = *std::max_element(b.sizes.begin(), b.sizes.end());
+  RESMEM_ASSIGN_OR_RETURN(std::vector<BenchPath> paths, PathsOf(o));
+  b.result.backend = backend;
+  b.result.reference = o.reference;
+  b.result.warm_cells = o.warm_cells;
+  b.result.dma_source = o.dma_source;
+  RESMEM_ASSIGN_OR_RETURN(b.dev, gpu.AllocDevice(b.max_size));
+  RESMEM_RETURN_IF_ERROR(OpenPaths(b, paths));
+  if (o.warmup) RESMEM_RETURN_IF_ERROR(WarmUp(b));
+  PrepareHostCheck(b);
+  b.seq = o.seed << 32;
+  for (int pass = 0; pass < o.passes; ++pass) RESMEM_RETURN_IF_ERROR(RunPass(b, pass));
+  NoteSmCopiesGivenToDmas(b);
+  CollectCells(b);
+  const auto pinned = SetRatiosToPinned(b.result);
+  MarkUnreliable(&b.result, b.sizes);
   if (o.overlap_blocks > 0) {
     auto rows = RunOverlap(gpu, o, pinned);
     if (rows.ok())
-      result.overlap = std::move(rows).value();
+      b.result.overlap = std::move(rows).value();
     else
-      result.notes.push_back("overlap: " + rows.status().ToString());
+      b.result.notes.push_back("overlap: " + rows.status().ToString());
   }
-  return result;
+  return std::move(b.result);
 }
 
 void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes) {
