@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -64,7 +65,7 @@ Result<int> MakeBackingFd(HostKind kind, uint64_t bytes, const HostMapOptions& o
     *label = "memfd";
     if (fd < 0) return Status::Errno(errno, "memfd_create: " + std::string(std::strerror(errno)));
   } else {
-    std::string dir = kind == HostKind::kShm ? "/dev/shm" : o.file_dir;
+    std::string dir = kind == HostKind::kShm ? "/dev/shm" : o.file_dir.empty() ? DefaultFileDir() : o.file_dir;
     std::string path = dir + "/resmem-standin-XXXXXX";
     std::vector<char> buf(path.begin(), path.end());
     buf.push_back('\0');
@@ -85,6 +86,11 @@ Result<int> MakeBackingFd(HostKind kind, uint64_t bytes, const HostMapOptions& o
 }
 
 }  // namespace
+
+std::string DefaultFileDir() {
+  const char* test_tmpdir = std::getenv("TEST_TMPDIR");
+  return test_tmpdir && *test_tmpdir ? test_tmpdir : "/var/tmp";
+}
 
 const char* HostKindName(HostKind k) {
   switch (k) {

@@ -37,8 +37,16 @@ struct HostMapOptions {
   // anon: 1 asks for transparent huge pages (MADV_HUGEPAGE), 0 forbids them (MADV_NOHUGEPAGE:
   // 4 KiB pages whatever /sys/kernel/mm/transparent_hugepage/enabled says), -1 leaves the default.
   int transparent_huge = -1;
-  std::string file_dir = "/var/tmp";  // where the disk-file kind creates its file
+  // Where the disk-file kinds create their file; empty: DefaultFileDir().
+  std::string file_dir;
 };
+
+// Where the disk-file kinds create their file by default: /var/tmp (on a disk where /tmp is
+// tmpfs, so the file is a disk file), or, under a Bazel test, the test's own TEST_TMPDIR (under
+// Bazel's output base, on a disk too): a test, the simulator's included, writes nothing into the
+// machine's /var/tmp, which may be missing or read-only there (docs/build.md, "Hermetic tests";
+// Bazel's test encyclopedia: TEST_TMPDIR is the test's private writable directory).
+std::string DefaultFileDir();
 
 // Maps `bytes` of memory of `kind`. The file behind memfd/shm/file kinds is unlinked at once (the
 // mapping keeps it). A MAP_HUGETLB failure names /proc/sys/vm/nr_hugepages as the way out.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "backends/api/facts_memory.h"
 #include "backends/api/median.h"
 #include "backends/host/host_region.h"
 #include "backends/host/smaps_facts.h"
@@ -32,8 +33,10 @@ json Outcome(const Status& st, const std::string& profile) {
 }
 
 // What the profile says before any case: when, which GPU and driver era, the device's
-// attributes, the host's RAM.
-Result<json> ProfileHeader(Gpu& gpu) {
+// attributes, the host's RAM. On a virtual clock (the CUDA model) the host is the model's, not
+// the machine running it: host_mem_total 0, which the replay reads as the profile's default
+// host (mock/gpu/sim_gpu.h SimGpuOptions::host_mem_total), the host the run itself used.
+Result<json> ProfileHeader(Gpu& gpu, bool simulated) {
   json profile;
   profile["format"] = 1;
   char date[32];
@@ -52,8 +55,45 @@ Result<json> ProfileHeader(Gpu& gpu) {
                         a.pageable_memory_access_uses_host_page_tables},
                        {"async_engine_count", a.async_engine_count},
                        {"can_map_host_memory", a.can_map_host_memory}};
-  profile["host_mem_total"] = host::MemTotalBytes();
+  profile["host_mem_total"] = simulated ? 0 : host::MemTotalBytes();
   return profile;
+}
+
+// A mapping of one of the matrix's kinds as the simulator has it: its facts only (FactsMemory),
+// the facts /proc/self/smaps shows for a mapping MapHostMemory makes of that kind on Linux
+// (backends/host/host_region.h; smaps_facts.cc reads them): anon private anonymous, memfd and
+// shm shared shmem, hugetlb 2 MiB pages ("ht"), file and file-private a disk file shared or
+// private; resident where every page was written (populate on a writable mapping). The
+// simulator's calibration so needs no hugetlb pool, /var/tmp, [vvar] or RAM of the machine that
+// runs it (docs/build.md, "Hermetic tests").
+Result<std::unique_ptr<HostMemory>> ModelledKind(host::HostKind kind, uint64_t size,
+                                                 const host::HostMapOptions& o) {
+  MappingFacts f;
+  f.length = size;
+  f.writable = o.writable;
+  f.resident = o.populate && o.writable;
+  switch (kind) {
+    case host::HostKind::kAnonymous: f.backing = Backing::kAnonymous; break;
+    case host::HostKind::kMemfd:
+    case host::HostKind::kShm: f.backing = Backing::kShmem; f.shared = true; break;
+    case host::HostKind::kHugetlb: f.backing = Backing::kHugetlb; f.page_size = 2ull << 20; break;
+    case host::HostKind::kFile: f.backing = Backing::kFile; f.shared = true; break;
+    case host::HostKind::kFilePrivate: f.backing = Backing::kFile; break;
+  }
+  f.origin = "modelled";
+  return std::unique_ptr<HostMemory>(std::make_unique<FactsMemory>(f));
+}
+
+// The kernel's [vvar] page as smaps shows it (VmFlags "rd mr pf io de dd", Rss 0): read-only,
+// private, VM_IO|VM_PFNMAP, one 4 KiB page.
+std::unique_ptr<HostMemory> ModelledVvar() {
+  MappingFacts f;
+  f.length = 4096;
+  f.writable = false;
+  f.vm_io = f.vm_pfnmap = true;
+  f.backing = Backing::kDevicePfn;
+  f.origin = "modelled";
+  return std::make_unique<FactsMemory>(f);
 }
 
 // 2 MiB pages reserved for the hugetlb kind while alive (FACTS.md: nr_hugepages is writable
@@ -81,8 +121,8 @@ class HugePagesReserved {
 // The registration matrix: each case registers, is timed, unregisters and is recorded.
 class RegistrationMatrix {
  public:
-  RegistrationMatrix(Gpu& gpu, const CalibrateOptions& o, json& profile)
-      : gpu_(gpu), o_(o), profile_(profile) {}
+  RegistrationMatrix(Gpu& gpu, const CalibrateOptions& o, json& profile, bool simulated)
+      : gpu_(gpu), o_(o), profile_(profile), simulated_(simulated) {}
 
   void Record(const std::string& kind, HostMemory& mem, uint64_t size, uint32_t f) {
     const double t0 = Now();
@@ -127,7 +167,8 @@ class RegistrationMatrix {
           host::HostMapOptions mo;
           mo.writable = k.writable;
           mo.populate = k.populate;
-          auto mem = host::MapHostMemory(k.host_kind, size, mo);
+          auto mem = simulated_ ? ModelledKind(k.host_kind, size, mo)
+                                : host::MapHostMemory(k.host_kind, size, mo);
           if (!mem.ok()) {
             Skip(k.name + " " + FormatSize(size) + ": " + mem.status().ToString());
             break;
@@ -140,6 +181,11 @@ class RegistrationMatrix {
 
   // The kernel's [vvar] page: a VM_IO|VM_PFNMAP mapping like remap_pfn_range makes.
   void Pfnmap() {
+    if (simulated_) {
+      auto mem = ModelledVvar();
+      for (uint32_t f : kFlags) Record("pfnmap-vvar", *mem, 4096, f);
+      return;
+    }
     auto vvar = host::FindNamedVma("[vvar]");
     if (!vvar.ok()) return Skip("pfnmap-vvar: " + vvar.status().ToString());
     auto mem = host::WrapForeignMapping(vvar->start, 4096, "[vvar] (VM_IO|VM_PFNMAP)");
@@ -148,8 +194,10 @@ class RegistrationMatrix {
   }
 
   // Huge MAP_NORESERVE sizes, one call each, only above MemTotal (so nothing is pinned in full).
+  // On the simulator every size is tried, as modelled facts: nothing is mapped, and the model's
+  // host (the profile's default, 126 GiB for r580) is below each default size.
   void Huge() {
-    const uint64_t mem_total = host::MemTotalBytes();
+    const uint64_t mem_total = simulated_ ? 0 : host::MemTotalBytes();
     for (uint64_t size : o_.huge_sizes) {
       if (mem_total && size <= mem_total) {
         Skip("huge " + FormatSize(size) + ": not above MemTotal, it would pin that much for real");
@@ -157,7 +205,8 @@ class RegistrationMatrix {
       }
       host::HostMapOptions mo;
       mo.noreserve = true;
-      auto mem = host::MapHostMemory(host::HostKind::kAnonymous, size, mo);
+      auto mem = simulated_ ? ModelledKind(host::HostKind::kAnonymous, size, mo)
+                            : host::MapHostMemory(host::HostKind::kAnonymous, size, mo);
       if (!mem.ok()) {
         Skip("huge " + FormatSize(size) + ": " + mem.status().ToString());
         continue;
@@ -174,6 +223,7 @@ class RegistrationMatrix {
   Gpu& gpu_;
   const CalibrateOptions& o_;
   json& profile_;
+  bool simulated_;  // a virtual clock: the kinds are modelled facts, nothing is mapped
 };
 
 // Sequences (FACTS.md: "same range twice, a sub-range, an overlap: 712; unregister of unknown
@@ -397,10 +447,13 @@ Result<double> MemcpyGbps(int threads, uint64_t bytes, int passes) {
 }  // namespace
 
 Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
-  RESMEM_ASSIGN_OR_RETURN(json profile, ProfileHeader(gpu));
+  // The simulator (a virtual clock) neither reads nor changes the machine's hugetlb pool.
+  const bool simulated = clock.is_virtual();
+  RESMEM_ASSIGN_OR_RETURN(json profile, ProfileHeader(gpu, simulated));
   {
-    HugePagesReserved hugepages(o.reserve_hugepages, *std::max_element(o.sizes.begin(), o.sizes.end()));
-    RegistrationMatrix matrix(gpu, o, profile);
+    HugePagesReserved hugepages(o.reserve_hugepages && !simulated,
+                                *std::max_element(o.sizes.begin(), o.sizes.end()));
+    RegistrationMatrix matrix(gpu, o, profile, simulated);
     matrix.Kinds();
     matrix.Pfnmap();
     matrix.Huge();
@@ -412,7 +465,6 @@ Result<json> RunCalibration(Gpu& gpu, Clock& clock, const CalibrateOptions& o) {
     RESMEM_ASSIGN_OR_RETURN(double g, MemcpyGbps(t, o.memcpy_bytes, 3));
     profile["host_memcpy_gbps"][std::to_string(t)] = g;
   }
-  (void)clock;
   return profile;
 }
 
