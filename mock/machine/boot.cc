@@ -44,14 +44,19 @@ E820Type AsType(uint32_t t) { return static_cast<E820Type>(static_cast<int>(t));
 
 bool IsUsable(E820Type t) { return t == E820Type::kRam || t == E820Type::kReservedKern; }
 
+// What the phases of a boot share: the kernel's table, userdef, a panic that stops the boot
+// ("" while it goes on), each mem=/memmap= item's outcome in order, the kernel's log (the
+// BootedKernel's dmesg) and resmem's notes on the boot, printed after the options' issues.
 struct BootState {
-  BootState(const LinuxRules& r, std::vector<std::string>* dmesg) : rules(r), table(r, dmesg) {}
+  BootState(const LinuxRules& r, std::vector<std::string>* log)
+      : rules(r), table(r, log), dmesg(log) {}
   const LinuxRules& rules;
   KernelE820Table table;
   bool userdef = false;
   std::string panic;
   std::vector<MemoryOptionOutcome> outcomes;
   std::vector<std::string>* dmesg = nullptr;
+  std::vector<std::string> notes;
 };
 
 void Issue(MemoryOptionOutcome& o, OptionProblem kind, std::string detail) {
@@ -217,21 +222,181 @@ void ApplyMem(const KernelOption& opt, BootState& st) {
   st.outcomes.push_back(std::move(o));
 }
 
+// memmap=exactmap (strncmp(p, "exactmap", 8)): the table is emptied and userdef set; what
+// follows the 8 characters is never looked at.
+void MemmapExactmap(const std::string& item, MemoryOptionOutcome& o, BootState& st) {
+  st.table.entries.clear();  // e820_table->nr_entries = 0
+  st.userdef = true;
+  o.action = MemoryOptionOutcome::Action::kExactmap;
+  o.read = item.substr(0, 8);
+  o.ignored = item.substr(std::min<size_t>(8, item.size()));
+  if (!o.ignored.empty())
+    Issue(o, OptionProblem::kTrailingIgnored,
+          "'" + item + "' is taken as exactmap: the kernel compares only 8 characters and "
+          "ignores '" + o.ignored + "'");
+}
+
+// A memmap= item that starts with a size, as parse_memmap_one reads on from there.
+struct MemmapItem {
+  const std::string& item;
+  MemParsed size;  // memparse of the item's start
+  size_t p;        // the kernel's char *p: where reading goes on
+  char op;         // the character right after the size ('\0' at the end)
+};
+
+// memparse of the start address after the operator; moves it.p past it. Nothing readable there
+// is memparse's 0, noted on `o`.
+uint64_t ReadStart(MemmapItem& it, MemoryOptionOutcome& o, const LinuxRules& rules) {
+  const MemParsed s = MemParse(it.item, it.p + 1, rules);
+  it.p = it.p + 1 + s.consumed;
+  if (s.consumed == 0)
+    Issue(o, OptionProblem::kNoStartAddress,
+          std::string("nothing the kernel can read as an address follows '") + it.op +
+              "': memparse returns 0, so the range starts at address 0");
+  return s.value;
+}
+
+// Notes [start, start + size) on `o` (its end clamped at 2^64) and a size of 0; returns whether
+// the end passes 2^64.
+bool NoteRange(const MemmapItem& it, uint64_t start, MemoryOptionOutcome& o) {
+  o.start = start;
+  const bool wraps = it.size.value > UINT64_MAX - start;
+  o.end = wraps ? UINT64_MAX : start + it.size.value;
+  if (it.size.value == 0)
+    Issue(o, OptionProblem::kZeroSize,
+          "the size is 0: the entry is empty and e820__update_table drops it");
+  return wraps;
+}
+
+// The e820 type memmap=nn<op>ss adds on this version: '@' RAM, '#' ACPI data, '$' reserved,
+// '!' persistent memory (4.1 on); 0 when the operator adds nothing.
+uint32_t MemmapAddType(char op, const LinuxRules& rules) {
+  if (op == '@') return kRamType;
+  if (op == '#') return kAcpiType;
+  if (op == '$') return kReservedType;
+  if (op == '!' && rules.memmap_pram) return kPramType;
+  return 0;
+}
+
+// memmap=nn@ss / nn#ss / nn$ss / nn!ss: e820__range_add of the range as it is.
+void MemmapAdd(MemmapItem& it, uint32_t add_type, MemoryOptionOutcome& o, BootState& st) {
+  const uint64_t start = ReadStart(it, o, st.rules);
+  const bool wraps = NoteRange(it, start, o);
+  st.table.Add(start, it.size.value, add_type);
+  o.action = MemoryOptionOutcome::Action::kAdd;
+  o.type = AsType(add_type);
+  if (wraps)
+    Issue(o, OptionProblem::kEndWraps,
+          "start " + KernelHex(start, 0) + " + size " + KernelHex(it.size.value, 0) +
+              " passes 2^64: e820__range_add stores it as is, and the sanitize at the "
+              "user-defined map refuses the table (\"Invalid user supplied memory map\")");
+}
+
+// memmap=nn%ss-from+to, once read and checked: __e820__range_update of [start, start + size)
+// from one type to the other, an add (no from), a remove of one type (no to) or of every type
+// (neither). Equal types stop the boot: st.panic is set and the kernel's BUG line printed.
+void ApplyRetype(uint64_t start, uint64_t size, uint32_t from, uint32_t to,
+                 MemoryOptionOutcome& o, BootState& st) {
+  using Action = MemoryOptionOutcome::Action;
+  if (from && to) {
+    if (from == to) {
+      // __e820__range_update: BUG_ON(old_type == new_type).
+      Issue(o, OptionProblem::kSameTypes,
+            "old and new type are both " + std::to_string(from) +
+                ": __e820__range_update hits BUG_ON(old_type == new_type) and the boot "
+                "stops");
+      st.panic = "kernel BUG in __e820__range_update: BUG_ON(old_type == new_type) (" +
+                 o.option + ")";
+      st.dmesg->push_back("kernel BUG at arch/x86/kernel/e820.c" +
+                          (st.rules.range_update_bug_line
+                               ? ":" + std::to_string(st.rules.range_update_bug_line)
+                               : std::string()) +
+                          "!");
+      return;
+    }
+    st.table.Update(start, size, from, to);
+    o.action = Action::kRetype;
+  } else if (to) {
+    st.table.Add(start, size, to);
+    o.action = Action::kAdd;
+  } else if (from) {
+    st.table.Remove(start, size, from, true);
+    o.action = Action::kRemove;
+  } else {
+    st.table.Remove(start, size, 0, false);
+    o.action = Action::kRemove;
+  }
+}
+
+// memmap=nn%ss-from+to (4.16 on): the start, then "-from" and "+to" (each optional, read by
+// simple_strtoull); anything after them is -EINVAL before any change.
+void MemmapRetype(MemmapItem& it, MemoryOptionOutcome& o, BootState& st) {
+  const std::string& item = it.item;
+  const uint64_t start = ReadStart(it, o, st.rules);
+  uint32_t from = 0, to = 0;  // enum e820_type: simple_strtoull's value truncated to 32 bits
+  if (it.p < item.size() && item[it.p] == '-') {
+    const MemParsed t = SimpleStrtoull(item, it.p + 1);
+    from = static_cast<uint32_t>(t.value);
+    it.p += 1 + t.consumed;
+  }
+  if (it.p < item.size() && item[it.p] == '+') {
+    const MemParsed t = SimpleStrtoull(item, it.p + 1);
+    to = static_cast<uint32_t>(t.value);
+    it.p += 1 + t.consumed;
+  }
+  o.read = item.substr(0, it.p);
+  o.ignored = item.substr(it.p);
+  if (it.p != item.size()) {  // "if (*p != '\0') return -EINVAL;" before any change
+    o.rejected = true;
+    Issue(o, OptionProblem::kMalformed,
+          "after the types the kernel finds '" + o.ignored +
+              "' and returns -EINVAL before changing anything (the user-defined map is "
+              "still printed: userdef is already set)");
+    return;
+  }
+  NoteRange(it, start, o);
+  o.type = AsType(to);
+  o.from = from ? AsType(from) : E820Type::kHole;
+  ApplyRetype(start, it.size.value, from, to, o, st);
+}
+
+// "} else { e820__range_remove(mem_size, ULLONG_MAX - mem_size, E820_TYPE_RAM, 1); }":
+// anything but a known operator after the size makes the item act as mem=nn (on i386 before
+// 2.6.27: "} else { limit_regions(mem_size); userdef = 1; }", id 24181767570).
+void MemmapActsAsMem(const MemmapItem& it, MemoryOptionOutcome& o, BootState& st) {
+  const std::string& item = it.item;
+  const char op = it.op;
+  ApplyLimit(it.size.value, st);
+  st.userdef = true;
+  o.action = MemoryOptionOutcome::Action::kLimit;
+  o.start = it.size.value;
+  o.end = UINT64_MAX;
+  const std::string nn = item.substr(0, it.size.consumed);
+  if ((op == '!' && !st.rules.memmap_pram) || (op == '%' && !st.rules.memmap_retype))
+    Issue(o, OptionProblem::kUnknownForm,
+          std::string("Linux ") + st.rules.version + " does not know memmap=nn" + op +
+              "ss (" + (op == '!' ? "added in 4.1" : "added in 4.16") +
+              "), so the item acts as mem=" + nn);
+  if (it.size.value == 0)
+    Issue(o, OptionProblem::kRemovesAllRam,
+          "'" + item + "' reads a size of 0 and acts as mem=0: unlike mem=, memmap= has no "
+          "guard, so every usable byte is removed");
+  else
+    Issue(o, OptionProblem::kActsAsMem,
+          "'memmap=" + item + "' has no $, !, @, # or % right after the size, so it acts as "
+          "mem=" + nn + " (removes usable RAM above " + KernelHex(it.size.value, 0) +
+              ") and reserves nothing" +
+              (std::isdigit(static_cast<unsigned char>(op))
+                   ? "; memmap=" + nn + "$" + item.substr(it.p) + " would reserve"
+                   : ""));
+}
+
 // parse_memmap_one (e820.c 6.12; 2.6.32.69's parse_memmap_opt has the same body without '!'
 // and '%'). Returns the outcome; `rejected` is its -EINVAL.
 MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, BootState& st) {
-  using Action = MemoryOptionOutcome::Action;
   MemoryOptionOutcome o = Outcome(opt, item);
-  if (item.compare(0, 8, "exactmap") == 0) {  // strncmp(p, "exactmap", 8)
-    st.table.entries.clear();                 // e820_table->nr_entries = 0
-    st.userdef = true;
-    o.action = Action::kExactmap;
-    o.read = item.substr(0, 8);
-    o.ignored = item.substr(std::min<size_t>(8, item.size()));
-    if (!o.ignored.empty())
-      Issue(o, OptionProblem::kTrailingIgnored,
-            "'" + item + "' is taken as exactmap: the kernel compares only 8 characters and "
-            "ignores '" + o.ignored + "'");
+  if (item.compare(0, 8, "exactmap") == 0) {
+    MemmapExactmap(item, o, st);
     return o;
   }
   const MemParsed size = MemParse(item, 0, st.rules);
@@ -249,129 +414,19 @@ MemoryOptionOutcome MemmapOne(const KernelOption& opt, const std::string& item, 
   // and the limit_regions branch, not for nn@ss / nn#ss / nn$ss (parse_memmap, id 14114744514;
   // parse_cmdline_early, id 24181767570).
   if (!i386) st.userdef = true;
-  size_t p = size.consumed;
-  const char op = p < item.size() ? item[p] : '\0';
-  auto read_start = [&]() {
-    const MemParsed s = MemParse(item, p + 1, st.rules);
-    p = p + 1 + s.consumed;
-    if (s.consumed == 0)
-      Issue(o, OptionProblem::kNoStartAddress,
-            std::string("nothing the kernel can read as an address follows '") + op +
-                "': memparse returns 0, so the range starts at address 0");
-    return s.value;
-  };
-  auto note_range = [&](uint64_t start) {
-    o.start = start;
-    const bool wraps = size.value > UINT64_MAX - start;
-    o.end = wraps ? UINT64_MAX : start + size.value;
-    if (size.value == 0)
-      Issue(o, OptionProblem::kZeroSize,
-            "the size is 0: the entry is empty and e820__update_table drops it");
-    return wraps;
-  };
-  bool add = false;
-  uint32_t add_type = 0;
-  if (op == '@') { add = true; add_type = kRamType; }
-  if (op == '#') { add = true; add_type = kAcpiType; }
-  if (op == '$') { add = true; add_type = kReservedType; }
-  if (op == '!' && st.rules.memmap_pram) { add = true; add_type = kPramType; }
-  if (add) {
-    const uint64_t start = read_start();
-    const bool wraps = note_range(start);
-    st.table.Add(start, size.value, add_type);
-    o.action = Action::kAdd;
-    o.type = AsType(add_type);
-    if (wraps)
-      Issue(o, OptionProblem::kEndWraps,
-            "start " + KernelHex(start, 0) + " + size " + KernelHex(size.value, 0) +
-                " passes 2^64: e820__range_add stores it as is, and the sanitize at the "
-                "user-defined map refuses the table (\"Invalid user supplied memory map\")");
-  } else if (op == '%' && st.rules.memmap_retype) {
-    const uint64_t start = read_start();
-    uint32_t from = 0, to = 0;  // enum e820_type: simple_strtoull's value truncated to 32 bits
-    if (p < item.size() && item[p] == '-') {
-      const MemParsed t = SimpleStrtoull(item, p + 1);
-      from = static_cast<uint32_t>(t.value);
-      p += 1 + t.consumed;
-    }
-    if (p < item.size() && item[p] == '+') {
-      const MemParsed t = SimpleStrtoull(item, p + 1);
-      to = static_cast<uint32_t>(t.value);
-      p += 1 + t.consumed;
-    }
-    o.read = item.substr(0, p);
-    o.ignored = item.substr(p);
-    if (p != item.size()) {  // "if (*p != '\0') return -EINVAL;" before any change
-      o.rejected = true;
-      Issue(o, OptionProblem::kMalformed,
-            "after the types the kernel finds '" + o.ignored +
-                "' and returns -EINVAL before changing anything (the user-defined map is "
-                "still printed: userdef is already set)");
-      return o;
-    }
-    note_range(start);
-    o.type = AsType(to);
-    o.from = from ? AsType(from) : E820Type::kHole;
-    if (from && to) {
-      if (from == to) {
-        // __e820__range_update: BUG_ON(old_type == new_type).
-        Issue(o, OptionProblem::kSameTypes,
-              "old and new type are both " + std::to_string(from) +
-                  ": __e820__range_update hits BUG_ON(old_type == new_type) and the boot "
-                  "stops");
-        st.panic = "kernel BUG in __e820__range_update: BUG_ON(old_type == new_type) (" +
-                   o.option + ")";
-        st.dmesg->push_back("kernel BUG at arch/x86/kernel/e820.c" +
-                            (st.rules.range_update_bug_line
-                                 ? ":" + std::to_string(st.rules.range_update_bug_line)
-                                 : std::string()) +
-                            "!");
-        return o;
-      }
-      st.table.Update(start, size.value, from, to);
-      o.action = Action::kRetype;
-    } else if (to) {
-      st.table.Add(start, size.value, to);
-      o.action = Action::kAdd;
-    } else if (from) {
-      st.table.Remove(start, size.value, from, true);
-      o.action = Action::kRemove;
-    } else {
-      st.table.Remove(start, size.value, 0, false);
-      o.action = Action::kRemove;
-    }
-    return o;
+  MemmapItem it{item, size, size.consumed,
+                size.consumed < item.size() ? item[size.consumed] : '\0'};
+  if (const uint32_t add_type = MemmapAddType(it.op, st.rules)) {
+    MemmapAdd(it, add_type, o, st);
+  } else if (it.op == '%' && st.rules.memmap_retype) {
+    MemmapRetype(it, o, st);
+    return o;  // its own check of what follows, before any change
   } else {
-    // "} else { e820__range_remove(mem_size, ULLONG_MAX - mem_size, E820_TYPE_RAM, 1); }":
-    // anything but a known operator after the size makes the item act as mem=nn (on i386
-    // before 2.6.27: "} else { limit_regions(mem_size); userdef = 1; }", id 24181767570).
-    ApplyLimit(size.value, st);
-    st.userdef = true;
-    o.action = Action::kLimit;
-    o.start = size.value;
-    o.end = UINT64_MAX;
-    const std::string nn = item.substr(0, size.consumed);
-    if ((op == '!' && !st.rules.memmap_pram) || (op == '%' && !st.rules.memmap_retype))
-      Issue(o, OptionProblem::kUnknownForm,
-            std::string("Linux ") + st.rules.version + " does not know memmap=nn" + op +
-                "ss (" + (op == '!' ? "added in 4.1" : "added in 4.16") +
-                "), so the item acts as mem=" + nn);
-    if (size.value == 0)
-      Issue(o, OptionProblem::kRemovesAllRam,
-            "'" + item + "' reads a size of 0 and acts as mem=0: unlike mem=, memmap= has no "
-            "guard, so every usable byte is removed");
-    else
-      Issue(o, OptionProblem::kActsAsMem,
-            "'memmap=" + item + "' has no $, !, @, # or % right after the size, so it acts as "
-            "mem=" + nn + " (removes usable RAM above " + KernelHex(size.value, 0) +
-                ") and reserves nothing" +
-                (std::isdigit(static_cast<unsigned char>(op))
-                     ? "; memmap=" + nn + "$" + item.substr(p) + " would reserve"
-                     : ""));
+    MemmapActsAsMem(it, o, st);
   }
-  o.read = item.substr(0, p);
-  o.ignored = item.substr(p);
-  if (p != item.size()) {  // "return *p == '\0' ? 0 : -EINVAL;" after the change was made
+  o.read = item.substr(0, it.p);
+  o.ignored = item.substr(it.p);
+  if (it.p != item.size()) {  // "return *p == '\0' ? 0 : -EINVAL;" after the change was made
     o.rejected = true;
     Issue(o, OptionProblem::kMalformed,
           "the kernel read '" + o.read + "', applied it, and ignored '" + o.ignored + "'");
@@ -470,12 +525,9 @@ BootedKernel::Reservation Judge(const MachineSpec& spec, const Requested& r,
   return res;
 }
 
-}  // namespace
-
-Result<BootedKernel> Boot(const MachineSpec& spec) {
-  BootedKernel k;
-  // What the kernel receives from what was written (mock/machine/grub.h: dash, GRUB's lexer and
-  // loader); each stage that changed the options is noted.
+// What the kernel receives from what was written (mock/machine/grub.h: dash, GRUB's lexer and
+// loader): sets k.cmdline, and notes each stage that changed the options in k.messages.
+Status ReceiveCmdline(const MachineSpec& spec, BootedKernel& k) {
   RESMEM_ASSIGN_OR_RETURN(KernelCmdlineTrace trace,
                           TraceKernelCmdline(spec.cmdline_source, spec.cmdline));
   k.cmdline = trace.kernel;
@@ -483,91 +535,114 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     for (const auto& line : trace.StageLines()) k.messages.push_back("resmem: " + line);
     for (const auto& n : trace.notes) k.messages.push_back("resmem: " + n);
   }
-  RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules,
-                          LinuxRulesFor(spec.kernel_version, spec.arch));
-  BootState st(rules, &k.dmesg);
-  st.dmesg = &k.dmesg;
-  std::vector<std::string> notes;
+  return Status::Ok();
+}
 
-  // copy_bootdata copies COMMAND_LINE_SIZE bytes and parse_early_param keeps
-  // COMMAND_LINE_SIZE - 1 characters of them (strlcpy / strscpy): the rest never reaches the
-  // kernel, and /proc/cmdline shows the kept part.
+// copy_bootdata copies COMMAND_LINE_SIZE bytes and parse_early_param keeps
+// COMMAND_LINE_SIZE - 1 characters of them (strlcpy / strscpy): the rest never reaches the
+// kernel, and /proc/cmdline shows the kept part. Cuts k.cmdline to what is kept, notes the cut
+// in k.cmdline_issues, and returns the arguments lost whole.
+std::vector<KernelOption> CutToCommandLineSize(const LinuxRules& rules, BootedKernel& k) {
   const size_t keep = rules.command_line_size - 1;
   std::vector<KernelOption> lost;
-  if (k.cmdline.size() > keep) {
-    const std::string full = k.cmdline;
-    k.cmdline.resize(keep);
-    const auto all = SplitKernelCmdline(full);
-    const auto kept = SplitKernelCmdline(k.cmdline);
-    std::string detail = "the command line has " + std::to_string(full.size()) +
-                         " characters; x86's COMMAND_LINE_SIZE is " +
-                         std::to_string(rules.command_line_size) + ", so the kernel reads the "
-                         "first " + std::to_string(keep);
-    if (!kept.empty() && kept.size() <= all.size() && kept.back().raw != all[kept.size() - 1].raw)
-      detail += "; '" + all[kept.size() - 1].raw + "' is cut to '" + kept.back().raw + "'";
-    for (size_t i = kept.size(); i < all.size(); ++i) lost.push_back(all[i]);
-    if (!lost.empty())
-      detail += "; " + std::to_string(lost.size()) + " argument(s) after it are lost, from '" +
-                lost.front().raw + "'";
-    k.cmdline_issues.push_back({OptionProblem::kLineCut, detail});
-  }
+  if (k.cmdline.size() <= keep) return lost;
+  const std::string full = k.cmdline;
+  k.cmdline.resize(keep);
+  const auto all = SplitKernelCmdline(full);
+  const auto kept = SplitKernelCmdline(k.cmdline);
+  std::string detail = "the command line has " + std::to_string(full.size()) +
+                       " characters; x86's COMMAND_LINE_SIZE is " +
+                       std::to_string(rules.command_line_size) + ", so the kernel reads the "
+                       "first " + std::to_string(keep);
+  if (!kept.empty() && kept.size() <= all.size() && kept.back().raw != all[kept.size() - 1].raw)
+    detail += "; '" + all[kept.size() - 1].raw + "' is cut to '" + kept.back().raw + "'";
+  for (size_t i = kept.size(); i < all.size(); ++i) lost.push_back(all[i]);
+  if (!lost.empty())
+    detail += "; " + std::to_string(lost.size()) + " argument(s) after it are lost, from '" +
+              lost.front().raw + "'";
+  k.cmdline_issues.push_back({OptionProblem::kLineCut, detail});
+  return lost;
+}
 
-  // e820__memory_setup: the firmware map, sanitized with this version's rules, printed.
+// e820__memory_setup: the firmware map, sanitized with this version's rules, printed.
+void SetupMemoryMap(const MachineSpec& spec, BootState& st) {
   for (const auto& e : spec.firmware_e820)
     if (e.type != E820Type::kHole && e.end > e.start)
       st.table.entries.push_back({e.start, e.end - e.start, static_cast<uint32_t>(e.type)});
   st.table.UpdateTable();  // a single entry stays as it is
   st.table.PrintHeader("BIOS-provided physical RAM map:");
   st.table.Print("BIOS-e820");
+}
 
-  // The kernel's own edits from the log: setup_data kept as RESERVED_KERN (e820_reserve_setup
-  // _data), applied where the version applies them; anything else happens after the user map.
-  std::vector<E820Edit> setup_data, late;
+// The kernel's own edits from the log, split by when the version applies them.
+struct KernelEdits {
+  std::vector<E820Edit> setup_data;  // RAM -> RESERVED_KERN (e820_reserve_setup_data)
+  std::vector<E820Edit> late;        // anything else: after the user map
+};
+
+KernelEdits SplitKernelEdits(const MachineSpec& spec) {
+  KernelEdits edits;
   for (const auto& e : spec.early_edits) {
-    if (e.from == E820Type::kRam && e.to == E820Type::kReservedKern) setup_data.push_back(e);
-    else late.push_back(e);
+    if (e.from == E820Type::kRam && e.to == E820Type::kReservedKern)
+      edits.setup_data.push_back(e);
+    else
+      edits.late.push_back(e);
   }
-  auto reserve_setup_data = [&]() {
-    if (setup_data.empty()) return;
-    if (!rules.keeps_setup_data) {
-      notes.push_back("resmem: Linux " + rules.version +
-                      " no longer marks setup_data in the e820 table (6.15 dropped "
-                      "E820_TYPE_RESERVED_KERN); " + std::to_string(setup_data.size()) +
-                      " setup_data edit(s) of the machine not applied");
-      return;
-    }
-    for (const auto& e : setup_data)
-      st.table.Update(e.start, e.end - e.start, kRamType, kReservedKernType);
-    st.table.UpdateTable();  // its result is not checked there
-    // setup.c's printk never had the "e820: " prefix (3.6, 3.13.10, 3.19.8, 4.4.155 read).
-    k.dmesg.push_back("extended physical RAM map:");
-    st.table.Print("reserve setup_data");
-  };
-  if (!rules.setup_data_after_params) reserve_setup_data();
+  return edits;
+}
 
-  // parse_early_param: every argument in order (parse_args, do_early_param); "mem" and
-  // "memmap" match by parameq, i.e. exactly (neither name has '-' or '_').
-  for (const auto& opt : SplitKernelCmdline(k.cmdline)) {
+// e820_reserve_setup_data: setup_data kept as RESERVED_KERN and the table printed again; a
+// version that no longer marks it (6.15 on) gets a note in st.notes instead.
+void ReserveSetupData(const std::vector<E820Edit>& setup_data, BootState& st) {
+  if (setup_data.empty()) return;
+  if (!st.rules.keeps_setup_data) {
+    st.notes.push_back("resmem: Linux " + st.rules.version +
+                       " no longer marks setup_data in the e820 table (6.15 dropped "
+                       "E820_TYPE_RESERVED_KERN); " + std::to_string(setup_data.size()) +
+                       " setup_data edit(s) of the machine not applied");
+    return;
+  }
+  for (const auto& e : setup_data)
+    st.table.Update(e.start, e.end - e.start, kRamType, kReservedKernType);
+  st.table.UpdateTable();  // its result is not checked there
+  // setup.c's printk never had the "e820: " prefix (3.6, 3.13.10, 3.19.8, 4.4.155 read).
+  st.dmesg->push_back("extended physical RAM map:");
+  st.table.Print("reserve setup_data");
+}
+
+// A mem=/memmap= argument the kernel never applies, with why (none after a panic).
+void NotApplied(const KernelOption& opt, OptionProblem kind, const std::string& detail,
+                BootState& st) {
+  MemoryOptionOutcome o = Outcome(opt, opt.value);
+  o.applied = false;
+  if (!detail.empty()) Issue(o, kind, detail);
+  st.outcomes.push_back(std::move(o));
+}
+
+// parse_early_param: every argument in order (parse_args, do_early_param); "mem" and
+// "memmap" match by parameq, i.e. exactly (neither name has '-' or '_'). The arguments `lost`
+// past COMMAND_LINE_SIZE are noted after them, unapplied.
+void ParseEarlyParams(const std::string& cmdline, const std::vector<KernelOption>& lost,
+                      BootState& st) {
+  const LinuxRules& rules = st.rules;
+  for (const auto& opt : SplitKernelCmdline(cmdline)) {
     if (opt.key != "mem" && opt.key != "memmap") continue;
     if (!st.panic.empty() || (opt.after_dashdash && rules.stops_at_dashdash)) {
-      MemoryOptionOutcome o = Outcome(opt, opt.value);
-      o.applied = false;
-      if (st.panic.empty())
-        Issue(o, OptionProblem::kIgnoredAfterDashDash,
-              "'" + opt.raw + "' comes after \"--\": parse_args stops there and hands the rest "
-              "to init, so it is no kernel option");
-      st.outcomes.push_back(std::move(o));
+      NotApplied(opt, OptionProblem::kIgnoredAfterDashDash,
+                 st.panic.empty()
+                     ? "'" + opt.raw + "' comes after \"--\": parse_args stops there and hands "
+                       "the rest to init, so it is no kernel option"
+                     : std::string(),
+                 st);
       continue;
     }
     if (opt.key == "memmap" && rules.mem_takes_map_items) {
       // 2.4 and early 2.5 have no memmap= (Pavel Machek's patch, id 34134566908, added it):
       // the argument goes to init untouched.
-      MemoryOptionOutcome o = Outcome(opt, opt.value);
-      o.applied = false;
-      Issue(o, OptionProblem::kUnknownForm,
-            "Linux " + rules.version + " has no memmap= option (it came in 2.5.6x): its "
-            "spellings are mem=exactmap and mem=nn@ss / nn#ss / nn$ss");
-      st.outcomes.push_back(std::move(o));
+      NotApplied(opt, OptionProblem::kUnknownForm,
+                 "Linux " + rules.version + " has no memmap= option (it came in 2.5.6x): its "
+                 "spellings are mem=exactmap and mem=nn@ss / nn#ss / nn$ss",
+                 st);
       continue;
     }
     if (opt.key == "mem" && I386Setup(rules) && opt.has_value)
@@ -577,58 +652,64 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
   }
   for (const auto& opt : lost) {
     if (opt.key != "mem" && opt.key != "memmap") continue;
-    MemoryOptionOutcome o = Outcome(opt, opt.value);
-    o.applied = false;
-    Issue(o, OptionProblem::kLineCut,
-          "'" + opt.raw + "' lies past COMMAND_LINE_SIZE: the kernel never sees it");
-    st.outcomes.push_back(std::move(o));
+    NotApplied(opt, OptionProblem::kLineCut,
+               "'" + opt.raw + "' lies past COMMAND_LINE_SIZE: the kernel never sees it", st);
   }
+}
 
-  if (st.panic.empty() && rules.setup_data_after_params) reserve_setup_data();
-
-  // e820__finish_early_params / finish_e820_parsing.
-  if (st.panic.empty() && st.userdef) {
-    // i386 before 2.6.27 prints the user's table as it stands (linux_rules.h).
-    if (rules.sanitizes_user_map && !st.table.UpdateTable()) {
-      st.panic = "Invalid user supplied memory map";
-      k.dmesg.push_back("Kernel panic - not syncing: Invalid user supplied memory map");
-    } else {
-      st.table.PrintHeader("user-defined physical RAM map:");
-      st.table.Print("user");
-    }
+// e820__finish_early_params / finish_e820_parsing: with userdef, the user's table sanitized
+// and printed, or the panic of a table that cannot be sanitized. i386 before 2.6.27 prints the
+// user's table as it stands (linux_rules.h).
+void FinishEarlyParams(BootState& st) {
+  if (!st.panic.empty() || !st.userdef) return;
+  if (st.rules.sanitizes_user_map && !st.table.UpdateTable()) {
+    st.panic = "Invalid user supplied memory map";
+    st.dmesg->push_back("Kernel panic - not syncing: Invalid user supplied memory map");
+  } else {
+    st.table.PrintHeader("user-defined physical RAM map:");
+    st.table.Print("user");
   }
+}
+
+// The map the kernel holds now, into k.e820 with k.panic; when it panicked on a table it could
+// not sanitize, the newest sanitize of the same entries (ends past 2^64 clamped) shows what was
+// asked for.
+void TakeKernelMap(BootState& st, BootedKernel& k) {
   k.panic = st.panic;
-  // The map the kernel holds now; when it panicked on a table it could not sanitize, the
-  // newest sanitize of the same entries (ends past 2^64 clamped) shows what was asked for.
   k.e820 = st.panic.empty() ? st.table.ToEntries() : SanitizeE820(st.table.ToEntries());
   if (!st.panic.empty())
-    notes.push_back("resmem: the kernel stops here: " + st.panic +
-                    (st.table.entries.size() < 2 && st.panic[0] == 'I'
-                         ? " (the table has fewer than 2 entries; e820__update_table refuses "
-                           "such a table)"
-                         : ""));
+    st.notes.push_back("resmem: the kernel stops here: " + st.panic +
+                       (st.table.entries.size() < 2 && st.panic[0] == 'I'
+                            ? " (the table has fewer than 2 entries; e820__update_table "
+                              "refuses such a table)"
+                            : ""));
+}
 
-  // Later edits of the log (trim_bios_range, EFI): after the user map, so they do not change it,
-  // but they do change the table the kernel goes on with (trim_bios_range ends in
-  // e820__update_table, arch/x86/kernel/setup.c): /proc/iomem and usable RAM show them.
-  if (st.panic.empty() && !late.empty()) {
-    for (const auto& e : late) {
-      const uint32_t from = static_cast<uint32_t>(e.from);
-      if (e.to == E820Type::kHole)
-        st.table.Remove(e.start, e.end - e.start, from, e.from != E820Type::kHole);
-      else
-        st.table.Update(e.start, e.end - e.start, from, static_cast<uint32_t>(e.to));
-    }
-    if (st.table.UpdateTable()) k.e820 = st.table.ToEntries();
+// Later edits of the log (trim_bios_range, EFI): after the user map, so they do not change it,
+// but they do change the table the kernel goes on with (trim_bios_range ends in
+// e820__update_table, arch/x86/kernel/setup.c): /proc/iomem and usable RAM show them in k.e820.
+void ApplyLateEdits(const std::vector<E820Edit>& late, BootState& st, BootedKernel& k) {
+  if (!st.panic.empty() || late.empty()) return;
+  for (const auto& e : late) {
+    const uint32_t from = static_cast<uint32_t>(e.from);
+    if (e.to == E820Type::kHole)
+      st.table.Remove(e.start, e.end - e.start, from, e.from != E820Type::kHole);
+    else
+      st.table.Update(e.start, e.end - e.start, from, static_cast<uint32_t>(e.to));
   }
+  if (st.table.UpdateTable()) k.e820 = st.table.ToEntries();
+}
 
-  // Judge the reservations against the firmware map and each other.
+// Moves the option outcomes into k.memory_options and judges each memmap$ reservation against
+// the firmware map (k.reservations; Judge's notes into `judged`, an issue on each option over
+// non-RAM). Returns the reservations, none when the kernel panicked (no kernel holds them).
+std::vector<Requested> JudgeReservations(const MachineSpec& spec, BootState& st,
+                                         BootedKernel& k, std::vector<std::string>& judged) {
   std::vector<Requested> reserved;
   for (auto& o : st.outcomes)
     if (o.ReservesForADriver()) reserved.push_back({o.start, o.end, o.Label()});
   k.memory_options = std::move(st.outcomes);
-  std::vector<std::string> judged;  // Judge's notes, after the option notes
-  if (!k.panic.empty()) reserved.clear();  // no kernel came up to hold them
+  if (!k.panic.empty()) reserved.clear();
   for (const auto& r : reserved) {
     k.reservations.push_back(Judge(spec, r, judged));
     const auto& res = k.reservations.back();
@@ -638,6 +719,11 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
               "reserves " + MemRange(r.start, r.end) + " where the firmware has no RAM (" +
                   res.conflict + "); the kernel accepts it");
   }
+  return reserved;
+}
+
+// Two reservations that overlap: noted in k.cmdline_issues, pair by pair.
+void NoteOverlappingReservations(const std::vector<Requested>& reserved, BootedKernel& k) {
   for (size_t i = 0; i < reserved.size(); ++i)
     for (size_t j = i + 1; j < reserved.size(); ++j)
       if (Overlaps(reserved[i].start, reserved[i].end, reserved[j].start, reserved[j].end))
@@ -647,8 +733,37 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
                  " and '" + reserved[j].option + "' " +
                  MemRange(reserved[j].start, reserved[j].end) +
                  " overlap: e820__update_table merges them into one reserved range"});
-  // mem= below a reservation: mem= removes only usable RAM (e820__range_remove(..., RAM, 1)),
-  // so the reservation survives, and RAM above the limit outside every reservation is lost.
+}
+
+// The firmware's RAM at or above `limit` that no reservation covers.
+uint64_t RamAboveOutsideReservations(const std::vector<E820Entry>& firmware, uint64_t limit,
+                                     const std::vector<Requested>& reserved) {
+  uint64_t lost_ram = 0;
+  for (const auto& e : firmware) {
+    if (e.type != E820Type::kRam || e.end <= limit) continue;
+    uint64_t a = std::max(e.start, limit);
+    // Subtract the reserved parts of [a, e.end).
+    std::vector<std::pair<uint64_t, uint64_t>> cuts;
+    for (const auto& r : reserved)
+      if (Overlaps(a, e.end, r.start, r.end))
+        cuts.push_back({std::max(a, r.start), std::min(e.end, r.end)});
+    std::sort(cuts.begin(), cuts.end());
+    uint64_t covered = 0, upto = a;
+    for (const auto& c : cuts) {
+      const uint64_t s = std::max(c.first, upto);
+      if (c.second > s) covered += c.second - s;
+      upto = std::max(upto, c.second);
+    }
+    lost_ram += (e.end - a) - covered;
+  }
+  return lost_ram;
+}
+
+// mem= below a reservation: mem= removes only usable RAM (e820__range_remove(..., RAM, 1)),
+// so the reservation survives, and RAM above the limit outside every reservation is lost:
+// an issue on each such applied mem= of k.memory_options.
+void NoteMemBelowReservations(const MachineSpec& spec, const std::vector<Requested>& reserved,
+                              BootedKernel& k) {
   const auto firmware = SanitizeE820(spec.firmware_e820);
   for (auto& o : k.memory_options) {
     if (!o.applied || o.key != "mem" || o.action != MemoryOptionOutcome::Action::kLimit)
@@ -656,24 +771,7 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
     bool below = false;
     for (const auto& r : reserved) below = below || r.end > o.start;
     if (!below) continue;
-    uint64_t lost_ram = 0;
-    for (const auto& e : firmware) {
-      if (e.type != E820Type::kRam || e.end <= o.start) continue;
-      uint64_t a = std::max(e.start, o.start);
-      // Subtract the reserved parts of [a, e.end).
-      std::vector<std::pair<uint64_t, uint64_t>> cuts;
-      for (const auto& r : reserved)
-        if (Overlaps(a, e.end, r.start, r.end))
-          cuts.push_back({std::max(a, r.start), std::min(e.end, r.end)});
-      std::sort(cuts.begin(), cuts.end());
-      uint64_t covered = 0, upto = a;
-      for (const auto& c : cuts) {
-        const uint64_t s = std::max(c.first, upto);
-        if (c.second > s) covered += c.second - s;
-        upto = std::max(upto, c.second);
-      }
-      lost_ram += (e.end - a) - covered;
-    }
+    const uint64_t lost_ram = RamAboveOutsideReservations(firmware, o.start, reserved);
     if (lost_ram > 0)
       Issue(o, OptionProblem::kMemBelowReservation,
             "mem=" + o.item + " is below the end of a memmap$ reservation: the reservation "
@@ -681,6 +779,13 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
                 " of RAM above " + KernelHex(o.start, 0) +
                 " that no reservation covers is lost to the kernel");
   }
+}
+
+// k.messages in their order: the command-line stage notes already there are put after the
+// kernel's dmesg; then the command line's issues, each option's issues (but over non-RAM,
+// which Judge's note says), the boot's notes, and Judge's notes.
+void AssembleMessages(const std::vector<std::string>& notes,
+                      const std::vector<std::string>& judged, BootedKernel& k) {
   k.messages.insert(k.messages.begin(), k.dmesg.begin(), k.dmesg.end());
   for (const auto& issue : k.cmdline_issues) k.messages.push_back("resmem: " + issue.detail);
   for (const auto& o : k.memory_options)
@@ -689,11 +794,42 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
         k.messages.push_back("resmem: '" + o.Label() + "': " + issue.detail);
   for (const auto& n : notes) k.messages.push_back(n);
   for (const auto& n : judged) k.messages.push_back(n);
+}
+
+// Usable RAM of k.e820 (RAM and RESERVED_KERN), and MemTotal: that less what the kernel keeps.
+void CountUsableRam(const MachineSpec& spec, BootedKernel& k) {
   for (const auto& e : k.e820)
     if (IsUsable(e.type)) k.usable_ram += e.end - e.start;
   k.mem_total = k.usable_ram > spec.kernel_reserved_bytes
                     ? k.usable_ram - spec.kernel_reserved_bytes
                     : 0;
+}
+
+}  // namespace
+
+// The phases of setup_arch in the order the file's head lists, each a function above; the
+// BootState carries the table, userdef, a panic and the option outcomes between them.
+Result<BootedKernel> Boot(const MachineSpec& spec) {
+  BootedKernel k;
+  RESMEM_RETURN_IF_ERROR(ReceiveCmdline(spec, k));
+  RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules,
+                          LinuxRulesFor(spec.kernel_version, spec.arch));
+  BootState st(rules, &k.dmesg);
+  const std::vector<KernelOption> lost = CutToCommandLineSize(rules, k);
+  SetupMemoryMap(spec, st);
+  const KernelEdits edits = SplitKernelEdits(spec);
+  if (!rules.setup_data_after_params) ReserveSetupData(edits.setup_data, st);
+  ParseEarlyParams(k.cmdline, lost, st);
+  if (st.panic.empty() && rules.setup_data_after_params) ReserveSetupData(edits.setup_data, st);
+  FinishEarlyParams(st);
+  TakeKernelMap(st, k);
+  ApplyLateEdits(edits.late, st, k);
+  std::vector<std::string> judged;  // Judge's notes, after the option notes
+  const std::vector<Requested> reserved = JudgeReservations(spec, st, k, judged);
+  NoteOverlappingReservations(reserved, k);
+  NoteMemBelowReservations(spec, reserved, k);
+  AssembleMessages(st.notes, judged, k);
+  CountUsableRam(spec, k);
   return k;
 }
 
