@@ -221,8 +221,11 @@ std::vector<FaultRule> SoakFaultMix(double p, double delay_seconds) {
   return rules;
 }
 
-Result<SoakResult> RunSoak(Gpu& gpu, FaultInjector& faults, HostMemory& ring,
-                           const SoakOptions& o) {
+namespace {
+
+// soak: block_bytes a multiple of 8 and at least 32 (the sequence word, payload, the checksum
+// word), a ring of at least 2 blocks, at least one copy attempt.
+Status CheckSoakShape(const HostMemory& ring, const SoakOptions& o) {
   const uint64_t bytes = o.block_bytes;
   if (bytes < 32 || bytes % 8)
     return Status::InvalidArgument("soak: block_bytes must be a multiple of 8, at least 32");
@@ -230,130 +233,207 @@ Result<SoakResult> RunSoak(Gpu& gpu, FaultInjector& faults, HostMemory& ring,
     return Status::InvalidArgument("soak: the ring (" + FormatSize(ring.size()) +
                                    ") must hold at least 2 blocks of " + FormatSize(bytes));
   if (o.copy_attempts < 1) return Status::InvalidArgument("soak: copy_attempts must be >= 1");
-  const uint64_t slots = ring.size() / bytes;
-  RESMEM_ASSIGN_OR_RETURN(auto staging, gpu.AllocPinned(bytes, 0));
-  RESMEM_ASSIGN_OR_RETURN(auto dev, gpu.AllocDevice(bytes));
+  return Status::Ok();
+}
+
+// What the phases of one soak share: the options, the GPU and its faults, the ring, the buffers
+// a block passes through, the checker and the result being filled in.
+struct SoakRun {
+  SoakRun(Gpu& g, FaultInjector& f, HostMemory& rg, const SoakOptions& opts)
+      : o(opts), gpu(g), faults(f), ring(rg), bytes(opts.block_bytes),
+        slots(rg.size() / opts.block_bytes), stage(bytes), block(bytes), checker(opts.blocks) {
+    r.blocks = opts.blocks;
+  }
+  const SoakOptions& o;
+  Gpu& gpu;
+  FaultInjector& faults;
+  HostMemory& ring;
+  const uint64_t bytes;  // one block
+  const uint64_t slots;  // blocks the ring holds
+  std::unique_ptr<HostMemory> staging;  // pinned, one block
+  std::unique_ptr<DeviceBuffer> dev;    // one block
   // The consumer's host copy of a block; written into the pinned buffer (simulated memory may
   // not be addressable) before the copy to the device.
-  std::vector<uint8_t> stage_bytes(bytes);
-  uint8_t* stage = stage_bytes.data();
-  std::vector<uint8_t> block(bytes);
-  SoakChecker checker(o.blocks);
+  std::vector<uint8_t> stage;
+  std::vector<uint8_t> block;  // the producer's block
+  SoakChecker checker;
   SoakResult r;
-  r.blocks = o.blocks;
-  auto lose = [&](uint64_t first, uint64_t last, const std::string& why) {
+
+  // Blocks first..last reported lost for `why`: told to the checker, and merged into the last
+  // range of r.lost when it ends right before with the same reason.
+  void Lose(uint64_t first, uint64_t last, const std::string& why) {
     for (uint64_t s = first; s <= last; ++s) checker.ReportedLost(s);
     r.reported_lost += last - first + 1;
     if (!r.lost.empty() && r.lost.back().last + 1 == first && r.lost.back().reason == why)
       r.lost.back().last = last;
     else
       r.lost.push_back(LostRange{first, last, why});
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  for (uint64_t seq = 0; seq < o.blocks; ++seq) {
-    if (o.before_block) o.before_block(seq);
-    const uint64_t at = (seq % slots) * bytes;
-    // ---- producer: the device's DMA into the ring ----
-    MakeBlock(o.seed, seq, block.data(), bytes);
-    checker.Produced(seq, Fnv1a64(block.data(), bytes));
-    const FaultOutcome dma = faults.Check("stream.block", ring.address() + at, bytes);
-    Status wrote;
-    if (!(dma.fired && (dma.effect == FaultEffect::kError || dma.effect == FaultEffect::kSignal))) {
-      const uint64_t n =
-          dma.fired && dma.effect == FaultEffect::kShortCopy ? dma.short_length : bytes;
-      wrote = ring.Write(at, block.data(), n);
-      if (wrote.ok() && dma.fired && dma.effect == FaultEffect::kCorrupt) {
-        uint8_t b = block[dma.corrupt_offset % bytes] ^ dma.corrupt_xor;
-        wrote = ring.Write(at + dma.corrupt_offset % bytes, &b, 1);
-      }
-      if (dma.fired && dma.effect == FaultEffect::kDelay) SleepFor(dma.delay_seconds);
+  }
+};
+
+// The producer: the device's DMA of block seq into the ring at `at`, through the
+// "stream.block" fault point (an error writes nothing, a short copy part of it, a corruption
+// one flipped byte after it). Returns the ring's write status (ok when nothing was written).
+Status ProduceBlock(SoakRun& run, uint64_t seq, uint64_t at) {
+  const uint64_t bytes = run.bytes;
+  std::vector<uint8_t>& block = run.block;
+  MakeBlock(run.o.seed, seq, block.data(), bytes);
+  run.checker.Produced(seq, Fnv1a64(block.data(), bytes));
+  const FaultOutcome dma = run.faults.Check("stream.block", run.ring.address() + at, bytes);
+  Status wrote;
+  if (!(dma.fired && (dma.effect == FaultEffect::kError || dma.effect == FaultEffect::kSignal))) {
+    const uint64_t n =
+        dma.fired && dma.effect == FaultEffect::kShortCopy ? dma.short_length : bytes;
+    wrote = run.ring.Write(at, block.data(), n);
+    if (wrote.ok() && dma.fired && dma.effect == FaultEffect::kCorrupt) {
+      uint8_t b = block[dma.corrupt_offset % bytes] ^ dma.corrupt_xor;
+      wrote = run.ring.Write(at + dma.corrupt_offset % bytes, &b, 1);
     }
-    if (!wrote.ok() && RingGone(wrote)) {
-      r.ended = "block " + std::to_string(seq) + ": the producer cannot write the ring: " +
-                wrote.ToString();
-      lose(seq, o.blocks - 1, "the ring is gone: " + wrote.ToString());
-      break;
-    }
-    // ---- consumer: ring -> staging (host memcpy), checked; staging -> device, checked ----
-    std::string problem = wrote.ok() ? "" : "the producer's write failed: " + wrote.ToString();
-    bool gone = false, staged = false;
-    for (int attempt = 0; attempt < o.copy_attempts && !staged; ++attempt) {
-      if (attempt) ++r.retried_copies;
-      const FaultOutcome mc = faults.Check("host.memcpy", staging->address(), bytes);
-      if (mc.fired && (mc.effect == FaultEffect::kError || mc.effect == FaultEffect::kSignal)) {
-        problem = "host memcpy failed: " + mc.status.ToString();
-        continue;
-      }
-      const uint64_t n = mc.fired && mc.effect == FaultEffect::kShortCopy ? mc.short_length : bytes;
-      Status read = ring.Read(at, stage, n);
-      if (!read.ok()) {
-        problem = "reading the ring failed: " + read.ToString();
-        if (RingGone(read)) {
-          gone = true;
-          break;
-        }
-        continue;
-      }
-      if (mc.fired && mc.effect == FaultEffect::kCorrupt) stage[mc.corrupt_offset % bytes] ^= mc.corrupt_xor;
-      if (mc.fired && mc.effect == FaultEffect::kDelay) SleepFor(mc.delay_seconds);
-      problem = o.verify ? StagingProblem(stage, bytes, seq) : "";
-      staged = problem.empty();
-    }
-    if (gone) {
-      r.ended = "block " + std::to_string(seq) + ": " + problem;
-      lose(seq, o.blocks - 1, "the ring is gone: " + problem);
-      break;
-    }
-    if (!staged) {
-      lose(seq, seq, problem);
+    if (dma.fired && dma.effect == FaultEffect::kDelay) SleepFor(dma.delay_seconds);
+  }
+  return wrote;
+}
+
+// What the consumer's copy of a block from the ring into run.stage came to.
+struct StagedBlock {
+  bool staged = false;  // run.stage holds the block whole (or unchecked, without verify)
+  bool gone = false;    // the ring cannot be read any more
+  std::string problem;  // why not staged ("" when staged)
+};
+
+// The consumer's first step: ring -> run.stage (a host memcpy through the "host.memcpy" fault
+// point), checked, up to copy_attempts times. `wrote` is the producer's write status.
+StagedBlock StageBlock(SoakRun& run, uint64_t seq, uint64_t at, const Status& wrote) {
+  const uint64_t bytes = run.bytes;
+  uint8_t* stage = run.stage.data();
+  StagedBlock b;
+  b.problem = wrote.ok() ? "" : "the producer's write failed: " + wrote.ToString();
+  for (int attempt = 0; attempt < run.o.copy_attempts && !b.staged; ++attempt) {
+    if (attempt) ++run.r.retried_copies;
+    const FaultOutcome mc = run.faults.Check("host.memcpy", run.staging->address(), bytes);
+    if (mc.fired && (mc.effect == FaultEffect::kError || mc.effect == FaultEffect::kSignal)) {
+      b.problem = "host memcpy failed: " + mc.status.ToString();
       continue;
     }
-    const uint64_t want = Fnv1a64(stage, bytes);
-    RESMEM_RETURN_IF_ERROR(staging->Write(0, stage, bytes));
-    bool arrived = false;
-    for (int attempt = 0; attempt < o.copy_attempts && !arrived; ++attempt) {
-      if (attempt) ++r.retried_copies;
-      auto copy = gpu.Copy(CopyDirection::kHostToDevice, *staging, 0, *dev, 0, bytes);
-      if (!copy.ok()) {
-        problem = "copy to the device failed: " + copy.status().ToString();
-        continue;
-      }
-      if (!o.verify) {
-        arrived = true;
+    const uint64_t n = mc.fired && mc.effect == FaultEffect::kShortCopy ? mc.short_length : bytes;
+    Status read = run.ring.Read(at, stage, n);
+    if (!read.ok()) {
+      b.problem = "reading the ring failed: " + read.ToString();
+      if (RingGone(read)) {
+        b.gone = true;
         break;
       }
-      auto sum = gpu.DeviceChecksum(*dev, 0, bytes);
-      if (!sum.ok()) {
-        problem = "device checksum failed: " + sum.status().ToString();
-        continue;
-      }
-      arrived = *sum == want;
-      if (!arrived) problem = "the device's checksum differs from the staging buffer's";
-    }
-    if (!arrived) {
-      lose(seq, seq, problem);
       continue;
     }
-    ++r.delivered;
-    // The checker's own look at what the device holds.
-    RESMEM_ASSIGN_OR_RETURN(uint64_t device_fnv, gpu.DeviceChecksum(*dev, 0, bytes));
-    checker.Delivered(seq, device_fnv);
-    if (o.progress_every && (seq + 1) % o.progress_every == 0)
-      std::fprintf(stderr, "soak: %llu/%llu blocks, %llu reported lost\n",
-                   (unsigned long long)seq + 1, (unsigned long long)o.blocks,
-                   (unsigned long long)r.reported_lost);
+    if (mc.fired && mc.effect == FaultEffect::kCorrupt) stage[mc.corrupt_offset % bytes] ^= mc.corrupt_xor;
+    if (mc.fired && mc.effect == FaultEffect::kDelay) SleepFor(mc.delay_seconds);
+    b.problem = run.o.verify ? StagingProblem(stage, bytes, seq) : "";
+    b.staged = b.problem.empty();
   }
-  r.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.verdict = checker.Finish();
+  return b;
+}
+
+// The consumer's second step: run.stage -> the pinned buffer -> the device, checked against
+// the device's checksum (with verify), up to copy_attempts times. Returns whether the block
+// arrived; `problem` says why not. An error writing the pinned buffer ends the soak.
+Result<bool> DeliverBlock(SoakRun& run, std::string& problem) {
+  const uint64_t bytes = run.bytes;
+  const uint64_t want = Fnv1a64(run.stage.data(), bytes);
+  RESMEM_RETURN_IF_ERROR(run.staging->Write(0, run.stage.data(), bytes));
+  bool arrived = false;
+  for (int attempt = 0; attempt < run.o.copy_attempts && !arrived; ++attempt) {
+    if (attempt) ++run.r.retried_copies;
+    auto copy = run.gpu.Copy(CopyDirection::kHostToDevice, *run.staging, 0, *run.dev, 0, bytes);
+    if (!copy.ok()) {
+      problem = "copy to the device failed: " + copy.status().ToString();
+      continue;
+    }
+    if (!run.o.verify) {
+      arrived = true;
+      break;
+    }
+    auto sum = run.gpu.DeviceChecksum(*run.dev, 0, bytes);
+    if (!sum.ok()) {
+      problem = "device checksum failed: " + sum.status().ToString();
+      continue;
+    }
+    arrived = *sum == want;
+    if (!arrived) problem = "the device's checksum differs from the staging buffer's";
+  }
+  return arrived;
+}
+
+// One block through the stream: produced, staged, delivered, and told to the checker; a loss
+// is reported in run.r. Returns whether the stream goes on (false: the ring is gone, and every
+// block from seq on is reported lost).
+Result<bool> SoakBlock(SoakRun& run, uint64_t seq) {
+  const SoakOptions& o = run.o;
+  if (o.before_block) o.before_block(seq);
+  const uint64_t at = (seq % run.slots) * run.bytes;
+  const Status wrote = ProduceBlock(run, seq, at);
+  if (!wrote.ok() && RingGone(wrote)) {
+    run.r.ended = "block " + std::to_string(seq) + ": the producer cannot write the ring: " +
+                  wrote.ToString();
+    run.Lose(seq, o.blocks - 1, "the ring is gone: " + wrote.ToString());
+    return false;
+  }
+  StagedBlock staged = StageBlock(run, seq, at, wrote);
+  if (staged.gone) {
+    run.r.ended = "block " + std::to_string(seq) + ": " + staged.problem;
+    run.Lose(seq, o.blocks - 1, "the ring is gone: " + staged.problem);
+    return false;
+  }
+  if (!staged.staged) {
+    run.Lose(seq, seq, staged.problem);
+    return true;
+  }
+  RESMEM_ASSIGN_OR_RETURN(const bool arrived, DeliverBlock(run, staged.problem));
+  if (!arrived) {
+    run.Lose(seq, seq, staged.problem);
+    return true;
+  }
+  ++run.r.delivered;
+  // The checker's own look at what the device holds.
+  RESMEM_ASSIGN_OR_RETURN(uint64_t device_fnv, run.gpu.DeviceChecksum(*run.dev, 0, run.bytes));
+  run.checker.Delivered(seq, device_fnv);
+  if (o.progress_every && (seq + 1) % o.progress_every == 0)
+    std::fprintf(stderr, "soak: %llu/%llu blocks, %llu reported lost\n",
+                 (unsigned long long)seq + 1, (unsigned long long)o.blocks,
+                 (unsigned long long)run.r.reported_lost);
+  return true;
+}
+
+// The faults that fired, counted per "POINT effect" (from each rule's description), in name
+// order.
+std::vector<std::pair<std::string, uint64_t>> FiredFaultCounts(const FaultInjector& faults) {
   std::map<std::string, uint64_t> fired;
   for (const FiredFault& f : faults.fired()) {  // "POINT effect=E" from the rule's description
     const size_t e = f.rule.find("effect=");
     const std::string effect = e == std::string::npos ? "" : f.rule.substr(e + 7);
     ++fired[f.point + " " + effect.substr(0, effect.find(' '))];
   }
-  r.faults_fired.assign(fired.begin(), fired.end());
-  return r;
+  return {fired.begin(), fired.end()};
+}
+
+}  // namespace
+
+Result<SoakResult> RunSoak(Gpu& gpu, FaultInjector& faults, HostMemory& ring,
+                           const SoakOptions& o) {
+  RESMEM_RETURN_IF_ERROR(CheckSoakShape(ring, o));
+  SoakRun run(gpu, faults, ring, o);
+  RESMEM_ASSIGN_OR_RETURN(run.staging, gpu.AllocPinned(run.bytes, 0));
+  RESMEM_ASSIGN_OR_RETURN(run.dev, gpu.AllocDevice(run.bytes));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t seq = 0; seq < o.blocks; ++seq) {
+    RESMEM_ASSIGN_OR_RETURN(const bool goes_on, SoakBlock(run, seq));
+    if (!goes_on) break;
+  }
+  SoakResult& r = run.r;
+  r.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.verdict = run.checker.Finish();
+  r.faults_fired = FiredFaultCounts(faults);
+  return std::move(r);
 }
 
 std::string SoakResult::Summary(const std::string& title) const {
