@@ -11,8 +11,14 @@ CLI::Option* AddGpuBackendOption(CLI::App& app, std::string* name) {
       ->check(CLI::IsMember({"cuda", "sim"}));
 }
 
-void AddStagingOptions(CLI::App& app, TransferOptions* o) {
-  const std::string group = "staged path";
+namespace {
+
+// Each function below declares one run of the staged path's options on `app`, bound to `*o`,
+// under the heading `group`; AddStagingOptions calls them in the order the help lists them.
+
+// The lanes and how a copy is cut: lanes, their pinned buffers, units, segments, the idle
+// lanes' spin.
+void AddLaneOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_option("--lanes", o->staging_lanes, "lanes: threads, pinned buffers, streams")
       ->type_name("N")
       ->check(CLI::Range(1, 1024))
@@ -45,6 +51,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "first segment of a copy, each next one twice as large (0: equal segments)",
                      0)
       ->group(group);
+}
+
+// Stream signals instead of CUDA events, and the device-to-host segments.
+void AddSignalOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_flag("--signals", o->staging_signals,
                "single copies through stream signals (cuStreamWriteValue32 words the lanes poll) "
                "instead of CUDA events")
@@ -63,6 +73,11 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "further in twice as large (0: equal segments)",
                      0)
       ->group(group);
+}
+
+// How the lanes fill and drain: CPU pinning, non-temporal and CLDEMOTE stores, shared or own
+// units, waiting for every lane, prefetch, the device-to-host tail.
+void AddLaneStoreOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_flag("--pin-lanes", o->staging_pin_threads, "pin lane threads to CPUs")->group(group);
   app.add_flag("--stream-to-host", o->staging_stream_to_host,
                "non-temporal stores into the host mapping (D2H)")
@@ -96,6 +111,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "(0: equal segments)",
                      0)
       ->group(group);
+}
+
+// Copies moved by a kernel (--sm-copy), the copy streams, the fill's smallest piece.
+void AddSmCopyOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_flag("--sm-copy", o->staging_sm_copy,
                "single staged copies moved by a kernel in pieces instead of copy-engine DMAs")
       ->group(group);
@@ -131,6 +150,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
   cli::AddSizeOption(app, "--min-piece", &o->staging_min_piece,
                      "the smallest piece a filling lane copies of a segment", 4096)
       ->group(group);
+}
+
+// Copies cut by the segment plan of the host's costs.
+void AddPlanOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   cli::AddSizeOption(app, "--plan-upto", &o->staging_plan_upto,
                      "host to device: single staged copies up to this size are cut by the "
                      "segment plan of the host's costs (--costs), larger ones into equal "
@@ -142,6 +165,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
                      "plan, smaller ones into equal segments (0: never)",
                      0)
       ->group(group);
+}
+
+// Host-to-device copies in DMAs sized by the fill frontier.
+void AddFrontierOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_flag("--frontier", o->staging_frontier,
                "host to device: single copies in DMAs sized by the fill frontier instead of the "
                "segment pipelines (planned or equal segments)")
@@ -167,6 +194,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
          "host to device: the driving lane only issues DMAs (default: it also fills the first "
          "segment until its DMA can be issued)")
       ->group(group);
+}
+
+// --costs: the host's staging costs the plan is made from.
+void AddCostsOption(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_option_function<std::string>(
          "--costs",
          [o](const std::string& v) { o->staging_costs = ParseStagingCosts(v).value(); },
@@ -179,6 +210,10 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
       })
       ->type_name("LIST")
       ->group(group);
+}
+
+// Non-temporal or cached stores into the pinned segments.
+void AddFillStoreOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
   app.add_flag("--nt-tail", o->staging_nt_tail,
                "fill a copy's last segments with non-temporal stores whatever their size")
       ->group(group);
@@ -192,6 +227,20 @@ void AddStagingOptions(CLI::App& app, TransferOptions* o) {
          "fill every pinned segment with ordinary stores (default: segments under 8 MiB get "
          "non-temporal stores)")
       ->group(group);
+}
+
+}  // namespace
+
+void AddStagingOptions(CLI::App& app, TransferOptions* o) {
+  const std::string group = "staged path";
+  AddLaneOptions(app, o, group);
+  AddSignalOptions(app, o, group);
+  AddLaneStoreOptions(app, o, group);
+  AddSmCopyOptions(app, o, group);
+  AddPlanOptions(app, o, group);
+  AddFrontierOptions(app, o, group);
+  AddCostsOption(app, o, group);
+  AddFillStoreOptions(app, o, group);
 }
 
 }  // namespace resmem::transfer
