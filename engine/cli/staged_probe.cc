@@ -28,6 +28,8 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -688,14 +690,25 @@ int Handoff(int lanes, int runs) {
   return 0;
 }
 
-int Main(int argc, char** argv) {
+// staged_probe's command line: what to measure, and the staged path's options (the probe's
+// base).
+struct ProbeArgs {
   TransferOptions base;
   std::vector<uint64_t> sizes = {4ull << 20, 16ull << 20, 256ull << 20};
-  int copies_n = 20, blocks_n = 300;
+  int copies = 20, blocks = 300;
+  uint64_t evict_mib = 0;
+  std::string host_kind = "memfd";
+  bool focus = false, dump = false, timeline = false, streams_matrix = false, ceiling = false,
+       handoff = false;
+};
+
+// The command line's options, bound to `*a` (its values are the defaults); `a` must outlive the
+// parse.
+std::unique_ptr<CLI::App> MakeProbeApp(ProbeArgs* a) {
   auto app = cli::MakeApp("where a staged copy's time goes, on a GPU host (figures only)",
                           "staged_probe");
   app->footer("Exit: 0 ok, 1 a data mismatch, 2 bad input, 3 no GPU.");
-  app->add_option("--sizes", sizes, "copy sizes, multiples of 4K")
+  app->add_option("--sizes", a->sizes, "copy sizes, multiples of 4K")
       ->type_name("SIZE,...")
       ->delimiter(',')
       ->transform(cli::ByteSize(4096))
@@ -705,258 +718,327 @@ int Main(int argc, char** argv) {
           },
           "", "4K-MULTIPLE"))
       ->default_str("4M,16M,256M");
-  uint64_t evict_mib = 0;
-  app->add_option("--evict-mib", evict_mib,
+  app->add_option("--evict-mib", a->evict_mib,
                   "before each timed pinned, DMA-only, fill-only or staged step, dirty this many "
                   "MiB of other memory (caches emptied of the ring and the driver's data, as "
                   "between bench's copies)")
       ->check(CLI::Range(0, 65536));
-  app->add_option("--copies", copies_n, "copies per figure (median)")
+  app->add_option("--copies", a->copies, "copies per figure (median)")
       ->type_name("N")
       ->check(CLI::Range(1, 100000));
-  app->add_option("--blocks", blocks_n, "blocks of the CopyQueue run")
+  app->add_option("--blocks", a->blocks, "blocks of the CopyQueue run")
       ->type_name("N")
       ->check(CLI::Range(1, 100000));
-  std::string host_kind = "memfd";
-  app->add_option("--host", host_kind, "the host memory staged from (memfd: RAM, as a reservation)")
+  app->add_option("--host", a->host_kind, "the host memory staged from (memfd: RAM, as a reservation)")
       ->type_name("KIND")
       ->check(CLI::IsMember({"memfd", "hugetlb", "shm", "file", "file-private", "anon"}));
-  bool focus = false, dump = false;
-  app->add_flag("--focus", focus,
+  app->add_flag("--focus", a->focus,
                 "only pinned, the segment DMAs, the fill, and staged copies both ways (stream "
                 "signals and event polling), no queue runs");
-  app->add_flag("--dump", dump, "print the last copy's per-segment timeline");
-  bool timeline = false;
-  app->add_flag("--timeline", timeline,
+  app->add_flag("--dump", a->dump, "print the last copy's per-segment timeline");
+  app->add_flag("--timeline", a->timeline,
                 "only pinned, the segment DMAs, the fill and the drain, and the staged copy both "
                 "ways with the given options, each with its last copy's per-segment timeline");
-  bool streams_matrix = false;
-  app->add_flag("--streams-matrix", streams_matrix,
+  app->add_flag("--streams-matrix", a->streams_matrix,
                 "only DMAs from pinned memory: 1-32 segments on 1-4 copy streams, both ways");
-  bool ceiling = false;
-  app->add_flag("--ceiling", ceiling,
+  app->add_flag("--ceiling", a->ceiling,
                 "only the host's staging costs (the --costs of --plan) and, per size, what the "
                 "best cut of a staged copy can reach under them");
-  bool handoff = false;
-  app->add_flag("--handoff", handoff,
+  app->add_flag("--handoff", a->handoff,
                 "only the lanes' start, lane by lane, through three hand-offs (no GPU needed)");
-  transfer::AddStagingOptions(*app, &base);
-  if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
-                               std::cerr))
-    return *rc;
-  if (handoff) return Handoff(base.staging_lanes, std::max(copies_n, 200));
-  base.allowed = {transfer::Path::kStaged};
+  transfer::AddStagingOptions(*app, &a->base);
+  return app;
+}
+
+// What the probe measures with, alive for the whole run: the GPU, the host memory staged from,
+// a device and a pinned buffer of the largest size, and the lanes' ring of pinned buffers with a
+// copy ticket each. Members are freed in the reverse of their order here.
+struct ProbeRig {
+  transfer::GpuBackend backend;
+  cuda::CudaGpu* cuda_gpu = nullptr;  // backend.gpu, as the CUDA GPU it is
+  std::unique_ptr<HostMemory> host;
+  std::unique_ptr<DeviceBuffer> dev;
+  std::unique_ptr<HostMemory> pinned;
+  std::vector<std::unique_ptr<HostMemory>> ring;
+  std::vector<cuda::CudaGpu::CopyTicket> tickets;
+
+  void ReleaseTickets() {
+    for (auto& t : tickets) cuda_gpu->ReleaseTicket(t);
+  }
+};
+
+// Sets up `rig` for `a`. nullopt: ready; otherwise the exit code, its message printed: 3 no GPU
+// ("skipped" on stdout), 2 a bad host kind, 4 an allocation that failed.
+std::optional<int> SetUpRig(const ProbeArgs& a, ProbeRig& rig) {
   auto backend = transfer::MakeGpuBackend("cuda");
   if (!backend.ok()) {
     std::printf("skipped: staged_probe (%s)\n", backend.status().ToString().c_str());
     return 3;
   }
-  const uint64_t max_size = std::max<uint64_t>(256ull << 20, *std::max_element(sizes.begin(), sizes.end()));
+  rig.backend = std::move(backend).value();
+  const uint64_t max_size =
+      std::max<uint64_t>(256ull << 20, *std::max_element(a.sizes.begin(), a.sizes.end()));
   // memfd by default: RAM, as the reservation is. A disk file (--host file) adds its page cache
   // writeback to the copy (docs/hil/2026-11-23-h100-perf: staged-file below staged).
-  auto kind = host::ParseHostKind(host_kind);
+  auto kind = host::ParseHostKind(a.host_kind);
   if (!kind.ok()) return Fail(kind.status(), 2);
   auto host = host::MapHostMemory(*kind, max_size);
   if (!host.ok()) return Fail(host.status(), 4);
-  if (Status st = transfer::FillPattern(**host, 0, max_size, 0, 7); !st.ok()) return Fail(st, 4);
-  auto dev = backend->gpu->AllocDevice(max_size);
-  auto pinned = backend->gpu->AllocPinned(max_size, 0);
+  rig.host = std::move(host).value();
+  if (Status st = transfer::FillPattern(*rig.host, 0, max_size, 0, 7); !st.ok()) return Fail(st, 4);
+  auto dev = rig.backend.gpu->AllocDevice(max_size);
+  auto pinned = rig.backend.gpu->AllocPinned(max_size, 0);
   if (!dev.ok() || !pinned.ok()) return Fail(!dev.ok() ? dev.status() : pinned.status(), 4);
-  auto* cuda = dynamic_cast<cuda::CudaGpu*>(backend->gpu.get());
-  Probe p{cuda, backend->gpu.get(), backend->clock.get(), host->get(), dev->get(), pinned->get(),
-          base, copies_n};
-  p.dump = dump || timeline;
-  p.evict_bytes = evict_mib << 20;
-  std::vector<std::unique_ptr<HostMemory>> ring;
-  std::vector<cuda::CudaGpu::CopyTicket> tickets;
-  for (int i = 0; i < std::max(2, base.staging_buffers); ++i) {
-    auto b = cuda->AllocPinned(base.staging_chunk, 0);
-    auto t = cuda->NewTicket();
+  rig.dev = std::move(dev).value();
+  rig.pinned = std::move(pinned).value();
+  rig.cuda_gpu = dynamic_cast<cuda::CudaGpu*>(rig.backend.gpu.get());
+  for (int i = 0; i < std::max(2, a.base.staging_buffers); ++i) {
+    auto b = rig.cuda_gpu->AllocPinned(a.base.staging_chunk, 0);
+    auto t = rig.cuda_gpu->NewTicket();
     if (!b.ok() || !t.ok()) return Fail(!b.ok() ? b.status() : t.status(), 4);
-    ring.push_back(std::move(b).value());
-    tickets.push_back(*t);
+    rig.ring.push_back(std::move(b).value());
+    rig.tickets.push_back(*t);
   }
-  transfer::LanePoolOptions lo;
-  lo.lanes = base.staging_lanes;
-  lo.spin_us = base.staging_spin_us;
-  transfer::LanePool pool(lo);
-  Status st = p.Dispatch(pool);
-  if (ceiling) {
-    // One set of costs: start, submit and the DMA figures of host to device, the fill's and the
-    // drain's rates of each direction.
-    transfer::StagingCosts up_alone, up, down_alone, down;
-    if (st.ok()) st = p.Costs(CopyDirection::kHostToDevice, ring, pool, &up_alone, &up);
-    if (st.ok()) st = p.Costs(CopyDirection::kDeviceToHost, ring, pool, &down_alone, &down);
-    if (st.ok()) {
-      transfer::StagingCosts c = up;
-      c.fill_alone_gbps = up_alone.fill_gbps;
-      c.drain_alone_gbps = down_alone.drain_gbps;
-      c.drain_gbps = down.drain_gbps;
-      // The DMA beside the lanes: the slower of the two directions' figures.
-      c.dma_beside_gbps = std::min(up.dma_beside_gbps, down.dma_beside_gbps);
-      std::printf("costs: %s\n", c.Describe().c_str());
-      p.Ceilings(CopyDirection::kHostToDevice, sizes, c);
-      p.Ceilings(CopyDirection::kDeviceToHost, sizes, c);
-    }
-    for (auto& t : tickets) cuda->ReleaseTicket(t);
-    if (!st.ok()) return Fail(st, 4);
-    return 0;
-  }
-  for (uint64_t size : sizes) {
-    if (!st.ok() || !streams_matrix) break;
+  return std::nullopt;
+}
+
+// --ceiling: one set of costs (start, submit and the DMA figures of host to device, the fill's
+// and the drain's rates of each direction), printed, and per size what the best cut reaches.
+Status ProbeCeiling(Probe& p, const ProbeRig& rig, transfer::LanePool& pool,
+                    const std::vector<uint64_t>& sizes) {
+  transfer::StagingCosts up_alone, up, down_alone, down;
+  RESMEM_RETURN_IF_ERROR(p.Costs(CopyDirection::kHostToDevice, rig.ring, pool, &up_alone, &up));
+  RESMEM_RETURN_IF_ERROR(
+      p.Costs(CopyDirection::kDeviceToHost, rig.ring, pool, &down_alone, &down));
+  transfer::StagingCosts c = up;
+  c.fill_alone_gbps = up_alone.fill_gbps;
+  c.drain_alone_gbps = down_alone.drain_gbps;
+  c.drain_gbps = down.drain_gbps;
+  // The DMA beside the lanes: the slower of the two directions' figures.
+  c.dma_beside_gbps = std::min(up.dma_beside_gbps, down.dma_beside_gbps);
+  std::printf("costs: %s\n", c.Describe().c_str());
+  p.Ceilings(CopyDirection::kHostToDevice, sizes, c);
+  p.Ceilings(CopyDirection::kDeviceToHost, sizes, c);
+  return Status::Ok();
+}
+
+// --streams-matrix: per size and direction, DMAs from pinned memory, 1-32 segments on 1-4 copy
+// streams (and with one event after the last). Stops at the first error.
+Status ProbeStreamsMatrix(Probe& p, const std::vector<uint64_t>& sizes) {
+  for (uint64_t size : sizes)
     for (auto dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost})
       for (uint64_t nseg : {1, 2, 4, 8, 16, 32})
         for (int streams : {1, 2, 3, 4}) {
           if (nseg == 1 && streams > 1) continue;
-          if (st.ok()) st = p.DmaStreams(size, nseg, streams, dir);
-          if (st.ok() && streams == 1 && nseg > 1) st = p.DmaStreams(size, nseg, 1, dir, true);
+          RESMEM_RETURN_IF_ERROR(p.DmaStreams(size, nseg, streams, dir));
+          if (streams == 1 && nseg > 1)
+            RESMEM_RETURN_IF_ERROR(p.DmaStreams(size, nseg, 1, dir, true));
         }
-  }
-  for (uint64_t size : sizes) {
-    if (!st.ok() || streams_matrix) break;
-    const uint64_t seg = p.SegmentOf(size, base.staging_min_segments);
+  return Status::Ok();
+}
+
+// What one size's steps share: the rig, the lanes, the segment, and the option variants.
+struct SizeCase {
+  Probe& p;
+  const ProbeRig& rig;
+  std::vector<cuda::CudaGpu::CopyTicket>& tickets;
+  transfer::LanePool& pool;
+  uint64_t size;
+  uint64_t seg;          // the segment of a copy of `size` under base's min-segments
+  bool largest;          // the last size given (the contention step runs on it only)
+  TransferOptions base;  // the command line's
+  TransferOptions traced;  // base traced, with stream signals (--focus: lanes spinning 100 ms)
+  TransferOptions polled;  // traced without signals (event polling)
+  TransferOptions spin;    // base traced, lanes spinning 20 ms
+};
+
+// Runs `steps` in order; the first error stops them and is returned.
+Status RunSteps(const std::vector<std::function<Status()>>& steps) {
+  for (const auto& step : steps) RESMEM_RETURN_IF_ERROR(step());
+  return Status::Ok();
+}
+
+// --timeline: pinned, the segment DMAs, the fill and the drain, and the staged copy both ways
+// with the options given, traced.
+Status TimelineSteps(SizeCase& c) {
+  Probe& p = c.p;
+  const uint64_t size = c.size, seg = c.seg;
+  const auto d2h = CopyDirection::kDeviceToHost;
+  TransferOptions v = c.base;
+  v.staging_trace = true;
+  return RunSteps({
+      [&] { return p.Pinned(size); },
+      [&] { return p.DmaOnly(size, seg, c.rig.ring, c.tickets, "segments"); },
+      [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool); },
+      [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool, true); },
+      [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool, true, true); },
+      [&] { return p.Staged(size, v, 0, "event polling", true); },
+      [&] { return p.Staged(size, v, 0, "event polling", true, d2h); },
+      [&] { return p.Staged(size, v, 0, "host not cleared", true, d2h, false); }});
+}
+
+// A copy of `v` with `change` applied: one step's option variant.
+TransferOptions With(TransferOptions v, const std::function<void(TransferOptions&)>& change) {
+  change(v);
+  return v;
+}
+
+// --focus: pinned, the segment DMAs, the fill, contention (largest size only), and staged
+// copies both ways with stream signals and event polling, and their variants.
+Status FocusedSteps(SizeCase& c) {
+  Probe& p = c.p;
+  const uint64_t size = c.size, seg = c.seg;
+  const auto d2h = CopyDirection::kDeviceToHost;
+  const TransferOptions& traced = c.traced;
+  const TransferOptions& polled = c.polled;
+  auto min_segments = [&](int n) {
+    return With(traced, [n](TransferOptions& v) { v.staging_min_segments = n; });
+  };
+  auto lanes = [&](int n) {
+    return With(traced, [n](TransferOptions& v) { v.staging_lanes = n; });
+  };
+  return RunSteps({
+      [&] { return p.Pinned(size); },
+      [&] { return p.DmaOnly(size, seg, c.rig.ring, c.tickets, "segments"); },
+      [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool); },
+      [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool, true); },
+      [&] { return c.largest ? p.Contention(size) : Status::Ok(); },
+      [&] { return p.Staged(size, traced, 0, "signals", true); },
+      [&] { return p.Staged(size, polled, 0, "event polling", true); },
+      [&] { return p.Staged(size, traced, 0, "signals", true, d2h); },
+      [&] { return p.Staged(size, polled, 0, "event polling", true, d2h); },
+      [&] {
+        return p.Staged(size, With(traced, [](TransferOptions& v) { v.staging_gpu_waits = true; }),
+                        0, "signals, GPU waits", true);
+      },
+      [&] { return p.Staged(size, min_segments(4), 0, "signals, min-segments 4", true); },
+      [&] { return p.Staged(size, min_segments(4), 0, "signals, min-segments 4", true, d2h); },
+      [&] { return p.Staged(size, min_segments(2), 0, "signals, min-segments 2", true, d2h); },
+      [&] {
+        TransferOptions v = min_segments(4);
+        v.staging_stream_to_host = true;
+        return p.Staged(size, v, 0, "signals, min-seg 4, NT drain", true, d2h);
+      },
+      [&] { return p.Staged(size, lanes(6), 0, "signals, 5 fill lanes", true); },
+      [&] { return p.Staged(size, lanes(9), 0, "signals, 8 lanes", true, d2h); },
+      [&] {
+        const int spin_us = c.base.staging_spin_us;
+        return p.Staged(size, With(traced, [spin_us](TransferOptions& v) { v.staging_spin_us = spin_us; }),
+                        3000, "signals, 3 ms pause", true);
+      }});
+}
+
+// The full probe of one size: pinned, DMAs, the fill, and staged copies host to device with
+// pauses, spins, min-segments, lanes and ramp variants.
+Status FullSteps(SizeCase& c) {
+  Probe& p = c.p;
+  const uint64_t size = c.size, seg = c.seg;
+  const TransferOptions& traced = c.traced;
+  auto variant = [&](const std::function<void(TransferOptions&)>& change) {
+    return With(traced, change);
+  };
+  return RunSteps({
+      [&] { return p.Pinned(size); },
+      [&] { return p.DmaOnly(size, seg, c.rig.ring, c.tickets, "segments"); },
+      [&] { return p.DmaOnly(size, std::min(size, c.base.staging_chunk), c.rig.ring, c.tickets,
+                             "one DMA per 8 MiB"); },
+      [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool); },
+      [&] { return p.Staged(size, traced, 0, "back to back", true); },
+      [&] {
+        return p.Staged(size, variant([](TransferOptions& v) { v.staging_nt_fill_below = 0; }),
+                        0, "cached fill", true);
+      },
+      [&] { return p.Staged(size, traced, 3000, "3 ms pause between", true); },
+      [&] { return p.Staged(size, c.spin, 3000, "3 ms pause, spin 20 ms", false); },
+      [&] {
+        return p.Staged(size, variant([](TransferOptions& v) { v.staging_min_segments = 4; }),
+                        0, "min-segments 4", true);
+      },
+      [&] {
+        return p.Staged(size, variant([](TransferOptions& v) { v.staging_min_segments = 16; }),
+                        0, "min-segments 16", false);
+      },
+      [&] {
+        return p.Staged(size, variant([](TransferOptions& v) { v.staging_lanes = 9; }), 0,
+                        "8 fill lanes", false);
+      },
+      [&] {
+        return p.Staged(size, variant([](TransferOptions& v) { v.staging_ramp_first = 256 << 10; }),
+                        0, "ramp from 256 KiB", true);
+      },
+      [&] {
+        TransferOptions v = traced;
+        v.staging_ramp_first = 256 << 10;
+        v.staging_min_segments = 1;
+        return p.Staged(size, v, 0, "ramp 256 KiB to 8 MiB", true);
+      }});
+}
+
+// Every size in turn, headed by its segment, through the steps of the mode (--timeline,
+// --focus, or the full probe). Stops at the first error.
+Status ProbeSizes(Probe& p, ProbeRig& rig, transfer::LanePool& pool, const ProbeArgs& a) {
+  for (uint64_t size : a.sizes) {
+    const uint64_t seg = p.SegmentOf(size, a.base.staging_min_segments);
     std::printf("== %s (segments of %s)\n", FormatSize(size).c_str(), FormatSize(seg).c_str());
-    TransferOptions traced = base;
-    traced.staging_trace = true;
-    TransferOptions spin = traced;
-    spin.staging_spin_us = 20000;
+    SizeCase c{p, rig, rig.tickets, pool, size, seg, size == a.sizes.back(), a.base, a.base,
+               a.base, a.base};
+    c.traced.staging_trace = true;
+    c.spin = c.traced;
+    c.spin.staging_spin_us = 20000;
     // Focus: lanes spin through the probe's own work between copies (the device-to-host check
     // of the host copy takes milliseconds), so wake-up is not in the figures; the pause variants
     // show it.
-    if (focus) traced.staging_spin_us = 100000;
-    TransferOptions polled = traced;
-    traced.staging_signals = true;
-    const auto d2h = CopyDirection::kDeviceToHost;
-    std::vector<std::function<Status()>> focused = {
-        [&] { return p.Pinned(size); },
-        [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
-        [&] { return p.FillOnly(size, seg, ring, pool); },
-        [&] { return p.FillOnly(size, seg, ring, pool, true); },
-        [&] { return size == sizes.back() ? p.Contention(size) : Status::Ok(); },
-        [&] { return p.Staged(size, traced, 0, "signals", true); },
-        [&] { return p.Staged(size, polled, 0, "event polling", true); },
-        [&] { return p.Staged(size, traced, 0, "signals", true, d2h); },
-        [&] { return p.Staged(size, polled, 0, "event polling", true, d2h); },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_gpu_waits = true;
-          return p.Staged(size, v, 0, "signals, GPU waits", true);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_min_segments = 4;
-          return p.Staged(size, v, 0, "signals, min-segments 4", true);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_min_segments = 4;
-          return p.Staged(size, v, 0, "signals, min-segments 4", true, d2h);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_min_segments = 2;
-          return p.Staged(size, v, 0, "signals, min-segments 2", true, d2h);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_min_segments = 4;
-          v.staging_stream_to_host = true;
-          return p.Staged(size, v, 0, "signals, min-seg 4, NT drain", true, d2h);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_lanes = 6;
-          return p.Staged(size, v, 0, "signals, 5 fill lanes", true);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_lanes = 9;
-          return p.Staged(size, v, 0, "signals, 8 lanes", true, d2h);
-        },
-        [&] {
-          TransferOptions v = traced;
-          v.staging_spin_us = base.staging_spin_us;
-          return p.Staged(size, v, 3000, "signals, 3 ms pause", true);
-        },
-    };
-    if (timeline) {
-      TransferOptions v = base;
-      v.staging_trace = true;
-      for (auto step : std::vector<std::function<Status()>>{
-               [&] { return p.Pinned(size); },
-               [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
-               [&] { return p.FillOnly(size, seg, ring, pool); },
-               [&] { return p.FillOnly(size, seg, ring, pool, true); },
-               [&] { return p.FillOnly(size, seg, ring, pool, true, true); },
-               [&] { return p.Staged(size, v, 0, "event polling", true); },
-               [&] { return p.Staged(size, v, 0, "event polling", true, d2h); },
-               [&] { return p.Staged(size, v, 0, "host not cleared", true, d2h, false); }}) {
-        st = step();
-        if (!st.ok()) break;
-      }
-      continue;
-    }
-    if (focus) {
-      for (auto& step : focused) {
-        st = step();
-        if (!st.ok()) break;
-      }
-      continue;
-    }
-    for (auto step : std::vector<std::function<Status()>>{
-             [&] { return p.Pinned(size); },
-             [&] { return p.DmaOnly(size, seg, ring, tickets, "segments"); },
-             [&] { return p.DmaOnly(size, std::min(size, base.staging_chunk), ring, tickets,
-                                    "one DMA per 8 MiB"); },
-             [&] { return p.FillOnly(size, seg, ring, pool); },
-             [&] { return p.Staged(size, traced, 0, "back to back", true); },
-             [&] {
-               TransferOptions v = traced;
-               v.staging_nt_fill_below = 0;
-               return p.Staged(size, v, 0, "cached fill", true);
-             },
-             [&] { return p.Staged(size, traced, 3000, "3 ms pause between", true); },
-             [&] { return p.Staged(size, spin, 3000, "3 ms pause, spin 20 ms", false); },
-             [&] {
-               TransferOptions v = traced;
-               v.staging_min_segments = 4;
-               return p.Staged(size, v, 0, "min-segments 4", true);
-             },
-             [&] {
-               TransferOptions v = traced;
-               v.staging_min_segments = 16;
-               return p.Staged(size, v, 0, "min-segments 16", false);
-             },
-             [&] {
-               TransferOptions v = traced;
-               v.staging_lanes = 9;
-               return p.Staged(size, v, 0, "8 fill lanes", false);
-             },
-             [&] {
-               TransferOptions v = traced;
-               v.staging_ramp_first = 256 << 10;
-               return p.Staged(size, v, 0, "ramp from 256 KiB", true);
-             },
-             [&] {
-               TransferOptions v = traced;
-               v.staging_ramp_first = 256 << 10;
-               v.staging_min_segments = 1;
-               return p.Staged(size, v, 0, "ramp 256 KiB to 8 MiB", true);
-             }}) {
-      st = step();
-      if (!st.ok()) break;
-    }
+    if (a.focus) c.traced.staging_spin_us = 100000;
+    c.polled = c.traced;
+    c.traced.staging_signals = true;
+    RESMEM_RETURN_IF_ERROR(a.timeline ? TimelineSteps(c) : a.focus ? FocusedSteps(c)
+                                                                   : FullSteps(c));
   }
+  return Status::Ok();
+}
+
+// CopyQueue runs of 16 MiB blocks: segments of the chunk, 4 MiB and 2 MiB, and of the chunk
+// with cached fill.
+Status ProbeQueues(Probe& p, const ProbeArgs& a) {
   for (uint64_t qseg : {0ull, 4ull << 20, 2ull << 20, 1ull}) {
-    if (!st.ok() || focus || streams_matrix || timeline) break;
-    TransferOptions q = base;
+    TransferOptions q = a.base;
     q.staging_queue_segment = qseg == 1 ? 0 : qseg;
     if (qseg == 1) q.staging_nt_fill_below = 0;
-    std::string label = "segments " + FormatSize(q.staging_queue_segment ? qseg : base.staging_chunk) +
+    std::string label = "segments " + FormatSize(q.staging_queue_segment ? qseg : a.base.staging_chunk) +
                         (qseg == 1 ? " cached" : "");
-    st = p.Queue(16ull << 20, blocks_n, q, label.c_str());
+    RESMEM_RETURN_IF_ERROR(p.Queue(16ull << 20, a.blocks, q, label.c_str()));
   }
-  for (auto& t : tickets) cuda->ReleaseTicket(t);
+  return Status::Ok();
+}
+
+int Main(int argc, char** argv) {
+  ProbeArgs a;
+  auto app = MakeProbeApp(&a);
+  if (auto rc = cli::ParseArgs(*app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                               std::cerr))
+    return *rc;
+  if (a.handoff) return Handoff(a.base.staging_lanes, std::max(a.copies, 200));
+  a.base.allowed = {transfer::Path::kStaged};
+  ProbeRig rig;
+  if (auto rc = SetUpRig(a, rig)) return *rc;
+  Probe p{rig.cuda_gpu, rig.backend.gpu.get(), rig.backend.clock.get(), rig.host.get(),
+          rig.dev.get(), rig.pinned.get(), a.base, a.copies};
+  p.dump = a.dump || a.timeline;
+  p.evict_bytes = a.evict_mib << 20;
+  transfer::LanePoolOptions lo;
+  lo.lanes = a.base.staging_lanes;
+  lo.spin_us = a.base.staging_spin_us;
+  transfer::LanePool pool(lo);
+  Status st = p.Dispatch(pool);
+  if (a.ceiling) {
+    if (st.ok()) st = ProbeCeiling(p, rig, pool, a.sizes);
+    rig.ReleaseTickets();
+    if (!st.ok()) return Fail(st, 4);
+    return 0;
+  }
+  if (st.ok()) st = a.streams_matrix ? ProbeStreamsMatrix(p, a.sizes) : ProbeSizes(p, rig, pool, a);
+  if (st.ok() && !a.focus && !a.streams_matrix && !a.timeline) st = ProbeQueues(p, a);
+  rig.ReleaseTickets();
   if (!st.ok()) return Fail(st, 4);
   std::printf("data: %llu staged copies mismatched on the device\n",
               (unsigned long long)p.mismatched_copies);
