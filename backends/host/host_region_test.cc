@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/host/modelled_memory.h"
 #include "backends/host/smaps_facts.h"
 
 namespace resmem::host {
@@ -255,6 +256,34 @@ TEST(StandinRegion, PagesAreMemfdAndPastMemTotalNoreserve) {
   EXPECT_EQ((*provider)->Open(other).status().code(), ENOENT);  // the description decides
 }
 
+// The simulator's stand-in for each kind: the facts smaps would show, real bytes behind them, and
+// nothing of this machine's hugetlb pool (a build machine without huge pages runs it too).
+TEST(ModelledMemory, HugetlbFactsOverRealBytesOnAnyMachine) {
+  HostMapOptions o;
+  o.huge_page_size = 1ull << 30;
+  const MappingFacts gig = ModelledFacts(HostKind::kHugetlb, 3ull << 30, o);
+  EXPECT_EQ(gig.backing, Backing::kHugetlb);
+  EXPECT_EQ(gig.page_size, 1ull << 30);
+  EXPECT_EQ(gig.origin, "modelled");
+  EXPECT_EQ(ModelledFacts(HostKind::kHugetlb, 4 << 20).page_size, 2u << 20);
+  EXPECT_TRUE(ModelledFacts(HostKind::kMemfd, 4096).shared);
+  HostMapOptions thp;
+  thp.transparent_huge = 1;
+  EXPECT_TRUE(ModelledFacts(HostKind::kAnonymous, 4096, thp).transparent_huge);
+  EXPECT_FALSE(ModelledFacts(HostKind::kAnonymous, 4096).resident);
+
+  auto m = MapModelledMemory(HostKind::kHugetlb, 4 << 20);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->facts().page_size, 2u << 20);
+  EXPECT_EQ((*m)->size(), 4u << 20);
+  const uint64_t word = 0x1234567890abcdefull;
+  ASSERT_TRUE((*m)->Write((4 << 20) - 8, &word, 8).ok());
+  uint64_t back = 0;
+  ASSERT_TRUE((*m)->Read((4 << 20) - 8, &back, 8).ok());
+  EXPECT_EQ(back, word);
+  EXPECT_FALSE((*m)->Write(4 << 20, &word, 8).ok());  // past the end
+  EXPECT_FALSE(MapModelledMemory(HostKind::kAnonymous, 0).ok());
+}
+
 }  // namespace
 }  // namespace resmem::host
-

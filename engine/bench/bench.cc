@@ -13,6 +13,7 @@
 
 #include "backends/api/median.h"
 #include "backends/host/host_region.h"
+#include "backends/host/modelled_memory.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/lane_pool.h"
 #include "engine/transfer/transfer_engine.h"
@@ -216,7 +217,9 @@ Result<bool> AllocPathMemory(Bench& b, OpenPath& op) {
     op.mem = std::move(wc).value();
   } else {
     RESMEM_ASSIGN_OR_RETURN(host::HostKind kind, host::ParseHostKind(path.host_kind));
-    auto m = host::MapHostMemory(kind, b.max_size);
+    // On a virtual clock (the simulator) the kind is modelled: real bytes, the kind's facts, and
+    // nothing of the build machine's hugetlb pool or disk (docs/build.md, "Hermetic tests").
+    auto m = b.clock.is_virtual() ? host::MapModelledMemory(kind, b.max_size) : host::MapHostMemory(kind, b.max_size);
     if (!m.ok()) {
       b.result.notes.push_back(path.name + ": " + m.status().ToString());
       return false;

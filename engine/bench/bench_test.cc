@@ -26,16 +26,18 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
   o.bytes_per_sample = 1 << 20;
   auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  // The model launches no kernels, so the zero-copy path is refused, and says so; the hugetlb
-  // row needs reserved 2 MiB pages, and where there are none its note says how to get them.
+  // The model launches no kernels, so the zero-copy path is refused, and says so. Every other
+  // path runs, the hugetlb row included: on the simulator its memory is modelled (real bytes with
+  // 2 MiB-page facts), whatever hugetlb pool the build machine has.
   bool zero_copy_refused = false;
   for (const auto& n : r->notes) {
     if (n.find("zero-copy-mapped refused") != std::string::npos) zero_copy_refused = true;
-    else if (n.rfind("registered-hugetlb", 0) == 0)
-      EXPECT_NE(n.find("nr_hugepages"), std::string::npos) << n;
     else ADD_FAILURE() << "path did not run: " << n;
   }
   EXPECT_TRUE(zero_copy_refused);
+  int hugetlb_cells = 0;
+  for (const auto& c : r->cells) hugetlb_cells += c.path == "registered-hugetlb";
+  EXPECT_EQ(hugetlb_cells, 4);
   int pinned_cells = 0, chunked_cells = 0;
   for (const auto& c : r->cells) {
     EXPECT_EQ(c.verify_failures, 0u) << c.path << " " << c.direction << " " << c.size;

@@ -8,6 +8,7 @@
 #include "backends/api/facts_memory.h"
 #include "backends/api/median.h"
 #include "backends/host/host_region.h"
+#include "backends/host/modelled_memory.h"
 
 namespace resmem::bench {
 namespace {
@@ -38,21 +39,9 @@ Backing BackingFor(const std::string& name) {
 // any page size runs on any build machine - one without 1 GiB pages (no pdpe1gb) included - and
 // the model charges the registration from the facts.
 std::unique_ptr<HostMemory> ModelledMapping(const std::string& name, uint64_t size, bool touched) {
-  MappingFacts f;
-  f.length = size;
-  f.backing = resmem::Backing::kAnonymous;
-  if (name == "anon-thp") f.transparent_huge = true;
-  if (name == "memfd") {
-    f.backing = resmem::Backing::kShmem;
-    f.shared = true;
-  }
-  if (name == "hugetlb-2m" || name == "hugetlb-1g") {
-    f.backing = resmem::Backing::kHugetlb;
-    f.page_size = name == "hugetlb-1g" ? kGiB : k2M;
-  }
-  f.resident = touched;
-  f.origin = "modelled";
-  return std::make_unique<FactsMemory>(f);
+  Backing b = BackingFor(name);
+  b.map.populate = touched;
+  return std::make_unique<FactsMemory>(host::ModelledFacts(b.kind, size, b.map));
 }
 
 // The span of one row: mapped for real (and touched: every page written once while mapping,

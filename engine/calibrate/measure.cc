@@ -12,6 +12,7 @@
 #include "backends/api/facts_memory.h"
 #include "backends/api/median.h"
 #include "backends/host/host_region.h"
+#include "backends/host/modelled_memory.h"
 #include "backends/host/smaps_facts.h"
 #include "engine/calibrate/calibrate.h"
 #include "engine/calibrate/profile_json.h"
@@ -59,29 +60,13 @@ Result<json> ProfileHeader(Gpu& gpu, bool simulated) {
   return profile;
 }
 
-// A mapping of one of the matrix's kinds as the simulator has it: its facts only (FactsMemory),
-// the facts /proc/self/smaps shows for a mapping MapHostMemory makes of that kind on Linux
-// (backends/host/host_region.h; smaps_facts.cc reads them): anon private anonymous, memfd and
-// shm shared shmem, hugetlb 2 MiB pages ("ht"), file and file-private a disk file shared or
-// private; resident where every page was written (populate on a writable mapping). The
-// simulator's calibration so needs no hugetlb pool, /var/tmp, [vvar] or RAM of the machine that
-// runs it (docs/build.md, "Hermetic tests").
+// A mapping of one of the matrix's kinds as the simulator has it: its facts only (FactsMemory over
+// host::ModelledFacts, the facts smaps shows for that kind). The simulator's calibration so needs
+// no hugetlb pool, /var/tmp, [vvar] or RAM of the machine that runs it (docs/build.md, "Hermetic
+// tests").
 Result<std::unique_ptr<HostMemory>> ModelledKind(host::HostKind kind, uint64_t size,
                                                  const host::HostMapOptions& o) {
-  MappingFacts f;
-  f.length = size;
-  f.writable = o.writable;
-  f.resident = o.populate && o.writable;
-  switch (kind) {
-    case host::HostKind::kAnonymous: f.backing = Backing::kAnonymous; break;
-    case host::HostKind::kMemfd:
-    case host::HostKind::kShm: f.backing = Backing::kShmem; f.shared = true; break;
-    case host::HostKind::kHugetlb: f.backing = Backing::kHugetlb; f.page_size = 2ull << 20; break;
-    case host::HostKind::kFile: f.backing = Backing::kFile; f.shared = true; break;
-    case host::HostKind::kFilePrivate: f.backing = Backing::kFile; break;
-  }
-  f.origin = "modelled";
-  return std::unique_ptr<HostMemory>(std::make_unique<FactsMemory>(f));
+  return std::unique_ptr<HostMemory>(std::make_unique<FactsMemory>(host::ModelledFacts(kind, size, o)));
 }
 
 // The kernel's [vvar] page as smaps shows it (VmFlags "rd mr pf io de dd", Rss 0): read-only,
