@@ -815,7 +815,8 @@ std::string DoctorJson(const DoctorReport& rep) {
   for (const auto& x : rep.findings)
     fs.push_back({{"id", x.id}, {"severity", x.severity}, {"title", x.title}, {"evidence", x.evidence},
                   {"remedy", x.remedy}, {"seed", x.seed}});
-  return j.dump(2) + "\n";
+  // Text from the user's paste or command line may not be UTF-8: replaced (U+FFFD), never a throw.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace resmem::engine

@@ -299,6 +299,15 @@ TEST(DoctorIommu, UnreadableSysfsIsUnknownNotOff) {
   EXPECT_NE(json.find("\"state\": \"unknown\""), std::string::npos);
 }
 
+// A paste or command line that is not UTF-8 (a fuzzed paste, a log in Latin-1) reaches the JSON
+// report as U+FFFD, never as nlohmann's type_error 316 that aborted `doctor --json`.
+TEST(DoctorJson, TextThatIsNotUtf8IsReplacedNotThrown) {
+  const auto r = DiagnoseIommu("intel_iommu=\xff\xfe", {});
+  std::string json;
+  EXPECT_NO_THROW(json = DoctorJson(r));
+  EXPECT_NE(json.find("\xef\xbf\xbd"), std::string::npos) << json;
+}
+
 // ---- The module policy: whether the kernel loads resmem.ko (module_policy_doctor.h), on
 // simulated machines (the policy in the machine model, its files rendered by the simulator).
 

@@ -509,7 +509,8 @@ std::string PlanJson(const ReservationPlan& p) {
   j["warnings"] = p.warnings;
   j["usable_after"] = p.usable_after;
   j["boot"] = p.boot_lines;
-  return j.dump(2) + "\n";
+  // Text from the user's paste or command line may not be UTF-8: replaced (U+FFFD), never a throw.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace resmem::engine
