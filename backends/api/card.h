@@ -29,6 +29,9 @@ struct CardSetup {
   double poll_seconds = 1e-4;  // how often the driver looks
   bool model_payload = false;  // the card writes header and trailer only and the driver checks
                                // those: an hour on the simulator costs per block, not per byte
+  bool clear_on_remove = false;  // the host cleared the address registers of the second card of a
+                                 // duplicate_target fault when it removed that memory from it
+                                 // (aes-stream-drivers PR #284's fix): that card writes nothing
 };
 
 // What the card did and what the driver made of it.
@@ -36,9 +39,11 @@ struct CardReport {
   // the card's side
   uint64_t card_blocks = 0, card_overruns = 0, card_torn = 0, card_timeouts = 0, after_release = 0,
            out_of_order = 0, register_writes_lost = 0;
+  uint64_t duplicate = 0;      // blocks a second card wrote into this card's targets (duplicate_target)
   double link_down_seconds = 0;
   // the driver's side
   uint64_t delivered = 0, dropped = 0, corrupt = 0, torn = 0, timeouts = 0, not_done = 0, stray_words = 0;
+  uint64_t foreign = 0;        // of the corrupt blocks, whole blocks another card wrote
   bool link_down_seen = false, stalled_seen = false;
   double bytes = 0;            // payload bytes delivered
   double seconds = 0;          // the card's time since card_start

@@ -82,6 +82,7 @@ Status CardDriver::Watch(double now, uint64_t status, uint64_t completed) {
 }
 
 Result<int> CardDriver::Poll(double now) {
+  now_ = now;
   RESMEM_ASSIGN_OR_RETURN(uint64_t status, bus_.Load64(regs_ + kStatus));
   RESMEM_ASSIGN_OR_RETURN(uint64_t completed, bus_.Load64(regs_ + kCompleted));
   if (o_.watchdog) RESMEM_RETURN_IF_ERROR(Watch(now, status, completed));
@@ -104,6 +105,23 @@ Result<int> CardDriver::Poll(double now) {
     RESMEM_RETURN_IF_ERROR(Repost(consumed_ + o_.ring_entries - 1));
   }
   return n;
+}
+
+// A wrong block that is whole and another card's: header, trailer and length agree and (full
+// payload) its checksum is right, but it is not this card's - its sequence is one this card has not
+// made yet, or its payload is not this card's seed's for its sequence. A stale block of this card
+// (an older sequence, its own pattern) is not foreign, nor is anything in a slot whose DONE is unset.
+bool CardDriver::Foreign(const resmem_card_desc& d, const resmem_card_block_header& h,
+                         const resmem_card_block_trailer& t, const uint64_t* words) const {
+  const uint64_t payload = o_.block_bytes - RESMEM_CARD_BLOCK_OVERHEAD;
+  const bool whole = h.magic == RESMEM_CARD_BLOCK_MAGIC && h.length == payload && t.magic == RESMEM_CARD_BLOCK_MAGIC &&
+                     t.sequence == h.sequence;
+  if (!whole || !(d.flags & RESMEM_CARD_DESC_DONE)) return false;  // a slot not completed says nothing
+  if (h.sequence > d.sequence) return true;
+  if (o_.modelled_payload || resmem_card_checksum(words, payload / 8) != h.checksum) return false;
+  for (uint64_t k = 0; k < payload / 8; ++k)
+    if (words[k] != resmem_card_word(o_.seed, h.sequence, k)) return true;
+  return false;
 }
 
 // One completed slot: its status, then the block at its target - header, trailer, checksum, and
@@ -141,6 +159,9 @@ Status CardDriver::CheckBlock(const resmem_card_desc& d, uint64_t target) {
     ok = words[k] == resmem_card_word(o_.seed, h.sequence, k);
   if (!ok) {
     ++c_.corrupt;
+    if (Foreign(d, h, t, words) && c_.foreign++ == 0)
+      Event(now_, "another card's block at " + HexAddress(target) + ": sequence " + std::to_string(h.sequence) +
+                      " where the completion says " + std::to_string(d.sequence) + " (a duplicate target)");
     return Status::Ok();
   }
   if (h.sequence > next_sequence_) c_.dropped += h.sequence - next_sequence_;
@@ -186,10 +207,15 @@ Status CardDriver::CheckCanaries() {
   return Status::Ok();
 }
 
-Result<double> RunTogether(CardDmaEngine& card, CardDriver& driver, double from, double until, double poll_seconds) {
+Result<double> RunTogether(CardDmaEngine& card, CardDriver& driver, double from, double until, double poll_seconds,
+                           CardDmaEngine* second) {
   if (!(poll_seconds > 0)) return Status::InvalidArgument("the driver's poll interval must be > 0 s");
   double t = from, next_poll = from;
   for (;;) {
+    double other = CardDmaEngine::kIdle;
+    if (second) {
+      RESMEM_ASSIGN_OR_RETURN(other, second->Advance(t));
+    }
     RESMEM_ASSIGN_OR_RETURN(double due, card.Advance(t));
     if (t >= next_poll) {
       RESMEM_RETURN_IF_ERROR(driver.Poll(t).status());
@@ -197,7 +223,7 @@ Result<double> RunTogether(CardDmaEngine& card, CardDriver& driver, double from,
       RESMEM_ASSIGN_OR_RETURN(due, card.Advance(t));  // the slots the driver gave back
     }
     // The card does all it has due by t, so what it names next is later; never stand still.
-    const double next = std::max(std::min(due, next_poll), std::nextafter(t, CardDmaEngine::kIdle));
+    const double next = std::max(std::min({due, other, next_poll}), std::nextafter(t, CardDmaEngine::kIdle));
     if (next > until) break;
     t = next;
   }

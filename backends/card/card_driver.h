@@ -40,6 +40,9 @@ struct DriverCounters {
   uint64_t delivered = 0;          // blocks read whole and correct
   uint64_t dropped = 0;            // blocks missing from the sequence (the card's overruns)
   uint64_t corrupt = 0;            // a block whose payload, checksum or header is wrong
+  uint64_t foreign = 0;            // of those, whole blocks another card wrote: header, trailer and
+                                   // checksum agree, but the payload is not this card's seed's, or
+                                   // the sequence is one this card has not made yet (duplicate_target)
   uint64_t torn = 0;               // a block whose trailer does not match its header
   uint64_t timeouts = 0;           // completions with status TIMEOUT
   uint64_t not_done = 0;           // slots `completed` counted but whose DONE flag was not set yet
@@ -83,6 +86,8 @@ class CardDriver {
 
  private:
   Status CheckBlock(const resmem_card_desc& d, uint64_t target);
+  bool Foreign(const resmem_card_desc& d, const resmem_card_block_header& h, const resmem_card_block_trailer& t,
+               const uint64_t* words) const;
   Status Repost(uint64_t slot_index);
   void Event(double now, const std::string& what);
   Status Watch(double now, uint64_t status, uint64_t completed);
@@ -92,6 +97,7 @@ class CardDriver {
   std::vector<uint64_t> targets_;
   DriverOptions o_;
   uint64_t consumed_ = 0, head_ = 0, next_sequence_ = 0;
+  double now_ = 0;  // the time of the Poll in progress (for events)
   double last_progress_ = 0;
   bool released_ = false;
   DriverCounters c_;
@@ -100,7 +106,9 @@ class CardDriver {
 // The card and the driver on one time line, as the simulator runs them (and a test): from `from`
 // to `until`, the card advancing to each moment its work is due, the driver polling every
 // `poll_seconds`. Returns the time reached (`until`).
-Result<double> RunTogether(CardDmaEngine& card, CardDriver& driver, double from, double until, double poll_seconds);
+// `second`: another card on the same bus (a duplicate_target fault's), advanced on the same line.
+Result<double> RunTogether(CardDmaEngine& card, CardDriver& driver, double from, double until, double poll_seconds,
+                           CardDmaEngine* second = nullptr);
 
 // The canary word at byte offset 8*k of a released target (what a stray write overwrites).
 inline uint64_t CanaryWord(uint64_t k) { return 0xdeadca4ddeadca4dull ^ (k * 0x9e3779b97f4a7c15ull); }

@@ -77,6 +77,7 @@ Status CardDmaEngine::PowerOn(double now) {
   RESMEM_RETURN_IF_ERROR(bus_.Write(regs_, zeros.data(), zeros.size()));
   control_ = ring_bus_ = ring_entries_ = head_ = block_bytes_ = rate_ = 0;
   tail_ = completed_ = sequence_ = irq_ = heartbeat_ = errors_ = overruns_ = 0;
+  sequence_ = config_.first_sequence;
   enabled_ = released_ = false;
   link_up_ = true;
   current_ = Block();
@@ -203,7 +204,7 @@ Status CardDmaEngine::LoseDueBlocks(double until) {
 // posted, a paced card loses the block (an overrun), a flat-out one waits for the host.
 Status CardDmaEngine::Start(double at) {
   if (flush_held_) RESMEM_RETURN_IF_ERROR(FlushHeld());
-  if (head_ == tail_) {
+  if (head_ == tail_ && !config_.stale_descriptors) {
     if (rate_ == 0) {
       next_start_ = kIdle;  // flat out: the next post starts it
       return Status::Ok();
@@ -262,6 +263,7 @@ Status CardDmaEngine::Land(double at) {
   counters_.bytes += bytes;
   if (bytes == block_bytes_) ++counters_.blocks;
   if (released_) ++counters_.after_release;
+  if (config_.stale_descriptors) ++counters_.duplicate;
   (void)at;
   return Complete(b, RESMEM_CARD_DESC_OK, static_cast<uint32_t>(checksum));
 }

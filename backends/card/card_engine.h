@@ -67,6 +67,12 @@ struct CardConfig {
   std::vector<CardFault> faults;
   bool write_payload = true;  // false: header and trailer only (the simulator's long runs model
                               // the words between: a run costs per block, not per byte)
+  // A card whose memory the host removed without clearing its address registers (the second card
+  // of a duplicate_target fault): its firmware reuses the descriptors it holds, in a cycle, with no
+  // host posting them, and every block it writes is counted in `duplicate`. A descriptor the host
+  // cleared (length 0) gets no block: its completion says SHORT.
+  bool stale_descriptors = false;
+  uint64_t first_sequence = 0;  // the sequence number of the first block after power-on
 };
 
 class CardDmaEngine {

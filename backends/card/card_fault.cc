@@ -39,7 +39,7 @@ Status Bad(const std::string& line, const std::string& what) {
                                  "; forms: 'stall 5ms at 1s', 'link_down at 2s [for 30s]', "
                                  "'timeout block 100 after 1s', 'torn block 7', "
                                  "'out_of_order at 1s for 100ms', 'burst x4 at 1s for 10ms', "
-                                 "'ignore_quiesce'");
+                                 "'ignore_quiesce', 'duplicate_target at 0.1s [for 1s] [x2]'");
 }
 
 Result<CardFault> ParseOne(const std::string& line) {
@@ -85,6 +85,10 @@ Result<CardFault> ParseOne(const std::string& line) {
   if (kind == "out_of_order" && has_at && has_for) return as(FaultKind::kOutOfOrder);
   if (kind == "burst" && has_x && has_at && has_for) return as(FaultKind::kBurst);
   if (kind == "ignore_quiesce" && ws.w.size() == 1) return as(FaultKind::kIgnoreQuiesce);
+  if (kind == "duplicate_target" && has_at && !has_block && !has_after) {
+    if (!has_for) f.duration = -1;  // writes until the run ends
+    return as(FaultKind::kDuplicateTarget);
+  }
   return Bad(line, "'" + kind + "' is not a fault, or a word it needs is missing");
 }
 
@@ -99,6 +103,7 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kOutOfOrder: return "out_of_order";
     case FaultKind::kBurst: return "burst";
     case FaultKind::kIgnoreQuiesce: return "ignore_quiesce";
+    case FaultKind::kDuplicateTarget: return "duplicate_target";
   }
   return "?";
 }

@@ -12,6 +12,14 @@
 //   burst x4 at 1s for 10ms      the card produces at 4x its rate (its bus still limits it)
 //   ignore_quiesce               the card's firmware does not stop at QUIESCE: it goes on taking
 //                                and writing what the host posted
+//   duplicate_target at 0.1s [for 1s] [x2]
+//                                a second card on the same bus still holds this card's targets:
+//                                the host removed that memory from it without clearing its address
+//                                registers, and its firmware writes its own blocks (its seed, its
+//                                sequence numbers) into them from 0.1 s, at this card's rate (x2:
+//                                twice it) (aes-stream-drivers PR #284). The fix is the host's:
+//                                card_start's clear_on_remove. Needs a card engine in this process
+//                                (the simulator, the GPU machine's stand-in), not the QEMU lane's.
 // Times: a number with s, ms or us. Blocks: the sequence number. Errors name the line and the
 // word, with the form expected.
 #ifndef RESMEM_BACKENDS_CARD_CARD_FAULT_H_
@@ -25,14 +33,14 @@
 
 namespace resmem::card {
 
-enum class FaultKind { kStall, kLinkDown, kTimeout, kTorn, kOutOfOrder, kBurst, kIgnoreQuiesce };
+enum class FaultKind { kStall, kLinkDown, kTimeout, kTorn, kOutOfOrder, kBurst, kIgnoreQuiesce, kDuplicateTarget };
 
 struct CardFault {
   FaultKind kind = FaultKind::kStall;
-  double at = 0;          // seconds after ENABLE (stall, link_down, out_of_order, burst)
-  double duration = 0;    // seconds; < 0: forever (link_down without "for")
+  double at = 0;          // seconds after ENABLE (stall, link_down, out_of_order, burst, duplicate_target)
+  double duration = 0;    // seconds; < 0: forever (link_down, duplicate_target without "for")
   uint64_t block = 0;     // sequence number (timeout, torn)
-  double factor = 1;      // burst
+  double factor = 1;      // burst; duplicate_target: the second card's rate over this one's
   std::string text;       // the line as written
   // Whether the fault is in force at `t` seconds after ENABLE (the timed kinds).
   bool Covers(double t) const { return t >= at && (duration < 0 || t < at + duration); }

@@ -1,5 +1,6 @@
 #include "backends/card/card_port.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -14,7 +15,7 @@ std::mutex engine_mu;  // the engine's state between the thread that runs it and
 
 }  // namespace
 
-Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi) {
+Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi, bool second_card) {
   CardLayout l;
   l.window = s.window ? s.window : lo;
   if (l.window % 4096)
@@ -22,11 +23,16 @@ Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi) {
   l.ring = l.window + RESMEM_CARD_REGS_BYTES;
   const uint64_t first = AlignUp(l.ring + s.ring_entries * RESMEM_CARD_DESC_BYTES, 4096);
   const uint64_t slot = AlignUp(s.block_bytes, 8);
-  const uint64_t end = first + s.ring_entries * slot;
+  const uint64_t blocks_end = first + s.ring_entries * slot;
+  if (second_card) l.second_window = AlignUp(blocks_end, 4096);
+  const uint64_t end =
+      second_card ? AlignUp(l.second_window + RESMEM_CARD_REGS_BYTES + s.ring_entries * RESMEM_CARD_DESC_BYTES, 4096)
+                  : blocks_end;
   if (l.window < lo || end > hi || end < first)
     return Status::InvalidArgument(
         "the card needs [" + HexAddress(l.window) + ", " + HexAddress(end) + "): its registers, a ring of " +
         std::to_string(s.ring_entries) + " and as many blocks of " + FormatSize(s.block_bytes) +
+        (second_card ? ", and a second card's registers and ring" : "") +
         ", but the reserved range is [" + HexAddress(lo) + ", " + HexAddress(hi) +
         "); give a smaller ring or block, or reserve more");
   for (uint64_t i = 0; i < s.ring_entries; ++i) l.targets.push_back(first + i * slot);
@@ -44,8 +50,20 @@ Status BusCardPort::Started() const {
   return Status::Ok();
 }
 
+namespace {
+
+// The duplicate_target fault in a script, or null.
+const CardFault* DuplicateTarget(const std::vector<CardFault>& faults) {
+  for (const auto& f : faults)
+    if (f.kind == FaultKind::kDuplicateTarget) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
 Status BusCardPort::Start(const CardSetup& setup) {
   StopEngineThread();
+  second_.reset();
   setup_ = setup;
   if (ranges_.empty())
     return Status::Error(kFailedPrecondition, "the machine reserves no memory (no memmap=nn$ss on its command "
@@ -53,7 +71,9 @@ Status BusCardPort::Start(const CardSetup& setup) {
   std::pair<uint64_t, uint64_t> range = ranges_[0];
   for (const auto& r : ranges_)
     if (setup.window >= r.first && setup.window < r.second) range = r;
-  RESMEM_ASSIGN_OR_RETURN(CardLayout l, LayOut(setup, range.first, range.second));
+  RESMEM_ASSIGN_OR_RETURN(std::vector<CardFault> faults, ParseCardFaults(setup.faults));
+  const CardFault* duplicate = DuplicateTarget(faults);
+  RESMEM_ASSIGN_OR_RETURN(CardLayout l, LayOut(setup, range.first, range.second, duplicate != nullptr));
   DriverOptions o;
   o.ring_entries = setup.ring_entries;
   o.block_bytes = setup.block_bytes;
@@ -70,15 +90,61 @@ Status BusCardPort::Start(const CardSetup& setup) {
     c.window_bus = l.window;
     c.seed = setup.seed;
     c.write_payload = !setup.model_payload;
-    RESMEM_ASSIGN_OR_RETURN(c.faults, ParseCardFaults(setup.faults));
+    c.faults = faults;
     engine_ = std::make_unique<CardDmaEngine>(*bus_, c);
     RESMEM_RETURN_IF_ERROR(engine_->PowerOn(started_at_));
+    if (duplicate) RESMEM_RETURN_IF_ERROR(StartSecondCard(*duplicate, l));
   } else if (!setup.faults.empty()) {
     return Status::Unsupported("this backend's card is a device elsewhere: give its faults to the device "
                                "(the QEMU lane's card process), not to card_start");
   }
   RESMEM_RETURN_IF_ERROR(driver_->Start(started_at_));
   if (with_engine_ && !clock_->is_virtual()) StartEngineThread();
+  return Status::Ok();
+}
+
+// A duplicate_target fault's second card: another seed, sequence numbers from 2^40 (it has been
+// running before), its ring left as the host left it when it removed that memory - every
+// descriptor still pointing at one of our targets, or, with clear_on_remove, cleared (target and
+// length 0: it writes nothing) - and its firmware enabled. It starts writing f.at after ENABLE (a
+// stall until then) at f.factor times our rate, and stops f.duration later (its link goes down).
+Status BusCardPort::StartSecondCard(const CardFault& f, const CardLayout& l) {
+  CardConfig c;
+  c.window_bus = l.second_window;
+  c.seed = setup_.seed * 0x9e3779b97f4a7c15ull + 0x5ec0d;
+  c.write_payload = !setup_.model_payload;
+  c.stale_descriptors = true;
+  c.first_sequence = 1ull << 40;
+  CardFault quiet;
+  quiet.kind = FaultKind::kStall;
+  quiet.duration = f.at;
+  quiet.text = "the second card's data starts";
+  c.faults.push_back(quiet);
+  if (f.duration >= 0) {
+    CardFault gone;
+    gone.kind = FaultKind::kLinkDown;
+    gone.at = f.at + f.duration;
+    gone.duration = -1;
+    gone.text = "the second card stops";
+    c.faults.push_back(gone);
+  }
+  second_ = std::make_unique<CardDmaEngine>(*bus_, c);
+  RESMEM_RETURN_IF_ERROR(second_->PowerOn(started_at_));
+  const uint64_t regs = l.second_window, ring = regs + RESMEM_CARD_REGS_BYTES;
+  for (uint64_t i = 0; i < setup_.ring_entries; ++i) {
+    resmem_card_desc d{};
+    d.target = setup_.clear_on_remove ? 0 : l.targets[i];
+    d.length = setup_.clear_on_remove ? 0 : static_cast<uint32_t>(setup_.block_bytes);
+    RESMEM_RETURN_IF_ERROR(bus_->Write(ring + i * RESMEM_CARD_DESC_BYTES, &d, sizeof d));
+  }
+  const uint64_t rate = static_cast<uint64_t>(static_cast<double>(setup_.rate) * f.factor);
+  for (auto [field, v] : {std::pair<uint64_t, uint64_t>{offsetof(resmem_card_regs, ring_bus), ring},
+                          {offsetof(resmem_card_regs, ring_entries), setup_.ring_entries},
+                          {offsetof(resmem_card_regs, block_bytes), setup_.block_bytes},
+                          {offsetof(resmem_card_regs, rate), rate},
+                          {offsetof(resmem_card_regs, head), setup_.ring_entries},
+                          {offsetof(resmem_card_regs, control), RESMEM_CARD_CTRL_ENABLE}})
+    RESMEM_RETURN_IF_ERROR(bus_->Store64(regs + field, v));
   return Status::Ok();
 }
 
@@ -91,11 +157,12 @@ void BusCardPort::StartEngineThread() {
       {
         std::lock_guard<std::mutex> l(engine_mu);
         auto r = engine_->Advance(clock_->NowSeconds());
-        if (!r.ok()) {
-          engine_status_ = r.status();
+        auto other = second_ ? second_->Advance(clock_->NowSeconds()) : Result<double>(CardDmaEngine::kIdle);
+        if (!r.ok() || !other.ok()) {
+          engine_status_ = r.ok() ? other.status() : r.status();
           return;
         }
-        due = *r;
+        due = std::min(*r, *other);
       }
       const double wait = std::min(due - clock_->NowSeconds(), setup_.poll_seconds);
       if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
@@ -112,7 +179,7 @@ Status BusCardPort::Run(double seconds) {
   RESMEM_RETURN_IF_ERROR(Started());
   const double from = clock_->NowSeconds(), until = from + seconds;
   if (clock_->is_virtual()) {
-    RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, from, until, setup_.poll_seconds).status());
+    RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, from, until, setup_.poll_seconds, second_.get()).status());
     clock_->Charge(seconds);
     return Status::Ok();
   }
@@ -130,6 +197,9 @@ Status BusCardPort::AddFault(const std::string& line) {
     return Status::Unsupported("this backend's card is a device elsewhere: give the fault to the device "
                                "(the QEMU lane's card process)");
   RESMEM_ASSIGN_OR_RETURN(std::vector<CardFault> faults, ParseCardFaults(line));
+  if (DuplicateTarget(faults))
+    return Status::InvalidArgument("card fault '" + line + "': the second card of a duplicate_target is set up when "
+                                   "the card starts: put it in card_start's faults");
   std::lock_guard<std::mutex> l(engine_mu);
   for (auto& f : faults) engine_->AddFault(f, clock_->NowSeconds());
   return Status::Ok();
@@ -139,6 +209,7 @@ Status BusCardPort::AddFault(const std::string& line) {
 Status BusCardPort::RunCardAlone(double until) {
   if (clock_->is_virtual()) {
     if (engine_) RESMEM_RETURN_IF_ERROR(engine_->Advance(until).status());
+    if (second_) RESMEM_RETURN_IF_ERROR(second_->Advance(until).status());
     clock_->Charge(until - clock_->NowSeconds());
     return Status::Ok();
   }
@@ -155,7 +226,8 @@ Status BusCardPort::Stop(bool wait, double wait_seconds) {
   for (;;) {
     if (clock_->is_virtual() && engine_) {
       RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, clock_->NowSeconds(),
-                                         clock_->NowSeconds() + setup_.poll_seconds, setup_.poll_seconds)
+                                         clock_->NowSeconds() + setup_.poll_seconds, setup_.poll_seconds,
+                                         second_.get())
                                  .status());
       clock_->Charge(setup_.poll_seconds);
     } else {
@@ -197,12 +269,14 @@ CardReport BusCardPort::Report() const {
     r.out_of_order = c.out_of_order;
     r.register_writes_lost = c.register_writes_lost;
     r.link_down_seconds = c.link_down_seconds;
+    if (second_) r.duplicate = second_->counters().duplicate;
   }
   if (driver_) {
     const DriverCounters& d = driver_->counters();
     r.delivered = d.delivered;
     r.dropped = d.dropped;
     r.corrupt = d.corrupt;
+    r.foreign = d.foreign;
     r.torn = d.torn;
     r.timeouts = d.timeouts;
     r.not_done = d.not_done;

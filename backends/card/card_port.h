@@ -21,11 +21,14 @@ namespace resmem::card {
 
 // Where things go in [lo, hi): the register page at `window` (lo when 0), the ring after it, the
 // block slots from the next 4 KiB boundary. Errors say what does not fit and what would.
+// `second_card`: room after the blocks for a second card's register page and ring (a
+// duplicate_target fault's), at second_window.
 struct CardLayout {
   uint64_t window = 0, ring = 0;
   std::vector<uint64_t> targets;
+  uint64_t second_window = 0;
 };
-Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi);
+Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi, bool second_card = false);
 
 class BusCardPort : public CardPort {
  public:
@@ -49,6 +52,7 @@ class BusCardPort : public CardPort {
   void StartEngineThread();
   void StopEngineThread();
   Status Started() const;
+  Status StartSecondCard(const CardFault& f, const CardLayout& l);
 
   std::unique_ptr<CardBus> bus_;
   std::shared_ptr<Clock> clock_;
@@ -57,6 +61,7 @@ class BusCardPort : public CardPort {
   CardSetup setup_;
   double started_at_ = 0;
   std::unique_ptr<CardDmaEngine> engine_;
+  std::unique_ptr<CardDmaEngine> second_;  // a duplicate_target fault's card, writing into our targets
   std::unique_ptr<CardDriver> driver_;
   std::thread engine_thread_;
   std::atomic<bool> engine_stop_{false};

@@ -298,5 +298,74 @@ TEST(CardPort, TheSteadyClockRunsTheCardAsAThread) {
   EXPECT_EQ(r.corrupt + r.torn, 0u);
 }
 
+// aes-stream-drivers PR #284: a second card on the bus still holds our targets (the host removed
+// that memory from it without clearing its address registers) and writes its own blocks there.
+// The driver counts them as another card's, never as its own; clearing the registers on remove
+// leaves the second card nothing to write.
+CardReport RunDuplicate(bool clear_on_remove, bool model_payload, std::shared_ptr<Clock> clock, double seconds) {
+  std::vector<uint8_t> mem(16 << 20);
+  BusCardPort port(std::make_unique<SpanBus>(mem.data(), kBase, mem.size()), clock, kBase, kBase + mem.size(), true);
+  CardSetup s;
+  s.block_bytes = kBlock;
+  s.ring_entries = 16;
+  s.rate = 50000000;
+  s.poll_seconds = 2e-3;
+  s.model_payload = model_payload;
+  s.clear_on_remove = clear_on_remove;
+  s.faults = "duplicate_target at 0.01s x3";
+  EXPECT_TRUE(port.Start(s).ok());
+  EXPECT_TRUE(port.Run(seconds).ok());
+  EXPECT_TRUE(port.Stop(true, 1.0).ok());
+  return port.Report();
+}
+
+TEST(CardPort, ASecondCardHoldingOurTargetsWritesBlocksTheDriverCountsAsForeign) {
+  for (bool modelled : {false, true}) {
+    const CardReport r = RunDuplicate(false, modelled, std::make_shared<VirtualClock>(), 0.5);
+    EXPECT_GT(r.duplicate, 100u) << modelled;
+    EXPECT_GT(r.foreign, 0u) << modelled;
+    EXPECT_EQ(r.foreign, r.corrupt) << modelled;  // every wrong block was the other card's, none silent
+    EXPECT_GT(r.delivered, 100u) << modelled;
+    EXPECT_EQ(r.SilentLosses(), 0u);
+  }
+}
+
+TEST(CardPort, ClearingTheTargetRegistersOnRemoveLeavesTheSecondCardNothingToWrite) {
+  const CardReport r = RunDuplicate(true, false, std::make_shared<VirtualClock>(), 0.5);
+  EXPECT_EQ(r.duplicate, 0u);
+  EXPECT_EQ(r.foreign + r.corrupt, 0u);
+  EXPECT_GT(r.delivered, 300u);
+}
+
+TEST(CardPort, TheSecondCardRunsOnTheSteadyClockToo) {
+  const CardReport r = RunDuplicate(false, false, std::make_shared<SteadyClock>(), 0.3);
+  EXPECT_GT(r.duplicate, 0u);
+  // Real writes race the driver's reads: a block read while the other card overwrites it is a mix,
+  // corrupt but not whole enough to be the other card's.
+  EXPECT_GE(r.corrupt, r.foreign);
+  EXPECT_GT(r.corrupt, 0u);
+  const CardReport fixed = RunDuplicate(true, false, std::make_shared<SteadyClock>(), 0.1);
+  EXPECT_EQ(fixed.duplicate + fixed.foreign, 0u);
+}
+
+TEST(CardFault, DuplicateTargetParsesAndARunningCardRefusesIt) {
+  auto f = ParseCardFaults("duplicate_target at 0.1s for 1s x2");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)[0].kind, FaultKind::kDuplicateTarget);
+  EXPECT_DOUBLE_EQ((*f)[0].factor, 2);
+  EXPECT_DOUBLE_EQ((*f)[0].duration, 1);
+  EXPECT_LT((*ParseCardFaults("duplicate_target at 0s"))[0].duration, 0);
+  EXPECT_FALSE(ParseCardFaults("duplicate_target block 3").ok());
+  std::vector<uint8_t> mem(16 << 20);
+  BusCardPort port(std::make_unique<SpanBus>(mem.data(), kBase, mem.size()), std::make_shared<VirtualClock>(), kBase,
+                   kBase + mem.size(), true);
+  CardSetup s;
+  s.block_bytes = kBlock;
+  s.ring_entries = 16;
+  ASSERT_TRUE(port.Start(s).ok());
+  auto st = port.AddFault("duplicate_target at 0s");
+  EXPECT_NE(st.message().find("put it in card_start's faults"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace resmem::card

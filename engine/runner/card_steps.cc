@@ -15,6 +15,8 @@ void Observe(const CardReport& c, double run_seconds, StepResult* r) {
   r->numbers["delivered"] = static_cast<double>(c.delivered);
   r->numbers["drops"] = static_cast<double>(c.dropped);
   r->numbers["corrupt"] = static_cast<double>(c.corrupt);
+  r->numbers["foreign"] = static_cast<double>(c.foreign);
+  r->numbers["duplicate"] = static_cast<double>(c.duplicate);
   r->numbers["torn"] = static_cast<double>(c.torn);
   r->numbers["timeouts"] = static_cast<double>(c.timeouts);
   r->numbers["stray_writes"] = static_cast<double>(c.stray_words);
@@ -45,6 +47,7 @@ Status DoCardStep(Backend& b, const scenario::CardStartStep& step, uint64_t seed
   s.watchdog_seconds = step.watchdog_seconds;
   s.poll_seconds = step.poll_seconds;
   s.model_payload = step.model_payload;
+  s.clear_on_remove = step.clear_on_remove;
   return b.card->Start(s);
 }
 

@@ -48,6 +48,8 @@ void CardParts(const scenario::Expectation& e, const StepResult& r, std::vector<
   if (e.silent_losses) parts.push_back(Fmt("%.0f lost unseen", Number(r, "silent_losses")));
   if (e.stray_writes) parts.push_back(Fmt("%.0f stray words", Number(r, "stray_writes")));
   if (e.after_release) parts.push_back(Fmt("%.0f blocks after release", Number(r, "after_release")));
+  if (e.foreign) parts.push_back(Fmt("%.0f another card's", Number(r, "foreign")));
+  if (e.duplicate) parts.push_back(Fmt("%.0f written by the second card", Number(r, "duplicate")));
   if (e.torn) parts.push_back(Fmt("%.0f torn", Number(r, "torn")));
   if (e.timeouts) parts.push_back(Fmt("%.0f timeouts", Number(r, "timeouts")));
   if (e.link_down) parts.push_back(Text(r, "link_down") == "true" ? "link down seen" : "link down not seen");

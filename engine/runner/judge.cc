@@ -180,7 +180,7 @@ void JudgeCountBounds(Judging& j) {
   const std::pair<const char*, const std::optional<Expected<scenario::CountBound>>*> bounds[] = {
       {"drops", &e.drops}, {"corrupt", &e.corrupt}, {"delivered", &e.delivered}, {"torn", &e.torn},
       {"timeouts", &e.timeouts}, {"stray_writes", &e.stray_writes}, {"after_release", &e.after_release},
-      {"silent_losses", &e.silent_losses}};
+      {"silent_losses", &e.silent_losses}, {"foreign", &e.foreign}, {"duplicate", &e.duplicate}};
   for (const auto& [key, v] : bounds) {
     if (!*v) continue;
     auto it = j.r.numbers.find(key);

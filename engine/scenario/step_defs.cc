@@ -272,8 +272,8 @@ const std::vector<std::string> kManagedExpectations = {
     "mbps", "mbps_min", "mbps_max", "tolerance", "seconds_max", "data",
     "faults", "migrated", "evicted", "remote", "events"};
 const std::vector<std::string> kCardExpectations = {
-    "delivered", "drops", "corrupt", "torn", "timeouts", "link_down", "stalled", "silent_losses", "mbps",
-    "mbps_min", "tolerance", "events"};
+    "delivered", "drops", "corrupt", "foreign", "duplicate", "torn", "timeouts", "link_down", "stalled",
+    "silent_losses", "mbps", "mbps_min", "tolerance", "events"};
 constexpr const char* kRegisterFlagsHelp = "default, portable, mapped, iomemory, readonly";
 
 template <typename K>
@@ -393,7 +393,10 @@ std::vector<StepDef> MakeStepDefs() {
       Kind<DoctorStep>("diagnose the machine's facts as `resmem doctor` does",
                        {Bool("devices", &DoctorStep::devices,
                              "also check the reserved-memory devices; false: the machine alone, as "
-                             "a recording of it has it")},
+                             "a recording of it has it"),
+                        Bool("bandwidth", &DoctorStep::bandwidth,
+                             "also measure host<->GPU bandwidth on the backend's GPU and judge it "
+                             "(`resmem doctor --bandwidth`: the link, NUMA node, IOMMU, THP)")},
                        {"finding", "no_finding", "findings"}),
       // GPUDirect RDMA (docs/rdma.md): each step's events (what the NVIDIA driver, the device's
       // driver and the device did, in order) are its observations, for `events` and
@@ -505,7 +508,8 @@ std::vector<StepDef> MakeStepDefs() {
                            Bool("watchdog", &CardStartStep::watchdog, "the driver notices all-ones registers and a card that stops completing"),
                            Number("watchdog_seconds", &CardStartStep::watchdog_seconds, "s", "1", "no completion for this long is a stall"),
                            Number("poll_seconds", &CardStartStep::poll_seconds, "s", "0.0001", "how often the driver looks"),
-                           Bool("model_payload", &CardStartStep::model_payload, "header and trailer only (long runs on the simulator)")},
+                           Bool("model_payload", &CardStartStep::model_payload, "header and trailer only (long runs on the simulator)"),
+                           Bool("clear_on_remove", &CardStartStep::clear_on_remove, "a duplicate_target's second card had its address registers cleared when the host removed that memory (aes-stream-drivers PR #284's fix)")},
                           {}),
       Kind<CardRunStep>("acquisition: the card writes blocks, the driver reads and checks them, for `seconds` of the backend's clock",
                         {Number("seconds", &CardRunStep::seconds, "s", "1", "how long")},
@@ -655,6 +659,8 @@ std::vector<ExpectDef> MakeExpectDefs() {
       Expect("timeouts", "count", "descriptors the card completed with status TIMEOUT", &E::timeouts, ToCountBound),
       Expect("stray_writes", "count", "canary words the card overwrote after the release", &E::stray_writes, ToCountBound),
       Expect("after_release", "count", "blocks the card wrote after the host released their memory", &E::after_release, ToCountBound),
+      Expect("foreign", "count", "of the corrupt blocks, whole blocks another card wrote into this card's targets (the driver's count)", &E::foreign, ToCountBound),
+      Expect("duplicate", "count", "blocks a duplicate_target's second card wrote into this card's targets (the cards' count)", &E::duplicate, ToCountBound),
       Expect("silent_losses", "count", "blocks the card lost or spoiled that the driver did not count", &E::silent_losses, ToCountBound),
       Expect("link_down", "bool", "the driver saw the card's registers read all ones", &E::link_down, ToBool),
       Expect("stalled", "bool", "the driver's watchdog saw no completion for watchdog_seconds", &E::stalled, ToBool),

@@ -164,6 +164,7 @@ struct StreamStep {
 struct DoctorStep {
   static constexpr const char* kName = "doctor";
   bool devices = true;
+  bool bandwidth = false;  // also `resmem doctor --bandwidth`: measure and judge on the backend's GPU
 };
 // GPUDirect RDMA (backends/api/p2p.h, docs/rdma.md): the machine, GPU memory, pins, the device's DMA.
 struct P2pSetupStep {
@@ -279,6 +280,7 @@ struct CardStartStep {
   uint64_t rate = 0;    // bytes per second; 0: flat out
   std::string faults;
   bool check_done = true, watchdog = true, model_payload = false;
+  bool clear_on_remove = false;  // a duplicate_target's second card had its address registers cleared
   double watchdog_seconds = 1.0, poll_seconds = 1e-4;
 };
 struct CardRunStep {
@@ -359,7 +361,8 @@ struct Expectation {
       cmdline;
   std::optional<Expected<bool>> reservation_over_hole;
   // A card (docs/digitizer.md): what the driver counted, and what it missed.
-  std::optional<Expected<CountBound>> delivered, torn, timeouts, stray_writes, after_release, silent_losses;
+  std::optional<Expected<CountBound>> delivered, torn, timeouts, stray_writes, after_release, silent_losses,
+      foreign, duplicate;
   std::optional<Expected<bool>> link_down, stalled;
   std::optional<Expected<std::vector<std::string>>> user_map, dmesg, finding, no_finding, findings,
       events;
