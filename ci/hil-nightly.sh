@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Hardware-in-the-loop nightly for a GPU host. Takes prebuilt binaries (built on CI with cudart
 # linked statically; nothing is compiled here), runs the real-backend scenarios, calibrate, bench
-# and stream, writes a dated report folder (JSON, Markdown, plot) and exits non-zero when a result
-# regresses past ci/hil-thresholds.json. Calibration runs fidelity.runs times (3): the simulator
+# and stream, writes a dated report folder (JSON, Markdown, plot, and junit.xml: a testcase per step
+# and per threshold, for GitLab/Jenkins) and exits non-zero when a result regresses past
+# ci/hil-thresholds.json. Calibration runs fidelity.runs times (3): the simulator
 # must lie inside the runs' bandwidth spread widened by fidelity.margin_pct, so one noisy run does
 # not fail the night and a change that moves every run still does.
 #
@@ -47,7 +48,7 @@ while [ $# -gt 0 ]; do
       [ "$OUT_ROOT" != out/hil ] && args+=(--out "$OUT_ROOT")
       [ $QUICK = 1 ] && args+=(--quick)
       exec "$(dirname "$0")/slurm/submit.sh" "${args[@]}" "$@" ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "hil-nightly: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,6 +88,7 @@ print(f.get("runs", 3), f.get("margin_pct", 15))' "$THRESHOLDS") ||
 [ $QUICK = 1 ] && { PASSES=3; BLOCKS_RATE=50; BLOCKS_FLAT=500; CAL_RUNS=2; }
 
 STEPS=()
+STEP_SECONDS=""  # " NAME=SECONDS" per step run: the JUnit file's times
 # step NAME CMD...: runs CMD under --step-timeout, logs to DIR/NAME.log and records NAME=OUTCOME:
 # its exit code; "timeout" when it ran past the limit (timeout(1) sends SIGTERM to it and its
 # children, SIGKILL 10 s later); "signal-NAME" when a signal ended it (a crash: SIGSEGV, SIGABRT...).
@@ -108,6 +110,7 @@ step() {
   fi
   echo "   $outcome in $took s"
   STEPS+=("$name=$outcome")
+  STEP_SECONDS+=" $name=$took"
   tail -n 8 "$DIR/$name.log" | sed 's/^/   /'
   return $rc
 }
@@ -126,8 +129,10 @@ fi
 if ! want scenarios; then
   :
 elif [ -x "$BIN/resmem" ] && "$BIN/resmem" run --help > /dev/null 2>&1; then
-  step scenarios-sim "$BIN/resmem" run --backend sim --json "$DIR/scenarios-sim.json" scenarios
-  step scenarios "$BIN/resmem" run --backend cuda --verbose --json "$DIR/scenarios.json" scenarios
+  step scenarios-sim "$BIN/resmem" run --backend sim --json "$DIR/scenarios-sim.json" \
+    --junit "$DIR/scenarios-sim.junit.xml" scenarios
+  step scenarios "$BIN/resmem" run --backend cuda --verbose --json "$DIR/scenarios.json" \
+    --junit "$DIR/scenarios.junit.xml" scenarios
 else
   echo "skipped: scenarios (no $BIN/resmem with a run command)" | tee "$DIR/scenarios-skipped.txt"
   STEPS+=("scenarios=skipped")
@@ -178,8 +183,9 @@ step stream-staged "$GPU" stream --backend cuda --block 16M --rate 0 --blocks "$
 fi
 
 # 5. Verdict and report.
-python3 - "$DIR" "$THRESHOLDS" "$STEP_SET" "${STEPS[@]}" <<'PY'
+STEP_SECONDS="$STEP_SECONDS" python3 - "$DIR" "$THRESHOLDS" "$STEP_SET" "${STEPS[@]}" <<'PY'
 import json, os, sys, traceback
+import xml.etree.ElementTree as ET
 def writer_failed(*exc):  # exit 5, apart from the verdicts 0/1/4: the shell then writes the report
     traceback.print_exception(*exc)
     sys.stdout.flush(); sys.stderr.flush()
@@ -199,9 +205,10 @@ def load(name):  # None when absent; a step that crashed may leave it half writt
         return None
 bench, fid = load("bench.json"), load("fidelity.json")
 streams = {k: load(f"stream-{k}.json") for k in ("rate", "flat", "staged")}
-fails, lines, incomplete = [], [], []
-def check(ok, what):
+fails, lines, incomplete, judged = [], [], [], []
+def check(ok, what, key=None):  # key: the check's name in junit.xml, the same every night
     lines.append(("ok    " if ok else "FAIL  ") + what)
+    judged.append((key or what, ok, what))
     if not ok: fails.append(what)
 # A step's outcome: its exit code, "timeout", "signal-SIGxxx" (step() in the shell) or "skipped".
 for s in steps:
@@ -215,7 +222,7 @@ for s in steps:
     else:
         continue
     incomplete.append(why)
-    check(False, why)
+    check(False, why, f"step {name} ran to the end")
 # Scenarios: every case that applies on the GPU passes, with the simulator's verdict; enough run.
 sc, sc_sim = load("scenarios.json"), load("scenarios-sim.json")
 PASSING = ("REPRODUCED", "FIXED", "PASSED")
@@ -223,22 +230,22 @@ def key(c): return (c["name"], c["case"])
 if "scenarios" in step_set and any(s.startswith("scenarios=") for s in steps) and "scenarios=skipped" not in steps:
     t = thr.get("scenarios", {})
     if not sc:
-        check(False, "scenarios.json missing")
+        check(False, "scenarios.json missing", "scenarios on cuda")
     else:
         cases = sc["scenarios"]
         applies = [c for c in cases if c["verdict"] != "N/A"]
         ran = [c for c in applies if c["verdict"] != "UNAVAILABLE"]
         bad = [c for c in applies if c["verdict"] not in PASSING]
         check(not bad, f"scenarios on cuda: {len(applies) - len(bad)} of the {len(applies)} cases that apply pass" +
-              (": not " + ", ".join(f"{c['name']}{' ' + c['case'] if c['case'] else ''} {c['verdict']}" for c in bad) if bad else ""))
-        check(len(ran) >= t.get("run_min", 0), f"scenarios run on cuda (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)} cases (min {t.get('run_min', 0)})")
+              (": not " + ", ".join(f"{c['name']}{' ' + c['case'] if c['case'] else ''} {c['verdict']}" for c in bad) if bad else ""), "scenarios on cuda")
+        check(len(ran) >= t.get("run_min", 0), f"scenarios run on cuda (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)} cases (min {t.get('run_min', 0)})", "scenarios run on cuda")
         sim = {key(c): c["verdict"] for c in (sc_sim or {}).get("scenarios", [])}
         if sc_sim is None:
-            check(False, "scenarios-sim.json missing: no simulator run beside the GPU run")
+            check(False, "scenarios-sim.json missing: no simulator run beside the GPU run", "scenarios with the simulator's verdict")
         else:
             differ = [c for c in ran if c["verdict"] in PASSING and sim.get(key(c)) != c["verdict"]]
             check(not differ, f"scenarios: the {len(ran)} cases run on cuda have the simulator's verdict" +
-                  (": not " + ", ".join(f"{c['name']} (sim {sim.get(key(c))}, cuda {c['verdict']})" for c in differ) if differ else ""))
+                  (": not " + ", ".join(f"{c['name']} (sim {sim.get(key(c))}, cuda {c['verdict']})" for c in differ) if differ else ""), "scenarios with the simulator's verdict")
         with open(os.path.join(d, "scenarios.log"), "a") as log:
             log.write(f"\ncases run on the GPU machine (neither N/A nor UNAVAILABLE): {len(ran)} of {len(cases)}; "
                       f"passed {len(applies) - len(bad)}; N/A {len(cases) - len(applies)}\n")
@@ -250,40 +257,81 @@ elif bench:
         for dr in ("H2D", "D2H"):
             c = [c for c in cells if c["path"] == path and c["direction"] == dr and c["size"] == top]
             r = c[0]["ratio_to_pinned"] if c else 0
-            check(r >= thr["bench"][thr_key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][thr_key]:.0f}%)")
+            check(r >= thr["bench"][thr_key], f"bench {path} {dr} {top>>20} MiB: {100*r:.1f}% of pinned (min {100*thr['bench'][thr_key]:.0f}%)", f"bench {path} {dr} largest size")
     bad = sum(c["verify_failures"] for c in cells)
-    check(bad <= thr["bench"]["verify_failures_max"], f"bench data verification failures: {bad}")
+    check(bad <= thr["bench"]["verify_failures_max"], f"bench data verification failures: {bad}", "bench data verification")
     # A baseline that cannot be trusted makes every ratio above meaningless (engine/bench/bench.h).
     why = bench.get("unreliable_reasons", [])
     check(not why, "bench baseline reliable" + (f": {len(why)} cell(s) outside the limits: " + "; ".join(why) if why else
-          (f" (pinned checked against {bench['reference']['source']})" if bench.get("reference") else " (no nvbandwidth here to check the pinned row against)")))
+          (f" (pinned checked against {bench['reference']['source']})" if bench.get("reference") else " (no nvbandwidth here to check the pinned row against)")), "bench baseline reliable")
 else:
-    check(False, "bench.json missing")
+    check(False, "bench.json missing", "bench")
 for k, s in streams.items():
     if "stream" not in step_set: break
     t = thr[f"stream_{k}"]
     if not s:
-        check(False, f"stream-{k}.json missing"); continue
-    if "dropped_max" in t: check(s["dropped"] <= t["dropped_max"], f"stream {k}: dropped {s['dropped']}")
-    check(s["corrupt"] <= t["corrupt_max"], f"stream {k}: corrupt {s['corrupt']}")
-    check(s.get("failed", 0) == 0, f"stream {k}: failed {s.get('failed', 0)} (blocks whose copy failed every try)")
+        check(False, f"stream-{k}.json missing", f"stream {k}"); continue
+    if "dropped_max" in t: check(s["dropped"] <= t["dropped_max"], f"stream {k}: dropped {s['dropped']}", f"stream {k} dropped")
+    check(s["corrupt"] <= t["corrupt_max"], f"stream {k}: corrupt {s['corrupt']}", f"stream {k} corrupt")
+    check(s.get("failed", 0) == 0, f"stream {k}: failed {s.get('failed', 0)} (blocks whose copy failed every try)", f"stream {k} failed blocks")
     if "ratio_min" in t:
-        check(s["ratio_to_pinned"] >= t["ratio_min"], f"stream {k}: {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned (min {100*t['ratio_min']:.0f}%)")
+        check(s["ratio_to_pinned"] >= t["ratio_min"], f"stream {k}: {s['gbps']:.2f} GB/s = {100*s['ratio_to_pinned']:.1f}% of pinned (min {100*t['ratio_min']:.0f}%)", f"stream {k} ratio to pinned")
 if "calibrate" not in step_set:
     pass
 elif fid:
     n = len(fid["disagreements"])
-    check(n <= thr["fidelity"]["disagreements_max"], f"fidelity: {n} disagreements with the simulator ({fid['code_cases']} code cases, {fid['bandwidth_cases']} bandwidth classes over {fid.get('runs', 1)} runs, margin {100 * fid.get('margin', 0.15):.0f}%)")
+    check(n <= thr["fidelity"]["disagreements_max"], f"fidelity: {n} disagreements with the simulator ({fid['code_cases']} code cases, {fid['bandwidth_cases']} bandwidth classes over {fid.get('runs', 1)} runs, margin {100 * fid.get('margin', 0.15):.0f}%)", "fidelity disagreements")
 else:
-    check(False, "fidelity.json missing")
+    check(False, "fidelity.json missing", "fidelity disagreements")
 for u in unreadable:
     incomplete.append(u)
-    check(False, u)
+    check(False, u, u.split(" unreadable")[0] + " readable")
 summary = {"report": d, "complete": not incomplete, "incomplete": incomplete,
            "steps": steps, "checks": lines, "regressions": fails,
            "bench_headline": bench.get("headline") if bench else None,
            "streams": streams}
 json.dump(summary, open(os.path.join(d, "summary.json"), "w"), indent=1)
+# junit.xml (ci/junit/junit.xsd, the shape GitLab and Jenkins read): a testsuite of the steps (a
+# step's exit 1 a failure: its own checks failed; a crash, a timeout or another exit an error;
+# skipped with why) and one of the thresholds (a check each, named the same every night).
+def suite(name, cases):
+    el = ET.Element("testsuite", name=name, tests=str(len(cases)), failures="0", errors="0", skipped="0")
+    for case in cases:
+        el.append(case)
+        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            if case.find(tag) is not None: el.set(attr, str(int(el.get(attr)) + 1))
+    el.set("time", f"{sum(float(c.get('time', '0')) for c in cases):.3f}")
+    return el
+took = dict(x.split("=", 1) for x in os.environ.get("STEP_SECONDS", "").split())
+step_cases = []
+for s in steps:
+    name, rc = s.split("=", 1)
+    c = ET.Element("testcase", name=name, classname="hil-nightly.steps", time=took.get(name, "0"))
+    log = f"see {name}-skipped.txt in {d}" if rc == "skipped" else f"see {name}.log in {d}"
+    if rc == "skipped":
+        why_file = os.path.join(d, f"{name}-skipped.txt")
+        ET.SubElement(c, "skipped", message=open(why_file).read().strip() if os.path.exists(why_file) else "skipped")
+    elif rc == "1":
+        ET.SubElement(c, "failure", message=f"exit 1: the step's own checks failed ({log})", type="exit 1")
+    elif rc != "0":
+        why = [w for w in incomplete if w.startswith(f"step {name} ")]
+        ET.SubElement(c, "error", message=why[0] if why else f"exit {rc} ({log})", type=rc)
+    ET.SubElement(c, "system-out").text = f"{name}: {rc} in {took.get(name, '?')} s ({log})"
+    step_cases.append(c)
+threshold_cases = []
+for key_, ok, what in judged:
+    c = ET.Element("testcase", name=key_, classname="hil-nightly.thresholds", time="0")
+    if not ok: ET.SubElement(c, "failure", message=what, type="regression")
+    ET.SubElement(c, "system-out").text = what + f" (thresholds: {thr_path})"
+    threshold_cases.append(c)
+root = ET.Element("testsuites", name=f"resmem hil-nightly {os.path.basename(d)}")
+for el in (suite("hil-nightly.steps", step_cases), suite("hil-nightly.thresholds", threshold_cases)):
+    root.append(el)
+for attr in ("tests", "failures", "errors", "skipped"):
+    root.set(attr, str(sum(int(el.get(attr)) for el in root)))
+root.set("time", f"{sum(float(el.get('time')) for el in root):.3f}")
+ET.indent(root)
+ET.ElementTree(root).write(os.path.join(d, "junit.xml"), encoding="UTF-8", xml_declaration=True)
 md = [f"# resmem hardware-in-the-loop report {os.path.basename(d)}", ""]
 if os.path.exists(os.path.join(d, "machine.txt")):
     md += ["## Machine", "```", open(os.path.join(d, "machine.txt")).read().strip(), "```", ""]
@@ -361,6 +409,7 @@ if [ $rc != 0 ] && [ $rc != 1 ] && [ $rc != 4 ]; then
     echo "## INCOMPLETE"; echo; echo "The report writer failed (exit $rc; its traceback is in the nightly's output); steps as run:"; echo
     for s in "${STEPS[@]}"; do echo "- $s"; done; } > "$DIR/report.md"
   printf '{"report": "%s", "complete": false, "incomplete": ["report writer failed (exit %s)"]}\n' "$DIR" "$rc" > "$DIR/summary.json"
+  printf '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="1" failures="0" errors="1" skipped="0">\n <testsuite name="hil-nightly.report" tests="1" failures="0" errors="1" skipped="0">\n  <testcase name="report writer" classname="hil-nightly.report"><error message="the report writer failed (exit %s); its traceback is in the nightly output" type="exit %s"/></testcase>\n </testsuite>\n</testsuites>\n' "$rc" "$rc" > "$DIR/junit.xml"
   rc=4
 fi
 echo "hil-nightly: report $DIR/report.md (exit $rc)"

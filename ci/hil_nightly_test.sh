@@ -6,6 +6,7 @@
 # Then the nightly under its own faults (a crashing and a hanging step, a second run the same day).
 set -u
 RESMEM=$1
+CHECK_JUNIT=${2:-ci/junit/check_junit.py}  # xmllint against ci/junit/junit.xsd, then the counts
 T=${TEST_TMPDIR:-$(mktemp -d)}
 mkdir -p "$T/work/bin" "$T/work/ci"
 cp -L ci/hil-nightly.sh ci/hil-thresholds.json "$T/work/ci/"
@@ -29,6 +30,14 @@ expect "N/A keeps its reason"             "$D/report.md" "\| seed002-corrupted-p
 expect "cases per verdict"                "$D/report.md" "^- UNAVAILABLE \([0-9]+\): "
 expect "scenarios.log counts cases run"   "$D/scenarios.log" "cases run on the GPU machine \(neither N/A nor UNAVAILABLE\): 0 of [0-9]+"
 expect "no other step ran"                "$D/summary.json" "\"scenarios-sim=0\""
+valid_junit() {  # valid_junit WHAT FILE...: each file valid against the JUnit schema, counts right
+  if python3 "$CHECK_JUNIT" "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
+}
+valid_junit "junit.xml and the scenario runs' JUnit valid" "$D/junit.xml" "$D/scenarios.junit.xml" "$D/scenarios-sim.junit.xml"
+expect "junit: a testcase per step"        "$D/junit.xml" '<testcase name="scenarios-sim" classname="hil-nightly.steps" time="[0-9]+">'
+expect "junit: a threshold's failure"      "$D/junit.xml" '<testcase name="scenarios on cuda" classname="hil-nightly.thresholds" time="0">'
+expect "junit: the failure's message"      "$D/junit.xml" '<failure message="scenarios on cuda: 0 of the [0-9]+ cases that apply pass: not '
+expect "junit: GPU cases skipped as UNAVAILABLE" "$D/scenarios.junit.xml" '<skipped message="UNAVAILABLE: '
 if ls "$D" | grep -qE "bench|stream|profile"; then echo "FAIL --steps scenarios ran other steps"; fails=$((fails + 1)); fi
 
 # The nightly survives its own faults: a stand-in resmem-gpu whose calibrate step crashes
@@ -70,6 +79,11 @@ expect "summary marked incomplete"         "$F/summary.json" "\"complete\": fals
 expect "summary lists the timeout"         "$F/summary.json" "\"bench=timeout\""
 expect "summary lists the crash"           "$F/summary.json" "\"calibrate=signal-SIGSEGV\""
 expect "the step log says it was killed"   "$F/bench.log" "timed out after 2 s and was killed"
+valid_junit "junit.xml of a faulty run valid" "$F/junit.xml"
+expect "junit: the crash is an error"      "$F/junit.xml" '<error message="step calibrate CRASHED \(SIGSEGV; see calibrate.log\)" type="signal-SIGSEGV"'
+expect "junit: the hang is an error"       "$F/junit.xml" '<error message="step bench TIMED OUT'
+expect "junit: thresholds that held pass"  "$F/junit.xml" '<testcase name="stream rate corrupt" classname="hil-nightly.thresholds" time="0">'
+expect "junit: skipped nvbandwidth says why" "$F/junit.xml" '<skipped message="skipped: nvbandwidth \(no bin/nvbandwidth'
 first=$(cat "$F"/report.md "$F"/summary.json | md5sum)
 rc=$(nightly_faulty 2)
 if [[ -d "$F-2" && -f "$F-2/report.md" ]]; then echo "ok   second run the same day wrote $(basename "$F-2")"; else echo "FAIL second run: no $F-2/report.md (exit $rc)"; ls "$T/faulty/out"; fails=$((fails + 1)); fi
@@ -82,5 +96,7 @@ rc=$(nightly_faulty 3)
 if [[ $rc != 4 ]]; then echo "FAIL report-writer failure: exit $rc, want 4"; fails=$((fails + 1)); else echo "ok   report-writer failure exits 4"; fi
 expect "report written when the writer fails" "$F-3/report.md" "The report writer failed \(exit 5;"
 expect "its summary says incomplete"          "$F-3/summary.json" "\"complete\": false"
+valid_junit "junit.xml when the writer fails" "$F-3/junit.xml"
+expect "its junit.xml has the writer's error" "$F-3/junit.xml" '<error message="the report writer failed \(exit 5\)'
 echo "hil_nightly_test: $fails failed"
 exit $((fails > 0))

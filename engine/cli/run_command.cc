@@ -1,4 +1,6 @@
 // `resmem run`: scenario files or folders on a backend; prints the verdict table (and JSON).
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -6,6 +8,7 @@
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
 #include "engine/cli/values.h"
+#include "engine/report/junit.h"
 #include "engine/report/report.h"
 #include "engine/runner/runner.h"
 #include "engine/scenario/scenario.h"
@@ -19,6 +22,7 @@ struct RunArgs {
   engine::RunOptions run;
   std::vector<std::string> backend_options;  // KEY=VALUE
   std::string json_path;
+  std::string junit_path;
   bool verbose = false;
   bool require_all = false;
 };
@@ -58,6 +62,10 @@ Action Define(CLI::App& app) {
   app.add_option("--json", a->json_path,
                  "also write the JSON report to FILE ('-' for stdout, table to stderr)")
       ->type_name("FILE");
+  app.add_option("--junit", a->junit_path,
+                 "also write a JUnit XML report to FILE (one testcase per case, a testsuite per "
+                 "folder; N/A and UNAVAILABLE skipped, FAILED with the step and the replay command)")
+      ->type_name("FILE");
   app.add_option("--option", a->backend_options,
                  "pass an option to the backend's parts (repeatable)")
       ->type_name("K=V")
@@ -70,46 +78,87 @@ Action Define(CLI::App& app) {
   return [a] { return Run(*a); };
 }
 
+// The --junit file, opened before any case runs, so a path that cannot be written stops the run
+// at once (exit 2) rather than after every case ran. The error names the path, why, the way out.
+Result<std::unique_ptr<std::ofstream>> OpenJunit(const std::string& path) {
+  auto out = std::make_unique<std::ofstream>(path, std::ios::out | std::ios::trunc);
+  if (*out) return out;
+  const int err = errno;
+  return Status::Errno(err, "cannot write the JUnit report --junit " + path + ": " +
+                                std::strerror(err) +
+                                "; give a file in a folder that exists and that you may write "
+                                "(e.g. mkdir -p out, then --junit out/junit.xml)");
+}
+
+// Every case of the files and folders in `paths`, in order; the first that does not load stops it.
+Result<std::vector<scenario::Scenario>> LoadCases(const std::vector<std::string>& paths) {
+  std::vector<scenario::Scenario> cases;
+  for (const auto& path : paths) {
+    RESMEM_ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                            scenario::CollectScenarioFiles(path));
+    for (const auto& f : files) {
+      RESMEM_ASSIGN_OR_RETURN(std::vector<scenario::Scenario> loaded,
+                              scenario::LoadScenarioFile(f));
+      for (auto& s : loaded) cases.push_back(std::move(s));
+    }
+  }
+  return cases;
+}
+
+// The JSON report to --json (stdout for '-'); an exit code when it cannot be written, else 0.
+int WriteJson(const std::vector<engine::ScenarioResult>& results, const std::string& json_path) {
+  if (json_path.empty()) return kExitOk;
+  const std::string json = engine::RenderJson(results);
+  if (json_path == "-") {
+    std::cout << json;
+    return kExitOk;
+  }
+  std::ofstream out(json_path);
+  if (!out) {
+    std::cerr << "resmem run: cannot write " << json_path << "\n";
+    return kExitBadInput;
+  }
+  out << json;
+  return kExitOk;
+}
+
+// The JUnit report into the file OpenJunit opened; an exit code when writing failed, else 0.
+int WriteJunit(const std::vector<engine::ScenarioResult>& results, std::ofstream* junit,
+               const std::string& junit_path) {
+  if (junit == nullptr) return kExitOk;
+  *junit << engine::RenderJunit(results);
+  junit->close();
+  if (*junit) return kExitOk;
+  std::cerr << "resmem run: writing the JUnit report " << junit_path
+            << " failed (disk full?); the verdicts above stand\n";
+  return kExitInternal;
+}
+
 int Run(RunArgs& a) {
   engine::RunOptions& ro = a.run;
+  std::unique_ptr<std::ofstream> junit;
+  if (!a.junit_path.empty()) {
+    auto opened = OpenJunit(a.junit_path);
+    if (!opened.ok()) {
+      std::cerr << "resmem run: " << opened.status().message() << "\n";
+      return kExitBadInput;
+    }
+    junit = std::move(*opened);
+  }
   for (const auto& kv : a.backend_options) {
     const auto eq = kv.find('=');
     ro.options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  std::vector<scenario::Scenario> cases;
-  for (const auto& path : a.paths) {
-    auto files = scenario::CollectScenarioFiles(path);
-    if (!files.ok()) {
-      std::cerr << "resmem run: " << files.status().message() << "\n";
-      return kExitBadInput;
-    }
-    for (const auto& f : *files) {
-      auto loaded = scenario::LoadScenarioFile(f);
-      if (!loaded.ok()) {
-        std::cerr << "resmem run: " << loaded.status().message() << "\n";
-        return kExitBadInput;
-      }
-      for (auto& s : *loaded) cases.push_back(std::move(s));
-    }
+  auto cases = LoadCases(a.paths);
+  if (!cases.ok()) {
+    std::cerr << "resmem run: " << cases.status().message() << "\n";
+    return kExitBadInput;
   }
   std::vector<engine::ScenarioResult> results;
-  for (const auto& s : cases) results.push_back(engine::RunScenario(s, ro));
-  const std::string& json_path = a.json_path;
-  std::ostream& table_out = json_path == "-" ? std::cerr : std::cout;
-  engine::RenderTable(results, a.verbose, table_out);
-  if (!json_path.empty()) {
-    const std::string json = engine::RenderJson(results);
-    if (json_path == "-") {
-      std::cout << json;
-    } else {
-      std::ofstream out(json_path);
-      if (!out) {
-        std::cerr << "resmem run: cannot write " << json_path << "\n";
-        return kExitBadInput;
-      }
-      out << json;
-    }
-  }
+  for (const auto& s : *cases) results.push_back(engine::RunScenario(s, ro));
+  engine::RenderTable(results, a.verbose, a.json_path == "-" ? std::cerr : std::cout);
+  if (int rc = WriteJson(results, a.json_path); rc != kExitOk) return rc;
+  if (int rc = WriteJunit(results, junit.get(), a.junit_path); rc != kExitOk) return rc;
   const engine::RunSummary sum = engine::Summarise(results);
   if (sum.errors > 0 && sum.failed == 0 && sum.errors == sum.total()) return kExitBadInput;
   if (sum.failed > 0 || sum.errors > 0) return kExitCheckFailed;

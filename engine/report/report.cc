@@ -21,6 +21,10 @@ std::string Num(double v) {
 
 }  // namespace
 
+std::string ReplayCommand(const ScenarioResult& r) {
+  return "resmem run " + r.file + " --backend " + r.backend + " --seed " + std::to_string(r.seed);
+}
+
 RunSummary Summarise(const std::vector<ScenarioResult>& results) {
   RunSummary s;
   for (const auto& r : results) {
@@ -74,8 +78,7 @@ void RenderTable(const std::vector<ScenarioResult>& results, bool verbose, std::
     if (verbose || r.failed())
       for (const auto& line : r.dmesg) out << "   dmesg: " << line << "\n";
     if (r.failed())
-      out << "   seed " << r.seed << "; replay: resmem run " << r.file << " --backend " << r.backend
-          << " --seed " << r.seed << "\n";
+      out << "   seed " << r.seed << "; replay: " << ReplayCommand(r) << "\n";
   }
   const RunSummary s = Summarise(results);
   out << "\n"

@@ -25,6 +25,9 @@ RunSummary Summarise(const std::vector<ScenarioResult>& results);
 void RenderTable(const std::vector<ScenarioResult>& results, bool verbose, std::ostream& out);
 std::string RenderJson(const std::vector<ScenarioResult>& results);
 
+// The command line that runs a case again as it ran: "resmem run FILE --backend B --seed N".
+std::string ReplayCommand(const ScenarioResult& r);
+
 }  // namespace resmem::engine
 
 #endif  // RESMEM_ENGINE_REPORT_REPORT_H_

@@ -47,6 +47,8 @@ struct ScenarioResult {
   std::vector<StepResult> steps;
   std::vector<FiredFault> faults;
   std::vector<std::string> dmesg;             // what the (simulated) kernel printed
+  double seconds = 0;                         // wall-clock time the case took (the JUnit file's
+                                              // time; not in the JSON, which a seed fixes)
   bool failed() const {
     return verdict == ScenarioVerdict::kFailed || verdict == ScenarioVerdict::kError;
   }

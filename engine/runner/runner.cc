@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cctype>
+#include <chrono>
 #include <type_traits>
 #include <variant>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "backends/fault/rng.h"
 #include "engine/backend/backend_factory.h"
 #include "backends/platform/proc_parsers.h"
+#include "engine/doctor/bandwidth.h"
 #include "engine/doctor/doctor.h"
 #include "engine/runner/card_steps.h"
 #include "engine/runner/headline.h"
@@ -686,6 +688,9 @@ Status Run::Do(const scenario::StreamStep& step, StepResult* r) {
 Status Run::Do(const scenario::DoctorStep& step, StepResult* r) {
   auto report = Diagnose(*b_.platform, step.devices ? b_.regions.get() : nullptr);
   if (!report.ok()) return report.status();
+  if (step.bandwidth)  // engine/doctor/bandwidth.h: its findings join the doctor's
+    for (auto& f : DiagnoseBandwidth(*b_.platform, b_.gpu.get(), report->facts).findings)
+      report->findings.push_back(std::move(f));
   std::string ids;
   for (const auto& f : report->findings) ids += (ids.empty() ? "" : ",") + f.id;
   r->texts["findings"] = ids;
@@ -986,9 +991,8 @@ ScenarioVerdict VerdictOf(const StepsRun& steps, const std::string& kind) {
   return ScenarioVerdict::kPassed;
 }
 
-}  // namespace
-
-ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
+// RunScenario without its timing.
+ScenarioResult RunCase(const Scenario& s, const RunOptions& options) {
   ScenarioResult res;
   res.file = s.file;
   res.name = s.name;
@@ -1016,6 +1020,15 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
   res.headline = steps.headline;
   res.verdict = VerdictOf(steps, s.kind);
   if (res.verdict == ScenarioVerdict::kUnavailable) res.reason = steps.unavailable;
+  return res;
+}
+
+}  // namespace
+
+ScenarioResult RunScenario(const Scenario& s, const RunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ScenarioResult res = RunCase(s, options);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;
 }
 
