@@ -6,13 +6,16 @@
 #   help2man (the packages' man pages) and dkms (//packaging:install_test, the QEMU lane's driver);
 #   slurm-wlm + munge for //ci/slurm:slurm_matrix_test (a one-machine Slurm cluster; its daemons
 #   are started by the test alone: Debian's packages start none without systemd);
+#   libxml2-utils (xmllint: the JUnit files against ci/junit/junit.xsd) and chromium (headless:
+#   //ci:hil_history_test renders docs/hil/history.html);
 #   the QEMU lane (ci/qemu/kmod_lane.sh) installs its own packages (qemu, kernel headers/image).
 #   The CUDA 13.0 toolkit is expected at /usr/local/cuda (it is on the build machine image;
 #   Debian has no CUDA 13 package): without it the CUDA backend's targets cannot build.
 set -euo pipefail
 
 need=(bazel-bootstrap g++ libgtest-dev libgmock-dev libtomlplusplus-dev nlohmann-json3-dev
-      libcli11-dev libfuse3-dev fuse3 gnuplot-nox help2man dkms slurm-wlm munge)
+      libcli11-dev libfuse3-dev fuse3 gnuplot-nox help2man dkms slurm-wlm munge
+      libxml2-utils chromium)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
