@@ -31,7 +31,10 @@ class Platform {
   // "module-signature:resmem" (or "module-signature:/PATH"): the module's appended signature as
   // text (backends/platform/module_policy_parsers.h, module_signature.h); and "uname:machine",
   // what `uname -m` prints ("x86_64", "i686"): the kernel's architecture, whose option rules
-  // differ (mock/machine/linux_rules.h).
+  // differ (mock/machine/linux_rules.h). For `resmem doctor --bandwidth`: "/sys/bus/pci/devices"
+  // (the device names, one a line) and its devices' vendor, class, numa_node, current_link_speed,
+  // current_link_width, max_link_speed, max_link_width; "/sys/kernel/mm/transparent_hugepage/enabled";
+  // and "getcpu", the calling thread's "CPU NODE" (backends/platform/pci_link.h).
   // NotFound/errno status when this machine does not have it.
   virtual Result<std::string> ReadSource(const std::string& path) = 0;
 

@@ -1,6 +1,7 @@
 // The real Platform.
 #include "backends/platform/host_platform.h"
 
+#include <sched.h>
 #include <sys/utsname.h>
 
 #include <dirent.h>
@@ -201,12 +202,25 @@ class HostPlatform : public Platform {
       if (uname(&u) != 0) return Status::Errno(errno, "uname");
       return std::string(u.machine) + "\n";
     }
+    if (path == "getcpu") {
+      // The calling thread's CPU and NUMA node (getcpu(2)), as backends/platform/pci_link.h reads it.
+      if (!root_.empty()) return Status::Errno(ENOENT, "getcpu: not in a fake tree (" + root_ + ")");
+      unsigned cpu = 0, node = 0;
+      if (getcpu(&cpu, &node) != 0) return Status::Errno(errno, "getcpu");
+      return std::to_string(cpu) + " " + std::to_string(node) + "\n";
+    }
     if (path.empty() || path[0] != '/')
       return Status::InvalidArgument("source path '" + path +
                                      "' must be absolute, e.g. /proc/iomem");
     if (path == "/sys/firmware/memmap") return RenderFirmwareMemmapDir(root_ + path);
     if (path == "/sys/class/iommu") return RenderIommuUnitsDir(root_ + path);
     if (path == "/sys/kernel/iommu_groups") return RenderIommuGroupsDir(root_ + path);
+    if (path == "/sys/bus/pci/devices") {  // the device names, one a line
+      RESMEM_ASSIGN_OR_RETURN(auto devs, FolderNames(root_ + path, " (a machine without PCI)"));
+      std::string out;
+      for (const auto& n : devs) out += n + "\n";
+      return out;
+    }
     if (path == "/sys/firmware/acpi/tables") {
       RESMEM_ASSIGN_OR_RETURN(auto names, FolderNames(root_ + path, " (a machine without ACPI)"));
       std::string out;

@@ -35,6 +35,7 @@ const bool kSimGpu = RegisterGpuPart("sim", [](PartContext& ctx) -> Result<std::
     if (!world.ok()) return world.status();
     host = (*world)->spec.perf;
     mem_total = (*world)->kernel.mem_total;
+    *profile = sim::ProfileOnMachine(*profile, (*world)->spec.gpu_pci);  // its link and NUMA node
   }
   options.host_mem_total = mem_total;
   return sim::MakeSimGpu(*profile, host, ctx.clock, ctx.faults, options);

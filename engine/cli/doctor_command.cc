@@ -7,6 +7,7 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
+#include "engine/doctor/bandwidth.h"
 #include "engine/doctor/doctor.h"
 #include "engine/doctor/record.h"
 #include "engine/scenario/scenario.h"
@@ -19,6 +20,7 @@ struct DoctorArgs {
   std::string machine;  // empty: this machine
   std::optional<std::string> cmdline, region, record, module;  // absent unless given
   std::string json;
+  bool bandwidth = false;  // also measure host<->GPU bandwidth (engine/doctor/bandwidth.h)
 };
 
 int Doctor(const DoctorArgs& a);
@@ -62,6 +64,12 @@ Action Define(CLI::App& app) {
                  "the installed resmem.ko's")
       ->type_name("PATH")
       ->excludes(machine);
+  app.add_flag("--bandwidth", a->bandwidth,
+               "also measure host<->GPU bandwidth (pinned and pageable 256 MiB both ways, one "
+               "thread's memcpy, cudaHostRegister of 1 GiB touched and untouched; under a minute) "
+               "and judge it against this GPU's measured profile on the PCIe link it trained at, "
+               "with the link, NUMA node, IOMMU and THP; the real GPU (cuda), or the simulated "
+               "one with --machine");
   app.add_option("--json", a->json, "write the report as JSON ('-' for stdout)")->type_name("FILE");
   app.add_option("--record", a->record,
                  "also write this machine's facts into DIR: raw copies of the sources above, "
@@ -69,6 +77,33 @@ Action Define(CLI::App& app) {
                  "on the simulator and expects the same findings")
       ->type_name("DIR");
   return [a] { return Doctor(*a); };
+}
+
+// --bandwidth: measures on the backend's GPU (none when *gpu_error says why), adds the findings
+// to the report, prints the section when `print`, and returns its JSON. *gpu_error is set when
+// nothing was measured.
+std::string Bandwidth(bool simulated, engine::PartContext& ctx, Backend& doctor, bool print,
+                      engine::DoctorReport& report, std::string* gpu_error) {
+  // This machine's GPU as the cuda preset has it (host platform, stand-in region, the CUDA
+  // runtime); a simulated machine's is the doctor backend's own.
+  Backend* b = &doctor;
+  Result<Backend> real = Status::Unavailable("unused");
+  if (!simulated) {
+    engine::BackendSpec spec;
+    spec.name = "doctor-bandwidth";
+    spec.platform = "host";
+    spec.region = "standin";
+    spec.gpu = "cuda";
+    real = engine::MakeBackend(spec, ctx);
+    if (real.ok()) b = &*real;
+    else *gpu_error = real.status().message();
+  }
+  auto bw = engine::DiagnoseBandwidth(*b->platform, gpu_error->empty() ? b->gpu.get() : nullptr, report.facts);
+  if (!gpu_error->empty()) bw.measure_error = *gpu_error;
+  for (const auto& f : bw.findings) report.findings.push_back(f);
+  if (print) engine::RenderBandwidth(bw, std::cout);
+  if (!bw.measured) *gpu_error = bw.measure_error;
+  return engine::BandwidthJson(bw);
 }
 
 int Doctor(const DoctorArgs& a) {
@@ -115,11 +150,17 @@ int Doctor(const DoctorArgs& a) {
     return kExitUnavailable;
   }
   const std::string& json = a.json;
+  std::string gpu_error;  // why --bandwidth measured nothing
+  const std::string bandwidth_json =
+      a.bandwidth ? Bandwidth(simulated, ctx, *backend, json != "-", *report, &gpu_error) : "";
+  // With --bandwidth the JSON is {"doctor": ..., "bandwidth": ...}.
+  const std::string doc = bandwidth_json.empty() ? engine::DoctorJson(*report)
+      : "{\"doctor\": " + engine::DoctorJson(*report) + ", \"bandwidth\": " + bandwidth_json + "}\n";
   if (json == "-") {
-    std::cout << engine::DoctorJson(*report);
+    std::cout << doc;
   } else {
     engine::RenderDoctor(*report, std::cout);
-    if (!json.empty()) std::ofstream(json) << engine::DoctorJson(*report);
+    if (!json.empty()) std::ofstream(json) << doc;
   }
   if (a.record) {
     const std::string& dir = *a.record;
@@ -140,7 +181,12 @@ int Doctor(const DoctorArgs& a) {
     for (const auto& n : rec->notes) std::cerr << "record note: " << n << "\n";
     std::cerr << "replay it: resmem run " << dir << "/scenario.toml\n";
   }
-  return report->has_errors() ? kExitCheckFailed : kExitOk;
+  if (report->has_errors()) return kExitCheckFailed;
+  if (a.bandwidth && !gpu_error.empty()) {
+    std::cerr << "resmem doctor: --bandwidth measured nothing: " << gpu_error << "\n";
+    return kExitUnavailable;
+  }
+  return kExitOk;
 }
 
 RESMEM_REGISTER_COMMAND(doctor, Command{"doctor", "name the known failures this machine would hit", Define});

@@ -20,6 +20,7 @@
 #include "backends/fault/rng.h"
 #include "engine/backend/backend_factory.h"
 #include "backends/platform/proc_parsers.h"
+#include "engine/doctor/bandwidth.h"
 #include "engine/doctor/doctor.h"
 #include "engine/runner/card_steps.h"
 #include "engine/runner/headline.h"
@@ -687,6 +688,9 @@ Status Run::Do(const scenario::StreamStep& step, StepResult* r) {
 Status Run::Do(const scenario::DoctorStep& step, StepResult* r) {
   auto report = Diagnose(*b_.platform, step.devices ? b_.regions.get() : nullptr);
   if (!report.ok()) return report.status();
+  if (step.bandwidth)  // engine/doctor/bandwidth.h: its findings join the doctor's
+    for (auto& f : DiagnoseBandwidth(*b_.platform, b_.gpu.get(), report->facts).findings)
+      report->findings.push_back(std::move(f));
   std::string ids;
   for (const auto& f : report->findings) ids += (ids.empty() ? "" : ",") + f.id;
   r->texts["findings"] = ids;

@@ -23,6 +23,9 @@
 // | IoMemory / ReadOnly flags exist                         | no       | yes       | CUDA 4.1 had Portable and Mapped only (seed 000 era); FACTS |
 // | pinned H2D GB/s                                         | 5.69     | 53.8      | seed 000 case C 5720/5689/5694/5685 MB/s; h100-range.json (12 runs): inside every pinned/registered H2D range |
 // | pinned D2H GB/s                                         | 5.69 (assumed = H2D) | 53.9 | no seed figure; h100-range.json (12 runs): inside every pinned/registered D2H range |
+// | the link the pinned rates were measured on              | Gen2 x16 | Gen5 x16  | M2090 product specification (PCIe 2.0 x16); FACTS "PCIe Gen5 x16" |
+// | a link trained below it: rates x raw(link)/raw(measured) | yes     | yes       | the PCIe per-lane rates (backends/platform/pci_link.h) with the measured efficiency kept: docs/hil/2026-11-28-h200-doctor-bandwidth |
+// | GPU on another NUMA node than the caller: link x 0.8    | yes      | yes       | assumption: no remote-node run measured (the GPU machine has one node); the inter-socket hop of each DMA |
 // | pageable: staged through the driver's pinned buffer     | min(host,link)*0.95 | see next rows | seed 000 case B 3733-3839 MB/s (WB), 150 (UC) |
 // | pageable WB H2D: 1.208 x host memcpy, DMA serial past 16 MiB (CPU stage 0.831 x) | - | yes | h100-range.json medians of 12 runs: H2D 16 MiB 13.29 (11.69-14.75), 256 MiB 8.02 (5.77-9.58) |
 // | pageable WB D2H: 1.275 x host memcpy, no slowdown with size | -    | yes       | h100-range.json medians of 12 runs: D2H 16 MiB 13.77 (11.66-15.08), 256 MiB 14.27 (11.42-15.52) |
@@ -50,8 +53,10 @@
 // | offset or size not a multiple of 4 KiB; size 0; past the allocation | - | 1 | cuda.h (alignment); docs/hil/2026-11-23-h100-seed001 calib-seed001.json: +100 offset, size 100, 4K+100, size 0, +2M 4M -> 1 |
 // | cuMemCreate (VMM) memory with / without gpuDirectRDMACapable | -   | 0 / 0     | docs/hil/2026-11-23-h100-seed001 calib-seed001.json: 'VMM 4M whole' and 'VMM 4M whole, not RDMA-capable' both 0 (the model said 1 for the second before), fd size 4 MiB |
 // | cudaMallocHost / registered / pageable host memory      | -        | 1         | FACTS "on cudaMallocHost memory: 1"; cuda.h: host allocations need CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED |
+#include <algorithm>
 #include <cstdint>
 
+#include "backends/platform/pci_link.h"
 #include "mock/gpu/sim_gpu.h"
 
 namespace resmem::sim {
@@ -67,6 +72,8 @@ CudaProfile Cuda41R285() {
   // specification (the seed does not state it).
   p.device_name = "Tesla M2090";
   p.device_memory = 6 * kGiB;
+  p.measured_link_gen = 2;  // the M2090's PCIe 2.0 x16 (product specification)
+  p.measured_link_width = 16;
   // Seed 000 case C (cudaMallocHost -> device, 16 MB): 5720, 5689, 5694, 5685 MB/s -> 5.69 GB/s.
   p.link_h2d_gbps = 5.69;
   // ASSUMPTION: the seed timed host->device only; device->host is taken equal.
@@ -152,6 +159,8 @@ CudaProfile Cuda130R580() {
   // registered H2D 16 MiB 45.24-53.94, 256 MiB 49.30-55.28. One rate serves all four: 53.8
   // (medians 53.39, 54.79, 53.12, 54.78; FACTS.md's 54.5-54.9 came from an earlier session).
   p.link_h2d_gbps = 53.8;
+  p.measured_link_gen = 5;  // FACTS.md "PCIe Gen5 x16"
+  p.measured_link_width = 16;
   // Pinned D2H 16 MiB 52.41-54.02, 256 MiB 52.56-55.12; registered D2H 16 MiB 48.30-54.05,
   // 256 MiB 33.66-55.11 (the 33.66 is one run of 2026-11-21, passes 31-48): 53.9 lies in all
   // (medians 53.89, 55.00, 53.82, 55.01).
@@ -281,6 +290,18 @@ CudaProfile Cuda130R580() {
 }  // namespace
 
 std::vector<std::string> CudaProfileNames() { return {"cuda-4.1-r285", "cuda-13.0-r580"}; }
+
+CudaProfile ProfileOnMachine(const CudaProfile& profile, const GpuPciSpec& gpu) {
+  CudaProfile p = profile;
+  if (!gpu.described) return p;
+  const double measured = PcieLinkGBps(p.measured_link_gen, p.measured_link_width);
+  const double now = PcieLinkGBps(gpu.link_gen, gpu.link_width);
+  double scale = measured > 0 && now > 0 ? std::min(1.0, now / measured) : 1.0;
+  if (gpu.numa_node >= 0 && gpu.numa_node != gpu.cpu_numa_node) scale *= kRemoteNumaLinkFactor;
+  p.link_h2d_gbps *= scale;
+  p.link_d2h_gbps *= scale;
+  return p;
+}
 
 Result<CudaProfile> CudaProfileByName(const std::string& name) {
   if (name == "cuda-4.1-r285") return Cuda41R285();

@@ -273,7 +273,12 @@ class SimGpu : public Gpu {
                         "); unregister it first or register only the part not yet registered");
     }
     if (Status st = DecideFromFacts(f, offset, length, flags, what); !st.ok()) return st;
-    clock_->Charge(RegisterSeconds(profile_, host_, f, length, flags));
+    // Anonymous memory whose every page in the range was written is resident (smaps Rss), as a
+    // touched malloc buffer is on the real host: it pins at the resident rate.
+    MappingFacts priced = f;
+    if (auto* anon = dynamic_cast<SimAnonymousMemory*>(&mem); anon && anon->UntouchedPages(offset, length) == 0)
+      priced.resident = true;
+    clock_->Charge(RegisterSeconds(profile_, host_, priced, length, flags));
     context_active_ = true;
     const bool mapped = context_map_host_[current_] &&
                         ((flags & kRegisterMapped) || profile_.maps_without_mapped_flag);

@@ -78,6 +78,8 @@ struct CudaProfile {
   int pageable_memory_access = 0;
   int read_only_host_register_supported = 0;
   double register_fixed_seconds = 0;  // per call
+  int measured_link_gen = 0;          // the PCIe link the copy rates were measured on; 0: unknown
+  int measured_link_width = 0;
   HostPerf default_host;              // host model when no simulated machine is given
 
   // --- added with the model (mock/gpu owns this header) ---
@@ -153,6 +155,14 @@ struct CudaProfile {
 // path, pageable ones the staged path on write-back memory of `host`.
 double ModelledGbps(const CudaProfile& profile, const HostPerf& host,
                     const MeasuredCopyRange& copy_class);
+
+// The profile on a machine whose GPU link and NUMA placement gpu_pci describes (nothing changes
+// where it describes none): pinned DMA rates (and with them the staged paths, which end in the
+// same DMA) x PcieLinkGBps(link)/PcieLinkGBps(the link the profile was measured on), never above
+// 1, and x kRemoteNumaLinkFactor when the GPU's node is known and is not the caller's. Rules and
+// sources: the table of cuda_profile.cc.
+constexpr double kRemoteNumaLinkFactor = 0.8;  // assumption: no remote-node measurement
+CudaProfile ProfileOnMachine(const CudaProfile& profile, const GpuPciSpec& gpu);
 
 // "cuda-4.1-r285" or "cuda-13.0-r580"; an unknown name is refused with the list of known ones.
 Result<CudaProfile> CudaProfileByName(const std::string& name);

@@ -99,6 +99,20 @@ struct HostPerf {
   double MemcpyBytesPerSecond(int threads) const;
 };
 
+// The GPU's PCIe function and the machine's NUMA and transparent-huge-page facts, as sysfs and
+// getcpu show them (`resmem doctor --bandwidth`, backends/platform/pci_link.h). The simulated GPU
+// costs its copies by them (mock/gpu: the link's rate over the rate its profile was measured
+// on, and the remote-node rule).
+struct GpuPciSpec {
+  bool described = false;            // false: the machine says nothing; the files are absent
+  std::string bdf = "0000:01:00.0";  // /sys/bus/pci/devices/<bdf> (vendor 0x10de, class 0x030200)
+  int link_gen = 5, link_width = 16;          // current_link_speed/width: what the link trained at
+  int max_link_gen = 5, max_link_width = 16;  // max_link_speed/width: what both ends can do
+  int numa_node = -1;                // the GPU's node (sysfs numa_node); -1: none (one node)
+  int cpu_numa_node = 0;             // the node of the CPU the program runs on (getcpu)
+  std::string thp = "madvise";       // transparent_hugepage/enabled: always, madvise, never
+};
+
 struct MachineSpec {
   std::string name;                     // preset name or "custom"
   std::string description;
@@ -130,6 +144,7 @@ struct MachineSpec {
   ModulePolicySpec module_policy;       // EFI, Secure Boot, modules_disabled, the trusted keys,
                                         // the installed resmem.ko (mock/machine/module_policy.h);
                                         // lockdown and sig_enforce follow with the command line
+  GpuPciSpec gpu_pci;                   // the GPU's link, NUMA node, the caller's node, THP
 };
 
 // Named presets: "seed000-workstation" (192 GB, 2012 BIOS whose MTRRs cover 128 GB),
@@ -288,6 +303,11 @@ std::string RenderMtrr(const MachineSpec& spec);
 std::string RenderFirmwareMemmap(const MachineSpec& spec);
 std::string RenderMeminfo(const BootedKernel& kernel);
 std::string RenderCpuinfo(const MachineSpec& spec);
+// The GPU's sysfs and the NUMA/THP facts of spec.gpu_pci (mock/machine/gpu_pci.cc): for
+// "/sys/bus/pci/devices" (the one device's name), its vendor, class, numa_node,
+// current/max_link_speed/width, "/sys/kernel/mm/transparent_hugepage/enabled" and "getcpu".
+// NotFound when the path is not one of them; ENOENT when the machine does not describe gpu_pci.
+Result<std::string> RenderGpuPciSource(const MachineSpec& spec, const std::string& path);
 
 }  // namespace resmem::sim
 

@@ -448,6 +448,53 @@ void ReadIommu(Reader& rd, const toml::table& t, MachineSpec* spec) {
   spec->iommu = io;
 }
 
+// An integer key of `t` in [lo, hi] into *out (absent: left as it is); false after an error.
+bool IntKey(Reader& rd, const toml::table& t, const std::string& where, const char* key, int lo,
+            int hi, int* out) {
+  const toml::node* n = t.get(key);
+  if (!n) return true;
+  if (!n->is_integer() || *n->value<int64_t>() < lo || *n->value<int64_t>() > hi) {
+    rd.Fail(*n, where + key, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return false;
+  }
+  *out = static_cast<int>(*n->value<int64_t>());
+  return true;
+}
+
+// gpu_pci = { bdf = "0000:18:00.0", gen = 3, width = 8, max_gen = 5, max_width = 16,
+//             numa_node = 1, cpu_numa_node = 0, thp = "madvise" }
+void ReadGpuPci(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  const toml::node* n = t.get("gpu_pci");
+  if (!n) return;
+  const auto* it = n->as_table();
+  if (!it) {
+    rd.Fail(*n, "gpu_pci", "expected a table like { gen = 5, width = 16, numa_node = 0 }");
+    return;
+  }
+  CheckKeys(rd, *it, "gpu_pci.", {"bdf", "gen", "width", "max_gen", "max_width", "numa_node",
+                                  "cpu_numa_node", "thp"});
+  GpuPciSpec g;
+  g.described = true;
+  if (auto b = rd.String(*it, "bdf", "gpu_pci.")) {
+    if (!IsPciName(*b)) rd.Fail(*it->get("bdf"), "gpu_pci.bdf", "'" + *b + "' is not DDDD:BB:DD.F");
+    g.bdf = *b;
+  }
+  if (!IntKey(rd, *it, "gpu_pci.", "gen", 1, 6, &g.link_gen) ||
+      !IntKey(rd, *it, "gpu_pci.", "width", 1, 32, &g.link_width)) return;
+  g.max_link_gen = std::max(g.max_link_gen, g.link_gen);
+  g.max_link_width = std::max(g.max_link_width, g.link_width);
+  if (!IntKey(rd, *it, "gpu_pci.", "max_gen", g.link_gen, 6, &g.max_link_gen) ||
+      !IntKey(rd, *it, "gpu_pci.", "max_width", g.link_width, 32, &g.max_link_width) ||
+      !IntKey(rd, *it, "gpu_pci.", "numa_node", -1, 63, &g.numa_node) ||
+      !IntKey(rd, *it, "gpu_pci.", "cpu_numa_node", 0, 63, &g.cpu_numa_node)) return;
+  if (auto m = rd.String(*it, "thp", "gpu_pci.")) {
+    if (*m != "always" && *m != "madvise" && *m != "never")
+      rd.Fail(*it->get("thp"), "gpu_pci.thp", "'" + *m + "' is not always, madvise or never");
+    g.thp = *m;
+  }
+  spec->gpu_pci = g;
+}
+
 // The machine format's words for the module policy (mock/machine/module_policy.h).
 constexpr const char* kResmemKoWords =
     "unsigned, signed:CN (the CN of the certificate whose key signed it, e.g. \"signed:DKMS module "
@@ -584,7 +631,8 @@ std::string EditLine(const E820Edit& e) {
 const std::vector<std::string>& MachineFormatKeys() {
   static const std::vector<std::string> kKeys = {
       "name", "description", "kernel", "arch", "cmdline", "cmdline_source", "phys_addr_bits", "ram",
-      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "iommu", "module_policy", "mtrr_enabled",
+      "kernel_reserved", "pat", "e820", "mmio", "early_edits", "iommu", "module_policy", "gpu_pci",
+      "mtrr_enabled",
       "mtrr_default",
       "mtrr", "mtrr_fixed", "wb_copy_gbps", "wc_write_gbps", "wc_read_gbps", "uc_load_latency_ns",
       "memcpy_load_bytes", "page_fault_us", "pin_gbps", "memcpy_threads_gbps"};
@@ -638,6 +686,7 @@ Status ApplyMachineTable(const toml::table& t, const std::string& file,
   if (auto v = rd.Bool(t, "pat")) spec->pat_enabled = *v;
   ReadFirmware(rd, t, spec);
   ReadIommu(rd, t, spec);
+  ReadGpuPci(rd, t, spec);
   ReadModulePolicyKey(rd, t, spec);
   ReadMtrr(rd, t, spec);
   ReadPerf(rd, t, spec);
@@ -815,6 +864,14 @@ std::string WriteMachineToml(const MachineSpec& s) {
     o += std::string("], intel_default_on = ") + (s.iommu.intel_default_on ? "true" : "false") + " }\n";
   }
   if (s.module_policy.described) o += ModulePolicyLine(s.module_policy);
+  if (s.gpu_pci.described) {
+    const GpuPciSpec& g = s.gpu_pci;
+    o += "gpu_pci = { bdf = " + TomlQuote(g.bdf) + ", gen = " + std::to_string(g.link_gen) +
+         ", width = " + std::to_string(g.link_width) + ", max_gen = " + std::to_string(g.max_link_gen) +
+         ", max_width = " + std::to_string(g.max_link_width) + ", numa_node = " +
+         std::to_string(g.numa_node) + ", cpu_numa_node = " + std::to_string(g.cpu_numa_node) +
+         ", thp = " + TomlQuote(g.thp) + " }\n";
+  }
   o += std::string("mtrr_enabled = ") + (s.mtrr.enabled ? "true" : "false") + "\n";
   MtrrRange def;
   def.type = s.mtrr.default_type;
@@ -935,6 +992,12 @@ bool SameMachine(const MachineSpec& a, const MachineSpec& b, std::string* diff) 
       mp.lockdown_lsm != mq.lockdown_lsm || mp.trusted_keys != mq.trusted_keys ||
       ModuleFileWord(mp.resmem_ko) != ModuleFileWord(mq.resmem_ko))
     return fail("module_policy");
+  const GpuPciSpec &ga = a.gpu_pci, &gb = b.gpu_pci;
+  if (ga.described != gb.described || ga.bdf != gb.bdf || ga.link_gen != gb.link_gen ||
+      ga.link_width != gb.link_width || ga.max_link_gen != gb.max_link_gen ||
+      ga.max_link_width != gb.max_link_width || ga.numa_node != gb.numa_node ||
+      ga.cpu_numa_node != gb.cpu_numa_node || ga.thp != gb.thp)
+    return fail("gpu_pci");
   if (a.phys_addr_bits != b.phys_addr_bits) return fail("phys_addr_bits");
   if (a.pat_enabled != b.pat_enabled) return fail("pat");
   if (a.kernel_reserved_bytes != b.kernel_reserved_bytes)

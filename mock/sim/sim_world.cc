@@ -71,6 +71,10 @@ class SimPlatform : public Platform {
                                         : RenderIommuGroups(spec.iommu, k);
     }
     if (IsModulePolicySource(path)) return ReadModulePolicySource(path);
+    // The GPU's link, its NUMA node, the caller's and THP (machine key gpu_pci).
+    if (auto g = RenderGpuPciSource(spec, path); g.ok() || g.status().code() != kNotFound ||
+                                                 g.status().space() != ErrorSpace::kResmem)
+      return g;
     // uname -m: a 32-bit kernel of the i386 tree reports its build's CPU class (i686 for the
     // distributions' kernels); empty arch means x86_64 (machine.h).
     if (path == "uname:machine") return (spec.arch == "i386" ? std::string("i686") : std::string("x86_64")) + "\n";
