@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "backends/api/memory.h"
@@ -177,8 +178,10 @@ Status CardDmaEngine::FollowLink(double now, bool* up) {
                           {kControl, control_}, {kRingBus, ring_bus_}, {kRingEntries, ring_entries_},
                           {kHead, head_}, {kBlockBytes, block_bytes_}, {kRate, rate_}})
       RESMEM_RETURN_IF_ERROR(bus_.Store64(regs_ + off, v));
-    // What was in flight finishes after the outage.
+    // What was in flight finishes after the outage. The blocks the source made while the link was
+    // down are lost (counted by LoseDueBlocks whether or not the host looked during the outage).
     if (current_.taken) current_.ends += now - down_since_;
+    RESMEM_RETURN_IF_ERROR(LoseDueBlocks(std::nextafter(now, 0.0)));
     next_start_ = std::max(next_start_, now);
   }
   *up = link_up_;

@@ -44,8 +44,9 @@ cli::Action Define(CLI::App& app) {
   StreamOptions& o = a->options;
   app.footer(
       "Ring-buffer acquisition: a producer writes numbered blocks into the ring at --rate Hz\n"
-      "(0 = flat out), consumers move them to the GPU through the transfer engine, and the device\n"
-      "checks every block; a failed or wrong copy is retried, a block that cannot be had whole is\n"
+      "(0 = flat out) - the CPU, or with --producer card the card's DMA engine - consumers move\n"
+      "them to the GPU through the transfer engine, and the device checks every block; a failed\n"
+      "or wrong copy is retried, a block that cannot be had whole is\n"
       "reported lost by number. Prints throughput, latency p50/p99/max, dropped, corrupt and\n"
       "failed blocks.\n"
       "Exit: 0 ok, 1 blocks dropped, corrupt or failed, 2 bad input, 3 no GPU, 4 internal.");
@@ -79,6 +80,14 @@ cli::Action Define(CLI::App& app) {
   app.add_option("--seed", o.seed, "the fault injector's seed (sim)")
       ->type_name("N")
       ->check(cli::NonNegativeInteger());
+  app.add_option("--producer", o.producer,
+                 "who writes the blocks into the ring: cpu (a thread writes the pattern) or card (the "
+                 "card's DMA engine, docs/digitizer.md: a descriptor per free slot; --slots a power of two)")
+      ->type_name("WHO")
+      ->check(CLI::IsMember({"cpu", "card"}));
+  app.add_option("--card-faults", o.card_faults,
+                 "with --producer card: the card's fault script, e.g. 'stall 50ms at 1s' (docs/digitizer.md)")
+      ->type_name("SCRIPT");
   app.add_option("--json", a->json, "also write the results as JSON")->type_name("FILE");
   app.add_flag_callback(
       "--quiet", [a] { a->options.progress = false; }, "no live progress on stderr");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -11,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "backends/card/card_abi.h"
 #include "backends/cuda/block_pattern.h"
 #include "backends/host/host_region.h"
+#include "engine/stream/card_feed.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/transfer_engine.h"
 
@@ -72,8 +75,26 @@ struct Stream {
   // Lost blocks (sequence number, reason), merged into ranges at the end.
   std::vector<std::pair<uint64_t, std::string>> lost;
   std::vector<char> slot_damaged;  // the slot holds a bit flipped by stream.block
+  // --producer card: the card writing the ring, and the slot each block went to (the card's
+  // sequence numbers skip the blocks it lost, so block seq is not in slot seq % slots).
+  std::unique_ptr<CardFeed> card;
+  std::vector<int> slot_of;
   StreamResult r;
 };
+
+// The slot block seq was written into.
+int SlotOf(const Stream& st, uint64_t seq) {
+  return st.card ? st.slot_of[seq] : static_cast<int>(seq % st.o.slots);
+}
+
+// Whether block seq arrived whole in dev: the pattern's check (a kernel on CUDA), or for the
+// card's blocks the device's checksum against the block the card makes for seq (0 or 1).
+Result<uint64_t> DeviceCheck(Stream& st, uint64_t seq, DeviceBuffer& dev) {
+  if (!st.card)
+    return transfer::DeviceMismatches(st.gpu, dev, 0, st.o.block_bytes, seq, FillSeed(st.o.seed, SlotOf(st, seq)));
+  RESMEM_ASSIGN_OR_RETURN(uint64_t sum, st.gpu.DeviceChecksum(dev, 0, st.o.block_bytes));
+  return static_cast<uint64_t>(sum != st.card->BlockFnv(seq));
+}
 
 Status CheckOptions(const StreamOptions& o) {
   if (o.block_bytes == 0 || o.block_bytes % 4096)
@@ -168,7 +189,7 @@ enum class Outcome { kWhole, kCorrupt, kFailed };
 Outcome Consume(Stream& st, uint64_t seq, int c, double* seconds, std::string* why,
                 uint64_t* retries) {
   const StreamOptions& o = st.o;
-  const int slot = static_cast<int>(seq % o.slots);
+  const int slot = SlotOf(st, seq);
   auto& engine = st.engines[std::min<size_t>(c, st.engines.size() - 1)];
   Outcome out = Outcome::kFailed;
   for (int attempt = 0; attempt < o.copy_attempts; ++attempt) {
@@ -181,8 +202,7 @@ Outcome Consume(Stream& st, uint64_t seq, int c, double* seconds, std::string* w
       continue;
     }
     *seconds += s->seconds;
-    auto bad = transfer::DeviceMismatches(st.gpu, *st.devs[c], 0, o.block_bytes, seq,
-                                          FillSeed(o.seed, slot));
+    auto bad = DeviceCheck(st, seq, *st.devs[c]);
     if (!bad.ok()) {
       out = Outcome::kFailed;
       *why = "device check failed: " + bad.status().ToString();
@@ -304,7 +324,7 @@ void Deliver(Stream& st, LiveRing& live, uint64_t seq) {
   ++live.delivered;
   st.latencies.push_back((done - live.published[seq]) * 1e3);
   if (done > live.last_done.load()) live.last_done.store(done);
-  live.busy[seq % st.o.slots].store(0);
+  live.busy[SlotOf(st, seq)].store(0);
   live.freed.notify_all();
 }
 
@@ -315,7 +335,7 @@ void Lose(Stream& st, LiveRing& live, uint64_t seq, bool was_corrupt, const std:
   else
     ++st.r.failed;
   st.lost.emplace_back(seq, why);
-  live.busy[seq % st.o.slots].store(0);
+  live.busy[SlotOf(st, seq)].store(0);
   live.freed.notify_all();
 }
 
@@ -412,7 +432,6 @@ struct Pipeline {
 // The verifier thread: checks each arrived block on the device (its own CUDA stream, so the check
 // never waits behind the DMAs queued after that block) and frees its device buffer.
 void VerifyArrived(Stream& st, LiveRing& live, Pipeline& pipe) {
-  const StreamOptions& o = st.o;
   for (;;) {
     uint64_t seq;
     {
@@ -422,10 +441,8 @@ void VerifyArrived(Stream& st, LiveRing& live, Pipeline& pipe) {
       seq = pipe.arrived.front();
       pipe.arrived.pop_front();
     }
-    const int slot = static_cast<int>(seq % o.slots);
     const int d = pipe.device_of[seq];
-    auto bad = transfer::DeviceMismatches(st.gpu, *st.devs[d], 0, o.block_bytes, seq,
-                                          FillSeed(o.seed, slot));
+    auto bad = DeviceCheck(st, seq, *st.devs[d]);
     pipe.device_busy[d].store(0, std::memory_order_release);
     std::lock_guard<std::mutex> l(live.mu);
     if (!bad.ok()) {
@@ -457,7 +474,7 @@ Result<transfer::QueuePoll> NextQueuedBlock(Stream& st, LiveRing& live, Pipeline
   live.queue.pop_front();
   pipe.device_busy[d].store(1, std::memory_order_relaxed);
   pipe.device_of[seq] = d;
-  *b = transfer::QueuedBlock{(seq % o.slots) * o.block_bytes, st.devs[d].get(), 0, o.block_bytes,
+  *b = transfer::QueuedBlock{SlotOf(st, seq) * o.block_bytes, st.devs[d].get(), 0, o.block_bytes,
                              seq};
   return transfer::QueuePoll::kBlock;
 }
@@ -485,12 +502,19 @@ void RunPipelined(Stream& st, LiveRing& live) {
   verifier.join();
 }
 
+void ProduceFromCard(Stream& st, LiveRing& live);  // --producer card's, below
+
 // The real clock: a producer thread, a progress thread, and the consumers (pipelined: the staged
 // queue and its verifier; else st.consumers threads). Sets the counts and r.seconds (first block
 // published to last delivered); the first failure ends the stream with it.
 Status RunOnRealTime(Stream& st) {
   LiveRing live(st.o);
-  std::thread producer([&] { ProduceLive(st, live); });
+  std::thread producer([&] {
+    if (st.card)
+      ProduceFromCard(st, live);
+    else
+      ProduceLive(st, live);
+  });
   std::thread progress([&] { ReportProgress(st, live); });
   std::vector<std::thread> workers;
   if (st.pipelined) {
@@ -507,6 +531,160 @@ Status RunOnRealTime(Stream& st) {
   st.r.delivered = live.delivered.load();
   st.r.corrupt = live.corrupt.load();
   st.r.seconds = live.last_done.load() - (live.published.empty() ? 0 : live.published[0]);
+  return Status::Ok();
+}
+
+// ---- --producer card: the card's DMA engine writes the ring (card_feed.h) ----
+
+// A completion from the card, accounted (under live.mu on the real clock): the blocks its sequence
+// number skipped are dropped (the card lost them: no slot was posted when they were due), a block
+// the card completed with an error is lost with its status, one past the stream's end is not the
+// stream's. True: the block is the consumers' (st.slot_of has its slot).
+bool TakeCardBlock(Stream& st, const CardBlock& b, uint64_t* next) {
+  const uint64_t blocks = st.o.blocks;
+  for (uint64_t s = *next; s < std::min(b.sequence, blocks); ++s) {
+    ++st.r.dropped;
+    st.lost.emplace_back(s, "dropped by the card: no slot posted when it was due, or it could not write (a stall, the link down)");
+  }
+  *next = std::max(*next, std::min(b.sequence + 1, blocks));
+  if (b.sequence >= blocks) return false;
+  if (!b.ok) {
+    ++st.r.failed;
+    st.lost.emplace_back(b.sequence, "the card completed it with status " + std::to_string(b.status) +
+                                         (b.status == RESMEM_CARD_DESC_TIMEOUT ? " (TIMEOUT): no block written" : ""));
+    return false;
+  }
+  st.slot_of[b.sequence] = b.slot;
+  return true;
+}
+
+// Model time, one consumer: the card advances to each moment it has work; a completion waits while
+// the consumer is busy; the slot goes back to the card when its block is checked on the device.
+// Sets the counts and r.seconds (first completion to last block checked).
+Status RunCardOnModelTime(Stream& st) {
+  CardFeed& feed = *st.card;
+  RESMEM_RETURN_IF_ERROR(feed.Start(0));
+  double t = 0, consumer_free = 0, first = -1;
+  uint64_t next = 0;
+  int held = -1;  // the slot the consumer is copying
+  while (next < st.o.blocks) {
+    RESMEM_ASSIGN_OR_RETURN(double due, feed.Advance(t));
+    if (held >= 0 && consumer_free <= t) {
+      RESMEM_RETURN_IF_ERROR(feed.GiveBack(held));
+      held = -1;
+      RESMEM_ASSIGN_OR_RETURN(due, feed.Advance(t));
+    }
+    RESMEM_RETURN_IF_ERROR(feed.Observe(t));
+    RESMEM_ASSIGN_OR_RETURN(std::optional<CardBlock> b,
+                            held < 0 ? feed.Next() : Result<std::optional<CardBlock>>(std::optional<CardBlock>()));
+    if (b && !TakeCardBlock(st, *b, &next)) {
+      RESMEM_RETURN_IF_ERROR(feed.GiveBack(b->slot));
+    } else if (b) {
+      double secs = 0;
+      std::string why;
+      const Outcome got = Consume(st, b->sequence, 0, &secs, &why, &st.r.retried);
+      consumer_free = t + secs;
+      held = b->slot;
+      if (first < 0) first = b->landed;
+      if (got == Outcome::kWhole) {
+        ++st.r.delivered;
+        st.latencies.push_back((consumer_free - b->landed) * 1e3);
+      } else {
+        (got == Outcome::kCorrupt ? st.r.corrupt : st.r.failed) += 1;
+        st.lost.emplace_back(b->sequence, why);
+      }
+    } else {
+      const double at = std::min(due, held >= 0 ? consumer_free : card::CardDmaEngine::kIdle);
+      if (at == card::CardDmaEngine::kIdle)
+        return Status::Internal("--producer card: the card went idle with blocks still to come");
+      t = std::max(at, std::nextafter(t, card::CardDmaEngine::kIdle));
+    }
+  }
+  st.r.seconds = std::max(consumer_free, t) - std::max(0.0, first);
+  return Status::Ok();
+}
+
+// The card's engine on the steady clock until `stop`: it sleeps until its next work, 50 us at most
+// (to see the slots the host posts).
+Status DriveCard(CardFeed& feed, const LiveRing& live, const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    const double now = live.Since(SteadyNow::now());
+    RESMEM_ASSIGN_OR_RETURN(double due, feed.Advance(now));
+    const double wait = std::min(due - now, 50e-6);
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  }
+  return Status::Ok();
+}
+
+// The host's side on the real clock: gives back the slots the consumers are done with, reads the
+// card's completions in order and queues each block for the consumers, until every block of the
+// stream is accounted (or the run failed).
+Status FeedFromCard(Stream& st, LiveRing& live) {
+  CardFeed& feed = *st.card;
+  std::vector<char> held(st.o.slots, 0);
+  uint64_t next = 0;
+  while (next < st.o.blocks) {
+    {
+      std::lock_guard<std::mutex> l(live.mu);
+      if (!live.failure.ok()) return Status::Ok();
+    }
+    for (int s = 0; s < st.o.slots; ++s)
+      if (held[s] && !live.busy[s].load()) {
+        RESMEM_RETURN_IF_ERROR(feed.GiveBack(s));
+        held[s] = 0;
+      }
+    RESMEM_RETURN_IF_ERROR(feed.Observe(live.Since(SteadyNow::now())));
+    RESMEM_ASSIGN_OR_RETURN(std::optional<CardBlock> b, feed.Next());
+    if (!b) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      continue;
+    }
+    held[b->slot] = 1;
+    std::lock_guard<std::mutex> l(live.mu);
+    if (!TakeCardBlock(st, *b, &next)) continue;  // its slot is not busy: given back next round
+    live.busy[b->slot].store(1);
+    live.published[b->sequence] = b->landed;
+    live.queue.push_back(b->sequence);
+    live.cv.notify_one();
+  }
+  return Status::Ok();
+}
+
+// The producer thread with the card: the card started, its engine on a thread of its own, the
+// host's side here; then the consumers are told the stream has ended.
+void ProduceFromCard(Stream& st, LiveRing& live) {
+  Status host = st.card->Start(live.Since(SteadyNow::now())), engine;
+  std::atomic<bool> stop{false};
+  std::thread card([&] { engine = DriveCard(*st.card, live, stop); });
+  if (host.ok()) host = FeedFromCard(st, live);
+  stop.store(true);
+  card.join();
+  std::lock_guard<std::mutex> l(live.mu);
+  if (!host.ok()) Fail(live, host.WithContext("--producer card"));
+  if (!engine.ok()) Fail(live, engine.WithContext("the card's engine"));
+  live.producer_done = true;
+  live.cv.notify_all();
+}
+
+// Opens the card that writes the ring (--producer card) and names the producer in the result.
+Status OpenProducer(Stream& st) {
+  const StreamOptions& o = st.o;
+  if (o.producer == "cpu") {
+    st.r.producer = "cpu (a thread writes the block pattern)";
+    return Status::Ok();
+  }
+  if (o.producer != "card")
+    return Status::InvalidArgument("--producer " + o.producer + ": give cpu (the default) or card");
+  if (o.faults) return Status::InvalidArgument("--producer card: the stream.block fault point is the CPU producer's; give the card's faults as --card-faults");
+  CardFeedOptions c;
+  c.block_bytes = o.block_bytes;
+  c.slots = o.slots;
+  c.rate_hz = o.rate_hz;
+  c.seed = o.seed;
+  c.faults = o.card_faults;
+  RESMEM_ASSIGN_OR_RETURN(st.card, CardFeed::Open(*st.region, c));
+  st.slot_of.assign(o.blocks, 0);
+  st.r.producer = "card (DMA engine, backends/card/card_abi.h blocks; a descriptor per free slot)";
   return Status::Ok();
 }
 
@@ -530,12 +708,14 @@ Result<StreamResult> RunStream(Gpu& gpu, Clock& clock, const std::string& backen
   st.r.backend = backend;
   st.r.options = o;
   RESMEM_RETURN_IF_ERROR(MapRing(st));
+  RESMEM_RETURN_IF_ERROR(OpenProducer(st));
   RESMEM_RETURN_IF_ERROR(OpenEngines(st, clock));
   RESMEM_RETURN_IF_ERROR(AllocDeviceSlots(st));
   if (clock.is_virtual())
-    RESMEM_RETURN_IF_ERROR(RunOnModelTime(st));
+    RESMEM_RETURN_IF_ERROR(st.card ? RunCardOnModelTime(st) : RunOnModelTime(st));
   else
     RESMEM_RETURN_IF_ERROR(RunOnRealTime(st));
+  if (st.card) st.r.card_overruns = st.card->card_counters().overruns;
   Summarize(st);
   return std::move(st.r);
 }
@@ -548,6 +728,8 @@ std::string StreamResult::ToJson() const {
                       {"blocks", options.blocks},
                       {"slots", options.slots},
                       {"host_kind", options.host_kind},
+                      {"producer", producer},
+                      {"card_overruns", card_overruns},
                       {"delivered", delivered},
                       {"dropped", dropped},
                       {"corrupt", corrupt},
@@ -586,7 +768,9 @@ std::string StreamResult::Summary() const {
                 (unsigned long long)retried, seconds, gbps,
                 pinned_gbps > 0 ? 100 * gbps / pinned_gbps : 0.0, pinned_gbps, latency_p50_ms,
                 latency_p99_ms, latency_max_ms);
-  std::string out = head + path_choice + tail;
+  std::string out = std::string(head) + "producer " + producer + "\n  " + path_choice + tail;
+  if (options.producer == "card")
+    out += "\n  the card lost " + std::to_string(card_overruns) + " blocks for want of a posted slot (overruns)";
   for (size_t i = 0; i < lost.size() && i < 5; ++i)
     out += "\n  lost block" + (lost[i].last > lost[i].first ? "s " + std::to_string(lost[i].first) + "-" + std::to_string(lost[i].last) : " " + std::to_string(lost[i].first)) + ": " + lost[i].reason;
   if (lost.size() > 5) out += "\n  ... " + std::to_string(lost.size() - 5) + " more ranges of lost blocks (--json lists them all)";

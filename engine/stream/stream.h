@@ -54,17 +54,26 @@ struct StreamOptions {
   // the device's DMA): error = the block never lands, corrupt = a bit of it flips in the ring.
   // Null: none. The Gpu consults its own points (gpu.copy, ...).
   std::shared_ptr<FaultInjector> faults;
+  // Who writes the blocks into the ring: "cpu" (the pattern, written by a thread of this process;
+  // the default) or "card" (the card's DMA engine, backends/card and engine/stream/card_feed.h:
+  // card blocks at rate_hz * block_bytes bytes a second, a descriptor posted per free slot; slots
+  // a power of two). With the card the stream.block fault point is not consulted: the card's own
+  // fault script, card_faults, is.
+  std::string producer = "cpu";
+  std::string card_faults;
 };
 
 struct StreamResult {
   std::string backend;
   std::string path_choice;
+  std::string producer;      // "cpu", or "card (...)" with what the card did
   StreamOptions options;
   uint64_t delivered = 0;  // arrived whole (checked on the device)
   uint64_t dropped = 0;    // overwritten before they could be copied
   uint64_t corrupt = 0;    // arrived wrong on every try
   uint64_t failed = 0;     // copy (or device check) failed on every try
   uint64_t retried = 0;    // tries after the first
+  uint64_t card_overruns = 0;  // --producer card: blocks the card lost for want of a posted slot
   std::vector<LostRange> lost;  // every block not delivered: dropped, corrupt, failed, by number
   double seconds = 0;
   double gbps = 0;

@@ -149,5 +149,60 @@ TEST(Stream, BadInputNamesTheOption) {
   EXPECT_NE(r.status().message().find("--block"), std::string::npos);
 }
 
+// --producer card: the card's DMA engine writes the ring (card_feed.h), the consumers move its
+// blocks to the GPU and the device checks each against the block the card makes for its number.
+TEST(Stream, TheCardAsProducerDeliversEveryBlockAndNamesItself) {
+  auto b = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  StreamOptions o = Small();
+  o.producer = "card";
+  auto r = RunStream(*b->gpu, *b->clock, b->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->delivered, 40u);
+  EXPECT_EQ(r->dropped + r->corrupt + r->failed + r->card_overruns, 0u);
+  EXPECT_NEAR(r->seconds, 3.9, 0.1);  // 40 blocks at 10 Hz: the card's pace
+  EXPECT_NE(r->Summary().find("producer card"), std::string::npos) << r->Summary();
+  EXPECT_NE(r->ToJson().find("\"producer\": \"card"), std::string::npos);
+}
+
+TEST(Stream, TheCardsFaultsAreCountedByNumberNeverSilent) {
+  auto b = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  StreamOptions o = Small();
+  o.producer = "card";
+  o.card_faults = "link_down at 1s for 0.5s; torn block 30; timeout block 35 after 10ms";
+  auto r = RunStream(*b->gpu, *b->clock, b->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // 0.5 s of a 10 Hz source while the link was down: 4 or 5 blocks, by where the edges fall.
+  EXPECT_GE(r->dropped, 4u);
+  EXPECT_LE(r->dropped, 5u);
+  EXPECT_EQ(r->card_overruns, r->dropped);
+  EXPECT_EQ(r->corrupt, 1u);  // the torn block
+  EXPECT_EQ(r->failed, 1u);   // the timeout
+  EXPECT_EQ(r->delivered + r->dropped + r->corrupt + r->failed, 40u);
+  ASSERT_FALSE(r->lost.empty());
+  EXPECT_NE(r->lost[0].reason.find("dropped by the card"), std::string::npos) << r->lost[0].reason;
+}
+
+TEST(Stream, TheCardFlatOutWaitsForTheConsumersAndRefusesABadRing) {
+  auto b = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  StreamOptions o = Small();
+  o.producer = "card";
+  o.rate_hz = 0;
+  auto r = RunStream(*b->gpu, *b->clock, b->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->delivered, 40u);
+  EXPECT_EQ(r->card_overruns, 0u);  // flat out, the card waits for a posted slot
+  o.slots = 3;
+  auto bad = RunStream(*b->gpu, *b->clock, b->name, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a power of two"), std::string::npos) << bad.status().message();
+  o.slots = 4;
+  o.producer = "fpga";
+  bad = RunStream(*b->gpu, *b->clock, b->name, o);
+  EXPECT_NE(bad.status().message().find("give cpu (the default) or card"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace resmem::stream

@@ -99,5 +99,19 @@ TEST(StreamThreads, AFastRateDropsAndCountsEveryBlock) {
   EXPECT_EQ(r->delivered + lost, o.blocks);
 }
 
+// --producer card on the real clock: the card's engine a thread of its own writing the memfd,
+// the host's side posting slots as the consumers free them.
+TEST(StreamThreads, TheCardAsProducerOnTheSteadyClock) {
+  for (const char* path : {"registered-direct", "staged"}) {
+    StreamOptions o = Small(path);
+    o.producer = "card";
+    o.consumers = 2;
+    auto r = OnSteadyClock(o);
+    ASSERT_TRUE(r.ok()) << path << ": " << r.status().ToString();
+    EXPECT_EQ(r->delivered, 64u) << path;
+    EXPECT_EQ(r->dropped + r->corrupt + r->failed, 0u) << path;
+  }
+}
+
 }  // namespace
 }  // namespace resmem::stream
