@@ -770,7 +770,7 @@ std::string StreamResult::Summary() const {
                 latency_p99_ms, latency_max_ms);
   std::string out = std::string(head) + "producer " + producer + "\n  " + path_choice + tail;
   if (options.producer == "card")
-    out += "\n  the card lost " + std::to_string(card_overruns) + " blocks for want of a posted slot (overruns)";
+    out += "\n  the card lost " + std::to_string(card_overruns) + " blocks (overruns: no slot posted when due, a stall, the link down)";
   for (size_t i = 0; i < lost.size() && i < 5; ++i)
     out += "\n  lost block" + (lost[i].last > lost[i].first ? "s " + std::to_string(lost[i].first) + "-" + std::to_string(lost[i].last) : " " + std::to_string(lost[i].first)) + ": " + lost[i].reason;
   if (lost.size() > 5) out += "\n  ... " + std::to_string(lost.size() - 5) + " more ranges of lost blocks (--json lists them all)";

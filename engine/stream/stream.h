@@ -73,7 +73,7 @@ struct StreamResult {
   uint64_t corrupt = 0;    // arrived wrong on every try
   uint64_t failed = 0;     // copy (or device check) failed on every try
   uint64_t retried = 0;    // tries after the first
-  uint64_t card_overruns = 0;  // --producer card: blocks the card lost for want of a posted slot
+  uint64_t card_overruns = 0;  // --producer card: blocks the card lost (no slot posted, a stall, the link down)
   std::vector<LostRange> lost;  // every block not delivered: dropped, corrupt, failed, by number
   double seconds = 0;
   double gbps = 0;
