@@ -113,7 +113,7 @@ MODULE_PARM_DESC(cache, "per device: wb (default), wc or uc; pages mode supports
  * of MADV_COLD and MADV_PAGEOUT, which accept such a VMA (mm/madvise.c can_madv_lru_vma), does not
  * know devmap PMDs: madvise_cold_or_pageout_pte_range -> pmd_trans_unstable ->
  * pmd_none_or_trans_huge_or_clear_bad takes one for a bad page table, logs "mm/pgtable-generic.c:
- * bad pmd" and clears it without a TLB flush (found by ci/qemu/resmem_seq, seed 7: an madvise(
+ * bad pmd" and clears it without a TLB flush (found by kmod/tests/resmem_seq, seed 7: an madvise(
  * MADV_COLD) on a pages-mode mapping; docs/reliability.md). From 6.5 the walkers map PTEs through
  * __pte_offset_map (mm/pgtable-generic.c), which leaves devmap PMDs alone. So huge mappings are the
  * default only on such kernels; huge=1 still asks for them on older ones (the process must then not
