@@ -2,8 +2,8 @@
 // driver reading it, as one part of a Backend. The simulator's runs both on its virtual clock
 // (mock/card); the QEMU guest's driver reads a real asynchronous writer, a device process on the
 // host writing into the guest's RAM (ci/qemu); the GPU machine's runs the engine as a thread
-// writing into host memory. Scenario steps card_start, card_run, card_fault, card_stop and
-// card_release drive it (docs/digitizer.md).
+// writing into host memory. Scenario steps card_start, card_run, card_fault, card_stop,
+// card_reset and card_release drive it (docs/digitizer.md).
 #ifndef RESMEM_BACKENDS_API_CARD_H_
 #define RESMEM_BACKENDS_API_CARD_H_
 
@@ -66,6 +66,14 @@ class CardPort {
   // The driver lets go of the targets (after Stop, or not), the card runs `then_seconds` more, and
   // the canaries count what it wrote into them.
   virtual Status Release(double then_seconds) = 0;
+  // RESMEM_CARD_CTRL_RESET on a running card: it is quiesced (and must go idle), what completed is
+  // read, the blocks it made that never arrived are counted as dropped (lost across the reset,
+  // never silent); then RESET (the card clears the bit when done: ring state, counters and
+  // sequence numbers start over, a hung engine restarts), the ring programmed again, every slot
+  // posted, ENABLE. The driver's expectations start over with it, so the restart itself is
+  // neither a drop nor corruption. All within `wait_seconds`, else ETIMEDOUT naming the step and
+  // the card's status word (all ones: the link is down and the RESET would be lost).
+  virtual Status Reset(double wait_seconds) = 0;
   virtual CardReport Report() const = 0;
 };
 

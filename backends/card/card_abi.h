@@ -43,7 +43,10 @@
 /* control (host writes) */
 #define RESMEM_CARD_CTRL_ENABLE 0x1ull   /* take descriptors and write blocks */
 #define RESMEM_CARD_CTRL_QUIESCE 0x2ull  /* finish the block in flight, then write nothing */
-#define RESMEM_CARD_CTRL_RESET 0x4ull    /* forget ring state and counters (card sets head/tail/completed to 0) */
+#define RESMEM_CARD_CTRL_RESET 0x4ull    /* forget ring state and counters (card sets head/tail/completed/sequence
+                                            to 0 and stops; a block in flight is lost; a hung engine restarts); the
+                                            card clears the bit last, its registers already reset: the host then
+                                            programs the ring and sets ENABLE as at start */
 
 /* status (card writes) */
 #define RESMEM_CARD_STATUS_ACTIVE 0x1ull   /* a descriptor is taken and its block not yet complete */

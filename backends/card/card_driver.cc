@@ -42,6 +42,11 @@ Status CardDriver::Start(double now) {
   if (targets_.size() != o_.ring_entries)
     return Status::InvalidArgument("card ring of " + std::to_string(o_.ring_entries) + " entries needs as many targets, got " +
                                    std::to_string(targets_.size()));
+  return Program(now);
+}
+
+// The card's magic checked; control 0, the ring's registers, every slot posted, then ENABLE.
+Status CardDriver::Program(double now) {
   RESMEM_ASSIGN_OR_RETURN(uint64_t magic, bus_.Load64(regs_ + kMagic));
   if (magic != RESMEM_CARD_MAGIC)
     return Status::Errno(ENODEV, "no card at " + HexAddress(regs_) + ": its first register reads " + HexAddress(magic) +
@@ -53,6 +58,35 @@ Status CardDriver::Start(double now) {
   last_progress_ = now;
   return bus_.Store64(regs_ + kControl, RESMEM_CARD_CTRL_ENABLE);
 }
+
+Status CardDriver::AccountReset(double now) {
+  RESMEM_ASSIGN_OR_RETURN(uint64_t sequence, bus_.Load64(regs_ + offsetof(resmem_card_regs, sequence)));
+  if (sequence == RESMEM_CARD_LINK_DOWN)
+    return Status::Errno(EIO, "card reset: the card's registers read 0xffffffffffffffff (the link is down): a RESET "
+                              "written now would be lost");
+  const uint64_t lost = sequence > next_sequence_ ? sequence - next_sequence_ : 0;
+  c_.dropped += lost;
+  Event(now, "reset: " + std::to_string(lost) + " blocks lost across it (made by the card, never read)");
+  return bus_.Store64(regs_ + kControl, RESMEM_CARD_CTRL_RESET);
+}
+
+Result<bool> CardDriver::ResetDone() {
+  RESMEM_ASSIGN_OR_RETURN(uint64_t control, bus_.Load64(regs_ + kControl));
+  return control != RESMEM_CARD_LINK_DOWN && !(control & RESMEM_CARD_CTRL_RESET);
+}
+
+Status CardDriver::Restart(double now) {
+  RESMEM_ASSIGN_OR_RETURN(uint64_t sequence, bus_.Load64(regs_ + offsetof(resmem_card_regs, sequence)));
+  if (sequence == RESMEM_CARD_LINK_DOWN)
+    return Status::Errno(EIO, "card reset: the registers read all ones after the RESET (the link went down)");
+  consumed_ = head_ = 0;
+  next_sequence_ = sequence;
+  released_ = false;
+  return Program(now);
+}
+
+Result<uint64_t> CardDriver::ReadStatus() { return bus_.Load64(regs_ + kStatus); }
+Result<uint64_t> CardDriver::Heartbeat() { return bus_.Load64(regs_ + offsetof(resmem_card_regs, heartbeat)); }
 
 // Slot i's descriptor gets its target again, flags 0, and head moves past it.
 Status CardDriver::Repost(uint64_t index) {

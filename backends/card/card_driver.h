@@ -79,6 +79,22 @@ class CardDriver {
   // them nowhere - a silent loss.
   Status AccountTail();
 
+  // A RESET, in three parts (the caller advances the card and waits between them):
+  // AccountReset, with the card quiesced and idle and every completion read: the blocks the card
+  // made (its `sequence` register) that never arrived are lost across the reset and counted as
+  // dropped, never silent. Refuses a card whose registers read all ones (link down). Then writes
+  // control = RESET.
+  Status AccountReset(double now);
+  // Whether the card has cleared the RESET bit (its acknowledgement); false while the link is down.
+  Result<bool> ResetDone();
+  // After the acknowledgement: the ring programmed again as Start does, every slot posted, the
+  // card enabled; the driver's expectations start over (slot cursor 0, next sequence the card's
+  // `sequence` register), so the restart is not counted as drops or corruption. Counters stay.
+  Status Restart(double now);
+  // The card's status word and heartbeat, as read now (all ones: link down).
+  Result<uint64_t> ReadStatus();
+  Result<uint64_t> Heartbeat();
+
   const DriverCounters& counters() const { return c_; }
   const DriverOptions& options() const { return o_; }
   uint64_t window_bus() const { return regs_; }
@@ -89,6 +105,7 @@ class CardDriver {
   bool Foreign(const resmem_card_desc& d, const resmem_card_block_header& h, const resmem_card_block_trailer& t,
                const uint64_t* words) const;
   Status Repost(uint64_t slot_index);
+  Status Program(double now);
   void Event(double now, const std::string& what);
   Status Watch(double now, uint64_t status, uint64_t completed);
 

@@ -79,7 +79,7 @@ Status CardDmaEngine::PowerOn(double now) {
   control_ = ring_bus_ = ring_entries_ = head_ = block_bytes_ = rate_ = 0;
   tail_ = completed_ = sequence_ = irq_ = heartbeat_ = errors_ = overruns_ = 0;
   sequence_ = config_.first_sequence;
-  enabled_ = released_ = false;
+  enabled_ = released_ = timeline_ = false;
   link_up_ = true;
   current_ = Block();
   held_.clear();
@@ -94,7 +94,7 @@ Status CardDmaEngine::PowerOn(double now) {
 void CardDmaEngine::HostReleased(double) { released_ = true; }
 
 void CardDmaEngine::AddFault(CardFault f, double now) {
-  if (enabled_) f.at += Since(now);
+  if (timeline_) f.at += Since(now);
   config_.faults.push_back(std::move(f));
 }
 
@@ -143,17 +143,27 @@ Status CardDmaEngine::ReadHostRegisters() {
   return Status::Ok();
 }
 
-// A RESET from the host: ring state and counters back to 0, the RESET bit cleared (the card's
-// acknowledgement), nothing in flight.
-Status CardDmaEngine::Reset() {
+// A RESET from the host at `now`: ring state and counters back to 0 (the sequence to the first
+// block's), nothing in flight - a block taken but not landed, or landed with its completion held,
+// is lost and counted in `overruns` (the host sees it missing) - and a stall in force ends (a
+// hung engine restarts). Registers published, then the RESET bit cleared last: the card's
+// acknowledgement, so a host that sees it clear reads the reset registers. ENABLE is the host's
+// to write again; the fault script keeps its time line (from the first ENABLE).
+Status CardDmaEngine::Reset(double now) {
+  const uint64_t lost = (current_.taken && !current_.timeout ? 1 : 0) + held_.size();
+  counters_.overruns += lost;
+  for (auto& f : config_.faults)
+    if (f.kind == FaultKind::kStall && f.Covers(Since(now))) f.duration = Since(now) - f.at;
   current_ = Block();
   held_.clear();
   flush_held_ = false;
-  tail_ = completed_ = sequence_ = irq_ = errors_ = overruns_ = 0;
+  tail_ = completed_ = irq_ = errors_ = overruns_ = 0;
+  sequence_ = config_.first_sequence;
   enabled_ = released_ = false;
   control_ &= ~RESMEM_CARD_CTRL_RESET;
   RESMEM_RETURN_IF_ERROR(bus_.Store64(regs_ + kHead, 0));
   head_ = 0;
+  RESMEM_RETURN_IF_ERROR(PublishRegisters());
   return bus_.Store64(regs_ + kControl, control_);
 }
 
@@ -348,11 +358,12 @@ Result<double> CardDmaEngine::Advance(double now) {
     return kIdle;
   }
   RESMEM_RETURN_IF_ERROR(ReadHostRegisters());
-  if (control_ & RESMEM_CARD_CTRL_RESET) RESMEM_RETURN_IF_ERROR(Reset());
+  if (control_ & RESMEM_CARD_CTRL_RESET) RESMEM_RETURN_IF_ERROR(Reset(now));
   if ((control_ & RESMEM_CARD_CTRL_ENABLE) && !(control_ & RESMEM_CARD_CTRL_QUIESCE) && !enabled_) {
     enabled_ = true;
     released_ = false;
-    enabled_at_ = now;
+    if (!timeline_) enabled_at_ = now;  // the fault script's zero: the first ENABLE after power-on
+    timeline_ = true;
     next_start_ = now;
   }
   if (next_start_ == kIdle && head_ != tail_) next_start_ = now;  // a flat-out card saw a post

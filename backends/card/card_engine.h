@@ -97,6 +97,7 @@ class CardDmaEngine {
   void HostReleased(double now);
 
   // A fault added while the card runs; its times count from `now`.
+  // (A RESET written by the host - card_abi.h - is seen by Advance: see Reset.)
   void AddFault(CardFault f, double now);
 
   const CardCounters& counters() const { return counters_; }
@@ -114,7 +115,7 @@ class CardDmaEngine {
   };
   Status ReadHostRegisters();
   Status FollowLink(double now, bool* up);
-  Status Reset();
+  Status Reset(double now);
   Status Start(double at);
   Status LoseDueBlocks(double until);
   Status Land(double at);
@@ -138,6 +139,7 @@ class CardDmaEngine {
   // The card's own.
   uint64_t tail_ = 0, completed_ = 0, sequence_ = 0, irq_ = 0, heartbeat_ = 0, errors_ = 0, overruns_ = 0;
   bool enabled_ = false, link_up_ = true, released_ = false;
+  bool timeline_ = false;  // enabled_at_ is set: ENABLE seen since power-on (a RESET keeps it)
   double enabled_at_ = 0, next_start_ = 0, down_since_ = 0;
   Block current_;
   std::vector<Block> held_;  // a completion held back (out-of-order fault)

@@ -1,6 +1,7 @@
 // The card's fault script: what goes wrong, and when. One fault a line (or ';' between faults), in
 // a scenario's [card] table or on a running device's control channel:
-//   stall 5ms at 1s              the card writes nothing for 5 ms from 1 s after ENABLE
+//   stall 5ms at 1s              the card writes nothing for 5 ms from 1 s after ENABLE (a RESET
+//                                ends a stall in force: a hung engine restarts)
 //   link_down at 2s for 30s      every register reads all ones, register writes are lost, no block
 //                                and no completion until the link is back (Xilinx dma_ip_drivers
 //                                #133, #175); "for" omitted: it never comes back

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 
 #include "backends/api/memory.h"
@@ -218,22 +219,28 @@ Status BusCardPort::RunCardAlone(double until) {
   return Status::Ok();
 }
 
+// One poll interval: on a virtual clock the card and the driver advanced together, else the
+// driver polls and the real clock moves on.
+Status BusCardPort::StepOnce() {
+  if (clock_->is_virtual() && engine_) {
+    RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, clock_->NowSeconds(),
+                                       clock_->NowSeconds() + setup_.poll_seconds, setup_.poll_seconds, second_.get())
+                               .status());
+    clock_->Charge(setup_.poll_seconds);
+    return Status::Ok();
+  }
+  RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
+  std::this_thread::sleep_for(std::chrono::duration<double>(setup_.poll_seconds));
+  return Status::Ok();
+}
+
 Status BusCardPort::Stop(bool wait, double wait_seconds) {
   RESMEM_RETURN_IF_ERROR(Started());
   RESMEM_RETURN_IF_ERROR(driver_->RequestStop());
   if (!wait) return Status::Ok();
   const double deadline = clock_->NowSeconds() + wait_seconds;
   for (;;) {
-    if (clock_->is_virtual() && engine_) {
-      RESMEM_RETURN_IF_ERROR(RunTogether(*engine_, *driver_, clock_->NowSeconds(),
-                                         clock_->NowSeconds() + setup_.poll_seconds, setup_.poll_seconds,
-                                         second_.get())
-                                 .status());
-      clock_->Charge(setup_.poll_seconds);
-    } else {
-      RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
-      std::this_thread::sleep_for(std::chrono::duration<double>(setup_.poll_seconds));
-    }
+    RESMEM_RETURN_IF_ERROR(StepOnce());
     RESMEM_ASSIGN_OR_RETURN(bool idle, driver_->Idle());
     if (idle) break;
     if (clock_->NowSeconds() >= deadline)
@@ -242,6 +249,41 @@ Status BusCardPort::Stop(bool wait, double wait_seconds) {
   }
   RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
   return driver_->AccountTail();
+}
+
+// Steps until `done` says so or `deadline` passes; then an ETIMEDOUT naming `what` and the card's
+// status word as read at that moment.
+Status BusCardPort::WaitFor(double deadline, const std::function<Result<bool>()>& done, const std::string& what) {
+  for (;;) {
+    RESMEM_RETURN_IF_ERROR(StepOnce());
+    RESMEM_ASSIGN_OR_RETURN(bool ok, done());
+    if (ok) return Status::Ok();
+    if (clock_->NowSeconds() >= deadline) {
+      auto status = driver_->ReadStatus();
+      const std::string word = status.ok() ? HexAddress(*status) : status.status().message();
+      return Status::Errno(ETIMEDOUT, "card reset: the card did not " + what + " in time; its status word reads " + word +
+                                          (status.ok() && *status == RESMEM_CARD_LINK_DOWN ? " (the link is down)" : ""));
+    }
+  }
+}
+
+// QUIESCE and wait until the card is idle and has run twice since (its sequence is final), read
+// what completed and count what never will, RESET and wait for the card to clear the bit, then the
+// driver programs the ring again and enables the card. All within wait_seconds.
+Status BusCardPort::Reset(double wait_seconds) {
+  RESMEM_RETURN_IF_ERROR(Started());
+  const double deadline = clock_->NowSeconds() + wait_seconds;
+  RESMEM_RETURN_IF_ERROR(driver_->RequestStop());
+  RESMEM_ASSIGN_OR_RETURN(uint64_t beat, driver_->Heartbeat());
+  RESMEM_RETURN_IF_ERROR(WaitFor(deadline, [&]() -> Result<bool> {
+    RESMEM_ASSIGN_OR_RETURN(bool idle, driver_->Idle());
+    RESMEM_ASSIGN_OR_RETURN(uint64_t now_beat, driver_->Heartbeat());
+    return idle && beat != RESMEM_CARD_LINK_DOWN && now_beat >= beat + 2;
+  }, "go idle after QUIESCE (the reset's first part)"));
+  RESMEM_RETURN_IF_ERROR(driver_->Poll(clock_->NowSeconds()).status());
+  RESMEM_RETURN_IF_ERROR(driver_->AccountReset(clock_->NowSeconds()));
+  RESMEM_RETURN_IF_ERROR(WaitFor(deadline, [&] { return driver_->ResetDone(); }, "clear the RESET bit"));
+  return driver_->Restart(clock_->NowSeconds());
 }
 
 Status BusCardPort::Release(double then_seconds) {

@@ -8,6 +8,8 @@
 #define RESMEM_BACKENDS_CARD_CARD_PORT_H_
 
 #include <atomic>
+#include <functional>
+#include <string>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -45,9 +47,12 @@ class BusCardPort : public CardPort {
   Status AddFault(const std::string& line) override;
   Status Stop(bool wait, double wait_seconds) override;
   Status Release(double then_seconds) override;
+  Status Reset(double wait_seconds) override;
   CardReport Report() const override;
 
  private:
+  Status StepOnce();
+  Status WaitFor(double deadline, const std::function<Result<bool>()>& done, const std::string& what);
   Status RunCardAlone(double until);
   void StartEngineThread();
   void StopEngineThread();

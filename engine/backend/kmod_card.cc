@@ -127,6 +127,7 @@ class KmodCardPort : public CardPort {
   Status AddFault(const std::string& line) override;
   Status Stop(bool wait, double wait_seconds) override;
   Status Release(double then_seconds) override;
+  Status Reset(double wait_seconds) override;
   CardReport Report() const override;
 
  private:
@@ -217,6 +218,14 @@ Status KmodCardPort::Stop(bool wait, double wait_seconds) {
   RESMEM_RETURN_IF_ERROR(Started());
   RESMEM_RETURN_IF_ERROR(mailbox_->BumpLease());
   return port_->Stop(wait, wait_seconds);
+}
+
+// The RESET goes through the register page, as on a card: the device process's engine reads the
+// same page and acknowledges by clearing the bit; nothing goes through the mailbox.
+Status KmodCardPort::Reset(double wait_seconds) {
+  RESMEM_RETURN_IF_ERROR(Started());
+  RESMEM_RETURN_IF_ERROR(mailbox_->BumpLease());
+  return port_->Reset(wait_seconds);
 }
 
 // The device is told first (it counts what it writes from then on), then the driver fills the

@@ -73,6 +73,14 @@ Status DoCardStep(Backend& b, const scenario::CardStopStep& step, StepResult* r)
   return Status::Ok();
 }
 
+// The report after the restart: `drops` holds the blocks lost across the reset.
+Status DoCardStep(Backend& b, const scenario::CardResetStep& step, StepResult* r) {
+  RESMEM_RETURN_IF_ERROR(NeedCard(b));
+  RESMEM_RETURN_IF_ERROR(b.card->Reset(step.wait_seconds));
+  Observe(b.card->Report(), 0, r);
+  return Status::Ok();
+}
+
 Status DoCardStep(Backend& b, const scenario::CardReleaseStep& step, StepResult* r) {
   RESMEM_RETURN_IF_ERROR(NeedCard(b));
   RESMEM_RETURN_IF_ERROR(b.card->Release(step.then_seconds));

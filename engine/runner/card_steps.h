@@ -1,6 +1,6 @@
-// The card steps (card_start, card_run, card_fault, card_stop, card_release) on a Backend's card
-// part, and what each observed: the driver's and the card's counts as the step's numbers, its
-// events, and link_down / stalled as texts (engine/runner/judge.h reads them).
+// The card steps (card_start, card_run, card_fault, card_stop, card_reset, card_release) on a
+// Backend's card part, and what each observed: the driver's and the card's counts as the step's
+// numbers, its events, and link_down / stalled as texts (engine/runner/judge.h reads them).
 #ifndef RESMEM_ENGINE_RUNNER_CARD_STEPS_H_
 #define RESMEM_ENGINE_RUNNER_CARD_STEPS_H_
 
@@ -15,6 +15,7 @@ Status DoCardStep(Backend& b, const scenario::CardStartStep& step, uint64_t seed
 Status DoCardStep(Backend& b, const scenario::CardRunStep& step, StepResult* r);
 Status DoCardStep(Backend& b, const scenario::CardFaultStep& step, StepResult* r);
 Status DoCardStep(Backend& b, const scenario::CardStopStep& step, StepResult* r);
+Status DoCardStep(Backend& b, const scenario::CardResetStep& step, StepResult* r);
 Status DoCardStep(Backend& b, const scenario::CardReleaseStep& step, StepResult* r);
 
 }  // namespace resmem::engine

@@ -195,6 +195,7 @@ class Run {
   Status Do(const scenario::CardRunStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
   Status Do(const scenario::CardFaultStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
   Status Do(const scenario::CardStopStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
+  Status Do(const scenario::CardResetStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
   Status Do(const scenario::CardReleaseStep& step, StepResult* r) { return DoCardStep(b_, step, r); }
   Status NeedManaged() {
     if (!b_.managed)

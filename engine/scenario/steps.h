@@ -296,6 +296,10 @@ struct CardStopStep {
   bool wait = true;
   double wait_seconds = 1;
 };
+struct CardResetStep {
+  static constexpr const char* kName = "card_reset";
+  double wait_seconds = 1;
+};
 struct CardReleaseStep {
   static constexpr const char* kName = "card_release";
   double then_seconds = 0.1;
@@ -311,7 +315,7 @@ using StepArgs =
                  GpuReserveStep, ManagedAllocStep, ManagedTouchStep, ManagedPrefetchStep,
                  ManagedAdviseStep, ManagedPingPongStep, ManagedFreeStep, BarReadStep,
                  DmaBufExportStep, CardStartStep, CardRunStep, CardFaultStep, CardStopStep,
-                 CardReleaseStep>;
+                 CardResetStep, CardReleaseStep>;
 
 // The kind's name as a file writes it ("mmap").
 const char* StepName(const StepArgs& args);
