@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
   if (offset > length || block > length - offset) block = length - offset;
 
   unsigned char* buf = malloc(block);
+  if (!buf) {
+    printf("malloc of %llu bytes failed\n", block);
+    return 12;
+  }
   double t0 = now();
   memcpy(buf, mem + offset, block);
   double t = now() - t0;
@@ -124,6 +128,7 @@ int main(int argc, char** argv) {
       if (words[k] != want) {
         printf("data mismatch at byte %llu: got 0x%016llx want 0x%016llx\n", offset + k * 8,
                (unsigned long long)words[k], (unsigned long long)want);
+        free(buf);
         return 13;
       }
     }
@@ -133,12 +138,14 @@ int main(int argc, char** argv) {
     for (unsigned long long i = 0; i < block; i += 4096) mem[offset + i] = (unsigned char)(i >> 12);
     if (msync(mem, length, MS_SYNC) != 0) {
       printf("msync failed: errno %d (%s)\n", errno, strerror(errno));
+      free(buf);
       return 13;
     }
     unsigned char back = 0;
     unsigned long long probe = block > 4096 ? 4096 : 0;
     if (pread(fd, &back, 1, offset + probe) != 1 || back != (unsigned char)(probe >> 12)) {
       printf("write check failed at byte %llu: read back %u\n", offset + probe, back);
+      free(buf);
       return 13;
     }
     printf("write check ok\n");
