@@ -46,8 +46,12 @@ BusCardPort::BusCardPort(std::unique_ptr<CardBus> bus, std::shared_ptr<Clock> cl
 
 BusCardPort::~BusCardPort() { StopEngineThread(); }
 
+Status CardNotStarted() {
+  return Status::Error(kFailedPrecondition, "the card is not started: a card_start step comes first");
+}
+
 Status BusCardPort::Started() const {
-  if (!driver_) return Status::Error(kFailedPrecondition, "the card is not started: a card_start step comes first");
+  if (!driver_) return CardNotStarted();
   return Status::Ok();
 }
 

@@ -32,6 +32,9 @@ struct CardLayout {
 };
 Result<CardLayout> LayOut(const CardSetup& s, uint64_t lo, uint64_t hi, bool second_card = false);
 
+// What every card step but card_start answers before the card is started (each CardPort's).
+Status CardNotStarted();
+
 class BusCardPort : public CardPort {
  public:
   // `ranges`: the reserved ranges [lo, hi) the card may use; card_start's window picks one (the

@@ -254,6 +254,18 @@ TEST(CardPort, RunsOnAVirtualClockAndReportsBothSides) {
   EXPECT_NEAR(static_cast<double>(r.delivered), 0.95 * 2e8 / kBlock, 40);
 }
 
+// Every step but card_start, before it: refused, naming the step that comes first.
+TEST(CardPort, StepsBeforeStartAreRefusedNamingCardStart) {
+  std::vector<uint8_t> mem(1 << 20);
+  auto clock = std::make_shared<VirtualClock>();
+  BusCardPort port(std::make_unique<SpanBus>(mem.data(), kBase, mem.size()), clock, kBase, kBase + mem.size(), true);
+  for (const Status& s : {port.Run(1), port.AddFault("stall 1ms at 0s"), port.Stop(true, 1), port.Release(0.1),
+                          port.Reset(1)}) {
+    EXPECT_EQ(s.code(), kFailedPrecondition) << s.ToString();
+    EXPECT_NE(s.message().find("a card_start step comes first"), std::string::npos) << s.ToString();
+  }
+}
+
 TEST(CardPort, ModelledPayloadRunsAnHourInAFewSeconds) {
   std::vector<uint8_t> mem(64 << 20);
   auto clock = std::make_shared<VirtualClock>();

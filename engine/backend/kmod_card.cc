@@ -132,7 +132,7 @@ class KmodCardPort : public CardPort {
 
  private:
   Status Started() const {
-    if (!port_) return Status::Error(kFailedPrecondition, "the card is not started: a card_start step comes first");
+    if (!port_) return card::CardNotStarted();
     return Status::Ok();
   }
   Status CheckMailboxClear(const CardSetup& setup, const KmodCardBus& bus, uint64_t mailbox);
