@@ -14,55 +14,76 @@ grep -E "fuse\.resmem" /proc/mounts | while read -r _ dir _; do
   echo "ci/test.sh: removing a resmem FUSE mount an earlier run left at $dir" >&2
   umount -l "$dir" || true
 done
-# Each lane: `bazel test` under a configuration, then its summary from the JUnit XML of the tests
-# that lane runs (all lanes share bazel-testlogs: a test left out of a lane keeps the log of an
-# earlier lane there, which must not count). The plain lane, then the asan lane
-# (AddressSanitizer + UndefinedBehaviorSanitizer: .bazelrc, docs/reliability.md; the static QEMU
-# guest parts, tagged no_sanitizer, are left out of it by name), then a combined line.
+# The lanes: `bazel test //...` under a configuration each, then each lane's summary from the
+# JUnit XML of the tests it ran; then a combined line. The plain lane, and the asan lane
+# (AddressSanitizer + UndefinedBehaviorSanitizer: .bazelrc, docs/reliability.md). The static QEMU
+# guest parts (tag no_sanitizer) and the three tests that run the whole scenario suite again
+# (tag suite_sweep: every scenario file runs under the sanitizers once, in //scenarios) are left
+# out of the asan lane by name.
+#
+# How the lanes share the 2-core machine (issue 30, docs/build.md "Where CI's time goes"): a
+# sanitizer lane has its own Bazel output base (a second server: the two configurations never
+# evict each other's outputs) and runs at nice 19 beside the plain lane, in two parts:
+#   1. beside the plain lane: its whole build, and every test not tagged exclusive. At nice 19 it
+#      takes only the CPU the plain lane leaves idle: while the plain lane compiles, little; while
+#      its exclusive tests run (the kernel lanes' QEMU guests, the Slurm cluster, the packages),
+#      the rest. The plain lane's QEMU guests keep their speed (the card's rates are real time).
+#   2. after the plain lane: its exclusive tests (FUSE mounts; no_mount_left_test looks at every
+#      mount on the machine, so they must not meet the plain lane's), alone.
 # RESMEM_CI_LANES="plain" runs the plain lane alone. Arguments go to every lane's `bazel test`.
 lanes=${RESMEM_CI_LANES:-plain asan}
 totals=$(mktemp)
-trap 'rm -f "$totals"' EXIT
+logdir=$(mktemp -d)
+trap 'rm -rf "$totals" "$logdir"' EXIT
+ci_start=$(date +%s)
 # The layer check first: upward dependencies between engine/, mock/, backends/ and kmod/ fail the
 # build (ci/layers.sh, docs/architecture.md "Layers").
 ci/layers.sh
 layers_rc=$?
 rc=0
 [ "$layers_rc" -eq 0 ] || { echo "ci/test.sh: the layer check failed (ci/layers.sh above)" >&2; rc=1; }
-for lane in $lanes; do
-  config=(); [[ $lane != plain ]] && config=(--config="$lane")
-  echo "=== ci/test.sh: lane $lane: bazel test ${config[*]} //..."
-  lane_tests="tests(//...)"
-  if [[ $lane != plain ]]; then
-    echo "left out of this lane (tag no_sanitizer, .bazelrc):" \
-      $(bazel query 'attr(tags, "\bno_sanitizer\b", //...)' 2>/dev/null)
-    lane_tests="$lane_tests except attr(tags, '\bno_sanitizer\b', //...)"
-  fi
-  tests_file=$(mktemp)
-  bazel query "$lane_tests" 2>/dev/null > "$tests_file"
-  start=$(date +%s)
-  bazel_log=$(mktemp)
-  bazel test "${config[@]}" //... "$@" 2>&1 | tee "$bazel_log"
-  lane_rc=${PIPESTATUS[0]}
+plain_base=$(bazel info output_base 2>/dev/null)
+# The tag filter of the sanitizer lanes: the same as .bazelrc's build:asan/test:asan lines.
+sanitizer_tags="-no_sanitizer,-suite_sweep"
+# lane_bazel LANE ARGS...: bazel for that lane (its output base; no bazel-* links for a sanitizer
+# lane, so the work tree's links stay the plain lane's and //... never walks into another base).
+lane_bazel() {
+  local lane=$1; shift
+  if [[ $lane == plain ]]; then bazel "$@"; return; fi
+  local cmd=$1; shift
+  bazel --output_base="$plain_base-$lane" "$cmd" --config="$lane" --symlink_prefix=/ "$@"
+}
+# lane_test LANE LOG ARGS...: `bazel test` of the lane with ARGS, output to LOG (and the caller's
+# stdout), the sandbox retry below; returns bazel's exit code.
+lane_test() {
+  local lane=$1 log=$2; shift 2
+  lane_bazel "$lane" test "$@" > >(tee -a "$log") 2>&1
+  local lane_rc=$?
   # Bazel's own sandbox can fail a test action that never ran to its end: "I/O exception during
   # sandboxed execution" (a file of the sandbox's gone, bazelbuild/bazel issue 22151: sporadic
-  # under memory and CPU pressure, as on the 2-core CI machine in the asan lane). That is not a
-  # test's verdict: the lane says so, with the machine's free disk and memory, and runs once
-  # more; Bazel keeps what passed, so only what did not finish runs again. A test that failed
-  # (exit 3 with no such error) is never run again.
-  if (( lane_rc != 0 )) && grep -q "I/O exception during sandboxed execution" "$bazel_log"; then
+  # under memory and CPU pressure on the 2-core CI machine). That is not a test's verdict: the
+  # lane says so, with the machine's free disk and memory, and runs once more; Bazel keeps what
+  # passed, so only what did not finish runs again. A test that failed (exit 3 with no such
+  # error) is never run again.
+  if (( lane_rc != 0 )) && grep -q "I/O exception during sandboxed execution" "$log"; then
     echo "lane $lane: Bazel's sandbox failed, not a test (exit $lane_rc):"
-    grep "I/O exception during sandboxed execution" "$bazel_log" | cut -c1-400
-    df -h "$(bazel info output_base 2>/dev/null || echo /)" | tail -1
+    grep "I/O exception during sandboxed execution" "$log" | cut -c1-400
+    df -h "$plain_base" | tail -1
     free -m | sed -n 2p
-    echo "lane $lane: running bazel test ${config[*]} //... once more"
-    bazel test "${config[@]}" //... "$@"
-    lane_rc=$?
+    echo "lane $lane: running bazel test once more"
+    lane_bazel "$lane" test "$@" 2>&1 | tee -a "$log"
+    lane_rc=${PIPESTATUS[0]}
   fi
-  rm -f "$bazel_log"
-  echo "lane $lane: bazel test ${config[*]} //... finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
-  (( lane_rc != 0 )) && rc=$lane_rc
-  testlogs=$(bazel info "${config[@]}" bazel-testlogs 2>/dev/null)
+  return "$lane_rc"
+}
+# lane_summary LANE: the lane's test cases from its JUnit XML, skipped ones by name with the
+# reason, and any sanitizer report in its logs; returns 3 on a sanitizer report.
+lane_summary() {
+  local lane=$1 lane_tests="tests(//...)"
+  [[ $lane != plain ]] && lane_tests="$lane_tests except attr(tags, '\bno_sanitizer\b', //...) except attr(tags, '\bsuite_sweep\b', //...)"
+  local tests_file; tests_file=$(mktemp)
+  bazel query "$lane_tests" 2>/dev/null > "$tests_file"
+  local testlogs; testlogs=$(lane_bazel "$lane" info bazel-testlogs 2>/dev/null)
   python3 - "$lane" "$testlogs" "$totals" "$tests_file" <<'PY'
 import glob, os, re, sys, xml.etree.ElementTree as ET
 lane, testlogs, totals, tests_file = sys.argv[1:5]
@@ -115,9 +136,52 @@ if found:
     print("\n".join(found))
     sys.exit(3)
 PY
-  [ $? -eq 3 ] && rc=1
+  local py_rc=$?
   rm -f "$tests_file"
+  return "$py_rc"
+}
+sanitizer_lanes=()
+for lane in $lanes; do [[ $lane != plain ]] && sanitizer_lanes+=("$lane"); done
+for lane in "${sanitizer_lanes[@]}"; do
+  echo "=== ci/test.sh: lane $lane, part 1 (beside the plain lane, nice 19): bazel test --config=$lane //..., tests not tagged exclusive; its output follows the plain lane's"
+  echo "left out of lane $lane (tags no_sanitizer, suite_sweep; .bazelrc):" \
+    $(bazel query "attr(tags, '\bno_sanitizer\b|\bsuite_sweep\b', tests(//...))" 2>/dev/null)
+  # A server of this base left from an earlier run would keep its own niceness: stop it first.
+  bazel --output_base="$plain_base-$lane" shutdown 2>/dev/null
+  ( start=$(date +%s)
+    nice -n 19 bash -c "$(declare -f lane_bazel lane_test); plain_base='$plain_base'; \
+      lane_test $lane '$logdir/$lane.1.log' --test_tag_filters=$sanitizer_tags,-exclusive //... $*" \
+      > /dev/null 2>&1
+    echo $? > "$logdir/$lane.1.rc"
+    echo $(( $(date +%s) - start )) > "$logdir/$lane.1.s" ) &
 done
+if [[ " $lanes " == *" plain "* ]]; then
+  echo "=== ci/test.sh: lane plain: bazel test //..."
+  start=$(date +%s)
+  lane_test plain "$logdir/plain.log" //... "$@"
+  lane_rc=$?
+  echo "lane plain: bazel test //... finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
+  (( lane_rc != 0 )) && rc=$lane_rc
+  lane_summary plain
+  [ $? -eq 3 ] && rc=1
+fi
+wait
+for lane in "${sanitizer_lanes[@]}"; do
+  echo "=== ci/test.sh: lane $lane, part 1 (beside the plain lane), its output:"
+  cat "$logdir/$lane.1.log"
+  part1_rc=$(cat "$logdir/$lane.1.rc")
+  echo "lane $lane: part 1 finished in $(cat "$logdir/$lane.1.s") s with exit code $part1_rc"
+  echo "=== ci/test.sh: lane $lane, part 2 (alone): bazel test --config=$lane //..., the exclusive tests"
+  start=$(date +%s)
+  lane_test "$lane" "$logdir/$lane.2.log" //... "$@"
+  lane_rc=$?
+  echo "lane $lane: part 2 finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
+  (( part1_rc != 0 )) && rc=$part1_rc
+  (( lane_rc != 0 )) && rc=$lane_rc
+  lane_summary "$lane"
+  [ $? -eq 3 ] && rc=1
+done
+echo "ci/test.sh: the lanes took $(( $(date +%s) - ci_start )) s in all"
 echo "lanes run: $lanes"
 awk '{p += $1; f += $2; s += $3} END {printf "total: %d passed, %d failed, %d skipped\n", p, f, s}' "$totals"
 if grep -qE "fuse|resmem" /proc/mounts; then

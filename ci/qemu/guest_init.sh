@@ -69,8 +69,11 @@ tap() {
 	N=$((N + 1))
 	echo "# case $name: $*"
 	rm -f /tmp/tap_skip
+	_t0=$(cut -d' ' -f1 /proc/uptime)
 	"$@" 2>&1 | sed -e 's/^\([^#]\)/# \1/'
 	rc=$(cat /tmp/rc 2>/dev/null)
+	# The case's time in the guest (the lane's JUnit time attribute, docs/build.md).
+	awk -v t0="$_t0" '{ printf "# time %.2f s\n", $1 - t0 }' /proc/uptime
 	if [ -n "$resmem_kcheck" ] && ! kcheck "$name"; then echo "# FAIL: the kernel reported the lines above during $name"; rc=1; fi
 	# A command that could not apply here writes its reason to /tmp/tap_skip: a TAP SKIP with it.
 	skip=$(cat /tmp/tap_skip 2>/dev/null)

@@ -565,7 +565,9 @@ with open(xml, "w") as f:
             % (lane, len(cases), len(failed), len(problems), len(skipped)))
     f.write('<properties><property name="kernel" value="%s"/></properties>\n' % html.escape(kver))
     for name, ok, d in cases:
-        f.write('<testcase name="%s" classname="%s">' % (html.escape(name), lane))
+        times = [float(t.group(1)) for t in (re.match(r"^time (\d+\.\d+) s$", l) for l in d) if t]
+        f.write('<testcase name="%s" classname="%s"%s>' % (html.escape(name), lane,
+                ' time="%.2f"' % times[-1] if times else ""))
         if not ok:
             f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
         elif name in skipped:
@@ -576,6 +578,15 @@ with open(xml, "w") as f:
     f.write("</testsuite></testsuites>\n")
 print("kmod-lane: %s (kernel %s): %d cases, %d failed, %d skipped as not applicable%s"
       % (lane, kver, len(cases), len(failed), len(skipped), "; " + "; ".join(problems) if problems else ""))
+case_time = {}
+for name, _, d in cases:
+    for l in d:
+        t = re.match(r"^time (\d+\.\d+) s$", l)
+        if t:
+            case_time[name] = float(t.group(1))
+slowest = sorted(case_time.items(), key=lambda kv: -kv[1])[:8]
+print("kmod-lane: guest cases took %.0f s in all; the slowest: %s"
+      % (sum(case_time.values()), ", ".join("%s %.1f s" % kv for kv in slowest)))
 for name, ok, _ in cases:
     print("kmod-lane:   %s %s%s" % ("PASS" if ok and name not in skipped else "SKIP" if ok else "FAIL", name,
                                    ": " + skipped[name] if ok and name in skipped else ""))
