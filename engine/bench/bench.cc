@@ -16,6 +16,7 @@
 #include "backends/host/modelled_memory.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/lane_pool.h"
+#include "engine/transfer/staging_ceiling.h"
 #include "engine/transfer/transfer_engine.h"
 
 namespace resmem::bench {
@@ -465,6 +466,48 @@ void NoteSmCopiesGivenToDmas(Bench& b) {
                                " us)");
 }
 
+// The staged path's ceiling, before the passes (BenchResult::ceiling), where a staged path runs:
+// measured on the CUDA runtime with the staged row's lanes and buffers, every other engine's
+// lanes parked; on the simulator, the model's default host costs.
+Status MeasureCeiling(Bench& b) {
+  bool staged = false;
+  for (const auto& op : b.open) staged |= op.path.engine_path == "staged";
+  if (!staged) return Status::Ok();
+  std::vector<transfer::CeilingCell> cells;
+  if (b.clock.is_virtual()) {
+    cells = transfer::CeilingCells(transfer::StagingCosts{}, b.sizes, b.o.staging.staging_chunk);
+    b.result.ceiling_source = "modelled: the default host costs of segment_plan.h (" +
+                              transfer::StagingCosts{}.Describe() +
+                              "); the simulator has no lanes or copy engine to time";
+  } else {
+    ParkAllBut(b, nullptr);
+    RESMEM_ASSIGN_OR_RETURN(auto host, host::MapHostMemory(host::HostKind::kMemfd,
+                                                           std::max<uint64_t>(b.max_size, 16ull << 20)));
+    auto m = transfer::MeasureCeilingOnGpu(b.gpu, *host, b.o.staging, std::max(11, b.o.passes),
+                                           b.sizes);
+    if (!m.ok()) {
+      b.result.notes.push_back("ceiling: not measured: " + m.status().ToString());
+      return Status::Ok();
+    }
+    cells = m->cells;
+    b.result.ceiling_source = "measured on this host before the passes (staging_ceiling.h): " +
+                              m->costs.Describe();
+  }
+  for (const auto& c : cells)
+    b.result.ceiling.push_back({DirName(c.direction), c.size, c.percent_of_pinned / 100});
+  return Status::Ok();
+}
+
+// Each staged cell's share of the ceiling at its direction and size.
+void SetRatiosToCeiling(BenchResult& result) {
+  for (auto& c : result.cells) {
+    if (c.path.rfind("staged", 0) != 0) continue;
+    for (const auto& p : result.ceiling)
+      if (p.direction == c.direction && p.size == c.size && p.ratio_to_pinned > 0)
+        c.ratio_to_ceiling = c.ratio_to_pinned / p.ratio_to_pinned;
+  }
+}
+
 // Moves the cells into result.cells in the order of the table (path, then direction, then
 // size), each with its median over the passes.
 void CollectCells(Bench& b) {
@@ -512,11 +555,13 @@ Result<BenchResult> RunBench(Gpu& gpu, Clock& clock, const std::string& backend,
   RESMEM_RETURN_IF_ERROR(OpenPaths(b, paths));
   if (o.warmup) RESMEM_RETURN_IF_ERROR(WarmUp(b));
   PrepareHostCheck(b);
+  RESMEM_RETURN_IF_ERROR(MeasureCeiling(b));
   b.seq = o.seed << 32;
   for (int pass = 0; pass < o.passes; ++pass) RESMEM_RETURN_IF_ERROR(RunPass(b, pass));
   NoteSmCopiesGivenToDmas(b);
   CollectCells(b);
   const auto pinned = SetRatiosToPinned(b.result);
+  SetRatiosToCeiling(b.result);
   MarkUnreliable(&b.result, b.sizes);
   if (o.overlap_blocks > 0) {
     auto rows = RunOverlap(gpu, o, pinned);
@@ -636,6 +681,12 @@ std::string BenchResult::ToJson() const {
   if (!reference.gbps.empty())
     j["reference"] = {{"source", reference.source}, {"size", reference.size},
                       {"gbps", reference.gbps}};
+  if (!ceiling.empty()) {
+    j["ceiling_source"] = ceiling_source;
+    for (const auto& p : ceiling)
+      j["ceiling"].push_back(
+          {{"direction", p.direction}, {"size", p.size}, {"ratio_to_pinned", p.ratio_to_pinned}});
+  }
   for (const auto& v : overlap)
     j["overlap"].push_back({{"name", v.name},
                             {"streams", v.streams},
@@ -656,6 +707,7 @@ std::string BenchResult::ToJson() const {
                           {"pass_gbps", c.pass_gbps},
                           {"median_gbps", c.median_gbps},
                           {"ratio_to_pinned", c.ratio_to_pinned},
+                          {"ratio_to_ceiling", c.ratio_to_ceiling},
                           {"verify_failures", c.verify_failures},
                           {"choice", c.choice},
                           {"unreliable", c.unreliable}});
@@ -681,6 +733,10 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
     r.reference.size = j["reference"].value("size", uint64_t{0});
     r.reference.gbps = j["reference"].value("gbps", std::map<std::string, double>());
   }
+  r.ceiling_source = j.value("ceiling_source", "");
+  for (const auto& p : j.value("ceiling", nlohmann::json::array()))
+    r.ceiling.push_back({p.value("direction", ""), p.value("size", uint64_t{0}),
+                         p.value("ratio_to_pinned", 0.0)});
   for (const auto& c : j["cells"]) {
     BenchCell cell;
     cell.path = c.value("path", "");
@@ -689,6 +745,7 @@ Result<BenchResult> BenchResultFromJson(const std::string& text) {
     cell.pass_gbps = c.value("pass_gbps", std::vector<double>());
     cell.median_gbps = c.value("median_gbps", 0.0);
     cell.ratio_to_pinned = c.value("ratio_to_pinned", 0.0);
+    cell.ratio_to_ceiling = c.value("ratio_to_ceiling", 0.0);
     cell.verify_failures = c.value("verify_failures", uint64_t{0});
     cell.choice = c.value("choice", "");
     cell.unreliable = c.value("unreliable", "");
@@ -722,18 +779,30 @@ std::string BenchResult::ToTable() const {
     out += "host to device: each timed copy's block was written into its host memory by the "
            "GPU's copy engine first, as a capture card's DMA writes it (--dma-source)\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-20s %-4s %10s %10s %8s %s\n", "path", "dir", "size", "GB/s",
-                "ratio", "verified");
+  std::snprintf(line, sizeof line, "%-20s %-4s %10s %10s %8s %-9s %s\n", "path", "dir", "size", "GB/s",
+                "ratio", "verified", ceiling.empty() ? "" : "of ceiling");
   if (!unreliable.empty()) out = "UNRELIABLE RUN (cells marked !): ratios to pinned cannot be trusted\n" + out;
   out += line;
+  std::map<std::pair<std::string, uint64_t>, double> pinned;
+  for (const auto& c : cells)
+    if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
+  for (const auto& p : ceiling) {
+    std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%%  %-9s\n", "ceiling (staged)",
+                  p.direction.c_str(), FormatSize(p.size).c_str(),
+                  pinned[{p.direction, p.size}] * p.ratio_to_pinned, 100 * p.ratio_to_pinned, "-");
+    out += line;
+  }
   for (const auto& c : cells) {
-    std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%%%s %s\n", c.path.c_str(),
+    char share[16] = "";
+    if (c.ratio_to_ceiling > 0) std::snprintf(share, sizeof share, "%.1f%%", 100 * c.ratio_to_ceiling);
+    std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%%%s %-9s %s\n", c.path.c_str(),
                   c.direction.c_str(), FormatSize(c.size).c_str(), c.median_gbps,
                   100 * c.ratio_to_pinned, c.unreliable.empty() ? " " : "!",
                   c.verify_failures ? ("FAILED x" + std::to_string(c.verify_failures)).c_str()
-                                    : "ok");
+                                    : "ok", share);
     out += line;
   }
+  if (!ceiling.empty()) out += "ceiling: " + ceiling_source + "\n";
   if (!overlap.empty()) {
     std::snprintf(line, sizeof line,
                   "overlap (seed 001): %d x %s H2D + a kernel per block held %.0f us; ratio to "

@@ -137,6 +137,9 @@ struct BenchCell {
   std::vector<double> pass_gbps;
   double median_gbps = 0;
   double ratio_to_pinned = 0;  // median / pinned median for the same direction and size
+  // Staged paths: ratio_to_pinned / the ceiling's share of pinned at this direction and size
+  // (BenchResult::ceiling); 0 where there is no ceiling.
+  double ratio_to_ceiling = 0;
   uint64_t verify_failures = 0;
   std::string choice;  // the engine's "took ..." line
   std::string unreliable;  // why this cell cannot be trusted ("" = fine)
@@ -157,6 +160,17 @@ struct BenchResult {
   int check_lanes = 0;
   std::vector<double> lane_dispatch_us;
   std::vector<double> lane_memcpy_gbps;
+  // The staged path's ceiling (engine/transfer/staging_ceiling.h), where a staged path runs: per
+  // direction and size, the share of a pinned copy that no segment schedule beats on this host.
+  // On a GPU, measured in this run before the passes (the host's costs); on the simulator, the
+  // model's default host costs (no lanes or copy engine to time). ceiling_source says which.
+  struct CeilingPoint {
+    std::string direction;  // "H2D", "D2H"
+    uint64_t size = 0;
+    double ratio_to_pinned = 0;
+  };
+  std::vector<CeilingPoint> ceiling;
+  std::string ceiling_source;  // "" = none
   std::string ToJson() const;
   std::string ToTable() const;
   // Headline: ratios at the largest size for registered-direct and staged, per direction.

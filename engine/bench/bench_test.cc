@@ -68,6 +68,72 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
 
 // Seed 001's rows: write-combined pinned memory H2D only, and the copy/kernel overlap, whose
 // kernel is held as long as one block's copy takes (the model: 0.53 of serial for 16 blocks).
+// The staged ceiling (issue 30): one point per direction and size, below pinned; each staged
+// cell's share of it is its ratio to pinned over the ceiling's; other paths have none; the table
+// prints the ceiling rows and the shares, and the JSON reads them back. On the simulator the
+// ceiling is the model's (default host costs), and the run says so.
+TEST(Bench, PrintsTheStagedCeilingAndEachStagedCellsShareOfIt) {
+  auto backend = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  BenchOptions o;
+  o.sizes = {1 << 20, 16 << 20};
+  o.paths = {"pinned", "staged", "registered-direct"};
+  o.passes = 2;
+  o.bytes_per_sample = 1 << 20;
+  o.overlap_blocks = 0;
+  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->ceiling.size(), 4u);
+  EXPECT_NE(r->ceiling_source.find("modelled"), std::string::npos) << r->ceiling_source;
+  for (const auto& p : r->ceiling) {
+    EXPECT_GT(p.ratio_to_pinned, 0.5) << p.direction << " " << p.size;
+    EXPECT_LT(p.ratio_to_pinned, 1.0) << p.direction << " " << p.size;
+  }
+  // A larger copy hides more of its first fill and last DMA: the ceiling rises with size.
+  EXPECT_LT(r->ceiling[0].ratio_to_pinned, r->ceiling[1].ratio_to_pinned);
+  int staged = 0;
+  for (const auto& c : r->cells) {
+    if (c.path != "staged") {
+      EXPECT_EQ(c.ratio_to_ceiling, 0) << c.path;
+      continue;
+    }
+    ++staged;
+    double point = 0;
+    for (const auto& p : r->ceiling)
+      if (p.direction == c.direction && p.size == c.size) point = p.ratio_to_pinned;
+    EXPECT_NEAR(c.ratio_to_ceiling, c.ratio_to_pinned / point, 1e-9) << c.direction << " " << c.size;
+  }
+  EXPECT_EQ(staged, 4);
+  const std::string table = r->ToTable();
+  EXPECT_NE(table.find("ceiling (staged)"), std::string::npos) << table;
+  EXPECT_NE(table.find("of ceiling"), std::string::npos) << table;
+  EXPECT_NE(table.find("ceiling: modelled"), std::string::npos) << table;
+  auto back = BenchResultFromJson(r->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->ceiling.size(), 4u);
+  EXPECT_DOUBLE_EQ(back->ceiling[3].ratio_to_pinned, r->ceiling[3].ratio_to_pinned);
+  EXPECT_EQ(back->ceiling_source, r->ceiling_source);
+  for (size_t i = 0; i < r->cells.size(); ++i)
+    EXPECT_DOUBLE_EQ(back->cells[i].ratio_to_ceiling, r->cells[i].ratio_to_ceiling);
+}
+
+// Without a staged path there is no ceiling, in the table or the JSON.
+TEST(Bench, NoCeilingWithoutAStagedPath) {
+  auto backend = transfer::MakeGpuBackend("sim");
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  BenchOptions o;
+  o.sizes = {1 << 20};
+  o.paths = {"pinned", "registered-direct"};
+  o.passes = 1;
+  o.bytes_per_sample = 1 << 20;
+  o.overlap_blocks = 0;
+  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ceiling.empty());
+  EXPECT_EQ(r->ToTable().find("ceiling"), std::string::npos);
+  EXPECT_EQ(r->ToJson().find("\"ceiling\""), std::string::npos);
+}
+
 TEST(Bench, Seed001RowsWriteCombinedAndOverlap) {
   auto backend = transfer::MakeGpuBackend("sim");
   ASSERT_TRUE(backend.ok());

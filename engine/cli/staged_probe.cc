@@ -43,6 +43,7 @@
 #include "engine/transfer/gpu_backend.h"
 #include "engine/cli/transfer_options.h"
 #include "engine/transfer/lane_pool.h"
+#include "engine/transfer/staging_ceiling.h"
 #include "engine/transfer/transfer_engine.h"
 
 namespace resmem {
@@ -96,8 +97,6 @@ struct Probe {
   uint64_t fill_seed = 7;
   uint64_t mismatched_copies = 0;
   bool dump = false;  // --dump: the last copy's per-segment timeline
-  cuda::CudaGpu::CopyTicket* beside_ticket = nullptr;  // FillOnly's `beside` DMAs
-  std::vector<double> beside_dma_us = {};               // and their times
   double hot_dispatch_us = 0;  // Dispatch's median empty job, lanes spinning (Costs' start)
   // --evict-mib: before each timed pinned, DMA-only, fill-only or staged copy (before its source
   // is stamped), the calling thread dirties this many bytes of its own, line by line, so what the
@@ -241,74 +240,31 @@ struct Probe {
     return Status::Ok();
   }
 
-  // drain: ring -> host. after_dma: before each timed drain, the device writes the ring's
-  // segments by DMA (and the DMAs finish), so the drain reads lines the device just wrote, as in
-  // a device-to-host copy, but with no DMA running beside it.
+  // The lanes' copy alone (transfer::TimeLaneCopy): fill host -> ring, or drain ring -> host;
+  // after_dma: the device writes the ring's segments before each timed drain.
   Status FillOnly(uint64_t size, uint64_t seg, const std::vector<std::unique_ptr<HostMemory>>& ring,
-                  transfer::LanePool& pool, bool drain = false, bool after_dma = false,
-                  double* gbps = nullptr, const char* note = "",
-                  const CopyDirection* beside = nullptr) {
-    const int lanes = pool.size();
-    const uint64_t piece = transfer::SegmentPiece(seg, lanes, base.staging_min_piece);
-    const uint64_t per_seg = (seg + piece - 1) / piece;
-    const uint64_t nseg = (size + seg - 1) / seg;
-    std::vector<double> t;
-    for (int c = 0; c < copies; ++c) {
-      if (evict_bytes) {
-        // As a staged copy meets it: the source just stamped, the ring cold.
-        Evict();
-        RESMEM_RETURN_IF_ERROR(transfer::StampPattern(*host, 0, size, ++seq));
-      }
-      if (after_dma) {
-        for (uint64_t s = 0; s < nseg && s < ring.size(); ++s)
-          RESMEM_RETURN_IF_ERROR(gpu->Copy(CopyDirection::kDeviceToHost, *ring[s], 0, *dev, s * seg,
-                                           std::min(seg, size - s * seg))
-                                     .status());
-      }
-      std::atomic<uint64_t> next{0}, moved{0};
-      std::atomic<double> last_piece{0};
-      Status dma_status;
-      auto t0 = Steady::now();
-      pool.Run(lanes, [&](int lane) {
-        if (lane == 0) {
-          // `beside`: lane 0, the driving lane of a staged copy, keeps 4 MiB DMAs from pinned
-          // memory running in that direction until the other lanes are done.
-          // Each DMA that finished while the lanes were still copying is timed (beside_dma_us).
-          while (beside && dma_status.ok() && moved.load(std::memory_order_acquire) < nseg * per_seg) {
-            const auto d0 = Steady::now();
-            dma_status = cuda->CopyAsyncInto(*beside_ticket, *beside, *pinned, 0, *dev, 0, 4ull << 20);
-            for (bool done = false; dma_status.ok() && !done;) {
-              Result<bool> d = cuda->Done(*beside_ticket);
-              dma_status = d.status();
-              done = d.ok() && *d;
-            }
-            if (moved.load(std::memory_order_acquire) < nseg * per_seg)
-              beside_dma_us.push_back(Us(d0, Steady::now()));
-          }
-          return;
-        }
-        for (uint64_t k; (k = next.fetch_add(1)) < nseg * per_seg;) {
-          const uint64_t s = k / per_seg, at = s * seg + (k % per_seg) * piece;
-          const uint64_t end = std::min(size, (s + 1) * seg);
-          if (at < end) {
-            uint8_t* r = ring[s % ring.size()]->data() + (at - s * seg);
-            if (drain) std::memcpy(host->data() + at, r, std::min(piece, end - at));
-            else std::memcpy(r, host->data() + at, std::min(piece, end - at));
-          }
-          // The lane that moves the last piece stamps the end: with `beside`, lane 0 may still
-          // be in a DMA then, which is not the copy's time.
-          if (moved.fetch_add(1, std::memory_order_acq_rel) + 1 == nseg * per_seg)
-            last_piece.store(Us(t0, Steady::now()), std::memory_order_relaxed);
-        }
-      });
-      t.push_back(beside ? last_piece.load() : Us(t0, Steady::now()));
-      RESMEM_RETURN_IF_ERROR(dma_status);
-    }
-    std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s%s\n",
-                after_dma ? "drain-only after DMA" : drain ? "drain-only" : "fill-only ", lanes - 1,
-                FormatSize(piece).c_str(), Median(t), Gbps(size, Median(t)), note);
-    if (gbps) *gbps = Gbps(size, Median(t));
+                  transfer::LanePool& pool, bool drain = false, bool after_dma = false) {
+    RESMEM_ASSIGN_OR_RETURN(auto t, transfer::TimeLaneCopy(Rig(ring, pool), size, seg, drain, after_dma));
+    std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n",
+                after_dma ? "drain-only after DMA" : drain ? "drain-only" : "fill-only ", t.lanes - 1,
+                FormatSize(t.piece).c_str(), t.median_us, t.gbps);
     return Status::Ok();
+  }
+
+  // What transfer:: measures the lanes' copy and the costs with (staging_ceiling.h); with
+  // --evict-mib each timed lane copy starts after Evict and a fresh stamp of the source.
+  // stamp: each timed lane copy's source freshly stamped (as bench's blocks are), with or without
+  // --evict-mib.
+  transfer::CeilingRig Rig(const std::vector<std::unique_ptr<HostMemory>>& ring,
+                           transfer::LanePool& pool, bool stamp = false) {
+    transfer::CeilingRig r{cuda, host, pinned, dev, &ring, &pool, base.staging_min_piece, copies,
+                           nullptr};
+    if (evict_bytes || stamp)
+      r.before_lane_copy = [this](uint64_t bytes) {
+        Evict();
+        return transfer::StampPattern(*host, 0, bytes, ++seq);
+      };
+    return r;
   }
 
   // clear_host (device to host): zero the destination before each copy, so what comes back must
@@ -412,114 +368,61 @@ struct Probe {
     return Status::Ok();
   }
 
-  // The host's staging costs (segment_plan.h) in direction `dir`, each measured apart:
-  //   start      an empty job on the lanes, hot (median of 200; Dispatch, which runs first)
-  //   submit     one cudaMemcpyAsync call from pinned memory
-  //   DMA rate and per-DMA cost: 4 MiB from pinned memory in 1 DMA and in 8 queued at once
-  //   fill/drain the lanes' copy of 4 MiB in 512 KiB segments (the drain right after DMAs into
-  //              the ring), alone, and beside 4 MiB DMAs from pinned memory in the same
-  //              direction that lane 0 keeps running, as it does in a staged copy (`*beside`)
-  // The model with the alone rates gives what no cut can beat on this host (a ceiling); the
-  // beside rates give the plan a copy would use.
-  Status Costs(CopyDirection dir, const std::vector<std::unique_ptr<HostMemory>>& ring,
-               transfer::LanePool& pool, transfer::StagingCosts* alone,
-               transfer::StagingCosts* beside) {
-    const bool h2d = dir == CopyDirection::kHostToDevice;
-    const uint64_t size = 4ull << 20, seg = 512 << 10;
-    RESMEM_ASSIGN_OR_RETURN(auto ticket, cuda->NewTicket());
-    std::vector<double> one, eight, submit;
-    for (int c = 0; c < std::max(copies, 11); ++c) {
-      auto t0 = Steady::now();
-      RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(ticket, dir, *pinned, 0, *dev, 0, size));
-      submit.push_back(Us(t0, Steady::now()));
-      RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(ticket));
-      one.push_back(Us(t0, Steady::now()));
-      t0 = Steady::now();
-      for (int i = 0; i < 8; ++i) {
-        if (i < 7)
-          RESMEM_RETURN_IF_ERROR(cuda->EnqueueCopy(dir, *pinned, i * size / 8, *dev, i * size / 8, size / 8));
-        else
-          RESMEM_RETURN_IF_ERROR(cuda->CopyAsyncInto(ticket, dir, *pinned, i * size / 8, *dev,
-                                                     i * size / 8, size / 8));
-      }
-      RESMEM_RETURN_IF_ERROR(cuda->WaitKeep(ticket));
-      eight.push_back(Us(t0, Steady::now()));
-    }
-    cuda->ReleaseTicket(ticket);
-    transfer::StagingCosts c;
-    c.start_us = hot_dispatch_us;
-    c.submit_us = Median(submit);
-    c.per_dma_us = std::max(0.0, (Median(eight) - Median(one)) / 7);
-    c.dma_gbps = Gbps(size, std::max(1.0, Median(one) - c.submit_us - c.per_dma_us));
-    c.dma_beside_gbps = c.dma_gbps;
-    std::printf("  %s: start %.1f us, submit %.1f us, 4 MiB in 1 DMA %.1f us, in 8 %.1f us\n",
-                h2d ? "H2D" : "D2H", c.start_us, c.submit_us, Median(one), Median(eight));
-    double rate = 0;
-    RESMEM_RETURN_IF_ERROR(FillOnly(size, seg, ring, pool, !h2d, !h2d, &rate, " (alone)"));
-    (h2d ? c.fill_alone_gbps : c.drain_alone_gbps) = rate;
-    (h2d ? c.fill_gbps : c.drain_gbps) = rate;
-    *alone = c;
-    // Beside DMAs driven by lane 0, as in a staged copy: the lanes copy 16 MiB (several DMAs
-    // long) and lane 0 times the 4 MiB DMAs that finish meanwhile.
-    RESMEM_ASSIGN_OR_RETURN(auto t, cuda->NewTicket());
-    beside_ticket = &t;
-    beside_dma_us.clear();
-    Status fill = FillOnly(4 * size, seg, ring, pool, !h2d, false, &rate,
-                           " (beside lane 0's DMAs)", &dir);
-    beside_ticket = nullptr;
-    cuda->ReleaseTicket(t);
-    RESMEM_RETURN_IF_ERROR(fill);
-    if (!beside_dma_us.empty()) {
-      const double us = Median(beside_dma_us);
-      c.dma_beside_gbps = Gbps(size, std::max(1.0, us - c.submit_us - c.per_dma_us));
-      std::printf("  %s: 4 MiB DMA beside the lanes' copy %.1f us (median of %zu), alone %.1f\n",
-                  h2d ? "H2D" : "D2H", us, beside_dma_us.size(), Median(one));
-    }
-    (h2d ? c.fill_gbps : c.drain_gbps) = rate;
-    *beside = c;
-    return Status::Ok();
+  // The host's staging costs in direction `dir` (transfer::MeasureDirectionCosts), printed.
+  Result<transfer::DirectionCosts> Costs(CopyDirection dir,
+                                         const std::vector<std::unique_ptr<HostMemory>>& ring,
+                                         transfer::LanePool& pool) {
+    const char* d = dir == CopyDirection::kHostToDevice ? "H2D" : "D2H";
+    RESMEM_ASSIGN_OR_RETURN(auto c, transfer::MeasureDirectionCosts(Rig(ring, pool), dir, hot_dispatch_us));
+    std::printf("  %s: start %.1f us, submit %.1f us, 4 MiB in 1 DMA %.1f us, in 8 %.1f us\n", d,
+                c.alone.start_us, c.alone.submit_us, c.one_dma_us, c.eight_dmas_us);
+    for (const auto* t : {&c.lanes_alone, &c.lanes_beside})
+      std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s%s\n",
+                  dir == CopyDirection::kHostToDevice ? "fill-only " : "drain-only", t->lanes - 1,
+                  FormatSize(t->piece).c_str(), t->median_us, t->gbps,
+                  t == &c.lanes_alone ? " (alone)" : " (beside lane 0's DMAs)");
+    if (c.beside_dmas > 0)
+      std::printf("  %s: 4 MiB DMA beside the lanes' copy %.1f us (median of %zu), alone %.1f\n", d,
+                  c.beside_dma_us, c.beside_dmas, c.one_dma_us);
+    return c;
   }
 
   // What the model makes of the costs: per size, the best cut with every rate at its better
   // figure (the ceiling) and the plan of the costs as measured.
-  void Ceilings(CopyDirection dir, const std::vector<uint64_t>& sizes,
-                const transfer::StagingCosts& costs) {
-    const bool h2d = dir == CopyDirection::kHostToDevice;
-    const auto pd = h2d ? transfer::PlanDirection::kHostToDevice
-                        : transfer::PlanDirection::kDeviceToHost;
-    for (uint64_t size : sizes) {
-      const auto a = transfer::PlanSegments(pd, size, base.staging_chunk, costs.Ceiling());
-      const auto b = transfer::PlanSegments(pd, size, base.staging_chunk, costs);
+  void Ceilings(const std::vector<uint64_t>& sizes, const transfer::StagingCosts& costs) {
+    for (const auto& cell : transfer::CeilingCells(costs, sizes, base.staging_chunk)) {
       std::string cut;
-      for (size_t i = 0; i < b.segments.size(); ++i)
-        cut += (i ? " " : "") + FormatSize(b.segments[i]);
-      if (b.segments.size() > 12) cut = std::to_string(b.segments.size()) + " segments";
+      for (size_t i = 0; i < cell.plan_segments.size(); ++i)
+        cut += (i ? " " : "") + FormatSize(cell.plan_segments[i]);
+      if (cell.plan_segments.size() > 12) cut = std::to_string(cell.plan_segments.size()) + " segments";
       std::printf("  ceiling %s %-8s %5.1f%% of pinned (every rate at its better figure); plan "
                   "%5.1f%% (the rates as measured): %s; pinned %.1f us\n",
-                  h2d ? "H2D" : "D2H", FormatSize(size).c_str(), a.percent_of_pinned(),
-                  b.percent_of_pinned(), cut.c_str(), a.pinned_us);
+                  cell.direction == CopyDirection::kHostToDevice ? "H2D" : "D2H",
+                  FormatSize(cell.size).c_str(), cell.percent_of_pinned,
+                  cell.plan_percent_of_pinned, cut.c_str(), cell.pinned_us);
     }
   }
 
+  // Per size: the lanes' rates over the copy's own length, each copy after a fresh stamp, and
+  // the ceiling and plan of the costs with those rates (transfer::MeasureSizeRates).
+  Status SizeCeilings(const std::vector<uint64_t>& sizes, const transfer::StagingCosts& costs,
+                      const std::vector<std::unique_ptr<HostMemory>>& ring, transfer::LanePool& pool) {
+    for (uint64_t size : sizes) {
+      RESMEM_ASSIGN_OR_RETURN(auto r, transfer::MeasureSizeRates(Rig(ring, pool, true), size, costs));
+      std::printf("  %s: fill %.1f GB/s alone, %.1f beside DMAs; drain %.1f after DMAs, %.1f beside\n",
+                  FormatSize(size).c_str(), r.fill_alone.gbps, r.fill_beside.gbps, r.drain_alone.gbps,
+                  r.drain_beside.gbps);
+      Ceilings({size}, r.costs);
+    }
+    return Status::Ok();
+  }
+
   Status Dispatch(transfer::LanePool& pool) {
-    std::vector<double> hot, cold;
-    for (int i = 0; i < 200; ++i) {
-      auto t0 = Steady::now();
-      pool.Run(pool.size(), [](int) {});
-      hot.push_back(Us(t0, Steady::now()));
-    }
-    const uint64_t sleeps0 = pool.sleeps();
-    for (int i = 0; i < 20; ++i) {
-      Pause(3000);
-      auto t0 = Steady::now();
-      pool.Run(pool.size(), [](int) {});
-      cold.push_back(Us(t0, Steady::now()));
-    }
-    hot_dispatch_us = Median(hot);
+    const transfer::DispatchTimes d = transfer::TimeDispatch(pool);
+    hot_dispatch_us = d.hot_us;
     std::printf("dispatch: empty Run of %d lanes: hot %.1f us, after 3 ms pause %.1f us "
                 "(max %.1f; %llu sleeps)\n",
-                pool.size(), Median(hot), Median(cold), *std::max_element(cold.begin(), cold.end()),
-                (unsigned long long)(pool.sleeps() - sleeps0));
+                pool.size(), d.hot_us, d.cold_us, d.cold_max_us, (unsigned long long)d.sleeps);
     return Status::Ok();
   }
 
@@ -806,20 +709,14 @@ std::optional<int> SetUpRig(const ProbeArgs& a, ProbeRig& rig) {
 // and the drain's rates of each direction), printed, and per size what the best cut reaches.
 Status ProbeCeiling(Probe& p, const ProbeRig& rig, transfer::LanePool& pool,
                     const std::vector<uint64_t>& sizes) {
-  transfer::StagingCosts up_alone, up, down_alone, down;
-  RESMEM_RETURN_IF_ERROR(p.Costs(CopyDirection::kHostToDevice, rig.ring, pool, &up_alone, &up));
-  RESMEM_RETURN_IF_ERROR(
-      p.Costs(CopyDirection::kDeviceToHost, rig.ring, pool, &down_alone, &down));
-  transfer::StagingCosts c = up;
-  c.fill_alone_gbps = up_alone.fill_gbps;
-  c.drain_alone_gbps = down_alone.drain_gbps;
-  c.drain_gbps = down.drain_gbps;
-  // The DMA beside the lanes: the slower of the two directions' figures.
-  c.dma_beside_gbps = std::min(up.dma_beside_gbps, down.dma_beside_gbps);
+  RESMEM_ASSIGN_OR_RETURN(auto up, p.Costs(CopyDirection::kHostToDevice, rig.ring, pool));
+  RESMEM_ASSIGN_OR_RETURN(auto down, p.Costs(CopyDirection::kDeviceToHost, rig.ring, pool));
+  const transfer::StagingCosts c = transfer::CombineCosts(up, down);
   std::printf("costs: %s\n", c.Describe().c_str());
-  p.Ceilings(CopyDirection::kHostToDevice, sizes, c);
-  p.Ceilings(CopyDirection::kDeviceToHost, sizes, c);
-  return Status::Ok();
+  std::printf("with the lanes' 4 MiB rates (a source the cache holds):\n");
+  p.Ceilings(sizes, c);
+  std::printf("with each size's own lane rates, the source freshly stamped (bench's ceiling):\n");
+  return p.SizeCeilings(sizes, c, rig.ring, pool);
 }
 
 // --streams-matrix: per size and direction, DMAs from pinned memory, 1-32 segments on 1-4 copy
