@@ -34,7 +34,7 @@ done
 lanes=${RESMEM_CI_LANES:-plain asan}
 totals=$(mktemp)
 logdir=$(mktemp -d)
-trap 'rm -rf "$totals" "$logdir"' EXIT
+trap 'rm -rf "$totals" "$logdir" "${sanitizer_targets:-}"' EXIT
 ci_start=$(date +%s)
 # The layer check first: upward dependencies between engine/, mock/, backends/ and kmod/ fail the
 # build (ci/layers.sh, docs/architecture.md "Layers").
@@ -43,8 +43,18 @@ layers_rc=$?
 rc=0
 [ "$layers_rc" -eq 0 ] || { echo "ci/test.sh: the layer check failed (ci/layers.sh above)" >&2; rc=1; }
 plain_base=$(bazel info output_base 2>/dev/null)
+# Bazel's trace profile of each lane's `bazel test`, kept beside the output base for a look at
+# where the time went (ci/profile_summary.py prints a summary after each lane).
+profile_dir="$plain_base/ci-profiles"
+mkdir -p "$profile_dir"
 # The tag filter of the sanitizer lanes: the same as .bazelrc's build:asan/test:asan lines.
 sanitizer_tags="-no_sanitizer,-suite_sweep"
+# A sanitizer lane's server is given its tests by name, from the plain server's query: `//...`
+# walked from a second output base would enter the work tree's bazel-* links (they point into the
+# plain lane's output base, which only the plain server knows to skip) and fail on its packages.
+sanitizer_targets=$(mktemp)
+bazel query "tests(//...) except attr(tags, '\bmanual\b|\bno_sanitizer\b|\bsuite_sweep\b', //...)" \
+  2>/dev/null > "$sanitizer_targets"
 # lane_bazel LANE ARGS...: bazel for that lane (its output base; no bazel-* links for a sanitizer
 # lane, so the work tree's links stay the plain lane's and //... never walks into another base).
 lane_bazel() {
@@ -143,14 +153,16 @@ PY
 sanitizer_lanes=()
 for lane in $lanes; do [[ $lane != plain ]] && sanitizer_lanes+=("$lane"); done
 for lane in "${sanitizer_lanes[@]}"; do
-  echo "=== ci/test.sh: lane $lane, part 1 (beside the plain lane, nice 19): bazel test --config=$lane //..., tests not tagged exclusive; its output follows the plain lane's"
+  echo "=== ci/test.sh: lane $lane, part 1 (beside the plain lane, nice 19): bazel test --config=$lane of the lane's $(wc -l < "$sanitizer_targets") tests but the exclusive ones; its output follows the plain lane's"
   echo "left out of lane $lane (tags no_sanitizer, suite_sweep; .bazelrc):" \
     $(bazel query "attr(tags, '\bno_sanitizer\b|\bsuite_sweep\b', tests(//...))" 2>/dev/null)
   # A server of this base left from an earlier run would keep its own niceness: stop it first.
   bazel --output_base="$plain_base-$lane" shutdown 2>/dev/null
   ( start=$(date +%s)
     nice -n 19 bash -c "$(declare -f lane_bazel lane_test); plain_base='$plain_base'; \
-      lane_test $lane '$logdir/$lane.1.log' --test_tag_filters=$sanitizer_tags,-exclusive //... $*" \
+      lane_test $lane '$logdir/$lane.1.log' --profile='$profile_dir/$lane.1.profile.gz' \
+        --test_tag_filters=$sanitizer_tags,-exclusive \
+        --target_pattern_file='$sanitizer_targets' $*" \
       > /dev/null 2>&1
     echo $? > "$logdir/$lane.1.rc"
     echo $(( $(date +%s) - start )) > "$logdir/$lane.1.s" ) &
@@ -158,12 +170,13 @@ done
 if [[ " $lanes " == *" plain "* ]]; then
   echo "=== ci/test.sh: lane plain: bazel test //..."
   start=$(date +%s)
-  lane_test plain "$logdir/plain.log" //... "$@"
+  lane_test plain "$logdir/plain.log" --profile="$profile_dir/plain.profile.gz" //... "$@"
   lane_rc=$?
   echo "lane plain: bazel test //... finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
   (( lane_rc != 0 )) && rc=$lane_rc
   lane_summary plain
   [ $? -eq 3 ] && rc=1
+  python3 ci/profile_summary.py plain "$profile_dir/plain.profile.gz"
 fi
 wait
 for lane in "${sanitizer_lanes[@]}"; do
@@ -171,15 +184,18 @@ for lane in "${sanitizer_lanes[@]}"; do
   cat "$logdir/$lane.1.log"
   part1_rc=$(cat "$logdir/$lane.1.rc")
   echo "lane $lane: part 1 finished in $(cat "$logdir/$lane.1.s") s with exit code $part1_rc"
-  echo "=== ci/test.sh: lane $lane, part 2 (alone): bazel test --config=$lane //..., the exclusive tests"
+  echo "=== ci/test.sh: lane $lane, part 2 (alone): bazel test --config=$lane, the lane's exclusive tests"
   start=$(date +%s)
-  lane_test "$lane" "$logdir/$lane.2.log" //... "$@"
+  lane_test "$lane" "$logdir/$lane.2.log" --profile="$profile_dir/$lane.2.profile.gz" \
+    --target_pattern_file="$sanitizer_targets" "$@"
   lane_rc=$?
   echo "lane $lane: part 2 finished in $(( $(date +%s) - start )) s with exit code $lane_rc"
   (( part1_rc != 0 )) && rc=$part1_rc
   (( lane_rc != 0 )) && rc=$lane_rc
   lane_summary "$lane"
   [ $? -eq 3 ] && rc=1
+  python3 ci/profile_summary.py "$lane, part 1" "$profile_dir/$lane.1.profile.gz"
+  python3 ci/profile_summary.py "$lane, part 2" "$profile_dir/$lane.2.profile.gz"
 done
 echo "ci/test.sh: the lanes took $(( $(date +%s) - ci_start )) s in all"
 echo "lanes run: $lanes"
