@@ -117,6 +117,29 @@ TEST(Bench, PrintsTheStagedCeilingAndEachStagedCellsShareOfIt) {
     EXPECT_DOUBLE_EQ(back->cells[i].ratio_to_ceiling, r->cells[i].ratio_to_ceiling);
 }
 
+// The ceiling is the design's on this host, not the run's option: a run with 1 MiB buffers is
+// measured against the same ceiling as one with the default 8 MiB (staging_ceiling.h
+// CeilingChunk), while a 16 MiB run may cut larger segments.
+TEST(Bench, TheCeilingDoesNotDropWithSmallerStagingBuffers) {
+  auto ceiling_of = [](uint64_t chunk) {
+    auto backend = transfer::MakeGpuBackend("sim");
+    BenchOptions o;
+    o.sizes = {64 << 20};
+    o.paths = {"pinned", "staged"};
+    o.passes = 1;
+    o.bytes_per_sample = 1 << 20;
+    o.overlap_blocks = 0;
+    o.staging.staging_chunk = chunk;
+    auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && !r->ceiling.empty() ? r->ceiling[0].ratio_to_pinned : 0.0;
+  };
+  const double dflt = ceiling_of(8 << 20);
+  EXPECT_GT(dflt, 0);
+  EXPECT_DOUBLE_EQ(ceiling_of(1 << 20), dflt);
+  EXPECT_GE(ceiling_of(16 << 20), dflt);
+}
+
 // Without a staged path there is no ceiling, in the table or the JSON.
 TEST(Bench, NoCeilingWithoutAStagedPath) {
   auto backend = transfer::MakeGpuBackend("sim");

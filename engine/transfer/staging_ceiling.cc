@@ -52,6 +52,10 @@ Status DmaIntoRing(const CeilingRig& rig, uint64_t size, uint64_t seg) {
 
 }  // namespace
 
+uint64_t CeilingChunk(uint64_t staging_chunk) {
+  return std::max(staging_chunk, TransferOptions{}.staging_chunk);
+}
+
 Result<LaneCopyTimes> TimeLaneCopy(const CeilingRig& rig, uint64_t size, uint64_t seg, bool drain,
                                    bool after_dma, const CopyDirection* beside) {
   const auto& ring = *rig.ring;
@@ -193,7 +197,7 @@ std::vector<CeilingCell> CeilingCells(const StagingCosts& costs, const std::vect
     const auto pd = dir == CopyDirection::kHostToDevice ? PlanDirection::kHostToDevice
                                                         : PlanDirection::kDeviceToHost;
     for (uint64_t size : sizes) {
-      const SegmentPlan best = PlanSegments(pd, size, staging_chunk, costs.Ceiling());
+      const SegmentPlan best = PlanSegments(pd, size, CeilingChunk(staging_chunk), costs.Ceiling());
       const SegmentPlan plan = PlanSegments(pd, size, staging_chunk, costs);
       cells.push_back({dir, size, best.percent_of_pinned(), plan.percent_of_pinned(),
                        plan.segments, best.pinned_us});

@@ -79,8 +79,15 @@ Result<DirectionCosts> MeasureDirectionCosts(const CeilingRig& rig, CopyDirectio
 // to host, and the slower of the two directions' DMA rates beside the lanes.
 StagingCosts CombineCosts(const DirectionCosts& up, const DirectionCosts& down);
 
-// Per size and direction: the ceiling (the best cut with every rate at its better figure) and
-// the plan of the costs as measured, both as % of the model's pinned copy.
+// The largest segment the ceiling's cut may use: the run's chunk, and never less than the
+// default's (8 MiB). A run with smaller buffers (--chunk 1M) is measured against the ceiling of
+// the design, not of its own option: on the H200 a 1 MiB cap put the model's best cut at 88% of
+// pinned from 16 MiB where 8 MiB puts it at 96-98 (docs/hil/2026-11-29-h200-ceiling, run 5).
+uint64_t CeilingChunk(uint64_t staging_chunk);
+
+// Per size and direction: the ceiling (the best cut with every rate at its better figure, in
+// segments of at most CeilingChunk) and the plan of the costs as measured (segments of at most
+// staging_chunk), both as % of the model's pinned copy.
 struct CeilingCell {
   CopyDirection direction = CopyDirection::kHostToDevice;
   uint64_t size = 0;
