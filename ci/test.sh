@@ -52,9 +52,12 @@ sanitizer_tags="-no_sanitizer,-suite_sweep"
 # A sanitizer lane's server is given its tests by name, from the plain server's query: `//...`
 # walked from a second output base would enter the work tree's bazel-* links (they point into the
 # plain lane's output base, which only the plain server knows to skip) and fail on its packages.
+# Tests with no C++ in them (shell and Python over files: the history page, the results tables,
+# the boot-retry rules with a stand-in QEMU, ...) are the same in every lane: they run once, in
+# the plain lane.
 sanitizer_targets=$(mktemp)
-bazel query "tests(//...) except attr(tags, '\bmanual\b|\bno_sanitizer\b|\bsuite_sweep\b', //...)" \
-  2>/dev/null > "$sanitizer_targets"
+bazel query "tests(//...) except attr(tags, '\bmanual\b|\bno_sanitizer\b|\bsuite_sweep\b', //...)
+  intersect rdeps(tests(//...), kind('cc_(library|binary|test)', //...))" 2>/dev/null > "$sanitizer_targets"
 # lane_bazel LANE ARGS...: bazel for that lane (its output base; no bazel-* links for a sanitizer
 # lane, so the work tree's links stay the plain lane's and //... never walks into another base).
 lane_bazel() {
@@ -89,10 +92,10 @@ lane_test() {
 # lane_summary LANE: the lane's test cases from its JUnit XML, skipped ones by name with the
 # reason, and any sanitizer report in its logs; returns 3 on a sanitizer report.
 lane_summary() {
-  local lane=$1 lane_tests="tests(//...)"
-  [[ $lane != plain ]] && lane_tests="$lane_tests except attr(tags, '\bno_sanitizer\b', //...) except attr(tags, '\bsuite_sweep\b', //...)"
+  local lane=$1
   local tests_file; tests_file=$(mktemp)
-  bazel query "$lane_tests" 2>/dev/null > "$tests_file"
+  if [[ $lane == plain ]]; then bazel query "tests(//...)" 2>/dev/null > "$tests_file"
+  else cp "$sanitizer_targets" "$tests_file"; fi
   local testlogs; testlogs=$(lane_bazel "$lane" info bazel-testlogs 2>/dev/null)
   python3 - "$lane" "$testlogs" "$totals" "$tests_file" <<'PY'
 import glob, os, re, sys, xml.etree.ElementTree as ET
@@ -152,16 +155,31 @@ PY
 }
 sanitizer_lanes=()
 for lane in $lanes; do [[ $lane != plain ]] && sanitizer_lanes+=("$lane"); done
+# Nice 19 only holds where the kernel compares nice values across sessions: with autogroup
+# scheduling on (Debian's default, /proc/sys/kernel/sched_autogroup_enabled = 1) every session is
+# a group of its own with an equal share, and Bazel's process-wrapper starts each action in a
+# session of its own, so the sanitizer lane's compiles took half the CPU from the plain lane's
+# QEMU guests and tests (the fresh clone's run of 1369cda). Off for the run, put back after.
+autogroup=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_was=""
+if (( ${#sanitizer_lanes[@]} )) && [[ " $lanes " == *" plain "* && -w $autogroup ]]; then
+  autogroup_was=$(cat "$autogroup")
+  echo 0 > "$autogroup"
+  trap 'rm -rf "$totals" "$logdir" "${sanitizer_targets:-}"; echo "$autogroup_was" > "$autogroup"' EXIT
+  echo "ci/test.sh: autogroup scheduling off for the run (was $autogroup_was), so nice 19 holds"
+elif (( ${#sanitizer_lanes[@]} )) && [[ " $lanes " == *" plain "* ]]; then
+  echo "ci/test.sh: cannot turn autogroup scheduling off ($autogroup not writable): the sanitizer lane shares the CPU evenly with the plain lane"
+fi
 for lane in "${sanitizer_lanes[@]}"; do
   echo "=== ci/test.sh: lane $lane, part 1 (beside the plain lane, nice 19): bazel test --config=$lane of the lane's $(wc -l < "$sanitizer_targets") tests but the exclusive ones; its output follows the plain lane's"
-  echo "left out of lane $lane (tags no_sanitizer, suite_sweep; .bazelrc):" \
-    $(bazel query "attr(tags, '\bno_sanitizer\b|\bsuite_sweep\b', tests(//...))" 2>/dev/null)
+  echo "left out of lane $lane (tags no_sanitizer, suite_sweep, .bazelrc; or no C++ in them):" \
+    $(bazel query "tests(//...) except attr(tags, '\bmanual\b', //...)" 2>/dev/null | grep -vxF -f "$sanitizer_targets")
   # A server of this base left from an earlier run would keep its own niceness: stop it first.
   bazel --output_base="$plain_base-$lane" shutdown 2>/dev/null
   ( start=$(date +%s)
     nice -n 19 bash -c "$(declare -f lane_bazel lane_test); plain_base='$plain_base'; \
       lane_test $lane '$logdir/$lane.1.log' --profile='$profile_dir/$lane.1.profile.gz' \
-        --test_tag_filters=$sanitizer_tags,-exclusive \
+        --test_tag_filters=$sanitizer_tags,-exclusive --nobuild_tests_only \
         --target_pattern_file='$sanitizer_targets' $*" \
       > /dev/null 2>&1
     echo $? > "$logdir/$lane.1.rc"
