@@ -2,7 +2,8 @@
 # boot() of ci/qemu/boot.sh against a stand-in qemu-system-x86_64 that prints what a real boot
 # would, or nothing, or a kernel report, boot by boot: a clean boot is not retried; a console that
 # stays empty for RESMEM_BOOT_SILENT_S is stopped, kept as OUT.boot1 and booted again; two such
-# boots fail; a report before the guest's TAP header is acted on under the debug kernel only.
+# boots fail; a report before the guest's TAP header is acted on under the debug kernel only; a
+# kernel panic before it, under any kernel.
 set -euo pipefail
 if [[ -n "${TEST_SRCDIR:-}" ]]; then
 	SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}"
@@ -17,8 +18,9 @@ cat >"$TMP/bin/qemu-system-x86_64" <<'STANDIN'
 n=$(($(cat "$STANDIN_COUNT" 2>/dev/null || echo 0) + 1))
 echo "$n" >"$STANDIN_COUNT"
 case "$STANDIN_MODE:$n" in
-	clean:*|silent-once:2|report-once:2) printf 'Linux version 6.1.0 (stand-in)\nTAP version 14\n1..1\nok 1 - a\n'; exit 0 ;;
+	clean:*|silent-once:2|report-once:2|panic-once:2) printf 'Linux version 6.1.0 (stand-in)\nTAP version 14\n1..1\nok 1 - a\n'; exit 0 ;;
 	silent-once:1|silent-always:*) exec sleep 60 ;;
+	panic-once:1|panic-always:*) printf 'Linux version 6.1.0 (stand-in)\nOops: int3: 0000 [#1] PREEMPT SMP NOPTI\nKernel panic - not syncing: Fatal exception in interrupt\n'; exit 0 ;;
 	report-once:1) printf 'Linux version 6.1.0 (stand-in)\nBUG: KASAN: wild-memory-access in do_raw_spin_lock\n'; exec sleep 60 ;;
 esac
 echo "stand-in: unknown mode $STANDIN_MODE" >&2
@@ -67,7 +69,7 @@ check() {
 }
 
 echo "TAP version 14"
-echo "1..5"
+echo "1..7"
 check "a clean boot is not retried" clean 0 0 1 0 ""
 check "an empty console is stopped, kept and booted again" silent-once 0 0 2 1 "console stayed empty"
 check "two empty consoles fail the boot, both kept" silent-always 0 1 2 2 "try 2 of 2"
@@ -75,4 +77,7 @@ check "a report before the TAP header retries under the debug kernel" report-onc
 # Without the debug kernel the report is left to the guest's cases: the boot runs on (here to the
 # stand-in's end, which RESMEM_QEMU_TIMEOUT cuts at 20 s: timeout's status 124).
 check "the same report is not acted on outside the debug kernel" report-once 0 124 1 0 ""
+# A panic in the kernel's own boot (QEMU exits, no TAP header) is retried under any kernel.
+check "a kernel panic before the TAP header is kept and booted again" panic-once 0 0 2 1 "panicked in its own boot"
+check "two such panics fail the boot, both kept" panic-always 0 1 2 2 "try 2 of 2"
 exit $failed
