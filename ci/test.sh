@@ -17,9 +17,9 @@ done
 # The lanes: `bazel test //...` under a configuration each, then each lane's summary from the
 # JUnit XML of the tests it ran; then a combined line. The plain lane, and the asan lane
 # (AddressSanitizer + UndefinedBehaviorSanitizer: .bazelrc, docs/reliability.md). The static QEMU
-# guest parts (tag no_sanitizer) and the three tests that run the whole scenario suite again
-# (tag suite_sweep: every scenario file runs under the sanitizers once, in //scenarios) are left
-# out of the asan lane by name.
+# guest parts (tag no_sanitizer), the three tests that run the whole scenario suite again (tag
+# suite_sweep: every scenario file runs under the sanitizers once, in //scenarios) and the tests
+# with no C++ in them are left out of the asan lane by name.
 #
 # How the lanes share the 2-core machine (issue 30, docs/build.md "Where CI's time goes"): a
 # sanitizer lane has its own Bazel output base (a second server: the two configurations never
@@ -34,7 +34,14 @@ done
 lanes=${RESMEM_CI_LANES:-plain asan}
 totals=$(mktemp)
 logdir=$(mktemp -d)
-trap 'rm -rf "$totals" "$logdir" "${sanitizer_targets:-}"' EXIT
+# On exit: the run's temporary files, and autogroup scheduling as it was (set below).
+autogroup=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_was=""
+cleanup() {
+  rm -rf "$totals" "$logdir" "${sanitizer_targets:-}"
+  [[ -n $autogroup_was ]] && echo "$autogroup_was" > "$autogroup"
+}
+trap cleanup EXIT
 ci_start=$(date +%s)
 # The layer check first: upward dependencies between engine/, mock/, backends/ and kmod/ fail the
 # build (ci/layers.sh, docs/architecture.md "Layers").
@@ -47,7 +54,8 @@ plain_base=$(bazel info output_base 2>/dev/null)
 # where the time went (ci/profile_summary.py prints a summary after each lane).
 profile_dir="$plain_base/ci-profiles"
 mkdir -p "$profile_dir"
-# The tag filter of the sanitizer lanes: the same as .bazelrc's build:asan/test:asan lines.
+# The tag filter of the sanitizer lanes: the same as .bazelrc's build:asan line (the tsan lane,
+# ci/tsan.sh, gets it here too).
 sanitizer_tags="-no_sanitizer,-suite_sweep"
 # A sanitizer lane's server is given its tests by name, from the plain server's query: `//...`
 # walked from a second output base would enter the work tree's bazel-* links (they point into the
@@ -160,12 +168,9 @@ for lane in $lanes; do [[ $lane != plain ]] && sanitizer_lanes+=("$lane"); done
 # a group of its own with an equal share, and Bazel's process-wrapper starts each action in a
 # session of its own, so the sanitizer lane's compiles took half the CPU from the plain lane's
 # QEMU guests and tests (the fresh clone's run of 1369cda). Off for the run, put back after.
-autogroup=/proc/sys/kernel/sched_autogroup_enabled
-autogroup_was=""
 if (( ${#sanitizer_lanes[@]} )) && [[ " $lanes " == *" plain "* && -w $autogroup ]]; then
   autogroup_was=$(cat "$autogroup")
   echo 0 > "$autogroup"
-  trap 'rm -rf "$totals" "$logdir" "${sanitizer_targets:-}"; echo "$autogroup_was" > "$autogroup"' EXIT
   echo "ci/test.sh: autogroup scheduling off for the run (was $autogroup_was), so nice 19 holds"
 elif (( ${#sanitizer_lanes[@]} )) && [[ " $lanes " == *" plain "* ]]; then
   echo "ci/test.sh: cannot turn autogroup scheduling off ($autogroup not writable): the sanitizer lane shares the CPU evenly with the plain lane"
@@ -180,7 +185,7 @@ for lane in "${sanitizer_lanes[@]}"; do
     nice -n 19 bash -c "$(declare -f lane_bazel lane_test); plain_base='$plain_base'; \
       lane_test $lane '$logdir/$lane.1.log' --profile='$profile_dir/$lane.1.profile.gz' \
         --test_tag_filters=$sanitizer_tags,-exclusive --nobuild_tests_only \
-        --target_pattern_file='$sanitizer_targets' $*" \
+        --target_pattern_file='$sanitizer_targets' $(printf '%q ' "$@")" \
       > /dev/null 2>&1
     echo $? > "$logdir/$lane.1.rc"
     echo $(( $(date +%s) - start )) > "$logdir/$lane.1.s" ) &

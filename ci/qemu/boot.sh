@@ -18,6 +18,11 @@
 # A kernel panic before the guest's TAP header (any kernel: QEMU exits, -no-reboot) is retried
 # the same way.
 BOOT_BAD='BUG:|WARNING:|Kernel panic|general protection'
+# boot_kept OUT TRY WHY: keeps try TRY's console as OUT.bootTRY and logs why the try was given up.
+boot_kept() {
+	cp "$1" "$1.boot$2"
+	log "$3 (try $2 of 2; console kept as $(basename "$1").boot$2)"
+}
 boot() {
 	local out=$1 mem=$2 append=$3 try qpid bad t0
 	shift 3
@@ -38,8 +43,7 @@ boot() {
 			fi
 			kill "$qpid" 2>/dev/null
 			wait "$qpid"
-			cp "$out" "$out.boot$try"
-			log "$bad (try $try of 2; console kept as $(basename "$out").boot$try)"
+			boot_kept "$out" "$try" "$bad"
 			[[ $try == 2 ]] && return 1
 			continue 2
 		done
@@ -50,8 +54,7 @@ boot() {
 		# jump label being patched on the other vCPU; 2026-11-29, before any module was loaded).
 		# The kernel's and QEMU's, not the driver's: kept and booted again, as above.
 		if ! grep -q '^TAP version' "$out" 2>/dev/null && bad=$(grep -a -m1 'Kernel panic' "$out"); then
-			cp "$out" "$out.boot$try"
-			log "the kernel panicked in its own boot, before the guest's first case: ${bad//$'\r'/} (try $try of 2; console kept as $(basename "$out").boot$try)"
+			boot_kept "$out" "$try" "the kernel panicked in its own boot, before the guest's first case: ${bad//$'\r'/}"
 			[[ $try == 2 ]] && return 1
 			continue
 		fi

@@ -559,15 +559,23 @@ for line in open(host_cases):
     status, name, what = line.rstrip("\n").split("\t", 2)
     cases.append((name, status == "ok", [what]))
 failed = [c for c in cases if not c[1]]
+
+
+def case_time(d):
+    """A case's time in the guest, from its `# time N s` line (guest_init.sh tap()), or None."""
+    times = [float(t.group(1)) for t in (re.match(r"^time (\d+\.\d+) s$", l) for l in d) if t]
+    return times[-1] if times else None
+
+
 with open(xml, "w") as f:
     f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     f.write('<testsuites><testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">\n'
             % (lane, len(cases), len(failed), len(problems), len(skipped)))
     f.write('<properties><property name="kernel" value="%s"/></properties>\n' % html.escape(kver))
     for name, ok, d in cases:
-        times = [float(t.group(1)) for t in (re.match(r"^time (\d+\.\d+) s$", l) for l in d) if t]
+        t = case_time(d)
         f.write('<testcase name="%s" classname="%s"%s>' % (html.escape(name), lane,
-                ' time="%.2f"' % times[-1] if times else ""))
+                ' time="%.2f"' % t if t is not None else ""))
         if not ok:
             f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
         elif name in skipped:
@@ -578,15 +586,10 @@ with open(xml, "w") as f:
     f.write("</testsuite></testsuites>\n")
 print("kmod-lane: %s (kernel %s): %d cases, %d failed, %d skipped as not applicable%s"
       % (lane, kver, len(cases), len(failed), len(skipped), "; " + "; ".join(problems) if problems else ""))
-case_time = {}
-for name, _, d in cases:
-    for l in d:
-        t = re.match(r"^time (\d+\.\d+) s$", l)
-        if t:
-            case_time[name] = float(t.group(1))
-slowest = sorted(case_time.items(), key=lambda kv: -kv[1])[:8]
+timed = [(name, t) for name, t in ((name, case_time(d)) for name, _, d in cases) if t is not None]
+slowest = sorted(timed, key=lambda nt: -nt[1])[:8]
 print("kmod-lane: guest cases took %.0f s in all; the slowest: %s"
-      % (sum(case_time.values()), ", ".join("%s %.1f s" % kv for kv in slowest)))
+      % (sum(t for _, t in timed), ", ".join("%s %.1f s" % nt for nt in slowest)))
 for name, ok, _ in cases:
     print("kmod-lane:   %s %s%s" % ("PASS" if ok and name not in skipped else "SKIP" if ok else "FAIL", name,
                                    ": " + skipped[name] if ok and name in skipped else ""))

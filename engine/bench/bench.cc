@@ -525,12 +525,18 @@ void CollectCells(Bench& b) {
       }
 }
 
+// The pinned row's median GB/s by (direction, size): what every ratio is taken against.
+std::map<std::pair<std::string, uint64_t>, double> PinnedMedians(const std::vector<BenchCell>& cells) {
+  std::map<std::pair<std::string, uint64_t>, double> pinned;
+  for (const auto& c : cells)
+    if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
+  return pinned;
+}
+
 // Sets every cell's ratio to the pinned cell of its direction and size; returns the pinned
 // medians by (direction, size).
 std::map<std::pair<std::string, uint64_t>, double> SetRatiosToPinned(BenchResult& result) {
-  std::map<std::pair<std::string, uint64_t>, double> pinned;
-  for (const auto& c : result.cells)
-    if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
+  auto pinned = PinnedMedians(result.cells);
   for (auto& c : result.cells) {
     double base = pinned[{c.direction, c.size}];
     c.ratio_to_pinned = base > 0 ? c.median_gbps / base : 0;
@@ -783,9 +789,7 @@ std::string BenchResult::ToTable() const {
                 "ratio", "verified", ceiling.empty() ? "" : "of ceiling");
   if (!unreliable.empty()) out = "UNRELIABLE RUN (cells marked !): ratios to pinned cannot be trusted\n" + out;
   out += line;
-  std::map<std::pair<std::string, uint64_t>, double> pinned;
-  for (const auto& c : cells)
-    if (c.path == "pinned") pinned[{c.direction, c.size}] = c.median_gbps;
+  auto pinned = PinnedMedians(cells);
   for (const auto& p : ceiling) {
     std::snprintf(line, sizeof line, "%-20s %-4s %10s %10.2f %7.1f%%  %-9s\n", "ceiling (staged)",
                   p.direction.c_str(), FormatSize(p.size).c_str(),

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends/fault/fault_injector.h"
@@ -68,20 +70,29 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
 
 // Seed 001's rows: write-combined pinned memory H2D only, and the copy/kernel overlap, whose
 // kernel is held as long as one block's copy takes (the model: 0.53 of serial for 16 blocks).
+// The ceiling tests' run on the simulator: `paths` at `sizes`, 1 MiB samples, no overlap rows.
+BenchOptions CeilingRun(std::vector<uint64_t> sizes, std::vector<std::string> paths, int passes) {
+  BenchOptions o;
+  o.sizes = std::move(sizes);
+  o.paths = std::move(paths);
+  o.passes = passes;
+  o.bytes_per_sample = 1 << 20;
+  o.overlap_blocks = 0;
+  return o;
+}
+
+Result<BenchResult> RunOnSim(const BenchOptions& o) {
+  auto backend = transfer::MakeGpuBackend("sim");
+  if (!backend.ok()) return backend.status();
+  return RunBench(*backend->gpu, *backend->clock, backend->name, o);
+}
+
 // The staged ceiling (issue 30): one point per direction and size, below pinned; each staged
 // cell's share of it is its ratio to pinned over the ceiling's; other paths have none; the table
 // prints the ceiling rows and the shares, and the JSON reads them back. On the simulator the
 // ceiling is the model's (default host costs), and the run says so.
 TEST(Bench, PrintsTheStagedCeilingAndEachStagedCellsShareOfIt) {
-  auto backend = transfer::MakeGpuBackend("sim");
-  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-  BenchOptions o;
-  o.sizes = {1 << 20, 16 << 20};
-  o.paths = {"pinned", "staged", "registered-direct"};
-  o.passes = 2;
-  o.bytes_per_sample = 1 << 20;
-  o.overlap_blocks = 0;
-  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  auto r = RunOnSim(CeilingRun({1 << 20, 16 << 20}, {"pinned", "staged", "registered-direct"}, 2));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->ceiling.size(), 4u);
   EXPECT_NE(r->ceiling_source.find("modelled"), std::string::npos) << r->ceiling_source;
@@ -122,15 +133,9 @@ TEST(Bench, PrintsTheStagedCeilingAndEachStagedCellsShareOfIt) {
 // CeilingChunk), while a 16 MiB run may cut larger segments.
 TEST(Bench, TheCeilingDoesNotDropWithSmallerStagingBuffers) {
   auto ceiling_of = [](uint64_t chunk) {
-    auto backend = transfer::MakeGpuBackend("sim");
-    BenchOptions o;
-    o.sizes = {64 << 20};
-    o.paths = {"pinned", "staged"};
-    o.passes = 1;
-    o.bytes_per_sample = 1 << 20;
-    o.overlap_blocks = 0;
+    BenchOptions o = CeilingRun({64 << 20}, {"pinned", "staged"}, 1);
     o.staging.staging_chunk = chunk;
-    auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+    auto r = RunOnSim(o);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() && !r->ceiling.empty() ? r->ceiling[0].ratio_to_pinned : 0.0;
   };
@@ -142,15 +147,7 @@ TEST(Bench, TheCeilingDoesNotDropWithSmallerStagingBuffers) {
 
 // Without a staged path there is no ceiling, in the table or the JSON.
 TEST(Bench, NoCeilingWithoutAStagedPath) {
-  auto backend = transfer::MakeGpuBackend("sim");
-  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-  BenchOptions o;
-  o.sizes = {1 << 20};
-  o.paths = {"pinned", "registered-direct"};
-  o.passes = 1;
-  o.bytes_per_sample = 1 << 20;
-  o.overlap_blocks = 0;
-  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  auto r = RunOnSim(CeilingRun({1 << 20}, {"pinned", "registered-direct"}, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->ceiling.empty());
   EXPECT_EQ(r->ToTable().find("ceiling"), std::string::npos);

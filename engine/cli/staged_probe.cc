@@ -251,10 +251,9 @@ struct Probe {
     return Status::Ok();
   }
 
-  // What transfer:: measures the lanes' copy and the costs with (staging_ceiling.h); with
-  // --evict-mib each timed lane copy starts after Evict and a fresh stamp of the source.
-  // stamp: each timed lane copy's source freshly stamped (as bench's blocks are), with or without
-  // --evict-mib.
+  // What transfer:: measures the lanes' copy and the costs with (staging_ceiling.h). With
+  // --evict-mib, or `stamp` (as bench's blocks meet their copy), each timed lane copy starts
+  // after Evict (a no-op without --evict-mib) and a fresh stamp of its source.
   transfer::CeilingRig Rig(const std::vector<std::unique_ptr<HostMemory>>& ring,
                            transfer::LanePool& pool, bool stamp = false) {
     transfer::CeilingRig r{cuda, host, pinned, dev, &ring, &pool, base.staging_min_piece, copies,
