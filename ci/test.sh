@@ -185,7 +185,7 @@ for lane in "${sanitizer_lanes[@]}"; do
     nice -n 19 bash -c "$(declare -f lane_bazel lane_test); plain_base='$plain_base'; \
       lane_test $lane '$logdir/$lane.1.log' --profile='$profile_dir/$lane.1.profile.gz' \
         --test_tag_filters=$sanitizer_tags,-exclusive --nobuild_tests_only \
-        --target_pattern_file='$sanitizer_targets' $(printf '%q ' "$@")" \
+        --target_pattern_file='$sanitizer_targets' $( (($#)) && printf '%q ' "$@")" \
       > /dev/null 2>&1
     echo $? > "$logdir/$lane.1.rc"
     echo $(( $(date +%s) - start )) > "$logdir/$lane.1.s" ) &
