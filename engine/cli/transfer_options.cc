@@ -26,6 +26,9 @@ void AddLaneOptions(CLI::App& app, TransferOptions* o, const std::string& group)
   cli::AddSizeOption(app, "--chunk", &o->staging_chunk,
                      "bytes of each pinned buffer: the largest segment or unit", 4096)
       ->group(group);
+  cli::AddSizeOption(app, "--chunk-h2d", &o->staging_chunk_h2d,
+                     "the largest host-to-device segment, at most --chunk (0: --chunk)", 0)
+      ->group(group);
   app.add_option("--buffers", o->staging_buffers, "pinned buffers per lane (2: double buffering)")
       ->type_name("N")
       ->check(CLI::Range(1, 16))

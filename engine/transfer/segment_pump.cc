@@ -318,9 +318,8 @@ Result<CopyOutcome> SegmentPump::Copy(const CopyRequest& c) {
 }
 
 Status SegmentPump::Queue(const NextBlock& next, const BlockArrived& arrived) {
-  return Pump(s_.o.staging_queue_segment
-                  ? std::min(s_.o.staging_queue_segment, s_.o.staging_chunk)
-                  : s_.o.staging_chunk,
+  const uint64_t cap = SegmentCap(s_.o, CopyDirection::kHostToDevice);
+  return Pump(s_.o.staging_queue_segment ? std::min(s_.o.staging_queue_segment, cap) : cap,
               next, arrived, nullptr);
 }
 

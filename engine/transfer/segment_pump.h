@@ -36,8 +36,8 @@ class SegmentPump : public OneWayStrategy {
   // One block: cut by its plan where it is no longer than staging_plan_upto, else in segments of
   // SegmentSize.
   Result<CopyOutcome> Copy(const CopyRequest& c) override;
-  // TransferEngine::CopyQueue in segment mode: segments of staging_queue_segment (0: the buffer
-  // size), the first ones ramped by staging_ramp_first.
+  // TransferEngine::CopyQueue in segment mode: segments of staging_queue_segment (0: SegmentCap,
+  // the host-to-device one), the first ones ramped by staging_ramp_first.
   Status Queue(const NextBlock& next, const BlockArrived& arrived);
 
  private:

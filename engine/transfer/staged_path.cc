@@ -39,7 +39,11 @@ std::string StagedDetail(const Staging& s, int lanes, bool by_frontier, const st
   std::string d =
       s.segments ? std::to_string(lanes) + " lanes filling " + std::to_string(s.buffers.size()) +
                        " pinned segments of " + FormatSize(o.staging_chunk) +
-                       ", one DMA per segment"
+                       ", one DMA per segment" +
+                       (SegmentCap(o, CopyDirection::kHostToDevice) < o.staging_chunk
+                            ? " (host to device up to " +
+                                  FormatSize(SegmentCap(o, CopyDirection::kHostToDevice)) + ")"
+                            : std::string())
                  : std::to_string(lanes) + " lanes x " + std::to_string(s.buffers_per_lane) +
                        " pinned buffers of " + FormatSize(o.staging_chunk) + ", units >= " +
                        FormatSize(std::min(o.staging_min_unit, o.staging_chunk));

@@ -17,13 +17,19 @@ uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece) {
                             ((seg + fillers - 1) / fillers + 4095) / 4096 * 4096);
 }
 
+uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir) {
+  if (dir == CopyDirection::kHostToDevice && o.staging_chunk_h2d != 0)
+    return std::min(o.staging_chunk, o.staging_chunk_h2d);
+  return o.staging_chunk;
+}
+
 uint64_t SegmentSize(const TransferOptions& o, CopyDirection dir, uint64_t length) {
   const int min_segments = dir == CopyDirection::kDeviceToHost && o.staging_min_segments_d2h > 0
                                ? o.staging_min_segments_d2h
                                : o.staging_min_segments;
   const uint64_t parts = static_cast<uint64_t>(std::max(1, min_segments));
   const uint64_t share = ((length + parts - 1) / parts + 4095) / 4096 * 4096;
-  return std::min(o.staging_chunk, std::max(o.staging_min_unit, share));
+  return std::min(SegmentCap(o, dir), std::max(o.staging_min_unit, share));
 }
 
 void StartTrace(StagedTrace* t, uint64_t bytes, uint64_t segment_bytes, int lanes) {
@@ -107,7 +113,7 @@ const std::vector<uint64_t>& Staging::PlanOf(CopyDirection dir, uint64_t length)
   auto [it, added] = plans_.try_emplace({h2d ? 0 : 1, length});
   if (added)
     it->second = PlanSegments(h2d ? PlanDirection::kHostToDevice : PlanDirection::kDeviceToHost,
-                              length, o.staging_chunk, o.staging_costs)
+                              length, SegmentCap(o, dir), o.staging_costs)
                      .segments;
   return it->second;
 }

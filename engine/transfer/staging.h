@@ -120,6 +120,10 @@ void SizeSegmentTimes(StagedTrace* t, uint64_t segments);
 // them started a piece; `returned_us` when the lane pool returned.
 void FinishTrace(StagedTrace* t, double returned_us, const LaneTimes& lanes);
 
+// The largest segment of a copy in direction `dir` (TransferOptions::staging_chunk_h2d for host
+// to device where set, else staging_chunk).
+uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir);
+
 // The segment size of a copy where no plan cuts it: at least staging_min_segments (device to
 // host: staging_min_segments_d2h where set) per copy where they can be >= staging_min_unit (so
 // the first fill and the last DMA, which do not overlap, stay short), at most the buffer size.

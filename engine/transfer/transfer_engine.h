@@ -53,6 +53,11 @@ struct TransferOptions {
   // of pinned at 256 MiB; 3 buffers 76%/84%, 16 MiB segments 87%/95%.
   int staging_lanes = 16;                 // lanes (threads, pinned buffers, streams) of staged
   uint64_t staging_chunk = 8ull << 20;    // bytes of each pinned buffer: the largest segment/unit
+  // The largest segment of a host-to-device copy or queue in segment mode (0: staging_chunk; at
+  // most staging_chunk). The buffers stay staging_chunk bytes, so device-to-host copies keep their
+  // large DMAs while host-to-device ones touch only the first staging_chunk_h2d bytes of each
+  // buffer: a smaller ring footprint for the CPU's fill and the copy engine's read to share.
+  uint64_t staging_chunk_h2d = 0;
   int staging_buffers = 4;                // pinned buffers (per lane in lanes mode)
   uint64_t staging_min_unit = 256 << 10;  // smallest unit a copy is cut into (smaller DMAs lose)
   int staging_units_per_lane = 2;         // a copy is cut into >= lanes x this many units

@@ -15,6 +15,7 @@
 #include "backends/host/host_region.h"
 #include "backends/host/smaps_facts.h"
 #include "engine/transfer/block_check.h"
+#include "engine/transfer/staging.h"
 
 namespace resmem::transfer {
 namespace {
@@ -123,7 +124,9 @@ TEST(TransferEngine, BadStagingOptionsAreRefusedNamingTheOption) {
                         Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 0; }},
                         Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = -1; }},
                         Case{"--sm-start-us", [](TransferOptions* o) { o->staging_sm_start_us = -1; }},
-                        Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }}}) {
+                        Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }},
+                        Case{"--chunk-h2d", [](TransferOptions* o) { o->staging_chunk_h2d = 16ull << 20; }},
+                        Case{"--chunk-h2d", [](TransferOptions* o) { o->staging_chunk_h2d = 5000; }}}) {
     TransferOptions o;
     c.set(&o);
     auto e = TransferEngine::Open(gpu, *mem, clock, o);
@@ -334,6 +337,21 @@ TEST(DrainSegmentBoundsTest, EqualSegmentsThenAFallingRamp) {
 // Pieces of a staged segment: about two per filling lane, at least the floor, 4 KiB multiples (the
 // H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes; with the
 // 16 KiB floor a 256 KiB segment gives each of 15 filling lanes a piece, 64 KiB gave 4 of them).
+// A host-to-device segment cap (staging_chunk_h2d) cuts host-to-device copies, plans and queues
+// into its size while device-to-host copies keep the buffer size.
+TEST(SegmentCapTest, HostToDeviceSegmentsStopAtTheirOwnCap) {
+  TransferOptions o;
+  const auto up = CopyDirection::kHostToDevice, down = CopyDirection::kDeviceToHost;
+  EXPECT_EQ(SegmentCap(o, up), 8ull << 20);
+  EXPECT_EQ(SegmentSize(o, up, 256ull << 20), 8ull << 20);
+  o.staging_chunk_h2d = 4ull << 20;
+  EXPECT_EQ(SegmentCap(o, up), 4ull << 20);
+  EXPECT_EQ(SegmentCap(o, down), 8ull << 20);
+  EXPECT_EQ(SegmentSize(o, up, 256ull << 20), 4ull << 20);
+  EXPECT_EQ(SegmentSize(o, down, 256ull << 20), 8ull << 20);
+  EXPECT_EQ(SegmentSize(o, up, 16ull << 20), 2ull << 20);  // 8 segments: under the cap anyway
+}
+
 TEST(SegmentPieceTest, TwoPerFillingLaneAtLeastTheFloor) {
   EXPECT_EQ(SegmentPiece(2ull << 20, 16, 16 << 10), 72ull << 10);
   EXPECT_EQ(SegmentPiece(8ull << 20, 16, 16 << 10), 276ull << 10);
