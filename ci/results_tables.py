@@ -132,6 +132,59 @@ def section_h200_staged(root):
     return out
 
 
+def ceiling_gbps(doc, direction, size):
+    """The staged ceiling a bench run measured, in GB/s (its pinned median times the ratio)."""
+    pinned = [c['median_gbps'] for c in doc['cells']
+              if c['path'] == 'pinned' and c['direction'] == direction and c['size'] == size]
+    ratio = [c['ratio_to_pinned'] for c in doc['ceiling']
+             if c['direction'] == direction and c['size'] == size]
+    return pinned[0] * ratio[0] if pinned and ratio else None
+
+
+def section_h200_ceiling(root):
+    """H200 h2d-ring run 4: staged single copies as % of the ceiling the same bench run measured,
+    the defaults against the old ones, five alternated rounds; the staged stream against the
+    256 MiB ceiling of the bench round of the same number."""
+    folder = '2026-11-29-h200-h2d-ring'
+    configs = [('default (4 MiB H2D segments, SMs H2D up to 64 MiB)', 'default'),
+               ('old (`--chunk-h2d 0 --sm-copy-upto 16M`)', 'old')]
+    sizes, rows, ceiling = set(), [], {}
+    for label, name in configs:
+        docs = [load(root, f) for f in files(root, '%s/run4/r*-%s.json' % (folder, name))]
+        for direction in ('H2D', 'D2H'):
+            shares = {}
+            for d in docs:
+                for c in staged_cells(d):
+                    if c['direction'] == direction:
+                        sizes.add(c['size'])
+                        shares.setdefault(c['size'], []).append(100 * c['ratio_to_ceiling'])
+                for c in d['ceiling']:
+                    if c['direction'] == direction:
+                        ceiling.setdefault((direction, c['size']), []).append(100 * c['ratio_to_pinned'])
+            rows.append(('%s staged, %s' % (direction, label), len(docs), shares))
+    sizes = sorted(sizes)
+    header = ['% of the staged ceiling', 'rounds'] + [size_label(s) for s in sizes]
+    body = []
+    for direction in ('H2D', 'D2H'):
+        body.append(['%s ceiling, %% of pinned' % direction, len(ceiling[(direction, sizes[0])])] +
+                    [span(ceiling[(direction, s)]) for s in sizes])
+    body += [[l, n] + [span(r[s]) if s in r else '' for s in sizes] for l, n, r in rows]
+    out = table(header, body)
+    out.append('')
+    for label, name in configs:
+        shares = []
+        for f in files(root, '%s/run4/stream-r*-%s.json' % (folder, name)):
+            rnd = os.path.basename(f).split('-')[1]
+            bench = load(root, '%s/%s/run4/%s-default.json' % (HIL, folder, rnd))
+            shares.append(100 * load(root, f)['gbps'] / ceiling_gbps(bench, 'H2D', 256 * MIB))
+        out.append('Staged stream, 16 MiB blocks flat out, %s: %s%% of the 256 MiB H2D ceiling '
+                   '(%d rounds).' % (label, span(shares), len(shares)))
+    out.append('')
+    out.append('From `run4/r*-default.json`, `run4/r*-old.json` and `run4/stream-*.json` in %s '
+               '(H200, 2026-11-29, run 4): ranges over the rounds.' % link(root, folder))
+    return out
+
+
 def section_h100_bench(root):
     """H100 perf bench of 2026-11-23: every path, interleaved, 7 passes."""
     folder = '2026-11-23-h100-perf'
@@ -345,6 +398,7 @@ def section_calibration(root):
 
 
 SECTIONS = {
+    'h200-ceiling': section_h200_ceiling,
     'h200-staged': section_h200_staged,
     'h100-bench': section_h100_bench,
     'nvbandwidth': section_nvbandwidth,

@@ -27,7 +27,7 @@ void AddLaneOptions(CLI::App& app, TransferOptions* o, const std::string& group)
                      "bytes of each pinned buffer: the largest segment or unit", 4096)
       ->group(group);
   cli::AddSizeOption(app, "--chunk-h2d", &o->staging_chunk_h2d,
-                     "the largest host-to-device segment, at most --chunk (0: --chunk)", 0)
+                     "the largest host-to-device segment (0 or more than --chunk: --chunk)", 0)
       ->group(group);
   app.add_option("--buffers", o->staging_buffers, "pinned buffers per lane (2: double buffering)")
       ->type_name("N")

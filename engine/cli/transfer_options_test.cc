@@ -64,10 +64,10 @@ TEST(StagingOptions, SmBlocksLandAndNoneIsRefused) {
   EXPECT_EQ(o.staging_sm_blocks, 8) << "a refused value changes nothing";
 }
 
-TEST(StagingOptions, SmCopyIsOnUpTo16MiBWithAStartWait) {
+TEST(StagingOptions, SmCopyIsOnUpTo64MiBWithAStartWait) {
   TransferOptions o;
   std::string err;
-  EXPECT_EQ(o.staging_sm_copy_upto, 16u << 20) << "host-to-device copies up to 16 MiB by the SMs";
+  EXPECT_EQ(o.staging_sm_copy_upto, 64u << 20) << "host-to-device copies up to 64 MiB by the SMs";
   EXPECT_EQ(o.staging_sm_start_us, 20.0);
   ASSERT_FALSE(Parse({"--sm-copy-upto", "0", "--sm-start-us", "0"}, &o, &err)) << err;
   EXPECT_EQ(o.staging_sm_copy_upto, 0u);

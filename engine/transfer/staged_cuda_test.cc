@@ -274,10 +274,10 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
 }
 
 // With staging_sm_copy_upto (64 MiB) a host-to-device copy up to it is moved by the kernel and a
-// larger one by segment DMAs; device to host always by segment DMAs; by default up to 16 MiB.
+// larger one by segment DMAs; device to host always by segment DMAs; by default up to 64 MiB.
 // The trace says which (sm_pieces against segments), and every copy's data is checked.
 TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
-  EXPECT_EQ(TransferOptions().staging_sm_copy_upto, 16u << 20) << "the SM copy's default limit";
+  EXPECT_EQ(TransferOptions().staging_sm_copy_upto, 64u << 20) << "the SM copy's default limit";
   EXPECT_EQ(TransferOptions().staging_sm_blocks, 32) << "the SM copy's blocks by default";
   const uint64_t limit = 64ull << 20;
   const uint64_t max = limit + (4ull << 20);

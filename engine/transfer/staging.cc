@@ -19,7 +19,7 @@ uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece) {
 
 uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir) {
   if (dir == CopyDirection::kHostToDevice && o.staging_chunk_h2d != 0)
-    return std::min(o.staging_chunk, o.staging_chunk_h2d);
+    return std::min(o.staging_chunk, o.staging_chunk_h2d);  // a larger one: the buffer size
   return o.staging_chunk;
 }
 

@@ -121,7 +121,7 @@ void SizeSegmentTimes(StagedTrace* t, uint64_t segments);
 void FinishTrace(StagedTrace* t, double returned_us, const LaneTimes& lanes);
 
 // The largest segment of a copy in direction `dir` (TransferOptions::staging_chunk_h2d for host
-// to device where set, else staging_chunk).
+// to device where set and smaller, else staging_chunk).
 uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir);
 
 // The segment size of a copy where no plan cuts it: at least staging_min_segments (device to

@@ -83,12 +83,10 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemor
         "transfer options: the first segment of a ramp (--ramp-first) and the edge segment "
         "(--edge-segment) must be multiples of 4 KiB (0: none) and segments per copy "
         "(--min-segments) at least 1");
-  if (options.staging_chunk_h2d != 0 &&
-      (options.staging_chunk_h2d % 4096 || options.staging_chunk_h2d > options.staging_chunk))
+  if (options.staging_chunk_h2d % 4096)
     return Status::InvalidArgument(
-        "transfer options: the host-to-device segment (--chunk-h2d) must be a multiple of 4 KiB "
-        "no larger than the buffers (--chunk " + std::to_string(options.staging_chunk) +
-        "), or 0 for the buffer size; got " + std::to_string(options.staging_chunk_h2d));
+        "transfer options: the host-to-device segment (--chunk-h2d) must be a multiple of 4 KiB, "
+        "or 0 for the buffer size (--chunk); got " + std::to_string(options.staging_chunk_h2d));
   if (options.staging_frontier_unit < 4096 || options.staging_frontier_unit % 4096)
     return Status::InvalidArgument("transfer options: the fill frontier's unit (--frontier-unit) "
                                    "must be a multiple of 4 KiB, got " +

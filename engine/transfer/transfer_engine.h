@@ -53,11 +53,14 @@ struct TransferOptions {
   // of pinned at 256 MiB; 3 buffers 76%/84%, 16 MiB segments 87%/95%.
   int staging_lanes = 16;                 // lanes (threads, pinned buffers, streams) of staged
   uint64_t staging_chunk = 8ull << 20;    // bytes of each pinned buffer: the largest segment/unit
-  // The largest segment of a host-to-device copy or queue in segment mode (0: staging_chunk; at
-  // most staging_chunk). The buffers stay staging_chunk bytes, so device-to-host copies keep their
+  // The largest segment of a host-to-device copy or queue in segment mode (0, or more than
+  // staging_chunk: staging_chunk). The buffers stay staging_chunk bytes, so device-to-host copies keep their
   // large DMAs while host-to-device ones touch only the first staging_chunk_h2d bytes of each
-  // buffer: a smaller ring footprint for the CPU's fill and the copy engine's read to share.
-  uint64_t staging_chunk_h2d = 0;
+  // buffer: a smaller ring for the CPU's fill and the copy engine's read to share. H200, ten
+  // alternated bench rounds against 8 MiB (docs/hil/2026-11-29-h200-h2d-ring, runs 1-2): host to
+  // device 256 MiB 95% of the staged ceiling in 8 of 10 rounds (93 and 80 in a disturbed one)
+  // against 86-93% with 8 MiB; 2 MiB 93%; device to host unchanged, as it should be.
+  uint64_t staging_chunk_h2d = 4ull << 20;
   int staging_buffers = 4;                // pinned buffers (per lane in lanes mode)
   uint64_t staging_min_unit = 256 << 10;  // smallest unit a copy is cut into (smaller DMAs lose)
   int staging_units_per_lane = 2;         // a copy is cut into >= lanes x this many units
@@ -161,10 +164,14 @@ struct TransferOptions {
   // hold every SM for 2 ms, a 4 MiB SM copy took 1.9 ms against 0.1 ms for a DMA (smx-run7); the
   // piece kernel's stream has the greatest priority, which helps only where that kernel's blocks
   // are short (10 us blocks: 108.5 us). So a copy whose kernel has not started within
-  // staging_sm_start_us goes by the DMAs instead. On by default up to 16 MiB, the seed's block
-  // (host to device); 0 turns it off, for a program that wants every SM to itself.
+  // staging_sm_start_us goes by the DMAs instead. On by default up to 64 MiB (host to device);
+  // 0 turns it off, for a program that wants every SM to itself. H200 (docs/hil/2026-11-29-
+  // h200-h2d-ring, runs 2-3, with 4 MiB host-to-device segments): 64 MiB 88-89% of pinned through
+  // the SMs against 75-84% through the segment DMAs in the quiet rounds, which also ends the dip
+  // at 64 MiB below 16 MiB; 256 MiB stays with the DMAs (93% against 91%). The limit was 16 MiB,
+  // the seed's block, before.
   bool staging_sm_copy = false;
-  uint64_t staging_sm_copy_upto = 16ull << 20;
+  uint64_t staging_sm_copy_upto = 64ull << 20;
   uint64_t staging_sm_piece = 32 << 10;
   // The SM copy's kernel: this many blocks of 512 threads, at most one per SM (more are cut to
   // the device's SM count). A program's kernel beside the copy keeps the other SMs. H100

@@ -125,7 +125,6 @@ TEST(TransferEngine, BadStagingOptionsAreRefusedNamingTheOption) {
                         Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = -1; }},
                         Case{"--sm-start-us", [](TransferOptions* o) { o->staging_sm_start_us = -1; }},
                         Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }},
-                        Case{"--chunk-h2d", [](TransferOptions* o) { o->staging_chunk_h2d = 16ull << 20; }},
                         Case{"--chunk-h2d", [](TransferOptions* o) { o->staging_chunk_h2d = 5000; }}}) {
     TransferOptions o;
     c.set(&o);
@@ -342,9 +341,13 @@ TEST(DrainSegmentBoundsTest, EqualSegmentsThenAFallingRamp) {
 TEST(SegmentCapTest, HostToDeviceSegmentsStopAtTheirOwnCap) {
   TransferOptions o;
   const auto up = CopyDirection::kHostToDevice, down = CopyDirection::kDeviceToHost;
+  o.staging_chunk_h2d = 0;  // the buffer size
   EXPECT_EQ(SegmentCap(o, up), 8ull << 20);
   EXPECT_EQ(SegmentSize(o, up, 256ull << 20), 8ull << 20);
+  o.staging_chunk_h2d = 16ull << 20;  // larger than the buffers: cut to them
+  EXPECT_EQ(SegmentCap(o, up), 8ull << 20);
   o.staging_chunk_h2d = 4ull << 20;
+  EXPECT_EQ(TransferOptions().staging_chunk_h2d, 4ull << 20);  // the default (H200, runs 1-2)
   EXPECT_EQ(SegmentCap(o, up), 4ull << 20);
   EXPECT_EQ(SegmentCap(o, down), 8ull << 20);
   EXPECT_EQ(SegmentSize(o, up, 256ull << 20), 4ull << 20);
