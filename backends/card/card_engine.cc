@@ -374,8 +374,11 @@ Result<double> CardDmaEngine::Advance(double now) {
     if (land <= start) {
       RESMEM_RETURN_IF_ERROR(Land(land));
     } else if (const CardFault* stall = Covering(FaultKind::kStall, start)) {
-      RESMEM_RETURN_IF_ERROR(LoseDueBlocks(std::min(now, enabled_at_ + stall->at + stall->duration)));
-      next_start_ = std::max(next_start_, enabled_at_ + stall->at + stall->duration);
+      // A paced source loses what falls due up to now; the rest of the stall's blocks are lost
+      // as they fall due (the next run). A flat-out card waits for the stall's end.
+      const double stall_end = enabled_at_ + stall->at + stall->duration;
+      RESMEM_RETURN_IF_ERROR(LoseDueBlocks(std::min(now, stall_end)));
+      if (rate_ == 0 || now >= stall_end) next_start_ = std::max(next_start_, stall_end);
     } else if (current_.taken) {
       next_start_ = current_.ends;  // one block in flight at a time
     } else {
