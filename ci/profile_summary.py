@@ -2,6 +2,8 @@
 """Where a `bazel test` lane's time went, from Bazel's JSON trace profile (--profile=FILE).
 
 usage: ci/profile_summary.py LANE PROFILE.gz
+Exit 0, or 2 when PROFILE.gz is not Bazel's profile (the reason on stderr). Tested by
+//ci:profile_summary_test.
 
 Prints one block: the command's span; per kind of action (Compiling, Linking, Testing, ...) how
 many and their summed seconds (actions run side by side, so the sums exceed the span); when the
@@ -14,9 +16,21 @@ import json
 import sys
 
 
+def read_events(path):
+    """The profile's trace events, or None after saying on stderr why the file cannot be read."""
+    try:
+        with gzip.open(path) as f:
+            return json.load(f)["traceEvents"]
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
+        print(f"profile_summary: cannot read {path} as Bazel's profile ({type(e).__name__}: {e}): give "
+              "the gzipped JSON trace that `bazel test --profile=FILE.gz` wrote", file=sys.stderr)
+        return None
+
+
 def main(lane, path):
-    with gzip.open(path) as f:
-        events = json.load(f)["traceEvents"]
+    events = read_events(path)
+    if events is None:
+        return 2
     stamps = [e["ts"] for e in events if "ts" in e]
     if not stamps:
         print(f"lane {lane}: the profile {path} holds no events")
