@@ -28,7 +28,8 @@
 #     scenario_seed003_*);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case,
-#     in a test suite named after the kernel (kmod_lane_6_1, kmod_lane_6_12, kmod_lane_RELEASE).
+#     in a test suite named after the kernel (kmod_lane_6_1, kmod_lane_6_12, kmod_lane_RELEASE):
+#     ci/qemu/tap_junit.py, tested on its own by //ci/qemu:tap_junit_test.
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
@@ -480,118 +481,5 @@ fi
 
 # ---- 6. TAP -> JUnit ---------------------------------------------------------------------------
 XML="${XML_OUTPUT_FILE:-$WORK/test.xml}"
-python3 - "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" "${TEST_UNDECLARED_OUTPUTS_DIR:-}" "$BOOTS" "$HOST_CASES" "$LANE_NAME" "$KVER" <<'PY'
-import difflib, os, re, sys, html
-console, xml, qrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
-golden_path, work, only, outdir = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
-boots = int(sys.argv[8])
-host_cases, lane, kver = sys.argv[9], sys.argv[10], sys.argv[11]
-cases, diag, plans = [], [], []
-skipped = {}  # case -> the reason it did not apply (TAP "# SKIP reason")
-# Transcript name -> the mode and cache its device was loaded with (guest_init.sh).
-parity_devices = {"pfnmap": ("pfnmap", "wb"), "pages": ("pages", "wb"), "wc": ("pfnmap", "wc"),
-                  "uc": ("pfnmap", "uc")}
-parity = {k: [] for k in parity_devices}
-for line in open(console, errors="replace"):
-    line = line.rstrip("\n")
-    m = re.match(r"^# parity-(pfnmap|pages|wc|uc)\| (.*)$", line)
-    if m:
-        parity[m.group(1)].append(m.group(2))
-    m = re.match(r"^(not )?ok (\d+) - (\S+)(?: # SKIP (.*))?", line)
-    if m:
-        if m.group(4):
-            skipped[m.group(3)] = m.group(4)
-        cases.append((m.group(3), m.group(1) is None, diag))
-        diag = []
-    elif re.match(r"^1\.\.(\d+)$", line):
-        plans.append(int(line[3:]))  # one plan per boot
-    elif line.startswith("# "):
-        diag.append(line[2:])
-# The device-parity transcript (mock/parity, docs/parity.md): the live module's must equal the
-# golden file that //mock/parity:parity_test diffs the FUSE device and the sim driver against.
-# Every mode and cache type answers alike; only ioctl_info names them: it must name the device's
-# own, and is then compared as the golden device's (pfnmap, wb).
-golden = [l.rstrip("\n") for l in open(golden_path) if l.strip() and not l.startswith("#")]
-def as_golden_device(l, mode, cache):
-    if not l.startswith("ioctl_info: "):
-        return l
-    own = "mode=%s cache=%s " % (mode, cache)
-    return l.replace(own, "mode=pfnmap cache=wb ") if own in l else l + "  <- expected " + own.strip()
-for mode in parity_devices:
-    name = "parity_transcript_%s_matches_golden" % mode
-    if only and only != "parity_probe_" + mode:
-        continue
-    live = [as_golden_device(l, *parity_devices[mode]) for l in parity[mode]]
-    with open(os.path.join(work, "kmod_parity_%s.txt" % mode), "w") as f:
-        f.write("".join(l + "\n" for l in parity[mode]))
-    if outdir:
-        with open(os.path.join(outdir, "kmod_parity_%s.txt" % mode), "w") as f:
-            f.write("".join(l + "\n" for l in parity[mode]))
-    diff = list(difflib.unified_diff(golden, live, "mock/parity/golden/kmod.txt",
-                                     "live module /dev/resmem (%s)" % mode, lineterm="", n=0))
-    print("kmod-lane: parity transcript %s: %d lines, diff against the golden file: %d lines"
-          % (mode, len(live), len(diff)))
-    for d in diff:
-        print("kmod-lane:   " + d)
-    d = ["%d lines; diff against mock/parity/golden/kmod.txt:" % len(live)] + diff
-    if not live:
-        d.append("no transcript on the console (the probe did not run)")
-    cases.append((name, bool(live) and not diff, d))
-if parity["pfnmap"]:
-    print("kmod-lane: to accept the live transcript as the new golden file: cp %s mock/parity/golden/kmod.txt"
-          % os.path.join(outdir or work, "kmod_parity_pfnmap.txt"))
-# QEMU's edu prints "EDU: clamping DMA A to B!" on QEMU's stdout (this console) when an address
-# exceeds its dma_mask and it writes to A & mask instead (hw/misc/edu.c edu_clamp_addr): the silent
-# misdirected write that the driver's mask check exists to prevent. None may appear.
-if any(c[0].startswith("edu_") for c in cases):
-    clamped = [l.rstrip("\n") for l in open(console, errors="replace") if "EDU: clamping" in l]
-    cases.append(("edu_device_never_clamped_an_address", not clamped,
-                  clamped or ["no 'EDU: clamping DMA' line from QEMU on the console"]))
-problems = []
-plan = sum(plans) if len(plans) == boots else None
-if plan is None:
-    problems.append("%d of %d guest boots printed their TAP plan (the others crashed, hung or timed out; qemu exit %d)"
-                    % (len(plans), boots, qrc))
-elif plan != len([c for c in cases if not c[0].startswith(("parity_transcript_", "edu_device_never"))]):
-    problems.append("plan says %d cases, console shows %d" % (plan, len(cases)))
-# The host's own cases (the feature probes), after the guest's.
-for line in open(host_cases):
-    status, name, what = line.rstrip("\n").split("\t", 2)
-    cases.append((name, status == "ok", [what]))
-failed = [c for c in cases if not c[1]]
-
-
-def case_time(d):
-    """A case's time in the guest, from its `# time N s` line (guest_init.sh tap()), or None."""
-    times = [float(t.group(1)) for t in (re.match(r"^time (\d+\.\d+) s$", l) for l in d) if t]
-    return times[-1] if times else None
-
-
-with open(xml, "w") as f:
-    f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-    f.write('<testsuites><testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">\n'
-            % (lane, len(cases), len(failed), len(problems), len(skipped)))
-    f.write('<properties><property name="kernel" value="%s"/></properties>\n' % html.escape(kver))
-    for name, ok, d in cases:
-        t = case_time(d)
-        f.write('<testcase name="%s" classname="%s"%s>' % (html.escape(name), lane,
-                ' time="%.2f"' % t if t is not None else ""))
-        if not ok:
-            f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
-        elif name in skipped:
-            f.write('<skipped message="%s"/>' % html.escape(skipped[name]))
-        f.write('<system-out>%s</system-out></testcase>\n' % html.escape("\n".join(d)))
-    for p in problems:
-        f.write('<testcase name="lane" classname="%s"><error message="%s"/></testcase>\n' % (lane, html.escape(p)))
-    f.write("</testsuite></testsuites>\n")
-print("kmod-lane: %s (kernel %s): %d cases, %d failed, %d skipped as not applicable%s"
-      % (lane, kver, len(cases), len(failed), len(skipped), "; " + "; ".join(problems) if problems else ""))
-timed = [(name, t) for name, t in ((name, case_time(d)) for name, _, d in cases) if t is not None]
-slowest = sorted(timed, key=lambda nt: -nt[1])[:8]
-print("kmod-lane: guest cases took %.0f s in all; the slowest: %s"
-      % (sum(t for _, t in timed), ", ".join("%s %.1f s" % nt for nt in slowest)))
-for name, ok, _ in cases:
-    print("kmod-lane:   %s %s%s" % ("PASS" if ok and name not in skipped else "SKIP" if ok else "FAIL", name,
-                                   ": " + skipped[name] if ok and name in skipped else ""))
-sys.exit(1 if failed or problems else 0)
-PY
+python3 "$SRC/ci/qemu/tap_junit.py" "$CONSOLE.txt" "$XML" "$QRC" "$PARITY_GOLDEN" "$WORK" "${RESMEM_ONLY:-}" \
+	"${TEST_UNDECLARED_OUTPUTS_DIR:-}" "$BOOTS" "$HOST_CASES" "$LANE_NAME" "$KVER"
