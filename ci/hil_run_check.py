@@ -19,7 +19,9 @@ usage: ci/hil_run_check.py [--rev REV] [--session S]...     check every runs.txt
                                                             in git history by default)
        ci/hil_run_check.py --draft [--rev REV] --session S   print a runs.txt for S's old scripts
        ci/hil_run_check.py --capture FILE...                  print what old scripts ran
-Python 3 standard library only. Exit 0 when every entry matches, 1 otherwise.
+Python 3 standard library only. Exit 0 when every entry matches, 1 otherwise. Tested by
+//ci:hil_run_check_test (the sessions recorded with ci/hil-run.sh from the start, which need no
+git history, and a made-up one with bad entries).
 """
 import argparse
 import difflib
@@ -271,7 +273,13 @@ def check(rev, sessions):
     total = 0
     for session in sessions:
         path = os.path.join(ROOT, 'docs/hil', session, 'runs.txt')
-        entries = read_runs_txt(path)
+        try:
+            entries = read_runs_txt(path)
+        except (OSError, RuntimeError) as e:
+            print('BAD  %s: %s (docs/hil/SESSION/runs.txt: `## runN`, comments, then ci/hil-run.sh '
+                  'invocations; ci/hil-run.sh --help)' % (session, e))
+            bad += 1
+            continue
         names = [e[0] for e in entries]
         if not any(n.endswith('.sh') for n in names):
             # Recorded with ci/hil-run.sh from the start: no old script to compare; each
