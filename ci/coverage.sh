@@ -18,6 +18,7 @@ if ! command -v lcov >/dev/null; then
     echo "ci/coverage.sh: apt-get install lcov failed; install it by hand and run again" >&2; exit 2; }
 fi
 # The instrumented packages: the project's C++ (not third_party/, not the system libraries).
+cov_start=$(date +%s)
 bazel coverage -k --instrumentation_filter='^//(backends|mock|engine|kmod)[/:]' //... "$@"
 rc=$?
 echo "bazel coverage //... finished with exit code $rc"
@@ -32,5 +33,10 @@ if [ ${#args[@]} -eq 0 ]; then
 fi
 echo "ci/coverage.sh: merging $(( ${#args[@]} / 2 )) tracefiles with lcov"
 lcov -q "${args[@]}" -o bazel-out/_coverage/resmem.info || exit 1
+# The page says when, at which commit (+ when the work tree differs) and how the run ended.
+stamp="on $(date -u +%F) at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && stamp+="+"
+stamp+=": \`bazel coverage //...\` exit $rc, $(( $(date +%s) - cov_start )) s on $(nproc) cores"
+[ ${#write_doc[@]} -gt 0 ] && write_doc+=("$stamp")
 python3 ci/coverage_table.py bazel-out/_coverage/resmem.info "${write_doc[@]}" || exit 1
 exit $rc
