@@ -58,8 +58,8 @@ struct TransferOptions {
   // large DMAs while host-to-device ones touch only the first staging_chunk_h2d bytes of each
   // buffer: a smaller ring for the CPU's fill and the copy engine's read to share. H200, ten
   // alternated bench rounds against 8 MiB (docs/hil/2026-11-29-h200-h2d-ring, runs 1-2): host to
-  // device 256 MiB 95% of the staged ceiling in 8 of 10 rounds (93 and 80 in a disturbed one)
-  // against 86-93% with 8 MiB; 2 MiB 93%; device to host unchanged, as it should be.
+  // device 256 MiB 93.5-95.4% of the staged ceiling (79.7 in a disturbed round) against 86.4-93.3%
+  // with 8 MiB; 2 MiB 93%; device to host unchanged, as it should be.
   uint64_t staging_chunk_h2d = 4ull << 20;
   int staging_buffers = 4;                // pinned buffers (per lane in lanes mode)
   uint64_t staging_min_unit = 256 << 10;  // smallest unit a copy is cut into (smaller DMAs lose)
