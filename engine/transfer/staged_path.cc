@@ -36,13 +36,13 @@ std::string SegmentNotes(const TransferOptions& o, bool by_frontier) {
 // optional strategies.
 std::string StagedDetail(const Staging& s, int lanes, bool by_frontier, const std::string& notes) {
   const TransferOptions& o = s.o;
+  const uint64_t h2d_cap = SegmentCap(o, CopyDirection::kHostToDevice);
   std::string d =
       s.segments ? std::to_string(lanes) + " lanes filling " + std::to_string(s.buffers.size()) +
                        " pinned segments of " + FormatSize(o.staging_chunk) +
                        ", one DMA per segment" +
-                       (SegmentCap(o, CopyDirection::kHostToDevice) < o.staging_chunk
-                            ? " (host to device up to " +
-                                  FormatSize(SegmentCap(o, CopyDirection::kHostToDevice)) + ")"
+                       (h2d_cap < o.staging_chunk
+                            ? " (host to device up to " + FormatSize(h2d_cap) + ")"
                             : std::string())
                  : std::to_string(lanes) + " lanes x " + std::to_string(s.buffers_per_lane) +
                        " pinned buffers of " + FormatSize(o.staging_chunk) + ", units >= " +

@@ -126,7 +126,7 @@ uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir);
 
 // The segment size of a copy where no plan cuts it: at least staging_min_segments (device to
 // host: staging_min_segments_d2h where set) per copy where they can be >= staging_min_unit (so
-// the first fill and the last DMA, which do not overlap, stay short), at most the buffer size.
+// the first fill and the last DMA, which do not overlap, stay short), at most SegmentCap.
 uint64_t SegmentSize(const TransferOptions& o, CopyDirection dir, uint64_t length);
 
 // The staged path's shared state. Made by OpenStagedPath (staged_path.h), used by one copy at a

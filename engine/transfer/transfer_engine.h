@@ -54,9 +54,10 @@ struct TransferOptions {
   int staging_lanes = 16;                 // lanes (threads, pinned buffers, streams) of staged
   uint64_t staging_chunk = 8ull << 20;    // bytes of each pinned buffer: the largest segment/unit
   // The largest segment of a host-to-device copy or queue in segment mode (0, or more than
-  // staging_chunk: staging_chunk). The buffers stay staging_chunk bytes, so device-to-host copies keep their
-  // large DMAs while host-to-device ones touch only the first staging_chunk_h2d bytes of each
-  // buffer: a smaller ring for the CPU's fill and the copy engine's read to share. H200, ten
+  // staging_chunk: staging_chunk). The buffers stay staging_chunk bytes, so device-to-host
+  // copies keep their large DMAs while host-to-device ones touch only the first
+  // staging_chunk_h2d bytes of each buffer: a smaller ring for the CPU's fill and the copy
+  // engine's read to share. H200, ten
   // alternated bench rounds against 8 MiB (docs/hil/2026-11-29-h200-h2d-ring, runs 1-2): host to
   // device 256 MiB 93.5-95.4% of the staged ceiling (79.7 in a disturbed round) against 86.4-93.3%
   // with 8 MiB; 2 MiB 93%; device to host unchanged, as it should be.

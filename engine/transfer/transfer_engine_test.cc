@@ -333,10 +333,7 @@ TEST(DrainSegmentBoundsTest, EqualSegmentsThenAFallingRamp) {
   }
 }
 
-// Pieces of a staged segment: about two per filling lane, at least the floor, 4 KiB multiples (the
-// H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes; with the
-// 16 KiB floor a 256 KiB segment gives each of 15 filling lanes a piece, 64 KiB gave 4 of them).
-// A host-to-device segment cap (staging_chunk_h2d) cuts host-to-device copies, plans and queues
+// A host-to-device segment cap (staging_chunk_h2d) cuts host-to-device copies and their plans
 // into its size while device-to-host copies keep the buffer size.
 TEST(SegmentCapTest, HostToDeviceSegmentsStopAtTheirOwnCap) {
   TransferOptions o;
@@ -355,6 +352,34 @@ TEST(SegmentCapTest, HostToDeviceSegmentsStopAtTheirOwnCap) {
   EXPECT_EQ(SegmentSize(o, up, 16ull << 20), 2ull << 20);  // 8 segments: under the cap anyway
 }
 
+// The plans of single copies (Staging::PlanFor, 64 MiB: planned both ways by default) keep to the
+// same caps: with the default costs an uncapped host-to-device plan cuts a segment of 4.75 MiB,
+// a capped one none above the cap; a device-to-host plan is the same with or without the cap.
+TEST(SegmentCapTest, PlansKeepToTheCapOfTheirDirection) {
+  FakeGpu gpu(1ull << 40);
+  auto mem = Map(host::HostKind::kMemfd, 4 << 20);
+  auto largest = [&](uint64_t chunk_h2d, CopyDirection dir) {
+    TransferOptions o;
+    o.staging_chunk_h2d = chunk_h2d;
+    Staging s(gpu, *mem, o);
+    CopyRequest c;
+    c.dir = dir;
+    c.length = 64ull << 20;
+    const std::vector<uint64_t>* plan = s.PlanFor(c);
+    EXPECT_NE(plan, nullptr);
+    return plan && !plan->empty() ? *std::max_element(plan->begin(), plan->end()) : 0;
+  };
+  const auto up = CopyDirection::kHostToDevice, down = CopyDirection::kDeviceToHost;
+  EXPECT_GT(largest(0, up), 4ull << 20);
+  EXPECT_LE(largest(4ull << 20, up), 4ull << 20);
+  EXPECT_LE(largest(2ull << 20, up), 2ull << 20);
+  EXPECT_EQ(largest(2ull << 20, down), largest(0, down));
+  EXPECT_GT(largest(0, down), 4ull << 20);
+}
+
+// Pieces of a staged segment: about two per filling lane, at least the floor, 4 KiB multiples (the
+// H100 probe's "pieces 72 KiB" for 2 MiB segments and 276 KiB for 8 MiB on 16 lanes; with the
+// 16 KiB floor a 256 KiB segment gives each of 15 filling lanes a piece, 64 KiB gave 4 of them).
 TEST(SegmentPieceTest, TwoPerFillingLaneAtLeastTheFloor) {
   EXPECT_EQ(SegmentPiece(2ull << 20, 16, 16 << 10), 72ull << 10);
   EXPECT_EQ(SegmentPiece(8ull << 20, 16, 16 << 10), 276ull << 10);
