@@ -19,14 +19,19 @@
 namespace resmem::bench {
 namespace {
 
-TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
+// Bench on the simulator's GPU and clock with `o` (a backend that cannot be made: its status).
+Result<BenchResult> RunOnSim(const BenchOptions& o) {
   auto backend = transfer::MakeGpuBackend("sim");
-  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  if (!backend.ok()) return backend.status();
+  return RunBench(*backend->gpu, *backend->clock, backend->name, o);
+}
+
+TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
   BenchOptions o;
   o.sizes = {64 << 10, 1 << 20};
   o.passes = 3;
   o.bytes_per_sample = 1 << 20;
-  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  auto r = RunOnSim(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // The model launches no kernels, so the zero-copy path is refused, and says so. Every other
   // path runs, the hugetlb row included: on the simulator its memory is modelled (real bytes with
@@ -68,8 +73,6 @@ TEST(Bench, RunsEveryPathOnTheSimAndVerifies) {
   EXPECT_NE(r->ToTable().find("registered-direct"), std::string::npos);
 }
 
-// Seed 001's rows: write-combined pinned memory H2D only, and the copy/kernel overlap, whose
-// kernel is held as long as one block's copy takes (the model: 0.53 of serial for 16 blocks).
 // The ceiling tests' run on the simulator: `paths` at `sizes`, 1 MiB samples, no overlap rows.
 BenchOptions CeilingRun(std::vector<uint64_t> sizes, std::vector<std::string> paths, int passes) {
   BenchOptions o;
@@ -79,12 +82,6 @@ BenchOptions CeilingRun(std::vector<uint64_t> sizes, std::vector<std::string> pa
   o.bytes_per_sample = 1 << 20;
   o.overlap_blocks = 0;
   return o;
-}
-
-Result<BenchResult> RunOnSim(const BenchOptions& o) {
-  auto backend = transfer::MakeGpuBackend("sim");
-  if (!backend.ok()) return backend.status();
-  return RunBench(*backend->gpu, *backend->clock, backend->name, o);
 }
 
 // The staged ceiling (issue 30): one point per direction and size, below pinned; each staged
@@ -154,15 +151,15 @@ TEST(Bench, NoCeilingWithoutAStagedPath) {
   EXPECT_EQ(r->ToJson().find("\"ceiling\""), std::string::npos);
 }
 
+// Seed 001's rows: write-combined pinned memory H2D only, and the copy/kernel overlap, whose
+// kernel is held as long as one block's copy takes (the model: 0.53 of serial for 16 blocks).
 TEST(Bench, Seed001RowsWriteCombinedAndOverlap) {
-  auto backend = transfer::MakeGpuBackend("sim");
-  ASSERT_TRUE(backend.ok());
   BenchOptions o;
   o.sizes = {1 << 20};
   o.paths = {"pinned", "pinned-wc"};
   o.passes = 2;
   o.overlap_block = 1 << 20;
-  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  auto r = RunOnSim(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   int wc_cells = 0;
   for (const auto& c : r->cells)
@@ -188,14 +185,12 @@ TEST(Bench, Seed001RowsWriteCombinedAndOverlap) {
 }
 
 TEST(Bench, InterleavesPathsAndKeepsTheTableOrder) {
-  auto backend = transfer::MakeGpuBackend("sim");
-  ASSERT_TRUE(backend.ok());
   BenchOptions o;
   o.sizes = {64 << 10, 256 << 10};
   o.paths = {"pinned", "registered-direct", "staged"};
   o.passes = 4;
   o.bytes_per_sample = 256 << 10;
-  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  auto r = RunOnSim(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // Rows: path, then direction, then size, whatever order the passes visited them in.
   ASSERT_EQ(r->cells.size(), 3u * 2 * 2);
@@ -401,11 +396,10 @@ TEST(Bench, ChecksThePinnedBaselineAgainstNvbandwidth) {
 }
 
 TEST(Bench, RefusesSizesThatAreNotWholePages) {
-  auto backend = transfer::MakeGpuBackend("sim");
-  ASSERT_TRUE(backend.ok());
+  ASSERT_TRUE(transfer::MakeGpuBackend("sim").ok());
   BenchOptions o;
   o.sizes = {1000};
-  auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
+  auto r = RunOnSim(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("4 KiB"), std::string::npos);
   EXPECT_FALSE(transfer::MakeGpuBackend("opencl").ok());
