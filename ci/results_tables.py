@@ -89,6 +89,16 @@ def staged_cells(doc):
     return [c for c in doc['cells'] if c['path'] == 'staged']
 
 
+def staged_by_size(docs, direction, key):
+    """{size: [100 * cell[key], one per doc]} over the docs' staged cells of one direction."""
+    values = {}
+    for d in docs:
+        for c in staged_cells(d):
+            if c['direction'] == direction:
+                values.setdefault(c['size'], []).append(100 * c[key])
+    return values
+
+
 # ---- sections ----
 
 def section_h200_staged(root):
@@ -104,17 +114,12 @@ def section_h200_staged(root):
         docs = [load(root, f) for f in files(root, folder + '/' + pattern)]
         rounds[label] = len(docs)
         for direction in ('H2D', 'D2H'):
-            ratios = {}
             for d in docs:
                 for c in d['cells']:
-                    if c['direction'] != direction:
-                        continue
-                    sizes.add(c['size'])
-                    if c['path'] == 'staged':
-                        ratios.setdefault(c['size'], []).append(100 * c['ratio_to_pinned'])
-                    elif c['path'] == 'pinned':
+                    if c['direction'] == direction and c['path'] == 'pinned':
+                        sizes.add(c['size'])
                         pinned.setdefault((direction, c['size']), []).append(c['median_gbps'])
-            rows.append((direction, label, len(docs), ratios))
+            rows.append((direction, label, len(docs), staged_by_size(docs, direction, 'ratio_to_pinned')))
     sizes = sorted(sizes)
     header = ['staged, % of pinned', 'rounds'] + [size_label(s) for s in sizes]
     body = [['%s, %s' % (d, l), n] + [span(r[s]) if s in r else '' for s in sizes] for d, l, n, r in rows]
@@ -152,12 +157,9 @@ def section_h200_ceiling(root):
     for label, name in configs:
         docs = [load(root, f) for f in files(root, '%s/run4/r*-%s.json' % (folder, name))]
         for direction in ('H2D', 'D2H'):
-            shares = {}
+            shares = staged_by_size(docs, direction, 'ratio_to_ceiling')
+            sizes.update(shares)
             for d in docs:
-                for c in staged_cells(d):
-                    if c['direction'] == direction:
-                        sizes.add(c['size'])
-                        shares.setdefault(c['size'], []).append(100 * c['ratio_to_ceiling'])
                 for c in d['ceiling']:
                     if c['direction'] == direction:
                         ceiling.setdefault((direction, c['size']), []).append(100 * c['ratio_to_pinned'])
