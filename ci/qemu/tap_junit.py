@@ -33,15 +33,18 @@ PARITY_DEVICES = {"pfnmap": ("pfnmap", "wb"), "pages": ("pages", "wb"), "wc": ("
 
 
 class Console:
-    """What the console says: the cases in order (name, passed, diagnostics), the skipped cases'
-    reasons, each boot's plan and each parity device's transcript."""
+    """What the console says, read once: the cases in order (name, passed, diagnostics), the
+    skipped cases' reasons, each boot's plan, each parity device's transcript and QEMU's edu
+    clamping lines."""
 
     def __init__(self, path):
-        self.cases, self.plans, self.skipped = [], [], {}
+        self.cases, self.plans, self.skipped, self.clamped = [], [], {}, []
         self.parity = {k: [] for k in PARITY_DEVICES}
         diag = []
         for line in open(path, errors="replace"):
             line = line.rstrip("\n")
+            if "EDU: clamping" in line:
+                self.clamped.append(line)
             m = re.match(r"^# parity-(pfnmap|pages|wc|uc)\| (.*)$", line)
             if m:
                 self.parity[m.group(1)].append(m.group(2))
@@ -55,7 +58,6 @@ class Console:
                 self.plans.append(int(line[3:]))  # one plan per boot
             elif line.startswith("# "):
                 diag.append(line[2:])
-        self.clamped = [l.rstrip("\n") for l in open(path, errors="replace") if "EDU: clamping" in l]
 
 
 def as_golden_device(line, mode, cache):
