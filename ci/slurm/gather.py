@@ -29,6 +29,10 @@ import sys
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 # Slurm job states that mean "ended from outside" (squeue(1), JOB STATE CODES).
 KILLED_STATES = {"CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE", "BOOT_FAIL"}
+# How Slurm ended a task, in the report's words (others: the state in lower case).
+KILLED_HOW = {"CANCELLED": "cancelled (scancel)", "TIMEOUT": "killed at its time limit",
+              "NODE_FAIL": "its node failed", "OUT_OF_MEMORY": "killed: out of memory",
+              "PREEMPTED": "preempted"}
 
 
 def read_env(path):
@@ -109,8 +113,11 @@ def classify(kind, rc, slurm, started, node):
              + (f", reason {slurm['reason']}" if slurm.get("reason") not in ("", "None", None) else "")) if slurm else "no record in Slurm"
     if rc is not None:
         if rc > 128:
+            # Slurm's word first where it ended the task: a scancel'd task's wrapper can record
+            # its command's SIGTERM (rc 143) before it dies itself, or not (no rc, below).
             sig = rc - 128
-            return "killed", f"its command was killed by signal {sig} ({SIGNALS.get(sig, 'signal')}) on {node}; {sdesc}"
+            how = f"{KILLED_HOW[sstate]}: " if sstate in KILLED_HOW else ""
+            return "killed", f"{how}its command was killed by signal {sig} ({SIGNALS.get(sig, 'signal')}) on {node}; {sdesc}"
         if rc == 0:
             return "passed", ""
         if kind == "hil" and rc == 3:
@@ -122,9 +129,7 @@ def classify(kind, rc, slurm, started, node):
                 "hil": {1: "a regression past the thresholds", 2: "bad usage", 4: "a step did not run to its end"}}
         return "failed", f"exit {rc}: {what[kind].get(rc, 'failed')}"
     if sstate in KILLED_STATES or (sstate == "FAILED" and started):
-        how = {"CANCELLED": "cancelled (scancel)", "TIMEOUT": "killed at its time limit",
-               "NODE_FAIL": "its node failed", "OUT_OF_MEMORY": "killed: out of memory",
-               "PREEMPTED": "preempted"}.get(sstate, sstate.lower())
+        how = KILLED_HOW.get(sstate, sstate.lower())
         where = f"started on {node}, " if started else "never started, "
         return "killed", f"{where}{how}; no result; {sdesc}"
     if not started:
