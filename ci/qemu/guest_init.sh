@@ -6,7 +6,9 @@
 #   memmap=64M$0xbe000000 memmap=64M$0xc0000000   half RAM half PCI hole; PCI hole (QEMU -m 5G)
 #   memmap=64M$0xfc000000                          IOAPIC/HPET/LAPIC/BIOS area below 4 GiB
 # Unknown kernel parameters arrive as environment variables: resmem_only=NAME runs one case
-# (shell patterns, comma-separated: resmem_only='edu_*,p2p_unload' runs those).
+# (shell patterns, comma-separated: resmem_only='edu_*,p2p_unload' runs those); resmem_skip=NAMES
+# leaves out the cases it names, in the same form (kmod_lane.sh --part: the driver's cases apart
+# from the engine's).
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -52,20 +54,26 @@ kcheck() {
 	sed "s/^/# kernel: /" /tmp/kc.bad | head -20
 	return 1
 }
-# only_names NAME: whether NAME matches one of resmem_only's comma-separated shell patterns.
-only_names() {
-	_rest="$resmem_only,"
+# matches LIST NAME: whether NAME matches one of LIST's comma-separated shell patterns.
+matches() {
+	_rest="$1,"
 	while [ -n "$_rest" ]; do
 		_pat=${_rest%%,*}; _rest=${_rest#*,}
 		[ -n "$_pat" ] || continue
-		case "$1" in $_pat) return 0;; esac
+		case "$2" in $_pat) return 0;; esac
 	done
 	return 1
+}
+# selected NAME: whether case NAME runs in this boot: named by resmem_only (when given) and not by
+# resmem_skip (when given).
+selected() {
+	{ [ -z "$resmem_only" ] || matches "$resmem_only" "$1"; } &&
+		{ [ -z "$resmem_skip" ] || ! matches "$resmem_skip" "$1"; }
 }
 # tap NAME COMMAND...: one case. Output lines of the command are diagnostics ("# ...").
 tap() {
 	name=$1; shift
-	if [ -n "$resmem_only" ] && ! only_names "$name"; then return 0; fi
+	selected "$name" || return 0
 	N=$((N + 1))
 	echo "# case $name: $*"
 	rm -f /tmp/tap_skip
@@ -421,7 +429,7 @@ fi
 # resmem_edu.ko is resmem plus the edu driver: resmem0 pfnmap and resmem1 pages below 4 GiB,
 # resmem2 pfnmap above it; resmem_edu0 is the lane's edu with a 64-bit DMA mask (00:10.0),
 # resmem_edu1 the one with a 32-bit mask (00:11.0), as kmod_lane.sh sets dma_mask.
-# resmem_only= skips the unload cases above: what they leave loaded would hold the ranges.
+# resmem_only= and resmem_skip= may skip the unload cases above: what they leave loaded would hold the ranges.
 for m in resmem resmem_test; do grep -q "^$m " /proc/modules && rmmod $m; done
 if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mode=pfnmap,pages,pfnmap dma_bits=64,32; then
 	dmesg | grep 'resmem_edu: resmem_edu' | sed 's/^/# console: /'

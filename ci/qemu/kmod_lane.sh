@@ -10,6 +10,17 @@
 #                         a kernel of the user's own: its image and its prepared headers or build
 #                         tree (/lib/modules/RELEASE/build), e.g. a distribution kernel
 #                         (docs/kmod.md "A kernel of your own").
+# and optionally which of the guest's cases:
+#   --part all            every case (default)
+#   --part driver         the driver's own cases: every case but the engine's (below); needs
+#                         neither the resmem command line nor card_guest, and boots without the
+#                         card (RESMEM_CARD=0), so a change to the engine does not run it again
+#                         (Bazel: //ci/qemu:kmod_lane_6_1_driver, docs/build.md "Incremental");
+#   --part engine         only the engine's cases in the guest, ENGINE_CASES below: the scenario
+#                         files, the card's, and the doctor, run by the static resmem (and
+#                         card_guest) on this kernel's driver (//ci/qemu:kmod_lane_6_1_engine).
+#                         RESMEM_ONLY, when given, names the cases instead.
+#                         Either part builds the driver and boots every boot its cases need.
 #  1. installs what is missing (qemu-system-x86 busybox-static cpio kmod, the line's headers);
 #  2. takes the kernel version from the headers package (never uname -r: FACTS.md), extracts
 #     that version's vmlinuz from `apt-get download linux-image-VER` when /boot lacks it (no
@@ -33,7 +44,8 @@
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
-# matches one of these comma-separated shell patterns: 'scenario_seed003_*,p2p_unload'),
+# matches one of these comma-separated shell patterns: 'scenario_seed003_*,p2p_unload'), RESMEM_SKIP
+# (leave out the guest cases named so),
 # RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, kmod/tests/resmem_seq.cc),
 # RESMEM_SEQ_P2P_OPS (the length of those that also drive the DMA devices, d_random_sequences_edu_p2p).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
@@ -57,6 +69,10 @@ log() { echo "kmod-lane: $*" >&2; }
 die() { echo "kmod-lane: ERROR: $*" >&2; exit 1; }
 # only_may PATTERN...: whether RESMEM_ONLY is unset or one of its comma-separated items matches one
 # of the PATTERNs (a boot whose cases RESMEM_ONLY cannot name is left out).
+# The guest cases that run the engine (the static resmem, or card_guest, which links the engine's
+# card backend): what --part engine runs and --part driver leaves out. A new case that runs the
+# engine needs a name these patterns match; under --part driver it fails for want of /resmem.
+ENGINE_CASES='scenario_kmod_*,scenario_seed003_*,card_*,doctor_iommu_*,sig_doctor_*'
 only_may() {
 	[[ -z "${RESMEM_ONLY:-}" ]] && return 0
 	local item pat
@@ -73,6 +89,7 @@ only_may() {
 
 # ---- which kernel --------------------------------------------------------------------------------
 KERNEL_LINE=6.1
+PART=all
 USER_IMAGE=${RESMEM_KERNEL_IMAGE:-}
 USER_HEADERS=${RESMEM_KERNEL_BUILD:-}
 while (($#)); do
@@ -80,6 +97,7 @@ while (($#)); do
 	--kernel-line) KERNEL_LINE=${2:?--kernel-line needs a version: 6.1 or 6.12}; shift 2 ;;
 	--kernel) USER_IMAGE=${2:?--kernel needs the path of a kernel image: vmlinuz or bzImage}; shift 2 ;;
 	--headers) USER_HEADERS=${2:?--headers needs the prepared headers or build tree of the kernel}; shift 2 ;;
+	--part) PART=${2:?--part needs all, driver or engine}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument '$1': use --kernel-line 6.1|6.12, or --kernel VMLINUZ --headers DIR (--help)" ;;
 	esac
@@ -96,6 +114,19 @@ case "$KERNEL_LINE" in
 6.12) HEADERS_PKG=linux-headers-6.12-amd64 ;;
 *) die "--kernel-line $KERNEL_LINE: this lane knows Debian's 6.1 and 6.12; for another kernel give --kernel VMLINUZ --headers DIR" ;;
 esac
+case "$PART" in
+all) PART_SUFFIX= ;;
+driver)
+	PART_SUFFIX=_driver
+	RESMEM_SKIP="$ENGINE_CASES${RESMEM_SKIP:+,$RESMEM_SKIP}"
+	RESMEM_CARD=0
+	;;
+engine)
+	PART_SUFFIX=_engine
+	RESMEM_ONLY=${RESMEM_ONLY:-$ENGINE_CASES}
+	;;
+*) die "--part $PART: use all (every case), driver (all but the engine's) or engine (only the engine's)" ;;
+esac
 
 # ---- locate inputs (Bazel runfiles, or the source tree) ----------------------------------------
 if [[ -n "${TEST_SRCDIR:-}" ]]; then
@@ -106,9 +137,15 @@ fi
 GUEST_BIN="$SRC/ci/qemu/resmem_guest"
 [[ -x "$GUEST_BIN" ]] || GUEST_BIN="$SRC/bazel-bin/ci/qemu/resmem_guest"
 [[ -x "$GUEST_BIN" ]] || die "resmem_guest not found; run: bazel build //ci/qemu:resmem_guest"
-RESMEM_BIN="$SRC/engine/cli/resmem_static"
-[[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
-[[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
+# The engine's programs: not needed (nor packed) by --part driver.
+if [[ $PART != driver ]]; then
+	RESMEM_BIN="$SRC/engine/cli/resmem_static"
+	[[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
+	[[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
+	CARD_GUEST_BIN="$SRC/ci/qemu/card_guest"
+	[[ -x "$CARD_GUEST_BIN" ]] || CARD_GUEST_BIN="$SRC/bazel-bin/ci/qemu/card_guest"
+	[[ -x "$CARD_GUEST_BIN" ]] || die "card_guest not found; run: bazel build //ci/qemu:card_guest"
+fi
 SEQ_BIN="$SRC/kmod/tests/resmem_seq"
 [[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/kmod/tests/resmem_seq"
 [[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //kmod/tests:resmem_seq"
@@ -124,9 +161,6 @@ PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
 CARD_DEVICE_BIN="$SRC/ci/qemu/card_device"
 [[ -x "$CARD_DEVICE_BIN" ]] || CARD_DEVICE_BIN="$SRC/bazel-bin/ci/qemu/card_device"
 [[ -x "$CARD_DEVICE_BIN" ]] || die "card_device not found; run: bazel build //ci/qemu:card_device"
-CARD_GUEST_BIN="$SRC/ci/qemu/card_guest"
-[[ -x "$CARD_GUEST_BIN" ]] || CARD_GUEST_BIN="$SRC/bazel-bin/ci/qemu/card_guest"
-[[ -x "$CARD_GUEST_BIN" ]] || die "card_guest not found; run: bazel build //ci/qemu:card_guest"
 PARITY_GOLDEN="$SRC/mock/parity/golden/kmod.txt"
 DRIVER_BUILD="${RESMEM_KMOD_DRIVER:-dkms}"
 [[ $DRIVER_BUILD == dkms || $DRIVER_BUILD == kbuild ]] || die "RESMEM_KMOD_DRIVER='$DRIVER_BUILD': use dkms or kbuild"
@@ -167,14 +201,14 @@ if [[ -n $USER_IMAGE ]]; then
 	[[ -n "$KVER" && -r "$KBUILD/Makefile" ]] ||
 		die "--headers $USER_HEADERS has no include/generated/utsrelease.h or Makefile: give a prepared build tree (make modules_prepare) or a headers package's /lib/modules/RELEASE/build"
 	VMLINUZ="$USER_IMAGE"
-	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KVER//[^A-Za-z0-9]/_}}"
+	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KVER//[^A-Za-z0-9]/_}$PART_SUFFIX}"
 	# A KCOV kernel (KCOV_INSTRUMENT_ALL off): instrument the module itself.
 	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" 2>/dev/null && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)
 else
 	KVER=$(dpkg-query -W -f '${Depends}' "$HEADERS_PKG" | grep -o 'linux-headers-[0-9][^ ,|]*-amd64' | head -1 | sed 's/^linux-headers-//')
 	[[ -n "$KVER" && -d "/lib/modules/$KVER/build" ]] || die "cannot find the headers of $HEADERS_PKG ($KVER) under /lib/modules/$KVER/build"
 	KBUILD="/lib/modules/$KVER/build"
-	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KERNEL_LINE//./_}}"
+	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KERNEL_LINE//./_}$PART_SUFFIX}"
 	VMLINUZ="/boot/vmlinuz-$KVER"
 	if [[ ! -r "$VMLINUZ" ]]; then
 		VMLINUZ="$CACHE/boot/vmlinuz-$KVER"
@@ -191,6 +225,10 @@ else
 	fi
 fi
 log "kernel $KVER ($VMLINUZ), modules built against $KBUILD; results as $LANE_NAME"
+case "$PART" in
+driver) log "the driver's cases: every case but the engine's ($ENGINE_CASES), without the card" ;;
+engine) log "the engine's cases in the guest: ${RESMEM_ONLY}" ;;
+esac
 
 # ---- 2b. udev for the guest: Debian's own systemd-udevd/udevadm (the udev and libsystemd-shared
 # packages of this release, downloaded and extracted like the kernel: installing udev here would
@@ -324,7 +362,7 @@ cp "$EDU_BIN" "$R/resmem_edu_guest" && chmod 755 "$R/resmem_edu_guest"
 cp "$P2P_BIN" "$R/resmem_p2p_guest" && chmod 755 "$R/resmem_p2p_guest"
 cp "$WORK/resmem_compat32" "$R/resmem_compat32" && chmod 755 "$R/resmem_compat32"
 # The resmem command line and the scenarios it runs on the real module (backend kmod).
-cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
+[[ $PART == driver ]] || { cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"; }
 mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
 # The seed-003 files (GPUDirect RDMA), which the guest runs on the kmod backend against resmem_edu.ko
 # and the stand-in provider (guest_init.sh seed003_all; their not_applicable.kmod ones as skips).
@@ -332,7 +370,7 @@ mkdir -p "$R/scenarios/seed003" && cp "$SRC"/scenarios/seed003/*.toml "$R/scenar
 # The card's scenario files (scenarios/card, the card_scenario_* cases) and the guest's side of
 # card_throughput and card_long_run; the card itself is card_device on the host (step 5).
 mkdir -p "$R/scenarios/card" && cp "$SRC"/scenarios/card/*.toml "$R/scenarios/card/"
-cp "$CARD_GUEST_BIN" "$R/card_guest" && chmod 755 "$R/card_guest"
+[[ $PART == driver ]] || { cp "$CARD_GUEST_BIN" "$R/card_guest" && chmod 755 "$R/card_guest"; }
 # udev: udevadm (systemd-udevd is a link to it), its libraries and loader, the rule, and the users
 # and groups of the access cases: acq (uid 1000) in group resmem, nobody in none of them.
 if [[ -x "$UDEV/bin/udevadm" ]]; then
@@ -358,6 +396,7 @@ printf 'passwd: files\ngroup: files\n' >"$R/etc/nsswitch.conf"
 # report counted (kasan_multi_shot) with a log large enough to keep them.
 COMMON_APPEND='console=ttyS0 panic=-1 oops=panic_on_warn_off loglevel=4'
 [[ -n "${RESMEM_ONLY:-}" ]] && COMMON_APPEND+=" resmem_only=$RESMEM_ONLY"
+[[ -n "${RESMEM_SKIP:-}" ]] && COMMON_APPEND+=" resmem_skip=$RESMEM_SKIP"
 [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && COMMON_APPEND+=" resmem_kcheck=1 kasan_multi_shot log_buf_len=16M"
 if [[ "${RESMEM_P2P:-1}" == 0 ]]; then
 	COMMON_APPEND+=" resmem_p2p=0"
