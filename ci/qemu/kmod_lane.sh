@@ -13,8 +13,9 @@
 # and optionally which of the guest's cases:
 #   --part all            every case (default)
 #   --part driver         the driver's own cases: every case but the engine's (below); needs
-#                         neither the resmem command line nor card_guest, and boots without the
-#                         card (RESMEM_CARD=0), so a change to the engine does not run it again
+#                         neither the resmem command line, card_guest nor the scenario files, and
+#                         boots without the card (RESMEM_CARD=0), so a change to the engine or to
+#                         a scenario file does not run it again
 #                         (Bazel: //ci/qemu:kmod_lane_6_1_driver, docs/build.md "Incremental");
 #   --part engine         only the engine's cases in the guest, ENGINE_CASES below: the scenario
 #                         files, the card's, and the doctor, run by the static resmem (and
@@ -67,12 +68,12 @@ set -euo pipefail
 
 log() { echo "kmod-lane: $*" >&2; }
 die() { echo "kmod-lane: ERROR: $*" >&2; exit 1; }
-# only_may PATTERN...: whether RESMEM_ONLY is unset or one of its comma-separated items matches one
-# of the PATTERNs (a boot whose cases RESMEM_ONLY cannot name is left out).
 # The guest cases that run the engine (the static resmem, or card_guest, which links the engine's
 # card backend): what --part engine runs and --part driver leaves out. A new case that runs the
 # engine needs a name these patterns match; under --part driver it fails for want of /resmem.
 ENGINE_CASES='scenario_kmod_*,scenario_seed003_*,card_*,doctor_iommu_*,sig_doctor_*'
+# only_may PATTERN...: whether RESMEM_ONLY is unset or one of its comma-separated items matches one
+# of the PATTERNs (a boot whose cases RESMEM_ONLY cannot name is left out).
 only_may() {
 	[[ -z "${RESMEM_ONLY:-}" ]] && return 0
 	local item pat
@@ -134,33 +135,27 @@ if [[ -n "${TEST_SRCDIR:-}" ]]; then
 else
 	SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 fi
-GUEST_BIN="$SRC/ci/qemu/resmem_guest"
-[[ -x "$GUEST_BIN" ]] || GUEST_BIN="$SRC/bazel-bin/ci/qemu/resmem_guest"
-[[ -x "$GUEST_BIN" ]] || die "resmem_guest not found; run: bazel build //ci/qemu:resmem_guest"
+# program REL TARGET: the built program REL (in the runfiles, or under the tree's bazel-bin), or
+# die naming the target that builds it.
+program() {
+	local p
+	for p in "$SRC/$1" "$SRC/bazel-bin/$1"; do
+		[[ -x $p ]] && { echo "$p"; return 0; }
+	done
+	die "${1##*/} not found; run: bazel build $2"
+}
+GUEST_BIN=$(program ci/qemu/resmem_guest //ci/qemu:resmem_guest)
+SEQ_BIN=$(program kmod/tests/resmem_seq //kmod/tests:resmem_seq)
+EDU_BIN=$(program ci/qemu/resmem_edu_guest //ci/qemu:resmem_edu_guest)
+P2P_BIN=$(program ci/qemu/resmem_p2p_guest //ci/qemu:resmem_p2p_guest)
+PROBE_BIN=$(program mock/parity/resmem_parity_probe //mock/parity:resmem_parity_probe)
 # The engine's programs: not needed (nor packed) by --part driver.
 if [[ $PART != driver ]]; then
-	RESMEM_BIN="$SRC/engine/cli/resmem_static"
-	[[ -x "$RESMEM_BIN" ]] || RESMEM_BIN="$SRC/bazel-bin/engine/cli/resmem_static"
-	[[ -x "$RESMEM_BIN" ]] || die "resmem_static not found; run: bazel build //engine/cli:resmem_static"
-	CARD_GUEST_BIN="$SRC/ci/qemu/card_guest"
-	[[ -x "$CARD_GUEST_BIN" ]] || CARD_GUEST_BIN="$SRC/bazel-bin/ci/qemu/card_guest"
-	[[ -x "$CARD_GUEST_BIN" ]] || die "card_guest not found; run: bazel build //ci/qemu:card_guest"
+	RESMEM_BIN=$(program engine/cli/resmem_static //engine/cli:resmem_static)
+	CARD_GUEST_BIN=$(program ci/qemu/card_guest //ci/qemu:card_guest)
 fi
-SEQ_BIN="$SRC/kmod/tests/resmem_seq"
-[[ -x "$SEQ_BIN" ]] || SEQ_BIN="$SRC/bazel-bin/kmod/tests/resmem_seq"
-[[ -x "$SEQ_BIN" ]] || die "resmem_seq not found; run: bazel build //kmod/tests:resmem_seq"
-EDU_BIN="$SRC/ci/qemu/resmem_edu_guest"
-[[ -x "$EDU_BIN" ]] || EDU_BIN="$SRC/bazel-bin/ci/qemu/resmem_edu_guest"
-[[ -x "$EDU_BIN" ]] || die "resmem_edu_guest not found; run: bazel build //ci/qemu:resmem_edu_guest"
-P2P_BIN="$SRC/ci/qemu/resmem_p2p_guest"
-[[ -x "$P2P_BIN" ]] || P2P_BIN="$SRC/bazel-bin/ci/qemu/resmem_p2p_guest"
-[[ -x "$P2P_BIN" ]] || die "resmem_p2p_guest not found; run: bazel build //ci/qemu:resmem_p2p_guest"
-PROBE_BIN="$SRC/mock/parity/resmem_parity_probe"
-[[ -x "$PROBE_BIN" ]] || PROBE_BIN="$SRC/bazel-bin/mock/parity/resmem_parity_probe"
-[[ -x "$PROBE_BIN" ]] || die "resmem_parity_probe not found; run: bazel build //mock/parity:resmem_parity_probe"
-CARD_DEVICE_BIN="$SRC/ci/qemu/card_device"
-[[ -x "$CARD_DEVICE_BIN" ]] || CARD_DEVICE_BIN="$SRC/bazel-bin/ci/qemu/card_device"
-[[ -x "$CARD_DEVICE_BIN" ]] || die "card_device not found; run: bazel build //ci/qemu:card_device"
+# The card's device process on the host: only for a boot with the card (RESMEM_CARD, step 5).
+[[ "${RESMEM_CARD:-1}" == 0 ]] || CARD_DEVICE_BIN=$(program ci/qemu/card_device //ci/qemu:card_device)
 PARITY_GOLDEN="$SRC/mock/parity/golden/kmod.txt"
 DRIVER_BUILD="${RESMEM_KMOD_DRIVER:-dkms}"
 [[ $DRIVER_BUILD == dkms || $DRIVER_BUILD == kbuild ]] || die "RESMEM_KMOD_DRIVER='$DRIVER_BUILD': use dkms or kbuild"
@@ -361,16 +356,20 @@ cp "$SEQ_BIN" "$R/resmem_seq" && chmod 755 "$R/resmem_seq"
 cp "$EDU_BIN" "$R/resmem_edu_guest" && chmod 755 "$R/resmem_edu_guest"
 cp "$P2P_BIN" "$R/resmem_p2p_guest" && chmod 755 "$R/resmem_p2p_guest"
 cp "$WORK/resmem_compat32" "$R/resmem_compat32" && chmod 755 "$R/resmem_compat32"
-# The resmem command line and the scenarios it runs on the real module (backend kmod).
-[[ $PART == driver ]] || { cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"; }
-mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
-# The seed-003 files (GPUDirect RDMA), which the guest runs on the kmod backend against resmem_edu.ko
-# and the stand-in provider (guest_init.sh seed003_all; their not_applicable.kmod ones as skips).
-mkdir -p "$R/scenarios/seed003" && cp "$SRC"/scenarios/seed003/*.toml "$R/scenarios/seed003/"
-# The card's scenario files (scenarios/card, the card_scenario_* cases) and the guest's side of
-# card_throughput and card_long_run; the card itself is card_device on the host (step 5).
-mkdir -p "$R/scenarios/card" && cp "$SRC"/scenarios/card/*.toml "$R/scenarios/card/"
-[[ $PART == driver ]] || { cp "$CARD_GUEST_BIN" "$R/card_guest" && chmod 755 "$R/card_guest"; }
+# The engine's inputs, which --part driver leaves out (ENGINE_CASES):
+if [[ $PART != driver ]]; then
+	# the resmem command line and the scenarios it runs on the real module (backend kmod);
+	cp "$RESMEM_BIN" "$R/resmem" && chmod 755 "$R/resmem"
+	mkdir -p "$R/scenarios/kmod" && cp "$SRC"/scenarios/kmod/*.toml "$R/scenarios/kmod/"
+	# the seed-003 files (GPUDirect RDMA), which the guest runs on the kmod backend against
+	# resmem_edu.ko and the stand-in provider (guest_init.sh seed003_all; their not_applicable.kmod
+	# ones as skips);
+	mkdir -p "$R/scenarios/seed003" && cp "$SRC"/scenarios/seed003/*.toml "$R/scenarios/seed003/"
+	# the card's scenario files (scenarios/card, the card_scenario_* cases) and the guest's side of
+	# card_throughput and card_long_run; the card itself is card_device on the host (step 5).
+	mkdir -p "$R/scenarios/card" && cp "$SRC"/scenarios/card/*.toml "$R/scenarios/card/"
+	cp "$CARD_GUEST_BIN" "$R/card_guest" && chmod 755 "$R/card_guest"
+fi
 # udev: udevadm (systemd-udevd is a link to it), its libraries and loader, the rule, and the users
 # and groups of the access cases: acq (uid 1000) in group resmem, nobody in none of them.
 if [[ -x "$UDEV/bin/udevadm" ]]; then
