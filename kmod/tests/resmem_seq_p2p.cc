@@ -828,7 +828,10 @@ WriteSnap Executor::Impl::BeginWrite(const WriteReq& r, const EduFd& e) {
 
 // After the call: the version again, and whether the P2P window could have been full (the pins
 // registered at the start and since, by others, plus this one exceed it). This pin's record
-// stays while the file caches it.
+// stays while the file caches it, and after a revocation cancelled the write (ECANCELED) until
+// that revocation is over: the provider gives a revoked table's share of the window back only
+// once every callback of the FREE or context end has returned (nv_p2p_standin.c sp_free_alloc),
+// which can be after this write returned; the FREE's or the context end's drop takes it then.
 bool Executor::Impl::EndWrite(const WriteReq& r, long rc, int err, WriteSnap* s) {
   std::lock_guard<std::mutex> l(mu);
   s->version1 = ctxs[r.ctx].version;
@@ -841,7 +844,8 @@ bool Executor::Impl::EndWrite(const WriteReq& r, long rc, int err, WriteSnap* s)
   const uint64_t others = pins_added - s->added0 - (s->pin_id ? r.w.length : 0);
   const bool cached = !(r.w.flags & RESMEM_EDU_P2P_NO_CACHE);
   const bool kept = cached && (rc == 0 || (rc < 0 && err == EFAULT));
-  if (s->pin_id && !kept) DropPinsLocked([&](const PinRec& p) { return p.id == s->pin_id; });
+  const bool revoked = rc < 0 && err == ECANCELED;
+  if (s->pin_id && !kept && !revoked) DropPinsLocked([&](const PinRec& p) { return p.id == s->pin_id; });
   return s->bound + others + r.w.length > window;
 }
 
