@@ -3,7 +3,7 @@
 # already there. Sourced or run by ci/resmem.sh and ci/test.sh; safe to run again.
 #   Bazel 4.2.3 (bazel-bootstrap), g++, GoogleTest/GoogleMock, toml++, nlohmann-json, CLI11,
 #   libfuse3;
-#   help2man (the packages' man pages) and dkms (//packaging:install_test, the QEMU lane's driver);
+#   help2man (the packages' man pages) and dkms (//packaging:install_test_dkms, the QEMU lanes' driver);
 #   slurm-wlm + munge for //ci/slurm:slurm_matrix_test (a one-machine Slurm cluster; its daemons
 #   are started by the test alone: Debian's packages start none without systemd);
 #   libxml2-utils (xmllint: the JUnit files against ci/junit/junit.xsd) and chromium (headless:
