@@ -8,9 +8,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ci/setup.sh || exit $?
+# resmem's FUSE mounts in /proc/mounts: source resmem-fuse or type fuse.resmem (mock/fuse/
+# fuse_daemon.h), as no_mount_left_test reads them; other FUSE mounts (fusectl, sshfs) are not
+# ours. RESMEM_CI_MOUNTS names another file (ci/test_lanes_test.sh).
+mounts=${RESMEM_CI_MOUNTS:-/proc/mounts}
+resmem_fuse_mounts() { grep -E '^resmem-fuse | fuse\.resmem ' "$mounts"; }
 # A FUSE mount of resmem's left by an earlier run that was killed would fail the no-mount checks:
 # say so and remove it first.
-grep -E "fuse\.resmem" /proc/mounts | while read -r _ dir _; do
+resmem_fuse_mounts | while read -r _ dir _; do
   echo "ci/test.sh: removing a resmem FUSE mount an earlier run left at $dir" >&2
   umount -l "$dir" || true
 done
@@ -34,8 +39,9 @@ done
 lanes=${RESMEM_CI_LANES:-plain asan}
 totals=$(mktemp)
 logdir=$(mktemp -d)
-# On exit: the run's temporary files, and autogroup scheduling as it was (set below).
-autogroup=/proc/sys/kernel/sched_autogroup_enabled
+# On exit: the run's temporary files, and autogroup scheduling as it was (set below;
+# RESMEM_CI_AUTOGROUP names another file: ci/test_lanes_test.sh).
+autogroup=${RESMEM_CI_AUTOGROUP:-/proc/sys/kernel/sched_autogroup_enabled}
 autogroup_was=""
 cleanup() {
   rm -rf "$totals" "$logdir" "${sanitizer_targets:-}"
@@ -106,20 +112,24 @@ lane_summary() {
   else cp "$sanitizer_targets" "$tests_file"; fi
   local testlogs; testlogs=$(lane_bazel "$lane" info bazel-testlogs 2>/dev/null)
   python3 - "$lane" "$testlogs" "$totals" "$tests_file" <<'PY'
-import glob, os, re, sys, xml.etree.ElementTree as ET
+import glob, re, sys, xml.etree.ElementTree as ET
 lane, testlogs, totals, tests_file = sys.argv[1:5]
 passed = failed = skipped = 0
 skips = []
-# "//a/b:c" -> "a/b/c", the test's folder under bazel-testlogs.
+# "//a/b:c" -> "a/b/c", the test's folder under bazel-testlogs; a sharded test's results are in
+# its folder's shard_N_of_M/ (shard_count in BUILD).
 lane_targets = {l.strip().lstrip("/").replace(":", "/") for l in open(tests_file) if l.strip()}
+shard = re.compile(r"/shard_\d+_of_\d+$")
+def target_of(path, name):
+    return shard.sub("", path[len(testlogs) + 1:-len("/" + name)])
 for path in sorted(glob.glob(f"{testlogs}/**/test.xml", recursive=True)):
-    if path[len(testlogs) + 1:-len("/test.xml")] not in lane_targets:
+    target = target_of(path, "test.xml")
+    if target not in lane_targets:
         continue
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError:
         continue
-    target = path[len(testlogs) + 1:-len("/test.xml")]
     for tc in root.iter("testcase"):
         name = f"//{target}: {tc.get('classname', '')}.{tc.get('name', '')}".replace(": .", ": ")
         if tc.find("failure") is not None or tc.find("error") is not None:
@@ -144,9 +154,9 @@ with open(totals, "a") as f:
 # FuseDevice forks, halted by halt_on_error with exit 66) would otherwise pass unseen.
 report = re.compile(r"(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)|: runtime error: ")
 found = []
-for target in sorted(lane_targets):
-    log = os.path.join(testlogs, target, "test.log")
-    if not os.path.exists(log):
+for log in sorted(glob.glob(f"{testlogs}/**/test.log", recursive=True)):
+    target = target_of(log, "test.log")
+    if target not in lane_targets:
         continue
     with open(log, errors="replace") as f:
         hits = [l.rstrip() for l in f if report.search(l)]
@@ -223,9 +233,9 @@ done
 echo "ci/test.sh: the lanes took $(( $(date +%s) - ci_start )) s in all"
 echo "lanes run: $lanes"
 awk '{p += $1; f += $2; s += $3} END {printf "total: %d passed, %d failed, %d skipped\n", p, f, s}' "$totals"
-if grep -qE "fuse|resmem" /proc/mounts; then
-  echo "ci/test.sh: a resmem FUSE mount was left behind:" >&2
-  grep -E "fuse|resmem" /proc/mounts >&2
+if resmem_fuse_mounts > /dev/null; then
+  echo "ci/test.sh: a resmem FUSE mount was left behind (remove with umount -l DIR):" >&2
+  resmem_fuse_mounts >&2
   rc=1
 fi
 exit $rc
