@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Is the debug kernel lane's last recorded run (ci/qemu/debug_lane_last.txt) a run of the module
+# sources in this tree? The lane takes an hour or more of TCG under KASAN and needs the debug
+# kernel built and cached (docs/reliability.md "Debug kernel"), so it is not part of
+# `bazel test //...`; it runs when asked and when kmod/ changes. This test is the reminder: it
+# passes, naming the run, while the sha256 of //kmod:module_sources equals the recorded one, and
+# otherwise reports itself skipped with the way out (visible in ci/test.sh's list of skipped
+# cases), never failed: a fresh CI machine cannot run the lane.
+# Usage: debug_lane_current_test.sh RECORD SOURCE...
+set -uo pipefail
+RECORD=$1; shift
+XML=${XML_OUTPUT_FILE:-/dev/null}
+# The sources' sha256: each file's path under kmod/ and content, in path order.
+sha=$(for f in "$@"; do printf '%s\n' "${f#*kmod/}"; done | sort | while read -r rel; do
+	for f in "$@"; do [[ ${f#*kmod/} == "$rel" ]] && { printf '%s\0' "$rel"; cat "$f"; }; done
+done | sha256sum | cut -d' ' -f1)
+recorded=$(sed -n 's/^module_sources_sha256 //p' "$RECORD")
+when=$(sed -n 's/^date //p' "$RECORD")
+what=$(sed -n 's/^ran //p' "$RECORD")
+write_xml() {  # write_xml skip|pass MESSAGE
+	python3 - "$XML" "$1" "$2" <<'PY'
+import html, sys
+xml, status, msg = sys.argv[1:4]
+skip = '<skipped message="%s"/>' % html.escape(msg) if status == "skip" else ""
+with open(xml, "w") as f:
+    f.write('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="debug_lane_current" '
+            'tests="1" failures="0" skipped="%d">\n' % (status == "skip"))
+    f.write('<testcase name="debug_lane_ran_these_module_sources" classname="kmod_lane_debug">%s'
+            '<system-out>%s</system-out></testcase>\n</testsuite></testsuites>\n' % (skip, html.escape(msg)))
+PY
+}
+if [[ -z $recorded || -z $when ]]; then
+	echo "debug_lane_current: $RECORD has no 'date' or 'module_sources_sha256' line"
+	exit 1
+fi
+if [[ $sha == "$recorded" ]]; then
+	msg="the module sources are those the debug kernel lane last ran on $when ($what)"
+	echo "debug_lane_current: ok: $msg"
+	write_xml pass "$msg"
+else
+	msg="kmod/'s module sources changed since the debug kernel lane's last recorded run ($when): run ci/qemu/kmod_lane_debug.sh (an hour or more on 2 cores; the kernel cached by ci/qemu/build_debug_kernel.sh), then write its date, what ran and module_sources_sha256 $sha into $RECORD and its figures into docs/reliability.md"
+	echo "debug_lane_current: SKIPPED: $msg"
+	write_xml skip "$msg"
+fi
+exit 0
