@@ -35,7 +35,7 @@ chmod +x "$R/ci/"*.sh
 
 # The stand-in bazel: `STUB_LOG` gets "call|end N nice=NI ag=AUTOGROUP base=BASE cmd=CMD ARGS...",
 # N numbering the lines in order; `test` sleeps STUB_SLEEP s, runs STUB_AFTER_TEST, and exits 3
-# where STUB_FAIL names its part (plain, asan1, asan2).
+# where STUB_FAIL names its part (plain, asan1, asan2); STUB_AWAIT_ASAN below.
 cat > "$T/bin/bazel" <<'SH'
 #!/usr/bin/env bash
 base=plain
@@ -56,6 +56,11 @@ case $cmd in
   info) [[ $1 == output_base ]] && echo "$STUB_BASE" || echo "$STUB_BASE/$base-testlogs" ;;
   query) printf '//a:one_test\n//a:two_test\n' ;;
   test)
+    # With both lanes, the plain lane's test waits (up to 10 s) for the asan lane's part 1 to
+    # start: run beside it, that is at once; run after it, never (the overlap check then fails).
+    if [[ $base == plain && -n ${STUB_AWAIT_ASAN:-} ]]; then
+      for _ in $(seq 100); do grep -q "^call .* base=asan cmd=test" "$STUB_LOG" && break; sleep 0.1; done
+    fi
     sleep "${STUB_SLEEP:-1}"
     part=$base; [[ $base != plain ]] && { [[ " $* " == *",-exclusive "* ]] && part=${base}1 || part=${base}2; }
     [[ ${STUB_FAIL:-} == "$part" ]] && rc=3
@@ -97,7 +102,7 @@ L="$T/base/plain-testlogs/a"
 xml_of "$L/one_test/shard_1_of_2/test.xml" pass
 xml_of "$L/one_test/shard_2_of_2/test.xml" pass skip
 xml_of "$L/two_test/test.xml" pass
-run both
+run both STUB_AWAIT_ASAN=1
 grep -q "lane plain: 3 passed, 0 failed, 1 skipped" "$T/both.out" &&
   ok "the plain lane's summary counts both shards of a sharded test" || bad "plain lane's summary: $(grep 'lane plain: [0-9]' "$T/both.out")"
 plain=$(calls plain both '//\.\.\.')
@@ -123,12 +128,12 @@ tests_ag=$(grep -E "^call [0-9]+ .* cmd=test" "$T/both.log" | grep -o 'ag=[0-9]*
 
 A="$T/base/asan-testlogs/a/one_test/shard_2_of_2"
 mkdir -p "$A" && echo "==1==ERROR: AddressSanitizer: heap-use-after-free on address 0x1" > "$A/test.log"
-run asanreport
+run asanreport STUB_AWAIT_ASAN=1
 rm -rf "$T/base/asan-testlogs"
 [[ $(cat "$T/asanreport.rc") != 0 ]] && grep -q "//a/one_test: 1 report line(s)" "$T/asanreport.out" &&
   ok "a sanitizer report in a shard's log fails the run" || bad "a sanitizer report in a shard's log: exit $(cat "$T/asanreport.rc")"
 
-run fail2 STUB_FAIL=asan2
+run fail2 STUB_FAIL=asan2 STUB_AWAIT_ASAN=1
 [[ $(cat "$T/fail2.rc") != 0 ]] && grep -q "lane asan: part 2 finished in [0-9]* s with exit code 3" "$T/fail2.out" &&
   ok "a failing asan part 2 fails the run (exit $(cat "$T/fail2.rc")) and names the part" || bad "asan part 2 failing: exit $(cat "$T/fail2.rc")"
 
