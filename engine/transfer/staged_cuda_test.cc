@@ -10,7 +10,8 @@
 // device-to-host ones from 64 MiB are)
 // and into equal segments at every length, and with the driving lane only issuing DMAs (by
 // default it fills the first segment too), both ways, at
-// lengths that are and are not multiples of a segment. Every copy's data is checked.
+// lengths that are and are not multiples of a segment; CopyQueue's blocks cut at the
+// host-to-device cap. Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
 
@@ -238,6 +239,44 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
     EXPECT_EQ(segments[0], static_cast<int>(plan.segments.size())) << (h2d ? "H2D" : "D2H");
     EXPECT_NE(segments[0], segments[1]) << (h2d ? "H2D" : "D2H") << ": the plan was not used";
     EXPECT_EQ(segments[1], 8) << (h2d ? "H2D" : "D2H") << ": equal segments, at least 8 per copy";
+  }
+}
+
+// CopyQueue cuts host-to-device blocks at the host-to-device cap, as single copies are
+// (staging_chunk_h2d, 4 MiB by default; 0: the buffer size, 8 MiB): two 16 MiB blocks go in 8
+// segments of 4 MiB, or in 4 of 8 MiB with the cap off (the trace counts them: 32 MiB in 8
+// segments of at most 4 MiB are 4 MiB each), and arrive intact either way.
+TEST_F(StagedCudaLongTest, CopyQueueKeepsToTheHostToDeviceCap) {
+  const uint64_t block = 16ull << 20;
+  ASSERT_NO_FATAL_FAILURE(MapBoth(2 * block));
+  const TransferOptions d;
+  ASSERT_EQ(d.staging_chunk_h2d, 4ull << 20);
+  for (const uint64_t cap : {d.staging_chunk_h2d, uint64_t{0}}) {
+    TransferOptions o;
+    o.allowed = {Path::kStaged};
+    o.staging_trace = true;
+    o.staging_chunk_h2d = cap;
+    auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    const uint64_t seq = 40 + cap;
+    ASSERT_TRUE(FillPattern(*host_, 0, 2 * block, seq, 5).ok());
+    uint64_t handed = 0;
+    Status st = (*e)->CopyQueue(
+        [&](QueuedBlock* b) -> Result<QueuePoll> {
+          if (handed == 2) return QueuePoll::kEnd;
+          *b = QueuedBlock{handed * block, dev_.get(), handed * block, block, handed};
+          ++handed;
+          return QueuePoll::kBlock;
+        },
+        [](const QueuedBlock&) { return Status::Ok(); });
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const uint64_t segment = cap ? cap : d.staging_chunk;
+    const StagedTrace& t = (*e)->last_trace();
+    EXPECT_EQ(t.segment_bytes, segment) << "cap " << cap << ": " << (*e)->choice().detail;
+    EXPECT_EQ(t.segments, static_cast<int>(2 * block / segment)) << "cap " << cap;
+    auto m = DeviceMismatches(*gpu_, *dev_, 0, 2 * block, seq, 5);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(*m, 0u) << "cap " << cap;
   }
 }
 
