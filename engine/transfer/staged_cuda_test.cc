@@ -71,6 +71,13 @@ class StagedCudaLongTest : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     dev_ = std::move(d).value();
   }
+  // What most cases open the engine with: the staged path alone, traced (last_trace()).
+  static TransferOptions TracedStaged() {
+    TransferOptions o;
+    o.allowed = {Path::kStaged};
+    o.staging_trace = true;
+    return o;
+  }
   std::unique_ptr<cuda::CudaGpu> gpu_;
   std::unique_ptr<HostMemory> host_;
   std::unique_ptr<DeviceBuffer> dev_;
@@ -84,8 +91,7 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   ASSERT_NO_FATAL_FAILURE(MapBoth(max));
   auto other = gpu_->AllocDevice(max);
   ASSERT_TRUE(other.ok());
-  TransferOptions o;
-  o.allowed = {Path::kStaged};
+  TransferOptions o = TracedStaged();
   o.staging_signals = GetParam().signals;
   o.staging_gpu_waits = GetParam().gpu_waits;
   o.staging_sm_copy = GetParam().sm_copy;
@@ -98,7 +104,6 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   o.staging_frontier_unit = GetParam().frontier_unit;
   o.staging_frontier_min_dma = GetParam().frontier_min_dma;
   o.staging_frontier_lead_us = GetParam().frontier_lead_us;
-  o.staging_trace = true;
   // "plan": every length planned; the other pipelines keep the default, but "equal_segments",
   // which plans none.
   if (GetParam().plan) o.staging_plan_upto = ~0ull, o.staging_plan_d2h_from = 4096;
@@ -221,9 +226,7 @@ TEST_F(StagedCudaLongTest, CopiesFollowTheirPlan) {
     const bool h2d = k.dir == CopyDirection::kHostToDevice;
     int segments[2] = {0, 0};  // planned, equal
     for (int planned = 1; planned >= 0; --planned) {
-      TransferOptions o;
-      o.allowed = {Path::kStaged};
-      o.staging_trace = true;
+      TransferOptions o = TracedStaged();
       o.staging_sm_copy_upto = 0;  // host to device through the segment DMAs
       o.staging_frontier = false;  // and their plan
       if (!planned) o.staging_plan_upto = o.staging_plan_d2h_from = 0;
@@ -252,9 +255,7 @@ TEST_F(StagedCudaLongTest, CopyQueueKeepsToTheHostToDeviceCap) {
   const TransferOptions d;
   ASSERT_EQ(d.staging_chunk_h2d, 4ull << 20);
   for (const uint64_t cap : {d.staging_chunk_h2d, uint64_t{0}}) {
-    TransferOptions o;
-    o.allowed = {Path::kStaged};
-    o.staging_trace = true;
+    TransferOptions o = TracedStaged();
     o.staging_chunk_h2d = cap;
     auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
@@ -288,9 +289,7 @@ TEST_F(StagedCudaLongTest, DrivingLaneFillsTheFirstSegmentUnlessTold) {
   const uint64_t len = 1ull << 20;
   ASSERT_NO_FATAL_FAILURE(MapBoth(len));
   for (bool fills : {true, false}) {
-    TransferOptions o;
-    o.allowed = {Path::kStaged};
-    o.staging_trace = true;
+    TransferOptions o = TracedStaged();
     o.staging_sm_copy_upto = 0;  // host to device through the segment DMAs
     o.staging_frontier = false;  // the segment pipeline's driver fill
     o.staging_driver_fills = fills;
@@ -321,9 +320,7 @@ TEST_F(StagedCudaLongTest, HostToDeviceCopiesUpToTheLimitGoThroughTheSms) {
   const uint64_t limit = 64ull << 20;
   const uint64_t max = limit + (4ull << 20);
   ASSERT_NO_FATAL_FAILURE(MapBoth(max));
-  TransferOptions o;
-  o.allowed = {Path::kStaged};
-  o.staging_trace = true;
+  TransferOptions o = TracedStaged();
   o.staging_sm_copy_upto = limit;
   auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
@@ -387,9 +384,7 @@ TEST_F(StagedCudaLongTest, SmCopyGoesByDmasWhileAProgramsKernelHoldsEverySm) {
   ASSERT_TRUE(other.ok());
   for (const double start_us : {TransferOptions().staging_sm_start_us, 0.0}) {
     const std::string what = "start wait " + std::to_string(start_us) + " us";
-    TransferOptions o;
-    o.allowed = {Path::kStaged};
-    o.staging_trace = true;
+    TransferOptions o = TracedStaged();
     o.staging_sm_copy_upto = len;
     o.staging_sm_start_us = start_us;
     auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
@@ -458,11 +453,9 @@ TEST_F(StagedCudaLongTest, SmCopyGoesByDmasWhileAProgramsKernelHoldsEverySm) {
 TEST_F(StagedCudaLongTest, FrontierCopyReturnsAFailedDmaAndTheNextCopyIsIntact) {
   const uint64_t len = 16ull << 20;
   ASSERT_NO_FATAL_FAILURE(MapBoth(len));
-  TransferOptions o;
-  o.allowed = {Path::kStaged};
+  TransferOptions o = TracedStaged();
   o.staging_frontier = true;
   o.staging_sm_copy_upto = 0;  // 16 MiB by the DMAs
-  o.staging_trace = true;
   auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   if ((*e)->choice().detail.find("fill frontier (") == std::string::npos)
