@@ -10,24 +10,17 @@
 set -uo pipefail
 RECORD=$1; shift
 XML=${XML_OUTPUT_FILE:-/dev/null}
-# The sources' sha256: each file's path under kmod/ and content, in path order.
-sha=$(for f in "$@"; do printf '%s\n' "${f#*kmod/}"; done | sort | while read -r rel; do
-	for f in "$@"; do [[ ${f#*kmod/} == "$rel" ]] && { printf '%s\0' "$rel"; cat "$f"; }; done
-done | sha256sum | cut -d' ' -f1)
+# The sources' sha256: each file's path under kmod/ and content, in path order (the paths share
+# their part up to kmod/, so sorting them sorts the paths under it).
+sha=$(printf '%s\n' "$@" | sort | while read -r f; do printf '%s\0' "${f#*kmod/}"; cat "$f"; done |
+	sha256sum | cut -d' ' -f1)
 recorded=$(sed -n 's/^module_sources_sha256 //p' "$RECORD")
 when=$(sed -n 's/^date //p' "$RECORD")
 what=$(sed -n 's/^ran //p' "$RECORD")
-write_xml() {  # write_xml skip|pass MESSAGE
-	python3 - "$XML" "$1" "$2" <<'PY'
-import html, sys
-xml, status, msg = sys.argv[1:4]
-skip = '<skipped message="%s"/>' % html.escape(msg) if status == "skip" else ""
-with open(xml, "w") as f:
-    f.write('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="debug_lane_current" '
-            'tests="1" failures="0" skipped="%d">\n' % (status == "skip"))
-    f.write('<testcase name="debug_lane_ran_these_module_sources" classname="kmod_lane_debug">%s'
-            '<system-out>%s</system-out></testcase>\n</testsuite></testsuites>\n' % (skip, html.escape(msg)))
-PY
+# write_xml pass|skip MESSAGE: the one case's JUnit XML (ci/qemu/junit_case.py, beside this script).
+write_xml() {
+	python3 "$(dirname "$0")/junit_case.py" "$XML" debug_lane_current debug_lane_ran_these_module_sources \
+		kmod_lane_debug "$1" "$2"
 }
 if [[ -z $recorded || -z $when ]]; then
 	echo "debug_lane_current: $RECORD has no 'date' or 'module_sources_sha256' line"

@@ -45,15 +45,6 @@ if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
 fi
 REASON="the debug kernel is not built for this lane's kernel and config (no cache entry under ${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}); build it once with: ci/qemu/build_debug_kernel.sh (about an hour or more on 2 cores: docs/reliability.md)"
 echo "kmod-lane-debug: SKIPPED: $REASON" >&2
-XML="${XML_OUTPUT_FILE:-/dev/null}"
-python3 - "$XML" "$REASON" <<'PY'
-import html, sys
-xml, reason = sys.argv[1], sys.argv[2]
-with open(xml, "w") as f:
-    f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-    f.write('<testsuites><testsuite name="kmod_lane_debug" tests="1" failures="0" errors="0" skipped="1">\n')
-    f.write('<testcase name="kmod_lane_debug" classname="kmod_lane_debug"><skipped message="%s"/></testcase>\n'
-            % html.escape(reason))
-    f.write("</testsuite></testsuites>\n")
-PY
+python3 "$SRC/ci/qemu/junit_case.py" "${XML_OUTPUT_FILE:-/dev/null}" kmod_lane_debug kmod_lane_debug \
+	kmod_lane_debug skip "$REASON"
 exit 0

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""One JUnit test case as a whole XML file, for a lane script whose verdict is a single case
+(ci/qemu/kmod_lane_debug.sh when the debug kernel is not cached, debug_lane_current_test.sh).
+
+usage: junit_case.py XML SUITE CASE CLASS pass|skip MESSAGE
+A skipped case carries MESSAGE as its reason (ci/test.sh lists it); every case carries it as its
+output. Exit 0, or 2 on a wrong status. Python 3 standard library only.
+"""
+import html
+import sys
+
+
+def main(argv):
+    if len(argv) != 7 or argv[5] not in ("pass", "skip"):
+        print("usage: junit_case.py XML SUITE CASE CLASS pass|skip MESSAGE", file=sys.stderr)
+        return 2
+    xml, suite, case, classname, status, msg = argv[1:]
+    skip = status == "skip"
+    with open(xml, "w") as f:
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        f.write('<testsuites><testsuite name="%s" tests="1" failures="0" errors="0" skipped="%d">\n'
+                % (html.escape(suite), skip))
+        f.write('<testcase name="%s" classname="%s">%s<system-out>%s</system-out></testcase>\n'
+                % (html.escape(case), html.escape(classname),
+                   '<skipped message="%s"/>' % html.escape(msg) if skip else "", html.escape(msg)))
+        f.write("</testsuite></testsuites>\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
