@@ -1,7 +1,8 @@
 #!/bin/bash
-# The real-kernel lane for kmod/resmem.c, one kernel per run (Bazel: //ci/qemu:kmod_lane_6_1 and
-# //ci/qemu:kmod_lane_6_12; by hand: ci/qemu/kmod_lane.sh [KERNEL] after
-# `bazel build //ci/qemu:kmod_lane_files`).
+# The real-kernel lane for kmod/resmem.c, one kernel per run (Bazel: //ci/qemu:kmod_lane_driver and
+# //ci/qemu:kmod_lane_engine run both kernels of a part side by side through kmod_lane_pair.sh;
+# //ci/qemu:kmod_lane_6_1_engine and the like one kernel's part, by name; by hand:
+# ci/qemu/kmod_lane.sh [KERNEL] after `bazel build //ci/qemu:kmod_lane_files`).
 # KERNEL is one of:
 #   --kernel-line 6.1     Debian's kernel line of that version (default 6.1): its headers package
 #   --kernel-line 6.12    (linux-headers-amd64 for 6.1, linux-headers-6.12-amd64 for 6.12) is
@@ -16,10 +17,10 @@
 #                         neither the resmem command line, card_guest nor the scenario files, and
 #                         boots without the card (RESMEM_CARD=0), so a change to the engine or to
 #                         a scenario file does not run it again
-#                         (Bazel: //ci/qemu:kmod_lane_6_1_driver, docs/build.md "Incremental");
+#                         (Bazel: //ci/qemu:kmod_lane_driver, docs/build.md "Incremental");
 #   --part engine         only the engine's cases in the guest, ENGINE_CASES below: the scenario
 #                         files, the card's, and the doctor, run by the static resmem (and
-#                         card_guest) on this kernel's driver (//ci/qemu:kmod_lane_6_1_engine).
+#                         card_guest) on this kernel's driver (//ci/qemu:kmod_lane_engine).
 #                         RESMEM_ONLY, when given, names the cases instead. It loads the driver
 #                         dkms built, as the driver part does (the doctor's signing case reads
 #                         dkms's signature), but leaves the `make install` check to the driver
@@ -43,7 +44,7 @@
 #     scenario_seed003_*);
 #  5. boots it under QEMU TCG (KVM here is broken: FACTS.md) with memmap= reservations;
 #  6. turns the TAP on the console into JUnit XML ($XML_OUTPUT_FILE), one testcase per guest case,
-#     in a test suite named after the kernel (kmod_lane_6_1, kmod_lane_6_12, kmod_lane_RELEASE):
+#     in a test suite named after the kernel and part (kmod_lane_6_1_engine, kmod_lane_RELEASE):
 #     ci/qemu/tap_junit.py, tested on its own by //ci/qemu:tap_junit_test.
 # Exit 0 only when the guest printed its plan and every case is "ok".
 # Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
