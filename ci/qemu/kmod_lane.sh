@@ -36,7 +36,10 @@
 #     fault-injection build), resmem_edu.ko and nv_p2p_standin.ko with Kbuild; every build with
 #     -Werror; checks the vermagics and that the feature probes (kmod/conftest.sh) found what
 #     this kernel has (the lane's conftest_* cases). RESMEM_KMOD_DRIVER=kbuild builds the driver
-#     with Kbuild too. The guest case driver_module_origin names the .ko it loads;
+#     with Kbuild too. The guest case driver_module_origin names the .ko it loads. On Debian's
+#     lines a build that passed is kept in RESMEM_KMOD_CACHE/modules, named after the sha256 of
+#     everything it read, and the next run on the same inputs (the other part, or the run after an
+#     engine change) copies it instead of building (RESMEM_KMOD_BUILD_CACHE=0: build anyway);
 #  4. packs an initramfs (busybox, /init = ci/qemu/guest_init.sh, the modules, the guest programs:
 #     resmem_guest, resmem_edu_guest and resmem_p2p_guest of ci/qemu/, resmem_seq and
 #     resmem_compat32 of kmod/tests/; the static resmem and scenarios/kmod/*.toml and
@@ -47,7 +50,7 @@
 #     in a test suite named after the kernel and part (kmod_lane_6_1_engine, kmod_lane_RELEASE):
 #     ci/qemu/tap_junit.py, tested on its own by //ci/qemu:tap_junit_test.
 # Exit 0 only when the guest printed its plan and every case is "ok".
-# Environment: RESMEM_KMOD_CACHE (downloaded kernel, default /var/cache/resmem-kmod),
+# Environment: RESMEM_KMOD_CACHE (downloaded kernel and kept builds, default /var/cache/resmem-kmod),
 # RESMEM_QEMU_TIMEOUT (seconds per boot, default 900), RESMEM_ONLY (run the guest cases whose name
 # matches one of these comma-separated shell patterns: 'scenario_seed003_*,p2p_unload'), RESMEM_SKIP
 # (leave out the guest cases named so),
@@ -250,13 +253,93 @@ fi
 # Every build with -Werror (KCFLAGS reaches Kbuild through make and dkms alike): a warning on one
 # kernel is a failure of that kernel's lane, not a line nobody reads.
 export KCFLAGS="${KCFLAGS:+$KCFLAGS }-Werror"
-mkdir -p "$WORK/kmod/uapi"
-cp "$SRC"/kmod/{Kbuild,Makefile,conftest.sh,resmem.c,resmem_test.c,resmem_edu.c,resmem_edu_p2p.c,nv_p2p_standin.c,nv_p2p_standin.h} "$WORK/kmod/"
-cp "$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h,resmem_edu_p2p_ioctl.h,nv_p2p_standin_ioctl.h} "$WORK/kmod/uapi/"
-chmod -R u+w "$WORK/kmod"
-RESMEM_CONFTEST_LOG="$WORK/conftest.log" make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
-	{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
-if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
+KMOD_SOURCES=("$SRC"/kmod/{Kbuild,Makefile,conftest.sh,resmem.c,resmem_test.c,resmem_edu.c,resmem_edu_p2p.c,nv_p2p_standin.c,nv_p2p_standin.h})
+KMOD_UAPI=("$SRC"/kmod/uapi/{resmem_ioctl.h,resmem_edu_ioctl.h,resmem_edu_p2p_ioctl.h,nv_p2p_standin_ioctl.h})
+# build_with_dkms: dkms add + build from the package's /usr/src/resmem-VERSION, in a tree of the
+# lane's own (--dkmstree/--sourcetree): the machine's /var/lib/dkms and /lib/modules stay as they
+# are. Leaves the driver, decompressed, as $WORK/resmem-dkms.ko and sets MAKELOG and DRIVER_ORIGIN.
+build_with_dkms() {
+	local ko dkms_ver
+	dkms_ver=$(dpkg-deb -f "$DKMS_DEB" Version)
+	dpkg-deb -x "$DKMS_DEB" "$WORK/dkms-pkg"
+	mkdir -p "$WORK/dkms-tree"
+	local dkms_args=(-m resmem -v "$dkms_ver" -k "$KVER" --kernelsourcedir "$KBUILD" --dkmstree "$WORK/dkms-tree" --sourcetree "$WORK/dkms-pkg/usr/src")
+	# dkms signs what it builds, with a key it makes on first use: keep that key in the lane's tree.
+	{ export mok_signing_key="$WORK/dkms-tree/mok.key" mok_certificate="$WORK/dkms-tree/mok.pub"
+	  dkms add "${dkms_args[@]}" && dkms build "${dkms_args[@]}"; } >"$WORK/dkms.log" 2>&1 ||
+		{ cat "$WORK/dkms.log" >&2; find "$WORK/dkms-tree" -name make.log -exec cat {} + >&2; die "dkms build of $(basename "$DKMS_DEB") failed"; }
+	ko=$(find "$WORK/dkms-tree/resmem/$dkms_ver/$KVER" -path '*/module/resmem.ko*' | head -1)
+	MAKELOG=$(find "$WORK/dkms-tree/resmem/$dkms_ver/$KVER" -name make.log | head -1)
+	[[ -r $ko && -r $MAKELOG ]] || { cat "$WORK/dkms.log" >&2; die "dkms build left no module/resmem.ko* or make.log"; }
+	# dkms compresses the module as the kernel's config says (6.12: CONFIG_MODULE_COMPRESS_XZ):
+	# the guest's busybox insmod loads a plain .ko, so the lane loads what dkms built, decompressed.
+	case "$ko" in
+	*.ko.xz) xz -dc "$ko" >"$WORK/resmem-dkms.ko" ;;
+	*.ko.zst) zstd -qdc "$ko" >"$WORK/resmem-dkms.ko" ;;
+	*.ko.gz) gzip -dc "$ko" >"$WORK/resmem-dkms.ko" ;;
+	*) cp "$ko" "$WORK/resmem-dkms.ko" ;;
+	esac || die "cannot decompress $ko"
+	log "dkms built $(basename "$ko")$([[ $ko == *.ko ]] || echo ', decompressed for the guest')"
+	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
+	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
+}
+# build_modules: Kbuild's four modules (running the feature probes), the 32-bit guest program,
+# and the driver by dkms when DRIVER_BUILD is dkms; dies on any failure or warning.
+build_modules() {
+	mkdir -p "$WORK/kmod/uapi"
+	cp "${KMOD_SOURCES[@]}" "$WORK/kmod/"
+	cp "${KMOD_UAPI[@]}" "$WORK/kmod/uapi/"
+	chmod -R u+w "$WORK/kmod"
+	RESMEM_CONFTEST_LOG="$WORK/conftest.log" make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
+		{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
+	if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
+	# The 32-bit guest program: a 32-bit process's ioctls take the driver's compat_ioctl path.
+	gcc -m32 -static -O2 -Wall -Wextra -Werror -I"$WORK/kmod/uapi" "$SRC/kmod/tests/resmem_compat32.c" \
+		-o "$WORK/resmem_compat32" >"$WORK/compat32.log" 2>&1 ||
+		{ cat "$WORK/compat32.log" >&2; die "cannot build the 32-bit guest program (gcc -m32, gcc-multilib)"; }
+	DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod)"
+	MAKELOG=
+	if [[ $DRIVER_BUILD == dkms ]]; then build_with_dkms; fi
+}
+# The lane's build cache (ci/qemu/build_cache.sh), for Debian's lines: both parts of a kernel,
+# and the next run after an engine change, build the same modules from the same files, so a build
+# that passed is kept in $CACHE/modules/KVER-KEY and copied from there instead of built again
+# (docs/build.md "Incremental": 12-17 s a part). KEY covers everything the build reads: the
+# module sources, the 32-bit program's, the dkms package, this script, the kernel release, the
+# version of its headers package, gcc's and dkms's versions, KCFLAGS and the Kbuild arguments. A
+# kernel of your own (--kernel, the debug lane) is always built. RESMEM_KMOD_BUILD_CACHE=0 builds
+# anyway.
+BUILD_CACHE_SH="$SRC/ci/qemu/build_cache.sh"
+[[ -r "$BUILD_CACHE_SH" ]] || die "ci/qemu/build_cache.sh not found beside the lane script"
+# shellcheck source=ci/qemu/build_cache.sh
+source "$BUILD_CACHE_SH"
+# The build's results, as the steps below read them: what an entry holds.
+BUILT=(kmod resmem_compat32 conftest.log kbuild.log resmem-dkms.ko dkms-make.log origin.txt)
+MODCACHE=
+if [[ -n $KERNEL_LINE && "${RESMEM_KMOD_BUILD_CACHE:-1}" != 0 ]]; then
+	key_files=("${KMOD_SOURCES[@]}" "${KMOD_UAPI[@]}" "$SRC/kmod/tests/resmem_compat32.c" "$0")
+	[[ $DRIVER_BUILD == kbuild ]] || key_files+=("$DKMS_DEB")
+	key=$({ printf '%s\n' "$KVER" "$DRIVER_BUILD" "$KCFLAGS" "${KBUILD_ARGS[*]}"
+		dpkg-query -W -f '${Version}\n' "linux-headers-$KVER"; gcc --version | head -1
+		[[ $DRIVER_BUILD == kbuild ]] || dkms --version; } 2>&1 | build_cache_key "${key_files[@]}") ||
+		die "cannot read the build's inputs for the build cache's key: ${key_files[*]}"
+	MODCACHE="$CACHE/modules/$KVER-$key"
+fi
+if [[ -n $MODCACHE ]] && made=$(build_cache_take "$MODCACHE" "$WORK" "${BUILT[@]}"); then
+	DRIVER_ORIGIN=$(cat "$WORK/origin.txt")
+	MAKELOG=
+	[[ -e "$WORK/dkms-make.log" ]] && MAKELOG="$WORK/dkms-make.log"
+	log "modules from the lane's build cache $MODCACHE: built $made by a run on the same files, headers and compilers (the folder is named after their sha256; RESMEM_KMOD_BUILD_CACHE=0 builds them again)"
+else
+	build_modules
+	if [[ -n $MODCACHE ]]; then
+		[[ -n $MAKELOG ]] && cp "$MAKELOG" "$WORK/dkms-make.log"
+		echo "$DRIVER_ORIGIN" >"$WORK/origin.txt"
+		build_cache_keep "$MODCACHE" "$WORK" 4 "${BUILT[@]}" || log "could not keep the build in $MODCACHE (the next run builds again)"
+	fi
+fi
+DRIVER_KO="$WORK/kmod/resmem.ko"
+[[ $DRIVER_BUILD == dkms ]] && DRIVER_KO="$WORK/resmem-dkms.ko"
 log "feature probes (kmod/conftest.sh) on $KVER:"
 grep -E '^#define RESMEM_HAVE_|^/\* #undef RESMEM_HAVE_' "$WORK/kmod/resmem_conftest.h" | sed 's/^/kmod-lane:   /' >&2
 # The lane's host-side cases, "ok|fail<TAB>name<TAB>what", reported beside the guest's.
@@ -299,40 +382,9 @@ check_make_install() {
 	fi
 }
 [[ $PART == engine ]] || check_make_install
-# The 32-bit guest program: a 32-bit process's ioctls take the driver's compat_ioctl path.
-gcc -m32 -static -O2 -Wall -Wextra -Werror -I"$WORK/kmod/uapi" "$SRC/kmod/tests/resmem_compat32.c" \
-	-o "$WORK/resmem_compat32" >"$WORK/compat32.log" 2>&1 ||
-	{ cat "$WORK/compat32.log" >&2; die "cannot build the 32-bit guest program (gcc -m32, gcc-multilib)"; }
-DRIVER_KO="$WORK/kmod/resmem.ko"
-DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod)"
-if [[ $DRIVER_BUILD == dkms ]]; then
-	# dkms add + build from the package's /usr/src/resmem-VERSION, in a tree of the lane's own
-	# (--dkmstree/--sourcetree): the machine's /var/lib/dkms and /lib/modules stay as they are.
-	DKMS_VER=$(dpkg-deb -f "$DKMS_DEB" Version)
-	dpkg-deb -x "$DKMS_DEB" "$WORK/dkms-pkg"
-	mkdir -p "$WORK/dkms-tree"
-	dkms_args=(-m resmem -v "$DKMS_VER" -k "$KVER" --kernelsourcedir "$KBUILD" --dkmstree "$WORK/dkms-tree" --sourcetree "$WORK/dkms-pkg/usr/src")
-	# dkms signs what it builds, with a key it makes on first use: keep that key in the lane's tree.
-	{ export mok_signing_key="$WORK/dkms-tree/mok.key" mok_certificate="$WORK/dkms-tree/mok.pub"
-	  dkms add "${dkms_args[@]}" && dkms build "${dkms_args[@]}"; } >"$WORK/dkms.log" 2>&1 ||
-		{ cat "$WORK/dkms.log" >&2; find "$WORK/dkms-tree" -name make.log -exec cat {} + >&2; die "dkms build of $(basename "$DKMS_DEB") failed"; }
-	DRIVER_KO=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -path '*/module/resmem.ko*' | head -1)
-	MAKELOG=$(find "$WORK/dkms-tree/resmem/$DKMS_VER/$KVER" -name make.log | head -1)
-	[[ -r $DRIVER_KO && -r $MAKELOG ]] || { cat "$WORK/dkms.log" >&2; die "dkms build left no module/resmem.ko* or make.log"; }
-	# dkms compresses the module as the kernel's config says (6.12: CONFIG_MODULE_COMPRESS_XZ):
-	# the guest's busybox insmod loads a plain .ko, so the lane loads what dkms built, decompressed.
-	case "$DRIVER_KO" in
-	*.ko.xz) xz -dc "$DRIVER_KO" >"$WORK/resmem-dkms.ko" ;;
-	*.ko.zst) zstd -qdc "$DRIVER_KO" >"$WORK/resmem-dkms.ko" ;;
-	*.ko.gz) gzip -dc "$DRIVER_KO" >"$WORK/resmem-dkms.ko" ;;
-	*) cp "$DRIVER_KO" "$WORK/resmem-dkms.ko" ;;
-	esac || die "cannot decompress $DRIVER_KO"
-	log "dkms built $(basename "$DRIVER_KO")$([[ $DRIVER_KO == *.ko ]] || echo ', decompressed for the guest')"
-	DRIVER_KO="$WORK/resmem-dkms.ko"
+if [[ -n $MAKELOG ]]; then
 	log "dkms's build log ($MAKELOG):"
 	sed 's/^/kmod-lane:   dkms make.log: /' "$MAKELOG" >&2
-	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
-	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
 fi
 # A kernel that trusts a key of its own build tree (the debug kernel: build_debug_kernel.sh) gets
 # every module signed with it, so they load where signatures are enforced (the signing boot).
@@ -349,7 +401,7 @@ for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$
 	[[ "$vm" == "$KVER" ]] || die "$ko vermagic '$vm' does not match kernel $KVER"
 done
 DRIVER_SHA=$(sha256sum "$DRIVER_KO" | awk '{print $1}')
-log "modules built ($(($(date +%s) - T0)) s); resmem.ko by $DRIVER_ORIGIN, sha256 $DRIVER_SHA"
+log "modules ready ($(($(date +%s) - T0)) s); resmem.ko by $DRIVER_ORIGIN, sha256 $DRIVER_SHA"
 
 # ---- 4. initramfs --------------------------------------------------------------------------------
 R="$WORK/root"
