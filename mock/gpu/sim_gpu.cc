@@ -1,6 +1,7 @@
 // The CUDA model's Gpu. Rules and their sources: the table at the top of cuda_profile.cc.
 #include "mock/gpu/sim_gpu.h"
 #include "mock/sim/sim_memory.h"
+#include "mock/sim/zero_bytes.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +30,7 @@ class SparseBytes {
       const uint64_t n = std::min(len, kSparsePage - in_page);
       auto it = pages_.find(page);
       if (it == pages_.end()) {
-        const bool all_zero = std::all_of(in, in + n, [](uint8_t b) { return b == 0; });
+        const bool all_zero = AllZero(in, n);
         if (!all_zero) it = pages_.emplace(page, std::vector<uint8_t>(kSparsePage, 0)).first;
       }
       if (it != pages_.end()) std::memcpy(it->second.data() + in_page, in, n);

@@ -1,4 +1,5 @@
 #include "mock/sim/sim_memory.h"
+#include "mock/sim/zero_bytes.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -9,11 +10,6 @@ namespace resmem::sim {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-
-bool AllZero(const uint8_t* p, uint64_t len) {
-  // p[0] == 0 and every byte equals its successor: libc's memcmp does the scan.
-  return len == 0 || (p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0);
-}
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 #include "mock/sim/sim_world.h"
+#include "mock/sim/zero_bytes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -19,11 +20,6 @@ constexpr uint64_t kCopyChunk = 1ull << 20;  // bounded buffer for CopyHost's da
 
 // Salt of the world's own RNG stream (the fault injector draws from another).
 constexpr uint64_t kWorldRngSalt = 0x51a1d;
-
-bool AllZero(const uint8_t* p, uint64_t len) {
-  // p[0] == 0 and every byte equals its successor: libc's memcmp does the scan.
-  return len == 0 || (p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0);
-}
 
 // Linux's names of cache modes in pat_memtype_list (arch/x86/mm/pat/memtype.c, cattr_name()).
 const char* CattrName(MemoryType t) {
