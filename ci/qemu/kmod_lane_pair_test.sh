@@ -5,6 +5,7 @@
 #      each with its own TEST_TMPDIR, JUnit file and outputs folder named after it; the merged
 #      file holds both suites, in the order of the lines, and passes ci/junit/check_junit.py; each
 #      lane's log is printed whole, in that order;
+#   1b. with one core (RESMEM_PAIR_CPUS=1) they run one after the other, and the log says so;
 #   2. one lane with a failed case: the pair exits non-zero and the failure is in the file;
 #   3. a lane that dies before writing its JUnit file, and one that exits non-zero while its file
 #      passes: each becomes an errored case named "lane" in a suite named after it; the other
@@ -102,6 +103,26 @@ fi
 order=$(grep -n '^==== \|^log line of' "$LOGF" | cut -d: -f2- | tr '\n' '|')
 want_order="==== kmod_lane_6_1_engine (exit) ====|log line of kmod_lane_6_1_engine|==== kmod_lane_6_12_engine (exit) ====|log line of kmod_lane_6_12_engine|"
 [[ $order == "$want_order" ]] && ok "each lane's log printed whole, in order" || bad "logs: '$order'"
+
+# 1b. one core: the lanes one after the other, said in the log, the same merged file
+run onecore RESMEM_PAIR_CPUS=1
+s=$(suites "$T/onecore/test.xml")
+if [[ $RC == 0 && $s == "$want" ]] && python3 - "$T/onecore/stub.log" <<'PY'; then
+import sys
+start, end = {}, {}
+for l in open(sys.argv[1]):
+    w = l.split()
+    (start if w[0] == "start" else end)[w[1]] = float(w[2])
+sys.exit(0 if start["kmod_lane_6_12_engine"] >= end["kmod_lane_6_1_engine"] else 1)
+PY
+	ok "one core: the lanes ran one after the other, the same suites"
+else
+	bad "one core: rc $RC, suites '$s', $(cat "$T/onecore/stub.log")"
+fi
+grep -q "1 core(s) for 2 lanes: one after the other" "$LOGF" && ok "and the log says why" || bad "one core: the log does not say so"
+run onecore_fail RESMEM_PAIR_CPUS=1 STUB_6_1=fail
+s=$(suites "$T/onecore_fail/test.xml")
+[[ $RC != 0 && $s == "kmod_lane_6_1_engine[c1,c2!] kmod_lane_6_12_engine[c1,c2]" ]] && ok "one core: the first lane's failure still fails the pair" || bad "one core, failing: rc $RC, suites '$s'"
 
 # 2. a failed case
 run fail STUB_6_12=fail
