@@ -35,7 +35,9 @@ build_cache_keep() {
 		if [[ -e "$src/$item" ]]; then cp -a "$src/$item" "$tmp/" || { rm -rf "$tmp"; return 1; }; fi
 	done
 	date -u '+%Y-%m-%d %H:%M:%S UTC' >"$tmp/done"
-	rm -rf "$entry" && mv "$tmp" "$entry" || { rm -rf "$tmp"; return 1; }
+	# -T: a keep that raced another (the same entry made in between) fails, instead of moving the
+	# folder inside it.
+	rm -rf "$entry" && mv -T "$tmp" "$entry" || { rm -rf "$tmp"; return 1; }
 	# shellcheck disable=SC2012 # entry names are PREFIX-HEX, no odd characters
 	ls -dt "${entry%-*}"-* | tail -n +"$((keep + 1))" | xargs -r rm -rf
 }
