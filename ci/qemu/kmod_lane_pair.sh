@@ -54,6 +54,13 @@ print_logs() {
 		cat "$BASE/$name/log" 2>/dev/null || true
 	done
 }
+# wait_lane I: waits for lane I and keeps its exit status in RCS[I].
+wait_lane() {
+	set +e
+	wait "${PIDS[$1]}"
+	RCS[$1]=$?
+	set -e
+}
 trap stop_lanes TERM INT
 
 CPUS=${RESMEM_PAIR_CPUS:-$(nproc)}
@@ -78,23 +85,13 @@ for line in "${KLINES[@]}"; do
 	PIDS+=($!)
 	log "started $name (pid $!)"
 	# One after the other: this lane ends before the next starts.
-	if ((!SIDE_BY_SIDE)); then
-		set +e
-		wait "$!"
-		RCS[${#PIDS[@]} - 1]=$?
-		set -e
-	fi
+	((SIDE_BY_SIDE)) || wait_lane $((${#PIDS[@]} - 1))
 done
 
 rc=0
 declare -a MERGE_ARGS
 for i in "${!PIDS[@]}"; do
-	if [[ -z "${RCS[i]:-}" ]]; then
-		set +e
-		wait "${PIDS[$i]}"
-		RCS[i]=$?
-		set -e
-	fi
+	[[ -n "${RCS[i]:-}" ]] || wait_lane "$i"
 	((RCS[i] == 0)) || rc=1
 	log "${NAMES[$i]} exit ${RCS[$i]} after $(($(date +%s) - T0)) s"
 	MERGE_ARGS+=("${NAMES[$i]}=${RCS[$i]}=$BASE/${NAMES[$i]}/test.xml")

@@ -30,8 +30,7 @@ class SparseBytes {
       const uint64_t n = std::min(len, kSparsePage - in_page);
       auto it = pages_.find(page);
       if (it == pages_.end()) {
-        const bool all_zero = AllZero(in, n);
-        if (!all_zero) it = pages_.emplace(page, std::vector<uint8_t>(kSparsePage, 0)).first;
+        if (!AllZero(in, n)) it = pages_.emplace(page, std::vector<uint8_t>(kSparsePage, 0)).first;
       }
       if (it != pages_.end()) std::memcpy(it->second.data() + in_page, in, n);
       offset += n;
