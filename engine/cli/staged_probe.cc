@@ -9,8 +9,9 @@
 //               a pause between copies, with min-segments variants
 //   queue       CopyQueue of a run of blocks (segments flowing across blocks) against Copy after
 //               Copy of the same blocks
-// --timeline: only pinned, dma-only, fill-only, drain-only and the staged copy both ways with the
-// options given, each with its last copy's per-segment timeline. --streams-matrix: only DMAs
+// --timeline: only pinned, dma-only, fill-only, drain-only (source in cache, just written by DMA,
+// flushed to memory, and just written by DMA with more DMAs beside) and the staged copy both ways
+// with the options given, each with its last copy's per-segment timeline. --streams-matrix: only DMAs
 // from pinned memory, 1-32 per copy on 1-4 copy streams, with an event after each or one after
 // the last (does a second stream or fewer events hide a DMA's set-up? On the H100: no).
 // --ceiling: only the host's staging costs, measured apart (segment_plan.h: start, submit, DMA
@@ -33,6 +34,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "backends/api/median.h"
 #include "backends/cuda/cuda_gpu.h"
@@ -73,6 +78,16 @@ std::string Spread(std::vector<double> v) {
   std::snprintf(buf, sizeof buf, "mean %.1f, p90 %.1f, max %.1f", sum / v.size(),
                 v[std::min(v.size() - 1, v.size() * 9 / 10)], v.back());
   return buf;
+}
+
+// CLFLUSH every cache line of [p, p+n), then a fence: the lines leave every cache for memory.
+void FlushLines(const uint8_t* p, uint64_t n) {
+#if defined(__x86_64__)
+  for (uint64_t at = 0; at < n; at += 64) _mm_clflush(p + at);
+  _mm_mfence();
+#else
+  (void)p, (void)n;
+#endif
 }
 
 void Pause(int us) {
@@ -248,6 +263,31 @@ struct Probe {
     std::printf("  %s %2d lanes, pieces %-9s   %8.1f us %6.2f GB/s\n",
                 after_dma ? "drain-only after DMA" : drain ? "drain-only" : "fill-only ", t.lanes - 1,
                 FormatSize(t.piece).c_str(), t.median_us, t.gbps);
+    return Status::Ok();
+  }
+
+  // Where the drain's source lines are, and what runs beside it (--timeline): the ring flushed
+  // to memory before each timed drain (CLFLUSH, every line the drain reads), and the ring just
+  // written by DMAs with lane 0 running more DMAs into other pinned memory meanwhile, as the
+  // next segments' DMAs run beside a staged copy's drain. With the timeline's drain-only lines
+  // (source in cache; source just written by DMA) they say whether the device's writes reach
+  // the CPU's caches and what a concurrent DMA costs the drain.
+  Status DrainSources(uint64_t size, uint64_t seg,
+                      const std::vector<std::unique_ptr<HostMemory>>& ring,
+                      transfer::LanePool& pool) {
+    transfer::CeilingRig flushed = Rig(ring, pool);
+    flushed.before_lane_copy = [&ring, seg](uint64_t bytes) {
+      for (uint64_t s = 0; s * seg < bytes && s < ring.size(); ++s)
+        FlushLines(ring[s]->data(), std::min(seg, bytes - s * seg));
+      return Status::Ok();
+    };
+    RESMEM_ASSIGN_OR_RETURN(auto f, transfer::TimeLaneCopy(flushed, size, seg, true, false));
+    const auto d2h = CopyDirection::kDeviceToHost;
+    RESMEM_ASSIGN_OR_RETURN(auto b, transfer::TimeLaneCopy(Rig(ring, pool), size, seg, true, true, &d2h));
+    std::printf("  drain-only after flush %2d lanes, pieces %-9s %8.1f us %6.2f GB/s\n", f.lanes - 1,
+                FormatSize(f.piece).c_str(), f.median_us, f.gbps);
+    std::printf("  drain-only after DMA, beside DMAs %2d lanes %8.1f us %6.2f GB/s (%zu DMAs beside)\n",
+                b.lanes - 1, b.median_us, b.gbps, b.beside_dma_us.size());
     return Status::Ok();
   }
 
@@ -768,6 +808,7 @@ Status TimelineSteps(SizeCase& c) {
       [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool); },
       [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool, true); },
       [&] { return p.FillOnly(size, seg, c.rig.ring, c.pool, true, true); },
+      [&] { return p.DrainSources(size, seg, c.rig.ring, c.pool); },
       [&] { return p.Staged(size, v, 0, "event polling", true); },
       [&] { return p.Staged(size, v, 0, "event polling", true, d2h); },
       [&] { return p.Staged(size, v, 0, "host not cleared", true, d2h, false); }});
