@@ -109,6 +109,11 @@ void AddLaneStoreOptions(CLI::App& app, TransferOptions* o, const std::string& g
          "device to host: claim a piece only once its DMA is done (default: claim it before and "
          "prefetch its destination for writing meanwhile)")
       ->group(group);
+  app.add_flag_callback(
+         "--no-rotate-ring", [o] { o->staging_rotate_ring = false; },
+         "device to host: segment i of every copy into buffer i % S from its start (default: "
+         "each copy where the last one ended in the ring); pair it with --demote-drain-upto 2M")
+      ->group(group);
   cli::AddSizeOption(app, "--d2h-tail", &o->staging_d2h_tail,
                      "device to host: cut the last segment into a falling ramp down to this size "
                      "(0: equal segments)",

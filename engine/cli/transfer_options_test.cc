@@ -25,7 +25,7 @@ TEST(StagingOptions, PlanOptionsLandInTransferOptions) {
   TransferOptions o;
   std::string err;
   EXPECT_EQ(o.staging_plan_upto, 64ull << 20);
-  EXPECT_EQ(o.staging_plan_d2h_from, 64ull << 20);
+  EXPECT_EQ(o.staging_plan_d2h_from, 1ull << 20);
   ASSERT_FALSE(Parse({"--plan-upto", "1M", "--plan-d2h-from", "0", "--costs",
                       "1,90,50,85,45,3,53.5,48,2"},
                      &o, &err))
@@ -35,6 +35,18 @@ TEST(StagingOptions, PlanOptionsLandInTransferOptions) {
   EXPECT_DOUBLE_EQ(o.staging_costs.start_us, 1);
   EXPECT_DOUBLE_EQ(o.staging_costs.dma_beside_gbps, 48);
   EXPECT_DOUBLE_EQ(o.staging_costs.per_dma_us, 2);
+}
+
+// The device-to-host ring rotates without a demote by default; --no-rotate-ring is the fixed
+// ring, which wants the demote back.
+TEST(StagingOptions, NoRotateRingGivesTheFixedRing) {
+  TransferOptions o;
+  std::string err;
+  EXPECT_TRUE(o.staging_rotate_ring);
+  EXPECT_EQ(o.staging_demote_drain_upto, 0u);
+  ASSERT_FALSE(Parse({"--no-rotate-ring", "--demote-drain-upto", "2M"}, &o, &err)) << err;
+  EXPECT_FALSE(o.staging_rotate_ring);
+  EXPECT_EQ(o.staging_demote_drain_upto, 2ull << 20);
 }
 
 TEST(StagingOptions, BadCostsAreRefusedByField) {

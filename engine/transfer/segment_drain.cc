@@ -33,6 +33,27 @@ std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t
   return b;
 }
 
+uint64_t PlaceInRing(const std::vector<uint64_t>& lengths, int buffers, uint64_t chunk,
+                     uint64_t cursor, std::vector<RingPlace>* places) {
+  // Positions run on round the ring (v); segment i overwrites the bytes of every segment of the
+  // copy that started before v_i + len_i - ring.
+  const uint64_t ring = chunk * static_cast<uint64_t>(buffers);
+  places->assign(lengths.size(), RingPlace());
+  std::vector<uint64_t> v(lengths.size());
+  uint64_t at = cursor % ring;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (at % chunk + lengths[i] > chunk) at += chunk - at % chunk;
+    v[i] = at;
+    RingPlace& p = (*places)[i];
+    p.buffer = static_cast<int>(at % ring / chunk);
+    p.offset = at % chunk;
+    at += lengths[i];
+    p.wait = i == 0 ? 0 : (*places)[i - 1].wait;
+    while (p.wait < i && v[p.wait] + ring < at) ++p.wait;
+  }
+  return at % ring;
+}
+
 namespace {
 
 // One device-to-host copy through the segment ring: what lane 0 (the driver) and the draining
@@ -45,8 +66,17 @@ class DrainRun {
  private:
   uint64_t SegOff(uint64_t i) const { return bounds_[i]; }
   uint64_t SegLen(uint64_t i) const { return bounds_[i + 1] - bounds_[i]; }
+  // Where each segment lands in the ring: with staging_rotate_ring at the ring's running cursor
+  // (PlaceInRing, Staging::drain_cursor), else segment i in buffer i % S at offset 0.
+  std::vector<RingPlace> PlaceSegments() const;
   // Lane 0: queues the DMAs and publishes each finished one to the lanes (ready_).
   Status Drive();
+  // Segment i's DMA may be queued: a ticket is free and the segments whose bytes it overwrites
+  // are drained (`drained`: how many leading segments are, advanced here).
+  bool CanIssue(uint64_t i, uint64_t finished, uint64_t* drained) const;
+  cuda::CudaGpu::CopyTicket& TicketOf(uint64_t i) const {
+    return s_.tickets[i % s_.tickets.size()];
+  }
   Status Issue(uint64_t i);
   // Waits until segment i's DMA is done; false when the driver failed meanwhile.
   bool WaitReady(uint64_t i) const;
@@ -61,6 +91,7 @@ class DrainRun {
   const int nbuf_, lanes_;
   const std::vector<uint64_t> bounds_;  // segment i is [bounds_[i], bounds_[i + 1])
   const uint64_t nseg_;
+  const std::vector<RingPlace> place_;
   std::unique_ptr<std::atomic<uint64_t>[]> claimed_, moved_;
   std::atomic<uint64_t> ready_{0};  // segments the lanes may work on: [0, ready)
   std::atomic<bool> abort_{false};
@@ -89,6 +120,7 @@ DrainRun::DrainRun(Staging& s, const CopyRequest& c, uint64_t seg,
       lanes_(s.lanes->size()),
       bounds_(BoundsOf(plan, c.length, seg, s.o.staging_d2h_tail)),
       nseg_(bounds_.size() - 1),
+      place_(PlaceSegments()),
       claimed_(new std::atomic<uint64_t>[nseg_]),
       moved_(new std::atomic<uint64_t>[nseg_]),
       host_(s.mem.data() + c.host_offset),
@@ -104,10 +136,33 @@ DrainRun::DrainRun(Staging& s, const CopyRequest& c, uint64_t seg,
   }
 }
 
+std::vector<RingPlace> DrainRun::PlaceSegments() const {
+  std::vector<RingPlace> p(nseg_);
+  if (!s_.o.staging_rotate_ring) {
+    for (uint64_t i = 0; i < nseg_; ++i)
+      p[i] = {static_cast<int>(i % nbuf_), 0, i >= uint64_t(nbuf_) ? i - nbuf_ + 1 : 0};
+    return p;
+  }
+  std::vector<uint64_t> lengths(nseg_);
+  for (uint64_t i = 0; i < nseg_; ++i) lengths[i] = SegLen(i);
+  s_.drain_cursor = PlaceInRing(lengths, nbuf_, s_.o.staging_chunk, s_.drain_cursor, &p);
+  return p;
+}
+
+bool DrainRun::CanIssue(uint64_t i, uint64_t finished, uint64_t* drained) const {
+  if (i - finished >= s_.tickets.size()) return false;
+  while (*drained < i && moved_[*drained].load(std::memory_order_acquire) >= SegLen(*drained))
+    ++*drained;
+  if (s_.o.staging_rotate_ring) return *drained >= place_[i].wait;
+  // Buffer i % S: segment i - S out of it (the other segments' drains are not waited for).
+  return i < uint64_t(nbuf_) ||
+         moved_[i - nbuf_].load(std::memory_order_acquire) >= SegLen(i - nbuf_);
+}
+
 Status DrainRun::Issue(uint64_t i) {
   if (tracing_) s_.trace.issue_begin_us[i] = us_();
-  Status st = s_.cuda->CopyAsyncInto(s_.tickets[i % nbuf_], c_.dir, *s_.buffers[i % nbuf_], 0,
-                                     *c_.dev, c_.dev_offset + SegOff(i), SegLen(i),
+  Status st = s_.cuda->CopyAsyncInto(TicketOf(i), c_.dir, *s_.buffers[place_[i].buffer],
+                                     place_[i].offset, *c_.dev, c_.dev_offset + SegOff(i), SegLen(i),
                                      s_.DmaStream(i));
   if (tracing_) s_.trace.issued_us[i] = us_();
   return st;
@@ -115,12 +170,14 @@ Status DrainRun::Issue(uint64_t i) {
 
 Status DrainRun::Drive() {
   // Polls rather than blocks, so the lanes copy a segment out the moment its DMA finished.
-  uint64_t issued = 0, finished = 0;
-  // Device to host: the first nbuf DMAs at once; segment i + nbuf once segment i is drained.
-  for (; issued < std::min<uint64_t>(nbuf_, nseg_); ++issued) RESMEM_RETURN_IF_ERROR(Issue(issued));
+  uint64_t issued = 0, finished = 0, drained = 0;
+  // Every DMA whose bytes are free at once; each next one once the segments it overwrites are
+  // drained (CanIssue).
+  for (; issued < nseg_ && CanIssue(issued, finished, &drained); ++issued)
+    RESMEM_RETURN_IF_ERROR(Issue(issued));
   while (finished < nseg_) {
     if (finished < issued) {
-      RESMEM_ASSIGN_OR_RETURN(bool done, s_.cuda->Done(s_.tickets[finished % nbuf_]));
+      RESMEM_ASSIGN_OR_RETURN(bool done, s_.cuda->Done(TicketOf(finished)));
       if (done) {
         if (tracing_) s_.trace.done_us[finished] = us_();
         ++finished;
@@ -128,9 +185,7 @@ Status DrainRun::Drive() {
         continue;
       }
     }
-    // Segment `issued - nbuf` filled: all its bytes drained out of the buffer.
-    if (issued < nseg_ &&
-        moved_[issued - nbuf_].load(std::memory_order_acquire) >= SegLen(issued - nbuf_)) {
+    if (issued < nseg_ && CanIssue(issued, finished, &drained)) {
       RESMEM_RETURN_IF_ERROR(Issue(issued));
       ++issued;
       continue;
@@ -158,7 +213,7 @@ void DrainRun::Drain(int lane) {
 
 bool DrainRun::DrainSegment(int lane, uint64_t i) {
   const bool prefetch_dst = s_.o.staging_prefetch_dst;
-  uint8_t* buf = s_.buffers[i % nbuf_]->data();
+  uint8_t* buf = s_.buffers[place_[i].buffer]->data() + place_[i].offset;
   const uint64_t n = SegLen(i);
   const uint64_t piece = SegmentPiece(n, lanes_, s_.o.staging_min_piece);
   const uint64_t pieces = (n + piece - 1) / piece;

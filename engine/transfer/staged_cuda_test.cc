@@ -3,7 +3,8 @@
 // the DMAs: event polling (default), stream signals
 // with host-queued DMAs (--signals), DMAs queued behind stream waits (--gpu-waits), and pieces
 // moved by a kernel (--sm-copy, a 40 MiB copy going round its 32 MiB ring), and device-to-host
-// segments ending in a falling ramp (--d2h-tail) or claimed only after their DMA
+// segments ending in a falling ramp (--d2h-tail), placed at the ring's running cursor (the
+// default) or from each buffer's start (--no-rotate-ring), or claimed only after their DMA
 // (--no-prefetch-dst; the default claims before and prefetches the destination), and segment
 // DMAs spread over three copy streams (--dma-streams 3), and copies cut by the segment plan
 // at every length (--plan-upto, --plan-d2h-from; by default host-to-device copies up to 64 MiB and
@@ -110,6 +111,11 @@ TEST_P(StagedCudaTest, CopiesBothWaysIntact) {
   if (std::string(GetParam().name) == "equal_segments") o.staging_plan_upto = o.staging_plan_d2h_from = 0;
   // "no_driver_fill": the driving lane only issues DMAs (the default also fills segment 0).
   if (std::string(GetParam().name) == "no_driver_fill") o.staging_driver_fills = false;
+  // Device-to-host segments at the ring's running cursor (the default): a 40 MiB copy goes
+  // round the 32 MiB ring within itself, and "ring_tail"'s short segments skip to a buffer's
+  // start. "fixed_ring": segment i in buffer i % S, demoted after draining.
+  if (std::string(GetParam().name) == "fixed_ring")
+    o.staging_rotate_ring = false, o.staging_demote_drain_upto = 2ull << 20;
   auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   const std::string detail = (*e)->choice().detail;
@@ -493,6 +499,8 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                                            Variant{"sm_copy", false, false, true},
                                            Variant{"d2h_tail", false, false, false, 512 << 10},
                                            Variant{"claim_after_dma", false, false, false, 0, false},
+                                           Variant{"fixed_ring", false, false, false},
+                                           Variant{"ring_tail", false, false, false, 192 << 10},
                                            Variant{"dma_streams", false, false, false, 0, true, 3},
                                            Variant{"plan", false, false, false, 0, true, 1, true},
                                            Variant{"equal_segments", false, false, false},

@@ -20,6 +20,7 @@ std::string SegmentNotes(const TransferOptions& o, bool by_frontier) {
   if (o.staging_demote_fill_from)
     d += ", segments >= " + FormatSize(o.staging_demote_fill_from) +
          " filled through the cache and demoted to the LLC";
+  if (o.staging_rotate_ring) d += ", D2H segments at the ring's running cursor";
   if (o.staging_demote_drain_upto)
     d += ", D2H segments <= " + FormatSize(o.staging_demote_drain_upto) + " demoted after draining";
   if (!o.staging_plan_upto && !o.staging_plan_d2h_from) return d;

@@ -81,7 +81,11 @@ Status Staging::Allocate(int lane_count, bool virtual_clock, const Refuse& refus
     buffers.push_back(std::move(buf).value());
   }
   if (async) {
-    for (size_t i = 0; i < buffers.size(); ++i) {
+    // A rotating ring (staging_rotate_ring) has more DMAs in flight than buffers: one ticket
+    // per segment of the smallest size up to 32.
+    const size_t count = segments && o.staging_rotate_ring ? std::max<size_t>(buffers.size(), 32)
+                                                           : buffers.size();
+    for (size_t i = 0; i < count; ++i) {
       auto t = cuda->NewTicket();
       if (!t.ok()) return refuse(0, t.status());
       tickets.push_back(*t);

@@ -170,6 +170,9 @@ struct Staging {
   // One reusable copy ticket (CUDA event) per buffer where async.
   std::vector<std::unique_ptr<HostMemory>> buffers;
   std::vector<cuda::CudaGpu::CopyTicket> tickets;
+  // Device to host with staging_rotate_ring: where the next copy's first segment goes in the
+  // ring (bytes from the first buffer's start; SegmentDrain's).
+  uint64_t drain_cursor = 0;
   std::unique_ptr<LanePool> lanes;
   StagedTrace trace;          // the last copy's (TransferOptions::staging_trace)
   uint64_t sm_given_to_dmas = 0;  // SM copies the DMAs moved instead (SegmentChain)

@@ -108,8 +108,14 @@ struct TransferOptions {
   // the lanes read them, so the next DMA into that buffer need not invalidate them in the lanes'
   // private caches. H100 host: 4 MiB D2H 40% -> 62-66% of pinned, 16 MiB in 2 MiB segments 55-63%
   // -> 79-80%; with 8 MiB segments (64, 256 MiB) it cost 7-20 points, so larger segments are
-  // left alone (docs/hil/2026-11-23-h100-staged3, run11). 0: never.
-  uint64_t staging_demote_drain_upto = 2ull << 20;
+  // left alone (docs/hil/2026-11-23-h100-staged3, run11). 0: never, the default since the ring
+  // rotates (staging_rotate_ring), which needs no demote: the CLDEMOTE was most of the drain's
+  // time (H200, a 256 KiB segment drained in 2.4-3.0 us without it against 5.5-6.9 us with it,
+  // a 2 MiB one in 13-15 us against 28-31; docs/hil/2026-11-29-h200-shared-words, run 6).
+  // Without the rotating ring set it to 2 MiB, or the device's writes into lines the lanes hold
+  // cost more (16 MiB 57-62% of the ceiling without it; docs/hil/2026-11-29-h200-levers); the
+  // signalled copies (staging_signals) keep the fixed ring and read it too.
+  uint64_t staging_demote_drain_upto = 0;
   // Segments of one Copy: at least this many per copy where each can stay >= staging_min_unit
   // (the first fill and the last DMA do not overlap anything, so they should be short).
   int staging_min_segments = 8;
@@ -204,6 +210,20 @@ struct TransferOptions {
   // segments (the default: on the one quiet round measured, 64 MiB D2H 84.1-85.7% of pinned with
   // tails of 512 KiB-2 MiB against 84.5% without; docs/hil/2026-11-24-h100-staged4, run 9).
   uint64_t staging_d2h_tail = 0;
+  // Device to host: each copy's segments go into the ring where the last copy's ended (a
+  // running cursor over all staging_buffers x staging_chunk bytes, PlaceInRing), instead of
+  // segment i into buffer i % S from its start. A ring line is then written by the device again
+  // only after the whole ring (32 MiB) has gone by, long after the lanes that drained it have
+  // let it go, where each small copy otherwise reuses the first bytes of the same buffers, whose
+  // lines those lanes still hold, and needed the drain's CLDEMOTE (staging_demote_drain_upto),
+  // which cost most of the drain's time. H200, five alternated bench rounds each, % of the
+  // ceiling (docs/hil/2026-11-29-h200-shared-words, runs 6 and 8), medians:
+  //                                   D2H 1 MiB   4 MiB   16 MiB   64 MiB   256 MiB
+  //   fixed ring, demoted (before)       82-83      79-82    88-89    95-97     99
+  //   rotating, not demoted                89          88       94       97      99
+  //   rotating, cut by plan from 1 MiB     93          90       97       98     100
+  // Host to device is unchanged. false: the fixed ring (then set staging_demote_drain_upto).
+  bool staging_rotate_ring = true;
   // Segment copies return once the work is done, not once every lane thread has looked in
   // (LanePool::RunElastic): a lane the OS has not scheduled yet is not waited for.
   bool staging_elastic = true;
@@ -225,8 +245,14 @@ struct TransferOptions {
   //   a falling tail): 64 MiB 94.4-95.5% against 91.6-92.5%, 256 MiB 96.8-97.1% against
   //   96.2-96.8%; below 64 MiB the plans were within the spread (runs 3, 4) or far below it
   //   (4-8 MiB: 52-56% against 75-81%, run 6).
+  // Device to host from 1 MiB since the ring rotates without a demote (H200, docs/hil/2026-11-
+  // 29-h200-shared-words, run 8, five alternated rounds, % of the ceiling, the rotating ring
+  // both): 1 MiB 92-94 against 86-90 (run 6) in equal segments, 4 MiB 84-92 against 85-90,
+  // 16 MiB 84-98 (97) against 93-95, 64 MiB 98-99; the drain now runs ahead of the DMAs, so
+  // the plan's short last segments pay (with the fixed, demoted ring they lost, 2026-11-29-
+  // h200-levers, runs 2-3).
   uint64_t staging_plan_upto = 64ull << 20;
-  uint64_t staging_plan_d2h_from = 64ull << 20;
+  uint64_t staging_plan_d2h_from = 1ull << 20;
   StagingCosts staging_costs;
   // Host to device: the driving lane fills pieces of the first segment itself until its DMA can
   // be issued (the other lanes take microseconds to enter a copy). H100, three alternated bench
@@ -370,6 +396,24 @@ FrontierShape FrontierShapeOf(uint64_t length, uint64_t unit, uint64_t min_dma);
 // last `seg` bytes are cut into a falling ramp seg/2, seg/4, ..., ~tail, ~tail, so the drain
 // that nothing overlaps (the last segment's) is short (TransferOptions::staging_d2h_tail).
 std::vector<uint64_t> DrainSegmentBounds(uint64_t length, uint64_t seg, uint64_t tail);
+
+// Where a device-to-host copy's segments (of `lengths` bytes, each at most `chunk`) go in a ring
+// of `buffers` pinned buffers of `chunk` bytes (TransferOptions::staging_rotate_ring): from
+// `cursor` on (bytes from the first buffer's start), each where the one before ended, a segment
+// that would cross a buffer's end at the next buffer's start instead, and round the ring. A
+// segment's DMA overwrites the bytes of the copy's segments a lap (or more) before it: `wait`
+// is how many of the copy's first segments must be drained before it may be queued. Earlier
+// copies are all drained by then. Returns the cursor after the last segment (in [0, ring)).
+struct RingPlace {
+  int buffer = 0;
+  uint64_t offset = 0;
+  uint64_t wait = 0;
+  bool operator==(const RingPlace& o) const {
+    return buffer == o.buffer && offset == o.offset && wait == o.wait;
+  }
+};
+uint64_t PlaceInRing(const std::vector<uint64_t>& lengths, int buffers, uint64_t chunk,
+                     uint64_t cursor, std::vector<RingPlace>* places);
 
 // One block of a CopyQueue: host [host_offset, +length) to dev [dev_offset, +length).
 struct QueuedBlock {

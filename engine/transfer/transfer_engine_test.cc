@@ -333,6 +333,39 @@ TEST(DrainSegmentBoundsTest, EqualSegmentsThenAFallingRamp) {
   }
 }
 
+// The rotating device-to-host ring: small copies follow each other through the ring instead of
+// reusing its first bytes; a segment that would cross a buffer's end starts the next buffer; a
+// copy longer than the ring waits, segment by segment, for the ones a lap before it, and for
+// nothing else; the cursor comes round to the start.
+TEST(PlaceInRingTest, CopiesFollowEachOtherRoundTheRing) {
+  const uint64_t K = 1ull << 10, M = 1ull << 20;
+  std::vector<RingPlace> p;
+  // Four buffers of 8 MiB (32 MiB). A 1 MiB copy in 256 KiB segments, twice.
+  uint64_t at = PlaceInRing({256 * K, 256 * K, 256 * K, 256 * K}, 4, 8 * M, 0, &p);
+  EXPECT_EQ(at, 1 * M);
+  EXPECT_EQ(p, (std::vector<RingPlace>{{0, 0, 0}, {0, 256 * K, 0}, {0, 512 * K, 0}, {0, 768 * K, 0}}));
+  at = PlaceInRing({256 * K, 256 * K, 256 * K, 256 * K}, 4, 8 * M, at, &p);
+  EXPECT_EQ(at, 2 * M);
+  EXPECT_EQ(p[0], (RingPlace{0, 1 * M, 0}));
+  // From 7 MiB + 512 KiB a 1 MiB segment would cross into buffer 1: it starts there.
+  at = PlaceInRing({512 * K, 1 * M}, 4, 8 * M, 7 * M, &p);
+  EXPECT_EQ(p, (std::vector<RingPlace>{{0, 7 * M, 0}, {1, 0, 0}}));
+  EXPECT_EQ(at, 9 * M);
+  // 40 MiB in 2 MiB segments from the start: segments 16-19 go round into buffer 0 and each
+  // waits for the segment whose bytes it overwrites (and those before it), not for later ones.
+  std::vector<uint64_t> twenty(20, 2 * M);
+  at = PlaceInRing(twenty, 4, 8 * M, 0, &p);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(p[i].wait, 0u) << i;
+  EXPECT_EQ(p[16], (RingPlace{0, 0, 1}));
+  EXPECT_EQ(p[19], (RingPlace{0, 6 * M, 4}));
+  EXPECT_EQ(at, 8 * M);
+  // From the ring's last 1 MiB, a 2 MiB segment cannot fit: it starts at buffer 0 again, and
+  // the cursor never leaves [0, ring).
+  at = PlaceInRing({2 * M}, 4, 8 * M, 31 * M, &p);
+  EXPECT_EQ(p[0], (RingPlace{0, 0, 0}));
+  EXPECT_EQ(at, 2 * M);
+}
+
 // A host-to-device segment cap (staging_chunk_h2d) cuts host-to-device copies and their plans
 // into its size while device-to-host copies keep the buffer size.
 TEST(SegmentCapTest, HostToDeviceSegmentsStopAtTheirOwnCap) {
