@@ -146,16 +146,14 @@ def ceiling_gbps(doc, direction, size):
     return pinned[0] * ratio[0] if pinned and ratio else None
 
 
-def section_h200_ceiling(root):
-    """H200 h2d-ring run 4: staged single copies as % of the ceiling the same bench run measured,
-    the defaults against the old ones, five alternated rounds; the staged stream against the
-    256 MiB ceiling of the bench round of the same number."""
-    folder = '2026-11-29-h200-h2d-ring'
-    configs = [('default (4 MiB H2D segments, SMs H2D up to 64 MiB)', 'default'),
-               ('old (`--chunk-h2d 0 --sm-copy-upto 16M`)', 'old')]
+def ceiling_section(root, folder, run, configs, when):
+    """Staged single copies as % of the ceiling the same bench run measured, per config over the
+    alternated rounds of `run` in `folder` (runN/r*-NAME.json); the staged stream
+    (runN/stream-r*-NAME.json) against the 256 MiB ceiling of the default bench round of the
+    same number."""
     sizes, rows, ceiling = set(), [], {}
     for label, name in configs:
-        docs = [load(root, f) for f in files(root, '%s/run4/r*-%s.json' % (folder, name))]
+        docs = [load(root, f) for f in files(root, '%s/%s/r*-%s.json' % (folder, run, name))]
         for direction in ('H2D', 'D2H'):
             shares = staged_by_size(docs, direction, 'ratio_to_ceiling')
             sizes.update(shares)
@@ -175,16 +173,36 @@ def section_h200_ceiling(root):
     out.append('')
     for label, name in configs:
         shares = []
-        for f in files(root, '%s/run4/stream-r*-%s.json' % (folder, name)):
+        for f in files(root, '%s/%s/stream-r*-%s.json' % (folder, run, name)):
             rnd = os.path.basename(f).split('-')[1]
-            bench = load(root, '%s/%s/run4/%s-default.json' % (HIL, folder, rnd))
+            bench = load(root, '%s/%s/%s/%s-default.json' % (HIL, folder, run, rnd))
             shares.append(100 * load(root, f)['gbps'] / ceiling_gbps(bench, 'H2D', 256 * MIB))
-        out.append('Staged stream, 16 MiB blocks flat out, %s: %s%% of the 256 MiB H2D ceiling '
-                   '(%d rounds).' % (label, span(shares), len(shares)))
+        if shares:
+            out.append('Staged stream, 16 MiB blocks flat out, %s: %s%% of the 256 MiB H2D ceiling '
+                       '(%d rounds).' % (label, span(shares), len(shares)))
     out.append('')
-    out.append('From `run4/r*-default.json`, `run4/r*-old.json` and `run4/stream-*.json` in %s '
-               '(H200, 2026-11-29, run 4): ranges over the rounds.' % link(root, folder))
+    names = ', '.join('`%s/r*-%s.json`' % (run, name) for _, name in configs)
+    out.append('From %s and `%s/stream-*.json` in %s (H200, %s): ranges over the rounds.' % (
+        names, run, link(root, folder), when))
     return out
+
+
+def section_h200_ceiling(root):
+    """H200 h2d-ring run 4: the host-to-device defaults against the old ones."""
+    return ceiling_section(root, '2026-11-29-h200-h2d-ring', 'run4',
+                           [('default (4 MiB H2D segments, SMs H2D up to 64 MiB)', 'default'),
+                            ('old (`--chunk-h2d 0 --sm-copy-upto 16M`)', 'old')],
+                           '2026-11-29, run 4')
+
+
+def section_h200_ceiling_ring(root):
+    """H200 shared-words run 9: the rotating device-to-host ring against the fixed one."""
+    return ceiling_section(root, '2026-11-29-h200-shared-words', 'run9',
+                           [('default (rotating D2H ring, no drain demote, plan from 1 MiB)',
+                             'default'),
+                            ('old D2H (`--no-rotate-ring --demote-drain-upto 2M '
+                             '--plan-d2h-from 64M`)', 'old')],
+                           '2026-11-29, run 9')
 
 
 def section_h100_bench(root):
@@ -401,6 +419,7 @@ def section_calibration(root):
 
 SECTIONS = {
     'h200-ceiling': section_h200_ceiling,
+    'h200-ceiling-ring': section_h200_ceiling_ring,
     'h200-staged': section_h200_staged,
     'h100-bench': section_h100_bench,
     'nvbandwidth': section_nvbandwidth,
