@@ -67,12 +67,13 @@ class DrainRun {
   uint64_t SegOff(uint64_t i) const { return bounds_[i]; }
   uint64_t SegLen(uint64_t i) const { return bounds_[i + 1] - bounds_[i]; }
   // Where each segment lands in the ring: with staging_rotate_ring at the ring's running cursor
-  // (PlaceInRing, Staging::drain_cursor), else segment i in buffer i % S at offset 0.
-  std::vector<RingPlace> PlaceSegments() const;
+  // (PlaceInRing; moves Staging::drain_cursor past the copy), else segment i in buffer i % S at
+  // offset 0, after segment i - S.
+  std::vector<RingPlace> PlaceSegments();
   // Lane 0: queues the DMAs and publishes each finished one to the lanes (ready_).
   Status Drive();
-  // Segment i's DMA may be queued: a ticket is free and the segments whose bytes it overwrites
-  // are drained (`drained`: how many leading segments are, advanced here).
+  // Segment i's DMA may be queued: a ticket is free and the first place_[i].wait segments, whose
+  // bytes it overwrites, are drained (`drained`: how many leading segments are, advanced here).
   bool CanIssue(uint64_t i, uint64_t finished, uint64_t* drained) const;
   cuda::CudaGpu::CopyTicket& TicketOf(uint64_t i) const {
     return s_.tickets[i % s_.tickets.size()];
@@ -136,7 +137,7 @@ DrainRun::DrainRun(Staging& s, const CopyRequest& c, uint64_t seg,
   }
 }
 
-std::vector<RingPlace> DrainRun::PlaceSegments() const {
+std::vector<RingPlace> DrainRun::PlaceSegments() {
   std::vector<RingPlace> p(nseg_);
   if (!s_.o.staging_rotate_ring) {
     for (uint64_t i = 0; i < nseg_; ++i)
@@ -151,12 +152,10 @@ std::vector<RingPlace> DrainRun::PlaceSegments() const {
 
 bool DrainRun::CanIssue(uint64_t i, uint64_t finished, uint64_t* drained) const {
   if (i - finished >= s_.tickets.size()) return false;
-  while (*drained < i && moved_[*drained].load(std::memory_order_acquire) >= SegLen(*drained))
+  while (*drained < place_[i].wait &&
+         moved_[*drained].load(std::memory_order_acquire) >= SegLen(*drained))
     ++*drained;
-  if (s_.o.staging_rotate_ring) return *drained >= place_[i].wait;
-  // Buffer i % S: segment i - S out of it (the other segments' drains are not waited for).
-  return i < uint64_t(nbuf_) ||
-         moved_[i - nbuf_].load(std::memory_order_acquire) >= SegLen(i - nbuf_);
+  return *drained >= place_[i].wait;
 }
 
 Status DrainRun::Issue(uint64_t i) {
