@@ -12,7 +12,8 @@
 // and into equal segments at every length, and with the driving lane only issuing DMAs (by
 // default it fills the first segment too), both ways, at
 // lengths that are and are not multiples of a segment; CopyQueue's blocks cut at the
-// host-to-device cap. Every copy's data is checked.
+// host-to-device cap; a failed DMA in the fill frontier and in the rotating device-to-host ring.
+// Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
 
@@ -483,6 +484,40 @@ TEST_F(StagedCudaLongTest, FrontierCopyReturnsAFailedDmaAndTheNextCopyIsIntact) 
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_GE((*e)->last_trace().segments, 2);
   auto bad = DeviceMismatches(*gpu_, *dev_, 0, len, 42, 5);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u);
+}
+
+// Device to host through the rotating ring, a DMA that fails (the "gpu.copy" fault point, on
+// the copy's third DMA, with two already queued into the ring) ends the copy with that error and
+// stops the lanes; the next copy, which starts past the failed one in the ring while the failed
+// copy's queued DMAs may still be landing, is intact.
+TEST_F(StagedCudaLongTest, DrainCopyReturnsAFailedDmaAndTheNextCopyIsIntact) {
+  const uint64_t len = 16ull << 20;
+  ASSERT_NO_FATAL_FAILURE(MapBoth(len));
+  TransferOptions o = TracedStaged();
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  if ((*e)->choice().detail.find("ring's running cursor") == std::string::npos)
+    GTEST_SKIP() << "skipped: no rotating ring (" << (*e)->choice().detail << ")";
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 51, 5).ok());
+  ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
+  auto faults = std::make_shared<FaultInjector>(12);
+  ASSERT_TRUE(faults
+                  ->AddRule(FaultRule::ErrorOnCall("gpu.copy", 3,
+                                                   Status::Cuda(999, "injected fault at gpu.copy")))
+                  .ok());
+  gpu_->set_faults(faults);
+  auto failed = (*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len);
+  ASSERT_FALSE(failed.ok()) << "the injected DMA error was lost";
+  EXPECT_EQ(failed.status().code(), 999) << failed.status().ToString();
+  EXPECT_EQ(faults->fired().size(), 1u);
+  gpu_->set_faults(nullptr);
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 52, 5).ok());  // the device still holds block 51
+  auto again = (*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_GE((*e)->last_trace().segments, 3);
+  auto bad = HostMismatches(*host_, 0, len, 51, 5);
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(*bad, 0u);
 }
