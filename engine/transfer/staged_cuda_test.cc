@@ -80,6 +80,15 @@ class StagedCudaLongTest : public ::testing::Test {
     o.staging_trace = true;
     return o;
   }
+  // From now on the GPU's "gpu.copy" fault point fails its `call`-th copy with CUDA error 999.
+  std::shared_ptr<FaultInjector> FailCopyCall(int call, uint64_t seed) {
+    auto faults = std::make_shared<FaultInjector>(seed);
+    Status added = faults->AddRule(
+        FaultRule::ErrorOnCall("gpu.copy", call, Status::Cuda(999, "injected fault at gpu.copy")));
+    EXPECT_TRUE(added.ok()) << added.ToString();
+    gpu_->set_faults(faults);
+    return faults;
+  }
   std::unique_ptr<cuda::CudaGpu> gpu_;
   std::unique_ptr<HostMemory> host_;
   std::unique_ptr<DeviceBuffer> dev_;
@@ -467,12 +476,7 @@ TEST_F(StagedCudaLongTest, FrontierCopyReturnsAFailedDmaAndTheNextCopyIsIntact) 
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   if ((*e)->choice().detail.find("fill frontier (") == std::string::npos)
     GTEST_SKIP() << "skipped: no copies by the fill frontier (" << (*e)->choice().detail << ")";
-  auto faults = std::make_shared<FaultInjector>(11);
-  ASSERT_TRUE(faults
-                  ->AddRule(FaultRule::ErrorOnCall("gpu.copy", 2,
-                                                   Status::Cuda(999, "injected fault at gpu.copy")))
-                  .ok());
-  gpu_->set_faults(faults);
+  auto faults = FailCopyCall(2, 11);
   ASSERT_TRUE(FillPattern(*host_, 0, len, 41, 5).ok());
   auto failed = (*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len);
   ASSERT_FALSE(failed.ok()) << "the injected DMA error was lost";
@@ -502,12 +506,7 @@ TEST_F(StagedCudaLongTest, DrainCopyReturnsAFailedDmaAndTheNextCopyIsIntact) {
     GTEST_SKIP() << "skipped: no rotating ring (" << (*e)->choice().detail << ")";
   ASSERT_TRUE(FillPattern(*host_, 0, len, 51, 5).ok());
   ASSERT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len).ok());
-  auto faults = std::make_shared<FaultInjector>(12);
-  ASSERT_TRUE(faults
-                  ->AddRule(FaultRule::ErrorOnCall("gpu.copy", 3,
-                                                   Status::Cuda(999, "injected fault at gpu.copy")))
-                  .ok());
-  gpu_->set_faults(faults);
+  auto faults = FailCopyCall(3, 12);
   auto failed = (*e)->Copy(CopyDirection::kDeviceToHost, 0, *dev_, 0, len);
   ASSERT_FALSE(failed.ok()) << "the injected DMA error was lost";
   EXPECT_EQ(failed.status().code(), 999) << failed.status().ToString();
