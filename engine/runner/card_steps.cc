@@ -35,19 +35,8 @@ void Observe(const CardReport& c, double run_seconds, StepResult* r) {
 
 Status DoCardStep(Backend& b, const scenario::CardStartStep& step, uint64_t seed, StepResult*) {
   RESMEM_RETURN_IF_ERROR(NeedCard(b));
-  CardSetup s;
-  s.window = step.window;
-  s.block_bytes = step.block;
-  s.ring_entries = static_cast<uint64_t>(step.ring);
-  s.rate = step.rate;
+  CardSetup s = step;
   s.seed = seed;
-  s.faults = step.faults;
-  s.check_done = step.check_done;
-  s.watchdog = step.watchdog;
-  s.watchdog_seconds = step.watchdog_seconds;
-  s.poll_seconds = step.poll_seconds;
-  s.model_payload = step.model_payload;
-  s.clear_on_remove = step.clear_on_remove;
   return b.card->Start(s);
 }
 

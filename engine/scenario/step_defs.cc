@@ -182,6 +182,17 @@ ArgDef Int(const char* name, int64_t K::*m, Need need, int64_t min, int64_t max,
           Setter(m, [min, max](const RawValue& v) { return ToInt(v, min, max); })};
 }
 
+// A count held unsigned (CardSetup::ring_entries), read as Int within [min, max] (min >= 0).
+template <typename K>
+ArgDef Int(const char* name, uint64_t K::*m, Need need, int64_t min, int64_t max, std::string help) {
+  return {name, ArgType::kInt, need == kRequired, RangeText(min, max),
+          need == kRequired ? "" : std::to_string(K{}.*m), std::move(help), {},
+          Setter(m, [min, max](const RawValue& v) -> Result<uint64_t> {
+            RESMEM_ASSIGN_OR_RETURN(int64_t n, ToInt(v, min, max));
+            return static_cast<uint64_t>(n);
+          })};
+}
+
 template <typename K>
 ArgDef Bool(const char* name, bool K::*m, std::string help) {
   return {name, ArgType::kBool, false, "", K{}.*m ? "true" : "false", std::move(help), {},
@@ -499,17 +510,17 @@ std::vector<StepDef> MakeStepDefs() {
                              {"size"}),
       // ---- a data-acquisition card (docs/digitizer.md) ----
       Kind<CardStartStep>("power the card on, program its ring in the reserved range, post every slot, enable it",
-                          {Size("window", &CardStartStep::window, kOptional, "the register page's physical address (0: the first reserved range's start)"),
-                           Size("block", &CardStartStep::block, kOptional, "bytes per block, header and trailer included"),
-                           Int("ring", &CardStartStep::ring, kOptional, 1, 65536, "descriptors (a power of two)"),
-                           Size("rate", &CardStartStep::rate, kOptional, "bytes per second the card produces (0: flat out)"),
-                           Text("faults", &CardStartStep::faults, "none", "the fault script (docs/digitizer.md)"),
-                           Bool("check_done", &CardStartStep::check_done, "the driver reads a slot only once its DONE flag is set"),
-                           Bool("watchdog", &CardStartStep::watchdog, "the driver notices all-ones registers and a card that stops completing"),
-                           Number("watchdog_seconds", &CardStartStep::watchdog_seconds, "s", "1", "no completion for this long is a stall"),
-                           Number("poll_seconds", &CardStartStep::poll_seconds, "s", "0.0001", "how often the driver looks"),
-                           Bool("model_payload", &CardStartStep::model_payload, "header and trailer only (long runs on the simulator)"),
-                           Bool("clear_on_remove", &CardStartStep::clear_on_remove, "a duplicate_target's second card had its address registers cleared when the host removed that memory (aes-stream-drivers PR #284's fix)")},
+                          {Size<CardStartStep>("window", &CardStartStep::window, kOptional, "the register page's physical address (0: the first reserved range's start)"),
+                           Size<CardStartStep>("block", &CardStartStep::block_bytes, kOptional, "bytes per block, header and trailer included"),
+                           Int<CardStartStep>("ring", &CardStartStep::ring_entries, kOptional, 1, 65536, "descriptors (a power of two)"),
+                           Size<CardStartStep>("rate", &CardStartStep::rate, kOptional, "bytes per second the card produces (0: flat out)"),
+                           Text<CardStartStep>("faults", &CardStartStep::faults, "none", "the fault script (docs/digitizer.md)"),
+                           Bool<CardStartStep>("check_done", &CardStartStep::check_done, "the driver reads a slot only once its DONE flag is set"),
+                           Bool<CardStartStep>("watchdog", &CardStartStep::watchdog, "the driver notices all-ones registers and a card that stops completing"),
+                           Number<CardStartStep>("watchdog_seconds", &CardStartStep::watchdog_seconds, "s", "1", "no completion for this long is a stall"),
+                           Number<CardStartStep>("poll_seconds", &CardStartStep::poll_seconds, "s", "0.0001", "how often the driver looks"),
+                           Bool<CardStartStep>("model_payload", &CardStartStep::model_payload, "header and trailer only (long runs on the simulator)"),
+                           Bool<CardStartStep>("clear_on_remove", &CardStartStep::clear_on_remove, "a duplicate_target's second card had its address registers cleared when the host removed that memory (aes-stream-drivers PR #284's fix)")},
                           {}),
       Kind<CardRunStep>("acquisition: the card writes blocks, the driver reads and checks them, for `seconds` of the backend's clock",
                         {Number("seconds", &CardRunStep::seconds, "s", "1", "how long")},

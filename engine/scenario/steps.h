@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "backends/api/card.h"
 #include "backends/api/gpu.h"
 #include "backends/api/managed.h"
 #include "backends/api/p2p.h"
@@ -271,17 +272,10 @@ struct BarReadStep {
 };
 
 // A data-acquisition card (backends/api/card.h, docs/digitizer.md): its DMA engine writes blocks
-// into the reserved range while a driver reads them.
-struct CardStartStep {
+// into the reserved range while a driver reads them. The step's arguments are the card's set-up,
+// field for field, all but the seed, which is the run's (the runner sets it).
+struct CardStartStep : CardSetup {
   static constexpr const char* kName = "card_start";
-  uint64_t window = 0;  // 0: the first reserved range's start
-  uint64_t block = 1 << 20;
-  int64_t ring = 64;
-  uint64_t rate = 0;    // bytes per second; 0: flat out
-  std::string faults;
-  bool check_done = true, watchdog = true, model_payload = false;
-  bool clear_on_remove = false;  // a duplicate_target's second card had its address registers cleared
-  double watchdog_seconds = 1.0, poll_seconds = 1e-4;
 };
 struct CardRunStep {
   static constexpr const char* kName = "card_run";
