@@ -267,7 +267,8 @@ struct Probe {
   }
 
   // Where the drain's source lines are, and what runs beside it (--timeline): the ring flushed
-  // to memory before each timed drain (CLFLUSH, every line the drain reads), and the ring just
+  // to memory before each timed drain (CLFLUSH of the segments in the ring's buffers, the lines
+  // the after-DMA line's DMAs write; a longer copy goes round the ring), and the ring just
   // written by DMAs with lane 0 running more DMAs into other pinned memory meanwhile, as the
   // next segments' DMAs run beside a staged copy's drain. With the timeline's drain-only lines
   // (source in cache; source just written by DMA) they say whether the device's writes reach

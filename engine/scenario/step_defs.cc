@@ -175,22 +175,21 @@ ArgDef Text(const char* name, std::string K::*m, std::string absent, std::string
           Setter(m, [help](const RawValue& v) { return ToString(v, help); })};
 }
 
-template <typename K>
-ArgDef Int(const char* name, int64_t K::*m, Need need, int64_t min, int64_t max, std::string help) {
+// An integer in [min, max] into a member of type T: int64_t (Int), or uint64_t for a count held
+// unsigned (CardSetup::ring_entries; min >= 0). K and T given, as a base class's member binds.
+template <typename K, typename T>
+ArgDef IntInto(const char* name, T K::*m, Need need, int64_t min, int64_t max, std::string help) {
   return {name, ArgType::kInt, need == kRequired, RangeText(min, max),
           need == kRequired ? "" : std::to_string(K{}.*m), std::move(help), {},
-          Setter(m, [min, max](const RawValue& v) { return ToInt(v, min, max); })};
+          Setter(m, [min, max](const RawValue& v) -> Result<T> {
+            RESMEM_ASSIGN_OR_RETURN(int64_t n, ToInt(v, min, max));
+            return static_cast<T>(n);
+          })};
 }
 
-// A count held unsigned (CardSetup::ring_entries), read as Int within [min, max] (min >= 0).
 template <typename K>
-ArgDef Int(const char* name, uint64_t K::*m, Need need, int64_t min, int64_t max, std::string help) {
-  return {name, ArgType::kInt, need == kRequired, RangeText(min, max),
-          need == kRequired ? "" : std::to_string(K{}.*m), std::move(help), {},
-          Setter(m, [min, max](const RawValue& v) -> Result<uint64_t> {
-            RESMEM_ASSIGN_OR_RETURN(int64_t n, ToInt(v, min, max));
-            return static_cast<uint64_t>(n);
-          })};
+ArgDef Int(const char* name, int64_t K::*m, Need need, int64_t min, int64_t max, std::string help) {
+  return IntInto<K, int64_t>(name, m, need, min, max, std::move(help));
 }
 
 template <typename K>
@@ -512,7 +511,7 @@ std::vector<StepDef> MakeStepDefs() {
       Kind<CardStartStep>("power the card on, program its ring in the reserved range, post every slot, enable it",
                           {Size<CardStartStep>("window", &CardStartStep::window, kOptional, "the register page's physical address (0: the first reserved range's start)"),
                            Size<CardStartStep>("block", &CardStartStep::block_bytes, kOptional, "bytes per block, header and trailer included"),
-                           Int<CardStartStep>("ring", &CardStartStep::ring_entries, kOptional, 1, 65536, "descriptors (a power of two)"),
+                           IntInto<CardStartStep, uint64_t>("ring", &CardStartStep::ring_entries, kOptional, 1, 65536, "descriptors (a power of two)"),
                            Size<CardStartStep>("rate", &CardStartStep::rate, kOptional, "bytes per second the card produces (0: flat out)"),
                            Text<CardStartStep>("faults", &CardStartStep::faults, "none", "the fault script (docs/digitizer.md)"),
                            Bool<CardStartStep>("check_done", &CardStartStep::check_done, "the driver reads a slot only once its DONE flag is set"),

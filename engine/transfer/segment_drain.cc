@@ -66,9 +66,10 @@ class DrainRun {
  private:
   uint64_t SegOff(uint64_t i) const { return bounds_[i]; }
   uint64_t SegLen(uint64_t i) const { return bounds_[i + 1] - bounds_[i]; }
-  // Where each segment lands in the ring: with staging_rotate_ring at the ring's running cursor
-  // (PlaceInRing; moves Staging::drain_cursor past the copy), else segment i in buffer i % S at
-  // offset 0, after segment i - S.
+  // Where each segment lands in the ring (PlaceInRing): with staging_rotate_ring at the ring's
+  // running cursor, which it moves past the copy (Staging::drain_cursor); else as segments of a
+  // whole buffer each from the ring's start: segment i in buffer i % S at offset 0, after
+  // segment i - S.
   std::vector<RingPlace> PlaceSegments();
   // Lane 0: queues the DMAs and publishes each finished one to the lanes (ready_).
   Status Drive();
@@ -138,15 +139,12 @@ DrainRun::DrainRun(Staging& s, const CopyRequest& c, uint64_t seg,
 }
 
 std::vector<RingPlace> DrainRun::PlaceSegments() {
-  std::vector<RingPlace> p(nseg_);
-  if (!s_.o.staging_rotate_ring) {
-    for (uint64_t i = 0; i < nseg_; ++i)
-      p[i] = {static_cast<int>(i % nbuf_), 0, i >= uint64_t(nbuf_) ? i - nbuf_ + 1 : 0};
-    return p;
-  }
+  const bool rotate = s_.o.staging_rotate_ring;
   std::vector<uint64_t> lengths(nseg_);
-  for (uint64_t i = 0; i < nseg_; ++i) lengths[i] = SegLen(i);
-  s_.drain_cursor = PlaceInRing(lengths, nbuf_, s_.o.staging_chunk, s_.drain_cursor, &p);
+  for (uint64_t i = 0; i < nseg_; ++i) lengths[i] = rotate ? SegLen(i) : s_.o.staging_chunk;
+  std::vector<RingPlace> p;
+  const uint64_t end = PlaceInRing(lengths, nbuf_, s_.o.staging_chunk, rotate ? s_.drain_cursor : 0, &p);
+  if (rotate) s_.drain_cursor = end;
   return p;
 }
 

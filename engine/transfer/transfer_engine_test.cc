@@ -359,6 +359,11 @@ TEST(PlaceInRingTest, CopiesFollowEachOtherRoundTheRing) {
   EXPECT_EQ(p[16], (RingPlace{0, 0, 1}));
   EXPECT_EQ(p[19], (RingPlace{0, 6 * M, 4}));
   EXPECT_EQ(at, 8 * M);
+  // The fixed ring (staging_rotate_ring off) is whole-buffer segments from the start: segment i
+  // in buffer i % 4 at offset 0, after segment i - 4.
+  at = PlaceInRing(std::vector<uint64_t>(6, 8 * M), 4, 8 * M, 0, &p);
+  EXPECT_EQ(p, (std::vector<RingPlace>{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {0, 0, 1}, {1, 0, 2}}));
+  EXPECT_EQ(at, 16 * M);
   // From the ring's last 1 MiB, a 2 MiB segment cannot fit: it starts at buffer 0 again, and
   // the cursor never leaves [0, ring).
   at = PlaceInRing({2 * M}, 4, 8 * M, 31 * M, &p);
