@@ -171,6 +171,7 @@ def ceiling_section(root, folder, run, configs, when):
     body += [[l, n] + [span(r[s]) if s in r else '' for s in sizes] for l, n, r in rows]
     out = table(header, body)
     out.append('')
+    streams = False
     for label, name in configs:
         shares = []
         for f in files(root, '%s/%s/stream-r*-%s.json' % (folder, run, name)):
@@ -180,10 +181,14 @@ def ceiling_section(root, folder, run, configs, when):
         if shares:
             out.append('Staged stream, 16 MiB blocks flat out, %s: %s%% of the 256 MiB H2D ceiling '
                        '(%d rounds).' % (label, span(shares), len(shares)))
-    out.append('')
+        streams = streams or bool(shares)
+    if streams:
+        out.append('')
     names = ', '.join('`%s/r*-%s.json`' % (run, name) for _, name in configs)
-    out.append('From %s and `%s/stream-*.json` in %s (H200, %s): ranges over the rounds.' % (
-        names, run, link(root, folder), when))
+    if streams:
+        names += ' and `%s/stream-*.json`' % run
+    out.append('From %s in %s (H200, %s): ranges over the rounds.' % (
+        names, link(root, folder), when))
     return out
 
 
@@ -203,6 +208,26 @@ def section_h200_ceiling_ring(root):
                             ('old D2H (`--no-rotate-ring --demote-drain-upto 2M '
                              '--plan-d2h-from 64M`)', 'old')],
                            '2026-11-29, run 9')
+
+
+LANE_WAKE = '2026-11-29-h200-lane-wake'
+SPIN_DMA60 = ('`--spin-us 50000 --sm-copy-upto 16M --costs 1,88,60,71.4,91.3,3.2,52.7,52.7,2.5`')
+
+
+def section_h200_cold_cells(root):
+    """H200 lane-wake run 6: bench's cells as they come, the defaults against the lanes' spin."""
+    return ceiling_section(root, LANE_WAKE, 'run6',
+                           [('default', 'default'), ('`--spin-us 200000`', 'spin'),
+                            (SPIN_DMA60.replace('50000', '200000'), 'spin16')],
+                           '2026-11-29, run 6')
+
+
+def section_h200_warm_cells(root):
+    """H200 lane-wake run 4: every cell after an untimed copy of its own (--warm-cells)."""
+    return ceiling_section(root, LANE_WAKE, 'run4',
+                           [('default, `--warm-cells`', 'default'),
+                            (SPIN_DMA60 + ', `--warm-cells`', 'sm16')],
+                           '2026-11-29, run 4')
 
 
 def section_h100_bench(root):
@@ -420,6 +445,8 @@ def section_calibration(root):
 SECTIONS = {
     'h200-ceiling': section_h200_ceiling,
     'h200-ceiling-ring': section_h200_ceiling_ring,
+    'h200-cold-cells': section_h200_cold_cells,
+    'h200-warm-cells': section_h200_warm_cells,
     'h200-staged': section_h200_staged,
     'h100-bench': section_h100_bench,
     'nvbandwidth': section_nvbandwidth,
