@@ -24,8 +24,16 @@ static void Pf(const uint8_t* p, uint64_t n) {
 static void Demote(const uint8_t* p, uint64_t n) {
   for (uint64_t a = 0; a < n; a += 64) asm volatile(".byte 0x0f, 0x1c, 0x07" : : "D"(p + a) : "memory");
 }
-struct Variant { const char* name; int hint; uint64_t ahead; bool demote; bool movsb; };
+struct Variant { const char* name; int hint; uint64_t ahead; bool demote; bool movsb; uint64_t step = 0; };
 static void CopyPiece(const Variant& v, uint8_t* d, const uint8_t* s, uint64_t n) {
+  if (v.step) {  // copy and CLDEMOTE in steps of v.step bytes
+    for (uint64_t at = 0; at < n; at += v.step) {
+      uint64_t m = std::min(v.step, n - at);
+      memcpy(d + at, s + at, m);
+      Demote(d + at, m);
+    }
+    return;
+  }
   if (v.ahead == 0) {
     if (v.movsb) { asm volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory"); }
     else memcpy(d, s, n);
@@ -48,9 +56,8 @@ int main() {
   uint8_t* src = Map(kSrc); uint8_t* ring = Map(kRing); uint8_t* other = Map(kEvict);
   const int lanes = std::min<int>(15, std::thread::hardware_concurrency() - 1);
   Variant vs[] = {{"memcpy", 0, 0, true, false}, {"memcpy, no demote", 0, 0, false, false},
-                  {"rep movsb", 0, 0, true, true}, {"T0 +4K", 0, 4096, true, false},
-                  {"T2 +4K", 2, 4096, true, false}, {"T2 +16K", 2, 16384, true, false},
-                  {"T2 +64K", 2, 65536, true, false}, {"NTA +16K", 1, 16384, true, false}};
+                  {"demote per 4K", 0, 0, false, false, 4096}, {"demote per 16K", 0, 0, false, false, 16384},
+                  {"demote per 32K", 0, 0, false, false, 32768}};
   for (int cold = 1; cold >= 0; --cold) {
     for (const Variant& v : vs) {
       std::vector<double> g;
@@ -60,10 +67,13 @@ int main() {
         else memcpy(ring, src + base, std::min(kRing, kCopy)), (void)0;
         if (!cold) for (uint64_t a = 0; a < kCopy; a += 64) (void)*(volatile uint8_t*)(src + base + a);
         std::atomic<uint64_t> next{0};
+        std::atomic<int> ready{0};
+        std::atomic<bool> go{false};
         std::vector<std::thread> th;
-        auto t0 = Clock::now();
         for (int l = 0; l < lanes; ++l)
           th.emplace_back([&] {
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire)) _mm_pause();
             for (uint64_t k; (k = next.fetch_add(1)) * kPiece < kCopy;) {
               uint64_t at = k * kPiece, n = std::min(kPiece, kCopy - at);
               uint8_t* d = ring + at % kRing;
@@ -71,6 +81,9 @@ int main() {
               if (v.demote) Demote(d, n);
             }
           });
+        while (ready.load() < lanes) _mm_pause();
+        auto t0 = Clock::now();
+        go.store(true, std::memory_order_release);
         for (auto& x : th) x.join();
         g.push_back(kCopy / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
       }
