@@ -171,7 +171,7 @@ def ceiling_section(root, folder, run, configs, when):
     body += [[l, n] + [span(r[s]) if s in r else '' for s in sizes] for l, n, r in rows]
     out = table(header, body)
     out.append('')
-    streams = False
+    streams = []  # a line per config that has stream runs
     for label, name in configs:
         shares = []
         for f in files(root, '%s/%s/stream-r*-%s.json' % (folder, run, name)):
@@ -179,13 +179,11 @@ def ceiling_section(root, folder, run, configs, when):
             bench = load(root, '%s/%s/%s/%s-default.json' % (HIL, folder, run, rnd))
             shares.append(100 * load(root, f)['gbps'] / ceiling_gbps(bench, 'H2D', 256 * MIB))
         if shares:
-            out.append('Staged stream, 16 MiB blocks flat out, %s: %s%% of the 256 MiB H2D ceiling '
-                       '(%d rounds).' % (label, span(shares), len(shares)))
-        streams = streams or bool(shares)
-    if streams:
-        out.append('')
+            streams.append('Staged stream, 16 MiB blocks flat out, %s: %s%% of the 256 MiB H2D '
+                           'ceiling (%d rounds).' % (label, span(shares), len(shares)))
     names = ', '.join('`%s/r*-%s.json`' % (run, name) for _, name in configs)
     if streams:
+        out += streams + ['']
         names += ' and `%s/stream-*.json`' % run
     out.append('From %s in %s (H200, %s): ranges over the rounds.' % (
         names, link(root, folder), when))
@@ -211,14 +209,20 @@ def section_h200_ceiling_ring(root):
 
 
 LANE_WAKE = '2026-11-29-h200-lane-wake'
-SPIN_DMA60 = ('`--spin-us 50000 --sm-copy-upto 16M --costs 1,88,60,71.4,91.3,3.2,52.7,52.7,2.5`')
+
+
+def spin_dma60(spin_us):
+    """The lane-wake runs' candidate: lanes spinning spin_us, the DMAs from 16 MiB on the plan
+    from a 60 GB/s fill."""
+    return ('`--spin-us %d --sm-copy-upto 16M --costs 1,88,60,71.4,91.3,3.2,52.7,52.7,2.5`'
+            % spin_us)
 
 
 def section_h200_cold_cells(root):
     """H200 lane-wake run 6: bench's cells as they come, the defaults against the lanes' spin."""
     return ceiling_section(root, LANE_WAKE, 'run6',
                            [('default', 'default'), ('`--spin-us 200000`', 'spin'),
-                            (SPIN_DMA60.replace('50000', '200000'), 'spin16')],
+                            (spin_dma60(200000), 'spin16')],
                            '2026-11-29, run 6')
 
 
@@ -226,7 +230,7 @@ def section_h200_warm_cells(root):
     """H200 lane-wake run 4: every cell after an untimed copy of its own (--warm-cells)."""
     return ceiling_section(root, LANE_WAKE, 'run4',
                            [('default, `--warm-cells`', 'default'),
-                            (SPIN_DMA60 + ', `--warm-cells`', 'sm16')],
+                            (spin_dma60(50000) + ', `--warm-cells`', 'sm16')],
                            '2026-11-29, run 4')
 
 
