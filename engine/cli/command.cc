@@ -5,6 +5,8 @@
 #include <ostream>
 #include <utility>
 
+#include "CLI/CLI.hpp"
+
 namespace resmem::cli {
 namespace {
 

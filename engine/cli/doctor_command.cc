@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "CLI/CLI.hpp"
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
 #include "engine/doctor/bandwidth.h"
