@@ -74,6 +74,9 @@ MODULE_PARM_DESC(bar_reserve, "bytes of the BAR that pins may not map (the guide
 static unsigned int revoke_delay_ms;
 module_param(revoke_delay_ms, uint, 0644);
 MODULE_PARM_DESC(revoke_delay_ms, "TEST: wait this long between marking a freed allocation's pins as being revoked and calling their free callbacks (a slow provider: races with unpins become reproducible)");
+static unsigned int release_delay_ms;
+module_param(release_delay_ms, uint, 0644);
+MODULE_PARM_DESC(release_delay_ms, "TEST: wait this long after a freed allocation's free callbacks have returned before giving their share of the P2P window back (the provider's teardown goes on after the callback: a pin meanwhile can find the window full)");
 
 static unsigned int table_version = NVIDIA_P2P_PAGE_TABLE_VERSION;
 module_param(table_version, uint, 0644);
@@ -533,6 +536,13 @@ static u32 sp_free_alloc(struct sp_alloc *a, u64 *callback_ns)
 		t->free_callback(t->data);
 		*callback_ns += ktime_to_ns(ktime_sub(ktime_get(), t0));
 	}
+	/*
+	 * NVIDIA's driver, too, tears its side down after the callback has returned (nv-p2p.c
+	 * nv_p2p_mem_info_free_callback: the callback, then the page table's platform data); the
+	 * window comes back only then, and the driver whose callback ran may unpin or close before.
+	 */
+	if (n && READ_ONCE(release_delay_ms))
+		msleep(READ_ONCE(release_delay_ms));
 	mutex_lock(&sp_lock);
 	list_for_each_entry_safe(t, next, &revoking, revoke_link) {
 		list_del_init(&t->revoke_link);

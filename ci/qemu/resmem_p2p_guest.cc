@@ -968,6 +968,62 @@ int CaseUnpinDuringRevoke(const std::string& edu_path) {
   return ck.Result();
 }
 
+// window-after-revoke EDU: a pin's share of the P2P window comes back when the revocation is
+// over, not when the driver lets go of the pin. File 1 pins an allocation as large as the window;
+// a cudaFree revokes it with the provider slowed after the callbacks (release_delay_ms, as NVIDIA's
+// driver tears its side down after the callback returns); file 1 closes meanwhile, at once (its
+// callback has run: no put_pages); file 2's pin of another allocation then finds the window still
+// full (ENOMEM), and succeeds once the cudaFree has returned. The random sequences' bound on the
+// window (kmod/tests/resmem_seq_p2p.cc ReleasePinsLocked) rests on this order.
+int CaseWindowAfterRevoke(const std::string& edu_path) {
+  const char* delay = "/sys/module/nv_p2p_standin/parameters/release_delay_ms";
+  Context ctx;
+  if (!ctx.Open()) return 1;
+  nv_p2p_standin_info info;
+  if (int e = ctx.Info(&info)) return Fail("INFO -> " + Err(e));
+  const uint64_t whole = info.p2p_window / kGpuPage * kGpuPage;
+  if (whole + kGpuPage > info.bar_size) return Fail("the BAR has no page beside a window-sized allocation");
+  nv_p2p_standin_alloc big, small;
+  if (int e = ctx.Alloc(whole, &big)) return Fail("ALLOC of the window's size -> " + Err(e));
+  if (int e = ctx.Alloc(kGpuPage, &small)) return Fail("ALLOC of one page -> " + Err(e));
+  int holder = OpenEdu(edu_path), asker = OpenEdu(edu_path);
+  if (holder < 0 || asker < 0) return 1;
+  Checks ck;
+  resmem_edu_p2p_write w;
+  int e = P2pWrite(holder, big, whole, 0, nullptr, 0, 0, &w);
+  Diag("file 1 pins %llu MiB, the whole window -> %s", (unsigned long long)whole >> 20, Err(e).c_str());
+  if (e) return Fail("the window-sized pin failed");
+  if (!(std::ofstream(delay) << "500")) return Fail(std::string("cannot write ") + delay);
+  nv_p2p_standin_free f{};
+  std::atomic<bool> freed{false};
+  int fe = -1;
+  std::thread freer([&] { fe = ctx.Free(big.va, &f); freed = true; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the callback has run by now
+  resmem_edu_p2p_stats st;
+  Stats(holder, &st);
+  close(holder);
+  const bool closed_first = !freed;
+  const int during = P2pWrite(asker, small, kGpuPage, 0, nullptr, 0, 0, &w);
+  const bool during_first = !freed;
+  freer.join();
+  std::ofstream(delay) << "0";
+  const int after = P2pWrite(asker, small, kGpuPage, 0, nullptr, 0, 0, &w);
+  Diag("file 1 revoked %llu before its close; closed while the cudaFree ran: %s; file 2's pin then "
+       "-> %s (cudaFree still running: %s), after the cudaFree returned -> %s",
+       (unsigned long long)st.revoked, closed_first ? "yes" : "no", Err(during).c_str(),
+       during_first ? "yes" : "no", Err(after).c_str());
+  ck.Want(fe == 0 && f.revoked == 1, "FREE revokes the one pin");
+  ck.Want(st.revoked == 1, "file 1's callback ran within 100 ms");
+  ck.Want(closed_first, "file 1's close returned before the cudaFree (no put_pages to wait on)");
+  ck.Want(!during_first || during == ENOMEM, "the window stays full until the cudaFree returns");
+  ck.Want(during_first, "file 2 pinned while the cudaFree ran (the guest was too slow to tell)");
+  ck.Want(after == 0, "the window is free once the cudaFree returned");
+  close(asker);
+  ctx.Free(small.va);
+  ck.NothingLeaked(ctx);
+  return ck.Result();
+}
+
 thread_local sigjmp_buf* tl_bus_jump = nullptr;
 void OnSigbus(int) {
   if (tl_bus_jump) siglongjmp(*tl_bus_jump, 1);
@@ -1117,7 +1173,7 @@ int Usage() {
                "  errors EDU misaligned|bad_token|bad_version | bar-full EDU | lazy-unpin EDU\n"
                "  bench EDU SIZES PINS | dmabuf EDU | phys-addr EDU [iommu] | held EDU\n"
                "  mask-refused EDU | unbind EDU | no-leaks | map-private\n"
-               "  unpin-during-revoke EDU | race-free EDU ROUNDS\n");
+               "  unpin-during-revoke EDU | window-after-revoke EDU | race-free EDU ROUNDS\n");
   return 2;
 }
 
@@ -1146,6 +1202,7 @@ int Main(int argc, char** argv) {
   if (c == "mask-refused" && argc == 3) return CaseMaskRefused(edu);
   if (c == "unbind" && argc == 3) return CaseUnbind(edu);
   if (c == "unpin-during-revoke" && argc == 3) return CaseUnpinDuringRevoke(edu);
+  if (c == "window-after-revoke" && argc == 3) return CaseWindowAfterRevoke(edu);
   if (c == "race-free" && argc == 4) return CaseRaceFree(edu, std::atoi(argv[3]));
   return Usage();
 }

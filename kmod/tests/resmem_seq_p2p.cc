@@ -103,8 +103,14 @@ std::string LoadProvider(const Config& cfg, const std::string& params) {
 
 std::string ParamPath(const Config& cfg, const char* p) { return "/sys/module/" + cfg.provider_name + "/parameters/" + p; }
 
+// The provider's two revocation delays (nv_p2p_standin.c revoke_delay_ms, release_delay_ms).
+void WriteDelays(const Config& cfg, int revoke_ms, int release_ms) {
+  WriteText(ParamPath(cfg, "revoke_delay_ms"), std::to_string(revoke_ms));
+  WriteText(ParamPath(cfg, "release_delay_ms"), std::to_string(release_ms));
+}
+
 // The provider loaded with its own parameters (reloaded if a barrier loaded it with a small
-// window; nothing may hold it) and its own revoke delay. "" or why not.
+// window; nothing may hold it) and its own revocation delays. "" or why not.
 std::string OwnSettings(const Config& cfg) {
   if (ModuleLoaded(cfg.provider_name) && "bar_reserve=" + ReadValue(ParamPath(cfg, "bar_reserve")) != cfg.provider_params &&
       DeleteModule(cfg.provider_name) != 0)
@@ -113,7 +119,7 @@ std::string OwnSettings(const Config& cfg) {
     std::string e = LoadProvider(cfg, cfg.provider_params);
     if (!e.empty()) return e;
   }
-  WriteText(ParamPath(cfg, "revoke_delay_ms"), std::to_string(cfg.revoke_delay_ms));
+  WriteDelays(cfg, cfg.revoke_delay_ms, cfg.release_delay_ms);
   return "";
 }
 
@@ -217,6 +223,7 @@ struct PinRec {
   uint64_t id;
   uint32_t edu, ctx;
   uint64_t va, len;
+  bool released = false;  // its file let go during a revocation: the window gets it back later
 };
 
 // A thread's own files and mappings.
@@ -333,6 +340,25 @@ struct Executor::Impl {
   template <typename Pred>
   void DropPinsLocked(Pred pred) {
     pins.erase(std::remove_if(pins.begin(), pins.end(), pred), pins.end());
+  }
+  // Whether a FREE or a context end may be revoking the pin's allocation now.
+  bool RevokingLocked(const PinRec& p) const {
+    for (const auto& a : allocs)
+      if (a.ctx == p.ctx && a.live && a.changing && p.va >= a.va && p.va - a.va < a.len) return true;
+    return false;
+  }
+  // The pins a device file lets go of (its close, a P2P_FLUSH, the end of an uncached write).
+  // Their share of the window comes back at once, unless a revocation of their allocation is under
+  // way: once its callback has marked a pin, the file's unpin skips put_pages, and the provider
+  // gives a revoked table's share back only when every callback of that FREE or context end has
+  // returned (nv_p2p_standin.c sp_free_alloc; NVIDIA's driver likewise tears its mappings down
+  // after the callback), which can be after the close, flush or write returned. Such a record stays,
+  // released, until the FREE's or the context end's own drop.
+  template <typename Pred>
+  void ReleasePinsLocked(Pred pred) {
+    for (auto& p : pins)
+      if (pred(p) && RevokingLocked(p)) p.released = true;
+    DropPinsLocked([&](const PinRec& p) { return pred(p) && !p.released; });
   }
   // A context's end begins: its allocations may go from now on.
   void BeginEndLocked(uint32_t ctx) {
@@ -510,7 +536,7 @@ void Executor::Impl::CloseEdu(Mine& t, long idx, const Op& op, size_t i) {
   int err = errno;
   {
     std::lock_guard<std::mutex> l(mu);
-    DropPinsLocked([&](const PinRec& p) { return p.edu == e.id; });
+    ReleasePinsLocked([&](const PinRec& p) { return p.edu == e.id; });
   }
   Expect(idx, op, "close(edu file)", rc, err, {0});
 }
@@ -700,10 +726,15 @@ void Executor::Impl::FreeAt(Mine& t, long idx, const Op& op, size_t ci, uint64_t
   AllocRec gone{};
   {
     std::lock_guard<std::mutex> l(mu);
+    if (target >= 0) {  // the revocation, if any, is over: what it held is back in the window
+      const AllocRec& t = allocs[target];
+      DropPinsLocked([&](const PinRec& p) {
+        return p.ctx == cf.ctx && p.va >= t.va && p.va < t.va + t.len && (rc == 0 || p.released);
+      });
+    }
     if (rc == 0 && target >= 0) {
       gone = allocs[target];
       allocs[target].live = false;
-      DropPinsLocked([&](const PinRec& p) { return p.ctx == cf.ctx && p.va >= gone.va && p.va < gone.va + gone.len; });
     }
     if (target >= 0) allocs[target].changing = false;
     ctxs[cf.ctx].version++;
@@ -819,7 +850,7 @@ WriteSnap Executor::Impl::BeginWrite(const WriteReq& r, const EduFd& e) {
   }
   const bool cached = !(r.w.flags & RESMEM_EDU_P2P_NO_CACHE);
   for (const auto& p : pins)
-    if (cached && p.edu == edu && p.ctx == r.ctx && p.va == r.w.va && p.len == r.w.length) return s;
+    if (cached && !p.released && p.edu == edu && p.ctx == r.ctx && p.va == r.w.va && p.len == r.w.length) return s;
   s.pin_id = next_pin++;
   pins.push_back({s.pin_id, edu, r.ctx, r.w.va, r.w.length});
   pins_added += r.w.length;
@@ -845,7 +876,7 @@ bool Executor::Impl::EndWrite(const WriteReq& r, long rc, int err, WriteSnap* s)
   const bool cached = !(r.w.flags & RESMEM_EDU_P2P_NO_CACHE);
   const bool kept = cached && (rc == 0 || (rc < 0 && err == EFAULT));
   const bool revoked = rc < 0 && err == ECANCELED;
-  if (s->pin_id && !kept && !revoked) DropPinsLocked([&](const PinRec& p) { return p.id == s->pin_id; });
+  if (s->pin_id && !kept && !revoked) ReleasePinsLocked([&](const PinRec& p) { return p.id == s->pin_id; });
   return s->bound + others + r.w.length > window;
 }
 
@@ -959,7 +990,7 @@ void Executor::Impl::DoFlush(Mine& t, long idx, const Op& op) {
   int err = errno;
   {
     std::lock_guard<std::mutex> l(mu);
-    DropPinsLocked([&](const PinRec& p) { return p.edu == e.id; });
+    ReleasePinsLocked([&](const PinRec& p) { return p.edu == e.id; });
   }
   if (!Expect(idx, op, "P2P_FLUSH", rc, err, {0})) return;
   const long flushed = rc;
@@ -1211,13 +1242,15 @@ std::string Executor::Impl::AtRest() {
   return e.empty() ? NotAtRest(i, base_put, base_unfreed) : e;
 }
 
-// The provider's revocations slowed by 0 to 20 ms between marking the pins and calling their
-// callbacks (nv_p2p_standin.c revoke_delay_ms), for the epoch that follows.
+// The provider's revocations slowed, for the epoch that follows, by 0 to 20 ms between marking
+// the pins and calling their callbacks (nv_p2p_standin.c revoke_delay_ms), and by 0 to 20 ms
+// between the callbacks' return and the window's share coming back (release_delay_ms).
 void Executor::Impl::SetRevokeDelay(uint64_t p) {
   static const int kDelayMs[] = {0, 0, 0, 0, 5, 20};
-  const int ms = kDelayMs[p % 6];
-  WriteText(ParamPath(cfg, "revoke_delay_ms"), std::to_string(ms));
-  if (ms) c->delayed_revoke_epochs++;
+  const int revoke_ms = kDelayMs[p % 6], release_ms = kDelayMs[p / 6 % 6];
+  WriteDelays(cfg, revoke_ms, release_ms);
+  if (revoke_ms) c->delayed_revoke_epochs++;
+  if (release_ms) c->delayed_release_epochs++;
 }
 
 // The provider's facts after a (re)load: the window, the table version, the bug counters' base.
@@ -1324,7 +1357,7 @@ void Executor::Finish() {
   s.ReleaseAll();
   std::string e = s.AtRest();
   if (!e.empty()) s.out->Fail(-1, nullptr, "provider not at rest with everything closed: " + e);
-  WriteText(ParamPath(s.cfg, "revoke_delay_ms"), std::to_string(s.cfg.revoke_delay_ms));
+  WriteDelays(s.cfg, s.cfg.revoke_delay_ms, s.cfg.release_delay_ms);
 }
 
 // ---- the parent's part --------------------------------------------------------------------------
@@ -1350,6 +1383,7 @@ std::string Setup(const std::string& edu_list, const std::string& provider_file,
   if (!ModuleLoaded(cfg->provider_name)) return cfg->provider_name + " is not loaded; load it first";
   cfg->provider_params = "bar_reserve=" + ReadValue(ParamPath(*cfg, "bar_reserve"));
   cfg->revoke_delay_ms = std::atoi(ReadValue(ParamPath(*cfg, "revoke_delay_ms")).c_str());
+  cfg->release_delay_ms = std::atoi(ReadValue(ParamPath(*cfg, "release_delay_ms")).c_str());
   std::ifstream f(cfg->provider_file, std::ios::binary);
   cfg->provider_image.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   if (cfg->provider_image.empty()) return "cannot read " + cfg->provider_file + " (needed to reload the provider)";
@@ -1377,9 +1411,9 @@ void Report(const Counters& c) {
        c.hits.load(), c.cancelled.load(), c.write_einval.load(), c.write_efault.load(), c.write_enomem.load(), c.dmabuf_writes.load(),
        c.dmabufs.load(), c.bytes_dma.load(), c.bytes_verified.load());
   Diag("p2p: %" PRIu64 " flushes (%" PRIu64 " pins), %" PRIu64 " stats checked; provider: %" PRIu64 " unloads refused, %" PRIu64
-       " unload+reloads (%" PRIu64 " with a small P2P window), %" PRIu64 " epochs with a revoke delay", c.flushes.load(),
-       c.flushed.load(), c.stats_checked.load(), c.unload_refused.load(), c.reloads.load(), c.small_window_loads.load(),
-       c.delayed_revoke_epochs.load());
+       " unload+reloads (%" PRIu64 " with a small P2P window), %" PRIu64 " epochs with a revoke delay, %" PRIu64
+       " with a release delay", c.flushes.load(), c.flushed.load(), c.stats_checked.load(), c.unload_refused.load(),
+       c.reloads.load(), c.small_window_loads.load(), c.delayed_revoke_epochs.load(), c.delayed_release_epochs.load());
 }
 
 std::string FinalUnloadReload(const Config& cfg) {
@@ -1391,7 +1425,7 @@ std::string FinalUnloadReload(const Config& cfg) {
     return "unload of " + cfg.provider_name + " after the run failed: " + strerror(errno) + " (a leaked reference)";
   e = LoadProvider(cfg, cfg.provider_params);
   if (!e.empty()) return e;
-  WriteText(ParamPath(cfg, "revoke_delay_ms"), std::to_string(cfg.revoke_delay_ms));
+  WriteDelays(cfg, cfg.revoke_delay_ms, cfg.release_delay_ms);
   return ProviderInfo(cfg, &i);
 }
 

@@ -43,7 +43,8 @@ struct Config {
   std::string provider_dev = "/dev/nv_p2p_standin";
   std::string provider_params;  // as loaded: bar_reserve=... (read back from sysfs)
   std::vector<char> provider_image;
-  int revoke_delay_ms = 0;  // the provider's setting before the run (restored after it)
+  int revoke_delay_ms = 0;   // the provider's settings before the run (restored after it)
+  int release_delay_ms = 0;
   uint64_t bar_phys = 0, bar_size = 0;
   bool translated = false;  // an IOMMU translates for the edu devices (bus != physical)
 };
@@ -58,7 +59,8 @@ struct Counters {
       writes_ok{0}, writes_raced{0}, cancelled{0}, write_einval{0}, write_efault{0}, write_enomem{0}, hits{0},
       bytes_dma{0}, bytes_verified{0}, maps{0}, reads{0}, faults{0}, faults_after_free{0},
       dmabufs{0}, dmabuf_writes{0}, flushes{0}, flushed{0}, stats_checked{0}, unload_refused{0},
-      reloads{0}, small_window_loads{0}, delayed_revoke_epochs{0};
+      reloads{0}, small_window_loads{0}, delayed_revoke_epochs{0},
+      delayed_release_epochs{0};
 };
 // One line per group of counters, as TAP diagnostics.
 void Report(const Counters& c);
