@@ -27,6 +27,9 @@ boot() {
 	local out=$1 mem=$2 append=$3 try qpid bad t0
 	shift 3
 	for try in 1 2; do
+		# Emptied here, not by the redirect below: that runs in the background child, and until it
+		# has, the loop would read the try before's console (its report) and give this try up too.
+		: >"$out"
 		timeout "${RESMEM_QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg "$@" -cpu max -m "$mem" -smp 2 \
 			-no-reboot -display none -serial stdio -monitor none -kernel "$VMLINUZ" \
 			-initrd "$WORK/initramfs.cpio.gz" "${EDU_DEVICES[@]}" -append "$append" </dev/null >"$out" 2>&1 &
