@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <list>
 #include <random>
 #include <string>
@@ -940,7 +939,7 @@ int CaseUnpinDuringRevoke(const std::string& edu_path) {
   auto b = Block(4096, 9);
   resmem_edu_p2p_write w;
   if (int e = P2pWrite(r.edu, r.a, len, 0, b.data(), 4096, 0, &w)) return Fail("P2P_WRITE -> " + Err(e));
-  if (!(std::ofstream(delay) << "300")) return Fail(std::string("cannot write ") + delay);
+  if (!WriteSysfs(delay, "300")) return Fail(std::string("cannot write ") + delay);
   KmsgSince log;
   nv_p2p_standin_free f{};
   int fe = -1;
@@ -953,7 +952,7 @@ int CaseUnpinDuringRevoke(const std::string& edu_path) {
   resmem_edu_p2p_stats st;
   Stats(r.edu, &st);
   freer.join();
-  std::ofstream(delay) << "0";
+  WriteSysfs(delay, "0");
   Diag("P2P_FLUSH during the revocation -> %s after %.0f ms; the driver had then seen %llu "
        "revocation(s), %u pins cached", Err(fl).c_str(), flush_ms,
        (unsigned long long)st.revoked, st.cached);
@@ -993,7 +992,7 @@ int CaseWindowAfterRevoke(const std::string& edu_path) {
   int e = P2pWrite(holder, big, whole, 0, nullptr, 0, 0, &w);
   Diag("file 1 pins %llu MiB, the whole window -> %s", (unsigned long long)whole >> 20, Err(e).c_str());
   if (e) return Fail("the window-sized pin failed");
-  if (!(std::ofstream(delay) << "500")) return Fail(std::string("cannot write ") + delay);
+  if (!WriteSysfs(delay, "500")) return Fail(std::string("cannot write ") + delay);
   nv_p2p_standin_free f{};
   std::atomic<bool> freed{false};
   int fe = -1;
@@ -1006,7 +1005,7 @@ int CaseWindowAfterRevoke(const std::string& edu_path) {
   const int during = P2pWrite(asker, small, kGpuPage, 0, nullptr, 0, 0, &w);
   const bool during_first = !freed;
   freer.join();
-  std::ofstream(delay) << "0";
+  WriteSysfs(delay, "0");
   const int after = P2pWrite(asker, small, kGpuPage, 0, nullptr, 0, 0, &w);
   Diag("file 1 revoked %llu before its close; closed while the cudaFree ran: %s; file 2's pin then "
        "-> %s (cudaFree still running: %s), after the cudaFree returned -> %s",
