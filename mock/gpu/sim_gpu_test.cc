@@ -599,6 +599,37 @@ TEST_P(BothProfiles, BytesRoundTripAndChecksumAgrees) {
   EXPECT_EQ(dst.bytes(), src.bytes());
 }
 
+// A copy whose source was never written moves no bytes (the sparse stores skip them), yet it
+// overwrites what the destination held with zeros, in both directions, at unaligned offsets
+// across chunks; a corrupt fault on such a copy still flips its byte.
+TEST_P(BothProfiles, CopiesOfUnwrittenMemoryOverwriteWithZeros) {
+  Fixture fx(GetParam(), 3);
+  const uint64_t n = 3 * kMiB + 777;
+  std::vector<uint8_t> data(n), back(n), zeros(n, 0);
+  DeterministicRng rng(7);
+  for (auto& b : data) b = static_cast<uint8_t>(rng.NextU64() | 1);
+  auto fresh = fx.gpu->AllocPinned(4 * kMiB, 0).value();
+  auto full = fx.gpu->AllocPinned(4 * kMiB, 0).value();
+  ASSERT_TRUE(full->Write(0, data.data(), n).ok());
+  auto dev = fx.gpu->AllocDevice(4 * kMiB).value();
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kHostToDevice, *full, 0, *dev, 3, n).ok());
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kHostToDevice, *fresh, 5, *dev, 3, n - 100).ok());
+  EXPECT_EQ(fx.gpu->DeviceChecksum(*dev, 3, n - 100).value(), Fnv1a64(zeros.data(), n - 100));
+  EXPECT_EQ(fx.gpu->DeviceChecksum(*dev, 3 + n - 100, 100).value(), Fnv1a64(data.data() + n - 100, 100));
+  auto unwritten = fx.gpu->AllocDevice(4 * kMiB).value();
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kDeviceToHost, *full, 11, *unwritten, 0, n - 11).ok());
+  ASSERT_TRUE(full->Read(0, back.data(), n).ok());
+  EXPECT_TRUE(std::equal(back.begin(), back.begin() + 11, data.begin()));
+  EXPECT_TRUE(std::all_of(back.begin() + 11, back.end(), [](uint8_t b) { return b == 0; }));
+  FaultRule corrupt = FaultRule::ErrorOnCall("gpu.copy", 4, Status::Cuda(fx.profile.error_unknown, "unused"));
+  corrupt.effect = FaultEffect::kCorrupt;
+  ASSERT_TRUE(fx.faults->AddRule(corrupt).ok());
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kHostToDevice, *fresh, 0, *unwritten, 0, n).ok());  // call 4
+  FakeMemory out(Anonymous(n), 0x20000000);
+  ASSERT_TRUE(fx.gpu->Copy(CopyDirection::kDeviceToHost, out, 0, *unwritten, 0, n).ok());
+  EXPECT_EQ(std::count_if(out.bytes().begin(), out.bytes().end(), [](uint8_t b) { return b != 0; }), 1);
+}
+
 TEST_P(BothProfiles, DeviceIsSparseAndBounded) {
   Fixture fx(GetParam());
   auto whole = fx.gpu->AllocDevice(fx.profile.device_memory);

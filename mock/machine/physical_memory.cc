@@ -45,6 +45,7 @@ void PhysicalMemory::SetRam(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   ram_ = std::move(merged);
+  recent_ = {};
   // Pages that are no longer RAM at all lose their contents.
   for (auto it = pages_.begin(); it != pages_.end();) {
     const uint64_t p = it->first * kPageSize;
@@ -62,10 +63,29 @@ bool PhysicalMemory::IsRam(uint64_t start, uint64_t end) const {
   return false;
 }
 
+PhysicalMemory::Page* PhysicalMemory::Recent(uint64_t phys, uint64_t len) const {
+  const uint64_t number = phys / kPageSize;
+  const RecentPage& r = recent_[number % kRecentPages];
+  return r.number == number && phys % kPageSize + len <= kPageSize ? r.page : nullptr;
+}
+
+void PhysicalMemory::Remember(uint64_t number, Page* page) const {
+  const uint64_t start = number * kPageSize;
+  auto it = std::upper_bound(ram_.begin(), ram_.end(), std::make_pair(start, UINT64_MAX));
+  if (it == ram_.begin()) return;
+  const uint64_t end = std::prev(it)->second;  // of the RAM range that starts at or before the page
+  if (end <= start || end - start < kPageSize) return;  // the page is not RAM from end to end
+  recent_[number % kRecentPages] = {number, page};
+}
+
 void PhysicalMemory::Read(uint64_t phys, void* out, uint64_t len) const {
   if (len > UINT64_MAX - phys) len = UINT64_MAX - phys;
   auto* dst = static_cast<uint8_t*>(out);
   std::lock_guard<std::mutex> lock(mu_);
+  if (const Page* page = Recent(phys, len)) {
+    std::memcpy(dst, page->data() + phys % kPageSize, len);
+    return;
+  }
   ForEachPiece(ram_, phys, len, [&](uint64_t a, uint64_t n, bool is_ram) {
     uint8_t* d = dst + (a - phys);
     auto page = is_ram ? pages_.find(a / kPageSize) : pages_.end();
@@ -73,6 +93,7 @@ void PhysicalMemory::Read(uint64_t phys, void* out, uint64_t len) const {
       std::memset(d, 0, n);  // a hole, or RAM never written
     } else {
       std::memcpy(d, page->second->data() + a % kPageSize, n);
+      Remember(page->first, page->second.get());
     }
   });
 }
@@ -81,14 +102,19 @@ void PhysicalMemory::Write(uint64_t phys, const void* in, uint64_t len) {
   if (len > UINT64_MAX - phys) len = UINT64_MAX - phys;
   const auto* src = static_cast<const uint8_t*>(in);
   std::lock_guard<std::mutex> lock(mu_);
+  if (Page* page = Recent(phys, len)) {
+    std::memcpy(page->data() + phys % kPageSize, src, len);
+    return;
+  }
   ForEachPiece(ram_, phys, len, [&](uint64_t a, uint64_t n, bool is_ram) {
     if (!is_ram) return;  // writes to a hole vanish
     auto& page = pages_[a / kPageSize];
     if (!page) {
-      page = std::make_unique<std::array<uint8_t, kPageSize>>();
+      page = std::make_unique<Page>();
       page->fill(0);
     }
     std::memcpy(page->data() + a % kPageSize, src + (a - phys), n);
+    Remember(a / kPageSize, page.get());
   });
 }
 

@@ -67,27 +67,49 @@ void SimHostMemory::RawZero(uint64_t offset, uint64_t len) {
 }
 
 Status ReadUncharged(HostMemory& mem, uint64_t offset, void* out, uint64_t len) {
+  return ReadUncharged(mem, offset, out, len, nullptr);
+}
+
+Status ReadUncharged(HostMemory& mem, uint64_t offset, void* out, uint64_t len, bool* zeros) {
+  if (zeros) *zeros = false;
   auto* sim = dynamic_cast<SimHostMemory*>(&mem);
   if (!sim) return mem.Read(offset, out, len);
   RESMEM_RETURN_IF_ERROR(CheckSpan(mem, offset, len, "read"));
   if (len == 0) return Status::Ok();
   SimAccess access = sim->BeginAccess(offset, len, AccessKind::kRead);
   const uint64_t n = std::min(access.valid_bytes, len);
-  if (n) sim->RawRead(offset, out, n);
-  if (access.corrupt_offset && *access.corrupt_offset < n)
-    static_cast<uint8_t*>(out)[*access.corrupt_offset] ^= access.corrupt_xor;
+  const bool corrupt = access.corrupt_offset && *access.corrupt_offset < n;
+  if (zeros && !corrupt && sim->ReadsAsZero(offset, n)) {
+    *zeros = true;
+  } else {
+    if (n) sim->RawRead(offset, out, n);
+    if (corrupt) static_cast<uint8_t*>(out)[*access.corrupt_offset] ^= access.corrupt_xor;
+  }
   sim->world()->clock->Charge(access.delay_seconds);
   return access.status;
 }
 
-Status WriteUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len) {
+namespace {
+
+// WriteUncharged of `in`, or of `len` zeros when `in` is null.
+Status WriteOrZeroUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len) {
   auto* sim = dynamic_cast<SimHostMemory*>(&mem);
-  if (!sim) return mem.Write(offset, in, len);
+  if (!sim && in) return mem.Write(offset, in, len);
+  if (!sim) {
+    static const std::array<uint8_t, 64 * 1024> kZeros{};
+    for (uint64_t done = 0; done < len;) {
+      const uint64_t n = std::min<uint64_t>(len - done, kZeros.size());
+      RESMEM_RETURN_IF_ERROR(mem.Write(offset + done, kZeros.data(), n));
+      done += n;
+    }
+    return Status::Ok();
+  }
   RESMEM_RETURN_IF_ERROR(CheckSpan(mem, offset, len, "write"));
   if (len == 0) return Status::Ok();
   SimAccess access = sim->BeginAccess(offset, len, AccessKind::kWrite);
   const uint64_t n = std::min(access.valid_bytes, len);
-  if (n) sim->RawWrite(offset, in, n);
+  if (n && in) sim->RawWrite(offset, in, n);
+  if (n && !in) sim->RawZero(offset, n);
   if (access.corrupt_offset && *access.corrupt_offset < n) {
     uint8_t b = 0;
     sim->RawRead(offset + *access.corrupt_offset, &b, 1);
@@ -96,6 +118,16 @@ Status WriteUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t
   }
   sim->world()->clock->Charge(access.delay_seconds);
   return access.status;
+}
+
+}  // namespace
+
+Status WriteUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len) {
+  return WriteOrZeroUncharged(mem, offset, in, len);
+}
+
+Status WriteZerosUncharged(HostMemory& mem, uint64_t offset, uint64_t len) {
+  return WriteOrZeroUncharged(mem, offset, nullptr, len);
 }
 
 SimAnonymousMemory::SimAnonymousMemory(std::shared_ptr<SimWorld> world, uint64_t bytes)

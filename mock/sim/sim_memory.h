@@ -76,6 +76,12 @@ class SimHostMemory : public HostMemory {
 // charged; any other memory through its own Read/Write.
 Status ReadUncharged(HostMemory& mem, uint64_t offset, void* out, uint64_t len);
 Status WriteUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len);
+// ReadUncharged that moves nothing when the span is known to read as zeros
+// (SimHostMemory::ReadsAsZero) and no injected corruption falls in it: then *zeros is set and
+// `out` is left as it was. The same checks, fault points and delay either way.
+Status ReadUncharged(HostMemory& mem, uint64_t offset, void* out, uint64_t len, bool* zeros);
+// WriteUncharged of `len` zeros, with no buffer of them for a SimHostMemory (RawZero).
+Status WriteZerosUncharged(HostMemory& mem, uint64_t offset, uint64_t len);
 
 // malloc'ed memory of the simulated process: anonymous, private, write-back. Remembers which
 // 4 KiB pages were touched (written): a write to an untouched page costs a page fault. Zero bytes

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -233,6 +234,34 @@ TEST(SimPlatform, UnchargedAccessMovesBytesWithoutChargingTheClock) {
   EXPECT_FALSE(ReadUncharged(*m, 1 * kMiB, back.data(), 1).ok());
   ASSERT_TRUE(m->Read(100, back.data(), back.size()).ok());  // the charging path does charge
   EXPECT_GT(w->clock->NowSeconds(), 0);
+}
+
+// The GPU model's copies of pages never written: ReadUncharged says the span reads as zeros and
+// moves nothing; over written bytes it reads them. WriteZerosUncharged leaves zeros where data
+// was, and a write of zeros still faults in the pages it touches.
+TEST(SimPlatform, UnchargedZerosSkipUnwrittenPagesAndOverwriteWrittenOnes) {
+  auto w = World("h100-host");
+  auto m = MakeSimPlatform(w)->AllocPageable(1 * kMiB).value();
+  auto* anon = dynamic_cast<SimAnonymousMemory*>(m.get());
+  ASSERT_NE(anon, nullptr);
+  std::vector<uint8_t> back(3 * 4096, 0xaa);
+  bool zeros = false;
+  ASSERT_TRUE(ReadUncharged(*m, 4096 + 10, back.data(), back.size(), &zeros).ok());
+  EXPECT_TRUE(zeros);
+  EXPECT_EQ(back[0], 0xaa);  // not moved
+  const auto data = Pattern(8192, 5);
+  ASSERT_TRUE(WriteUncharged(*m, 4096 + 10, data.data(), data.size()).ok());
+  ASSERT_TRUE(ReadUncharged(*m, 4096 + 10, back.data(), data.size(), &zeros).ok());
+  EXPECT_FALSE(zeros);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin()));
+  ASSERT_TRUE(WriteZerosUncharged(*m, 4096 + 100, 4096).ok());
+  ASSERT_TRUE(ReadUncharged(*m, 4096 + 10, back.data(), data.size()).ok());
+  for (size_t i = 0; i < data.size(); ++i)
+    ASSERT_EQ(back[i], i >= 90 && i < 90 + 4096 ? 0 : data[i]) << "byte " << i;
+  const uint64_t touched = anon->touched_pages();
+  ASSERT_TRUE(WriteZerosUncharged(*m, 64 * 4096, 2 * 4096).ok());
+  EXPECT_EQ(anon->touched_pages(), touched + 2);
+  EXPECT_EQ(w->clock->NowSeconds(), 0);
 }
 
 class CopyHostTest : public ::testing::Test {
