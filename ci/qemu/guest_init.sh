@@ -74,6 +74,7 @@ selected() {
 tap() {
 	name=$1; shift
 	selected "$name" || return 0
+	[ -n "$DRY" ] && { WANTED=1; return 0; }
 	N=$((N + 1))
 	echo "# case $name: $*"
 	rm -f /tmp/tap_skip
@@ -90,6 +91,18 @@ tap() {
 # run_rc: runs a command and stores its exit status for tap (a pipeline loses it).
 run_rc() { "$@"; echo $? > /tmp/rc; }
 t() { name=$1; shift; tap "$name" run_rc "$@"; }
+# wanted FUNCTION: whether this boot runs any case FUNCTION holds (resmem_only, resmem_skip), asked
+# before the module its cases need is loaded: FUNCTION is called with tap only noting a selected
+# name, so a boot loads nothing for a group whose every case it skips (the engine part's first
+# boot skipped four such loads, 7.5 s of guest time; docs/build.md). FUNCTION must run cases
+# through t and nothing else.
+DRY=
+wanted() {
+	WANTED= DRY=1
+	"$1"
+	DRY=
+	[ -n "$WANTED" ]
+}
 
 load() { # load KO PARAMS...: insmod with a diagnostic on failure; waits for udev's rules
 	insmod "$@" || { echo "# insmod $* failed"; dmesg | tail -5; return 1; }
@@ -337,8 +350,7 @@ t load_without_ranges_serves_memmap load_without_ranges 3 '0x40000000-0x47ffffff
 t d_failed_load_leaves_no_open_file $G open-during-failed-load /resmem_test.ko "$FUNC mode=pfnmap,pages fail_load_ms=1500" /dev/resmem0
 
 # ---- production module: resmem0 pfnmap, resmem1 pages ---------------------------------------
-if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
-	dmesg | grep 'resmem: resmem' | sed 's/^/# console: /'
+production_cases() {
 	t a_pfnmap_vmflags_pf_io_sim_gpu_refuses_plain  $G facts /dev/resmem0 pfnmap
 	t a_pages_vmflags_mm_sim_gpu_accepts_plain      $G facts /dev/resmem1 pages
 	# The device-parity transcript (mock/parity, docs/parity.md) of both modes; the lane compares
@@ -391,38 +403,59 @@ if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
 	t d_random_syscall_sequences_huge /resmem_seq --seed "${resmem_seq_seed:-1}" --ops "${resmem_seq_ops:-10000}" \
 		--threads 4 --module-name resmem --module-file /resmem.ko --huge --kcov-sites "${resmem_kcov_sites:-0}"
 	t d_unload_after_unmap                          rmmod resmem
+}
+if ! wanted production_cases; then
+	:
+elif load /resmem.ko "$FUNC" mode=pfnmap,pages; then
+	dmesg | grep 'resmem: resmem' | sed 's/^/# console: /'
+	production_cases
 else
 	t module_loads false
 fi
 # Page references that outlive the mapping and the file (a pipe's, from vmsplice) keep the module
 # loaded until they are released (pages mode; the case unloads it at the end).
-if load /resmem.ko "$FUNC" mode=pfnmap,pages; then
+pipe_cases() {
 	t d_pages_held_past_close_keep_module           $G pipe-holds-pages /dev/resmem1 resmem
+}
+if ! wanted pipe_cases; then
+	:
+elif load /resmem.ko "$FUNC" mode=pfnmap,pages; then
+	pipe_cases
 	grep -q '^resmem ' /proc/modules && rmmod resmem
 else
 	t pipe_module_loads false
 fi
 
 # ---- test build: real long-term pin, then the fault-injection reproductions -----------------
-if load /resmem_test.ko "$FUNC" mode=pfnmap,pages; then
+test_build_cases() {
 	t a_pages_real_longterm_pin                     $G pin /dev/resmem1 yes
 	t a_pfnmap_longterm_pin_refused                 $G pin /dev/resmem0 no
 	t b_failing_fault_handler_sigbus                $G fault-sigbus /dev/resmem0
 	t d_kernel_log_clean_before_seed002             sh -c "! dmesg | grep -E 'Oops|BUG:|WARNING:|general protection|Bad pagetable|Call Trace'"
 	t b_seed002_corrupted_page_table                $G corrupted-page-table /dev/resmem0
 	t b_unload_after_reproductions                  rmmod resmem_test
+}
+if ! wanted test_build_cases; then
+	:
+elif load /resmem_test.ko "$FUNC" mode=pfnmap,pages; then
+	test_build_cases
 else
 	t test_module_loads false
 fi
 
 # ---- cache types and the benchmark: resmem0 1 GiB pages wb, resmem1 pfnmap wc, resmem2 pfnmap uc
-if load /resmem.ko 'ranges=1G$0x100000000,64M$0x40000000,64M$0x44000000' mode=pages,pfnmap cache=wb,wc,uc; then
+cache_cases() {
 	t a_cache_types_in_pat                          $G cache-types /dev/resmem0 /dev/resmem1 /dev/resmem2
 	# read/write through the write-combining and uncached kernel mappings (ioremap_wc/_uc).
 	t parity_probe_wc sh -c 'time /resmem_parity_probe /dev/resmem1 >/tmp/p2; rc=$?; sed "s/^/parity-wc| /" /tmp/p2; exit $rc'
 	t parity_probe_uc sh -c 'time /resmem_parity_probe /dev/resmem2 >/tmp/p3; rc=$?; sed "s/^/parity-uc| /" /tmp/p3; exit $rc'
 	t a_huge_mappings_save_page_tables              $G huge-page-tables /dev/resmem0
 	t bench                                         $G bench /dev/resmem0 /dev/resmem1 /dev/resmem2
+}
+if ! wanted cache_cases; then
+	:
+elif load /resmem.ko 'ranges=1G$0x100000000,64M$0x40000000,64M$0x44000000' mode=pages,pfnmap cache=wb,wc,uc; then
+	cache_cases
 	rmmod resmem
 else
 	t bench_module_loads false
@@ -434,8 +467,7 @@ fi
 # resmem_edu1 the one with a 32-bit mask (00:11.0), as kmod_lane.sh sets dma_mask.
 # resmem_only= and resmem_skip= may skip the unload cases above: what they leave loaded would hold the ranges.
 for m in resmem resmem_test; do grep -q "^$m " /proc/modules && rmmod $m; done
-if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mode=pfnmap,pages,pfnmap dma_bits=64,32; then
-	dmesg | grep 'resmem_edu: resmem_edu' | sed 's/^/# console: /'
+edu_cases() {
 	t edu_dma_blocks_into_reserved                  $E blocks /dev/resmem_edu0 /dev/resmem0 8192 4 2
 	t edu_dma_blocks_into_reserved_pages            $E blocks /dev/resmem_edu0 /dev/resmem1 4096 3 2
 	t edu_dma_64bit_reaches_above_4g                $E blocks /dev/resmem_edu0 /dev/resmem2 4096 3 2
@@ -445,6 +477,12 @@ if load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mod
 	t edu_dma_bench                                 $E bench /dev/resmem_edu0 /dev/resmem2 4096,8192,16384 1
 	t edu_dma_faults_lose_nothing                   $E faults /dev/resmem_edu0 /dev/resmem0 4096 32 4 0x5eed 300
 	t edu_unload                                    rmmod resmem_edu
+}
+if ! wanted edu_cases; then
+	:
+elif load /resmem_edu.ko 'ranges=64M$0x40000000,64M$0x44000000,1G$0x100000000' mode=pfnmap,pages,pfnmap dma_bits=64,32; then
+	dmesg | grep 'resmem_edu: resmem_edu' | sed 's/^/# console: /'
+	edu_cases
 else
 	t edu_module_loads false
 fi
