@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "backends/api/memory.h"
 
@@ -43,6 +44,18 @@ Status SpanBus::Write(uint64_t bus, const void* data, uint64_t len) {
 Status SpanBus::Read(uint64_t bus, void* out, uint64_t len) {
   RESMEM_ASSIGN_OR_RETURN(uint8_t* p, At(bus, len));
   std::memcpy(out, p, len);
+  return Status::Ok();
+}
+
+Status CardBus::Load64s(uint64_t base, const uint64_t* offsets, uint64_t* values, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    RESMEM_ASSIGN_OR_RETURN(values[i], Load64(base + offsets[i]));
+  }
+  return Status::Ok();
+}
+
+Status CardBus::Store64s(uint64_t base, const uint64_t* offsets, const uint64_t* values, size_t n) {
+  for (size_t i = 0; i < n; ++i) RESMEM_RETURN_IF_ERROR(Store64(base + offsets[i], values[i]));
   return Status::Ok();
 }
 
@@ -134,11 +147,13 @@ bool CardDmaEngine::Producing() const {
 }
 
 Status CardDmaEngine::ReadHostRegisters() {
-  for (auto [off, into] : {std::pair<uint64_t, uint64_t*>{kControl, &control_}, {kRingBus, &ring_bus_},
-                          {kRingEntries, &ring_entries_}, {kHead, &head_}, {kBlockBytes, &block_bytes_},
-                          {kRate, &rate_}}) {
-    RESMEM_ASSIGN_OR_RETURN(*into, bus_.Load64(regs_ + off));
-  }
+  static constexpr uint64_t kHostWords[] = {kControl, kRingBus, kRingEntries, kHead, kBlockBytes, kRate};
+  uint64_t* const into[] = {&control_, &ring_bus_, &ring_entries_, &head_, &block_bytes_, &rate_};
+  uint64_t v[std::size(kHostWords)];
+  for (size_t i = 0; i < std::size(v); ++i) v[i] = *into[i];  // what a load that failed leaves
+  const Status loaded = bus_.Load64s(regs_, kHostWords, v, std::size(kHostWords));
+  for (size_t i = 0; i < std::size(v); ++i) *into[i] = v[i];
+  RESMEM_RETURN_IF_ERROR(loaded);
   if (ring_entries_ & (ring_entries_ - 1) || ring_entries_ > 65536) ring_entries_ = 0;  // not a ring
   return Status::Ok();
 }
@@ -341,11 +356,10 @@ Status CardDmaEngine::PublishRegisters() {
   if (current_.taken || !held_.empty()) status |= RESMEM_CARD_STATUS_ACTIVE;
   if (enabled_) status |= RESMEM_CARD_STATUS_ENABLED;
   if (errors_) status |= RESMEM_CARD_STATUS_ERROR;
-  for (auto [off, v] : {std::pair<uint64_t, uint64_t>{kStatus, status}, {kTail, tail_}, {kCompleted, completed_},
-                        {kOverruns, overruns_}, {kIrq, irq_}, {kSequence, sequence_},
-                        {kHeartbeat, ++heartbeat_}, {kErrors, errors_}})
-    RESMEM_RETURN_IF_ERROR(bus_.Store64(regs_ + off, v));
-  return Status::Ok();
+  static constexpr uint64_t kCardWords[] = {kStatus, kTail, kCompleted, kOverruns, kIrq, kSequence, kHeartbeat, kErrors};
+  const uint64_t v[] = {status, tail_, completed_, overruns_, irq_, sequence_, ++heartbeat_, errors_};
+  static_assert(std::size(v) == std::size(kCardWords));
+  return bus_.Store64s(regs_, kCardWords, v, std::size(kCardWords));
 }
 
 Result<double> CardDmaEngine::Advance(double now) {

@@ -6,6 +6,7 @@
 #ifndef RESMEM_BACKENDS_CARD_CARD_ENGINE_H_
 #define RESMEM_BACKENDS_CARD_CARD_ENGINE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -27,6 +28,12 @@ class CardBus {
   virtual Status Read(uint64_t bus, void* out, uint64_t len) = 0;
   virtual Result<uint64_t> Load64(uint64_t bus) = 0;
   virtual Status Store64(uint64_t bus, uint64_t value) = 0;
+  // The 64-bit words at base + offsets[i], i < n, in that order, each as Load64 / Store64 does it
+  // (the default: one call each, stopping at the first error). A bus that can take several at once
+  // overrides them: the simulator's memory locks once for the lot (mock/sim/physical_bus.h). The
+  // engine reads and publishes its registers this way, twice per poll of the driver.
+  virtual Status Load64s(uint64_t base, const uint64_t* offsets, uint64_t* values, size_t n);
+  virtual Status Store64s(uint64_t base, const uint64_t* offsets, const uint64_t* values, size_t n);
 };
 
 // A CardBus over memory this process addresses: bus addresses [base_bus, base_bus + length) are

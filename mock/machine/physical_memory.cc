@@ -79,9 +79,28 @@ void PhysicalMemory::Remember(uint64_t number, Page* page) const {
 }
 
 void PhysicalMemory::Read(uint64_t phys, void* out, uint64_t len) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReadLocked(phys, out, len);
+}
+
+void PhysicalMemory::Write(uint64_t phys, const void* in, uint64_t len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  WriteLocked(phys, in, len);
+}
+
+void PhysicalMemory::ReadWords(uint64_t base, const uint64_t* offsets, uint64_t* values, size_t n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i) ReadLocked(base + offsets[i], &values[i], sizeof values[i]);
+}
+
+void PhysicalMemory::WriteWords(uint64_t base, const uint64_t* offsets, const uint64_t* values, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i) WriteLocked(base + offsets[i], &values[i], sizeof values[i]);
+}
+
+void PhysicalMemory::ReadLocked(uint64_t phys, void* out, uint64_t len) const {
   if (len > UINT64_MAX - phys) len = UINT64_MAX - phys;
   auto* dst = static_cast<uint8_t*>(out);
-  std::lock_guard<std::mutex> lock(mu_);
   if (const Page* page = Recent(phys, len)) {
     std::memcpy(dst, page->data() + phys % kPageSize, len);
     return;
@@ -98,10 +117,9 @@ void PhysicalMemory::Read(uint64_t phys, void* out, uint64_t len) const {
   });
 }
 
-void PhysicalMemory::Write(uint64_t phys, const void* in, uint64_t len) {
+void PhysicalMemory::WriteLocked(uint64_t phys, const void* in, uint64_t len) {
   if (len > UINT64_MAX - phys) len = UINT64_MAX - phys;
   const auto* src = static_cast<const uint8_t*>(in);
-  std::lock_guard<std::mutex> lock(mu_);
   if (Page* page = Recent(phys, len)) {
     std::memcpy(page->data() + phys % kPageSize, src, len);
     return;

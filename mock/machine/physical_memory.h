@@ -5,6 +5,7 @@
 #define RESMEM_MOCK_MACHINE_PHYSICAL_MEMORY_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,10 @@ class PhysicalMemory {
   bool IsRam(uint64_t start, uint64_t end) const;  // every byte of [start, end) is RAM
   void Read(uint64_t phys, void* out, uint64_t len) const;
   void Write(uint64_t phys, const void* in, uint64_t len);
+  // The 8-byte words at base + offsets[i], i < n, as n Reads / Writes of 8 bytes in that order,
+  // under one lock (the card's register block, mock/sim/physical_bus.h).
+  void ReadWords(uint64_t base, const uint64_t* offsets, uint64_t* values, size_t n) const;
+  void WriteWords(uint64_t base, const uint64_t* offsets, const uint64_t* values, size_t n);
   uint64_t materialised_pages() const;
 
  private:
@@ -35,6 +40,8 @@ class PhysicalMemory {
     uint64_t number = UINT64_MAX;
     Page* page = nullptr;
   };
+  void ReadLocked(uint64_t phys, void* out, uint64_t len) const;  // mu_ held
+  void WriteLocked(uint64_t phys, const void* in, uint64_t len);  // mu_ held
   Page* Recent(uint64_t phys, uint64_t len) const;  // the page holding all of [phys, phys+len), or null
   void Remember(uint64_t number, Page* page) const;  // when that page is RAM from end to end
 

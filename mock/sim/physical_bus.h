@@ -29,6 +29,14 @@ class PhysicalMemoryBus : public card::CardBus {
     return v;
   }
   Status Store64(uint64_t bus, uint64_t value) override { return Write(bus, &value, 8); }
+  Status Load64s(uint64_t base, const uint64_t* offsets, uint64_t* values, size_t n) override {
+    world_->memory.ReadWords(base, offsets, values, n);
+    return Status::Ok();
+  }
+  Status Store64s(uint64_t base, const uint64_t* offsets, const uint64_t* values, size_t n) override {
+    world_->memory.WriteWords(base, offsets, values, n);
+    return Status::Ok();
+  }
 
  private:
   std::shared_ptr<SimWorld> world_;
