@@ -580,6 +580,7 @@ class SimGpu : public Gpu {
   Status MoveBytes(bool h2d, HostMemory& host, uint64_t host_offset, SimDeviceBuffer& dev,
                    uint64_t dev_offset, uint64_t n, const FaultOutcome& fault, uint64_t* done) {
     auto* pinned = dynamic_cast<SimPinnedMemory*>(&host);
+    const bool sparse_host = pinned || dynamic_cast<SimHostMemory*>(&host);  // else its own Read/Write per chunk
     std::vector<uint8_t> buf;
     *done = 0;
     while (*done < n) {
@@ -597,7 +598,7 @@ class SimGpu : public Gpu {
           CorruptIfHit(fault, *done, c, buf.data());
           dev.bytes().Write(dev_offset + *done, buf.data(), c);
         }
-      } else if (!corrupts && dev.bytes().Absent(dev_offset + *done, c)) {
+      } else if (sparse_host && !corrupts && dev.bytes().Absent(dev_offset + *done, c)) {
         if (pinned)
           pinned->bytes().Zero(host_offset + *done, c);
         else

@@ -117,8 +117,8 @@ TEST(PhysicalMemory, AgreesWithAFlatCopyUnderRandomAccess) {
     return false;
   };
   std::vector<uint8_t> buf(3 * PhysicalMemory::kPageSize);
-  for (int op = 0; op < 200000; ++op) {
-    if (op == 100000) {  // RAM shrinks: what left it reads zero
+  for (int op = 0; op < 50000; ++op) {
+    if (op == 25000) {  // RAM shrinks: what left it reads zero
       ram = {{0x800, 0x5000}, {0x10400, 0x30000}};
       mem.SetRam(ram);
       for (uint64_t a = 0; a < kSpan; ++a)

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace resmem::sim {
 namespace {
@@ -95,14 +96,9 @@ namespace {
 Status WriteOrZeroUncharged(HostMemory& mem, uint64_t offset, const void* in, uint64_t len) {
   auto* sim = dynamic_cast<SimHostMemory*>(&mem);
   if (!sim && in) return mem.Write(offset, in, len);
-  if (!sim) {
-    static const std::array<uint8_t, 64 * 1024> kZeros{};
-    for (uint64_t done = 0; done < len;) {
-      const uint64_t n = std::min<uint64_t>(len - done, kZeros.size());
-      RESMEM_RETURN_IF_ERROR(mem.Write(offset + done, kZeros.data(), n));
-      done += n;
-    }
-    return Status::Ok();
+  if (!sim) {  // one Write, as WriteUncharged of a buffer of zeros makes
+    const std::vector<uint8_t> zeros(static_cast<size_t>(len), 0);
+    return mem.Write(offset, zeros.data(), len);
   }
   RESMEM_RETURN_IF_ERROR(CheckSpan(mem, offset, len, "write"));
   if (len == 0) return Status::Ok();
