@@ -152,9 +152,9 @@ static inline uint64_t resmem_card_checksum(const uint64_t* words, uint64_t n) {
 #define RESMEM_CARD_LANE_FLAG_MODEL_PAYLOAD 0x1ull  /* POWER_ON: header and trailer only */
 
 struct resmem_card_lane_mailbox {
-  uint64_t magic;         /* 0x00 host: RESMEM_CARD_LANE_MAGIC */
+  uint64_t magic;         /* 0x00 host: RESMEM_CARD_LANE_MAGIC, written after request_seq */
   uint64_t request;       /* 0x08 host: RESMEM_CARD_LANE_POWER_ON ... */
-  uint64_t request_seq;   /* 0x10 host: + 1 per request, written last */
+  uint64_t request_seq;   /* 0x10 host: + 1 per request (never 0), the request's last change */
   uint64_t ack_seq;       /* 0x18 device: the request_seq it finished, written last */
   uint64_t ack_status;    /* 0x20 device: 0, or an errno with the reason in text */
   uint64_t window;        /* 0x28 host (POWER_ON): the register page's bus address */

@@ -90,12 +90,18 @@ Status LaneMailbox::BumpLease() {
 }
 
 Status LaneMailbox::Request(uint64_t request, double ack_seconds) {
+  // The mailbox may hold anything before the boot's first request (the kmod scenarios write their
+  // patterns over this range): the magic goes in last, so a device that sees it valid also sees
+  // this request's number, and never 0 (a device that has answered nothing yet takes 0 as seen).
+  // With the magic first, the device once took a stale number between the two stores, began the
+  // power-on, and put the mailbox it had read back over the new number: the guest waited its 5 s
+  // for an answer to a request the device had lost (the fresh clone of 686c49e, 2026-11-30).
   RESMEM_ASSIGN_OR_RETURN(uint64_t seq, Get(offsetof(Mailbox, request_seq)));
-  ++seq;
+  if (++seq == 0) ++seq;
   RESMEM_RETURN_IF_ERROR(Set(offsetof(Mailbox, request), request));
   RESMEM_RETURN_IF_ERROR(BumpLease());
-  RESMEM_RETURN_IF_ERROR(Set(offsetof(Mailbox, magic), RESMEM_CARD_LANE_MAGIC));
   RESMEM_RETURN_IF_ERROR(Set(offsetof(Mailbox, request_seq), seq));
+  RESMEM_RETURN_IF_ERROR(Set(offsetof(Mailbox, magic), RESMEM_CARD_LANE_MAGIC));
   const double deadline = Now() + ack_seconds;
   for (;;) {
     RESMEM_ASSIGN_OR_RETURN(uint64_t ack, Get(offsetof(Mailbox, ack_seq)));

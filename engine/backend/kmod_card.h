@@ -39,8 +39,8 @@ class KmodCardBus : public card::SpanBus {
   std::string device_;
 };
 
-// The lane's mailbox as the guest's driver uses it. Request writes the request, then magic, then
-// request_seq + 1, and waits up to `ack_seconds` for the device's ack: Unavailable when none
+// The lane's mailbox as the guest's driver uses it. Request writes the request, then request_seq
+// + 1 (never 0), then the magic, and waits up to `ack_seconds` for the device's ack: Unavailable when none
 // comes (no device process: the lane starts ci/qemu/card_device beside QEMU), the device's errno
 // and reason when it refused.
 class LaneMailbox {
