@@ -54,11 +54,7 @@ class SparseBytes {
     }
   }
   // Whether no page holds any byte of [offset, offset+len): the span reads as zeros.
-  bool Absent(uint64_t offset, uint64_t len) const {
-    if (len == 0) return true;
-    auto it = pages_.lower_bound(offset / kSparsePage);
-    return it == pages_.end() || it->first > (offset + len - 1) / kSparsePage;
-  }
+  bool Absent(uint64_t offset, uint64_t len) const { return NoPageIn(pages_, kSparsePage, offset, len); }
   // What Write of `len` zeros at `offset` does, without the zeros: the pages it overlaps cleared
   // there (and kept); absent pages stay absent.
   void Zero(uint64_t offset, uint64_t len) {
@@ -586,8 +582,7 @@ class SimGpu : public Gpu {
     while (*done < n) {
       const uint64_t c = std::min<uint64_t>(kChunk, n - *done);
       buf.resize(c);
-      const bool corrupts = fault.fired && fault.effect == FaultEffect::kCorrupt &&
-                            fault.corrupt_offset >= *done && fault.corrupt_offset < *done + c;
+      const bool corrupts = CorruptHits(fault, *done, c);
       if (h2d) {
         bool zeros = pinned && !corrupts && pinned->bytes().Absent(host_offset + *done, c);
         if (!zeros)
@@ -689,10 +684,13 @@ class SimGpu : public Gpu {
     return Status::Ok();
   }
 
+  // Whether a corrupt fault flips a byte of the chunk [chunk_start, chunk_start + n).
+  static bool CorruptHits(const FaultOutcome& o, uint64_t chunk_start, uint64_t n) {
+    return o.fired && o.effect == FaultEffect::kCorrupt && o.corrupt_offset >= chunk_start &&
+           o.corrupt_offset < chunk_start + n;
+  }
   static void CorruptIfHit(const FaultOutcome& o, uint64_t chunk_start, uint64_t n, uint8_t* buf) {
-    if (!o.fired || o.effect != FaultEffect::kCorrupt) return;
-    if (o.corrupt_offset >= chunk_start && o.corrupt_offset < chunk_start + n)
-      buf[o.corrupt_offset - chunk_start] ^= (o.corrupt_xor ? o.corrupt_xor : 1);
+    if (CorruptHits(o, chunk_start, n)) buf[o.corrupt_offset - chunk_start] ^= (o.corrupt_xor ? o.corrupt_xor : 1);
   }
 
   // The registration decision from the mapping's facts (the table in cuda_profile.cc). The

@@ -215,9 +215,7 @@ void SimAnonymousMemory::RawZero(uint64_t offset, uint64_t len) {
 
 bool SimAnonymousMemory::ReadsAsZero(uint64_t offset, uint64_t len) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (len == 0) return true;
-  auto it = pages_.lower_bound(offset / kPage);
-  return it == pages_.end() || it->first > (offset + len - 1) / kPage;
+  return NoPageIn(pages_, kPage, offset, len);
 }
 
 void SimAnonymousMemory::MarkTouched(uint64_t first, uint64_t end) {

@@ -17,6 +17,15 @@ inline bool AllZero(const uint8_t* p, uint64_t len) {
   return len == 0 || (p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0);
 }
 
+// True when a sparse store's `pages` (an ordered map from page number, pages of `page_bytes`)
+// holds no page of [offset, offset+len): those bytes read as zero without a look at them.
+template <typename PageMap>
+bool NoPageIn(const PageMap& pages, uint64_t page_bytes, uint64_t offset, uint64_t len) {
+  if (len == 0) return true;
+  auto it = pages.lower_bound(offset / page_bytes);
+  return it == pages.end() || it->first > (offset + len - 1) / page_bytes;
+}
+
 }  // namespace resmem::sim
 
 #endif  // RESMEM_MOCK_SIM_ZERO_BYTES_H_
