@@ -61,26 +61,6 @@ selected() {
 	{ [ -z "$resmem_only" ] || matches "$resmem_only" "$1"; } &&
 		{ [ -z "$resmem_skip" ] || ! matches "$resmem_skip" "$1"; }
 }
-# udev (Debian's systemd-udevd, packed by kmod_lane.sh) applies /etc/udev/rules.d/99-resmem.rules
-# (kmod/99-resmem.rules) to each /dev/resmemN as the module creates it. Only the access_* cases
-# read what it sets (the node's owner, group and mode; every other case runs as root on the node
-# devtmpfs made): a boot that runs none of them starts no udevd, and saves its trigger and settle
-# (1.9 s of guest time a boot under TCG, 2026-11-30: the engine part's three boots, the driver
-# part's IOMMU and signing boots).
-mount -t tmpfs run /run && mkdir -p /run/udev
-UDEVD=no
-udev_wanted() {
-	[ -z "$resmem_suite" ] || return 1  # the IOMMU and signing boots hold no access case
-	for c in $(sed -n 's/^[[:space:]]*t \(access_[a-z0-9_]*\) .*/\1/p' "$0"); do selected "$c" && return 0; done
-	return 1
-}
-if ! udev_wanted; then
-	:
-elif [ -x /lib/systemd/systemd-udevd ] && /lib/systemd/systemd-udevd --daemon >/tmp/udevd.log 2>&1; then
-	UDEVD=yes
-	udevadm trigger --action=add >/dev/null 2>&1
-	udevadm settle --timeout=30
-fi
 # tap NAME COMMAND...: one case. Output lines of the command are diagnostics ("# ...").
 tap() {
 	name=$1; shift
@@ -127,6 +107,32 @@ udev_up() {
 	cat /tmp/udevd.log 2>/dev/null
 	return 1
 }
+
+# udev (Debian's systemd-udevd, packed by kmod_lane.sh) applies /etc/udev/rules.d/99-resmem.rules
+# (kmod/99-resmem.rules) to each /dev/resmemN as the module creates it. Only the access_* cases
+# read what it sets (the node's owner, group and mode; every other case runs as root on the node
+# devtmpfs made): a boot that runs none of them starts no udevd, and saves its trigger and settle
+# (1.9 s of guest time a boot under TCG, 2026-11-30: the engine part's three boots, the driver
+# part's IOMMU and signing boots).
+mount -t tmpfs run /run && mkdir -p /run/udev
+UDEVD=no
+# The cases that read what udev set (production_cases runs them, on the production module).
+access_cases() {
+	t access_udevd_running                          udev_up
+	t access_udev_rule_applied                      $G udev-rule /dev/resmem0 /etc/udev/rules.d/99-resmem.rules
+	t access_udev_rule_applied_pages                $G udev-rule /dev/resmem1 /etc/udev/rules.d/99-resmem.rules
+	t access_nonmember_eacces                       $G open-as 65534 65534 - /dev/resmem0 EACCES
+	t access_own_group_not_resmem_eacces            $G open-as 1000 1000 - /dev/resmem0 EACCES
+	t access_group_member_opens                     $G open-as 1000 1000 resmem /dev/resmem0 ok
+	t access_root_opens                             $G open-as 0 0 - /dev/resmem0 ok
+}
+if [ -n "$resmem_suite" ] || ! wanted access_cases; then  # the IOMMU and signing boots hold none
+	:
+elif [ -x /lib/systemd/systemd-udevd ] && /lib/systemd/systemd-udevd --daemon >/tmp/udevd.log 2>&1; then
+	UDEVD=yes
+	udevadm trigger --action=add >/dev/null 2>&1
+	udevadm settle --timeout=30
+fi
 
 # seed003 FILE: a seed-003 scenario, unchanged from the simulator's runs, on the kmod backend: its
 # p2p steps go to the real resmem_edu.ko and nv_p2p_standin.ko (backends/kmod/kmod_gpudirect.h). A
@@ -370,13 +376,7 @@ production_cases() {
 	t parity_probe_pages  sh -c 'time /resmem_parity_probe /dev/resmem1 >/tmp/p1; rc=$?; sed "s/^/parity-pages| /" /tmp/p1; exit $rc'
 	# Access control (issue 10 item 5): the rule's owner, group and mode on the node; a user in
 	# no group of it gets EACCES; a member of group resmem and root open and map it.
-	t access_udevd_running                          udev_up
-	t access_udev_rule_applied                      $G udev-rule /dev/resmem0 /etc/udev/rules.d/99-resmem.rules
-	t access_udev_rule_applied_pages                $G udev-rule /dev/resmem1 /etc/udev/rules.d/99-resmem.rules
-	t access_nonmember_eacces                       $G open-as 65534 65534 - /dev/resmem0 EACCES
-	t access_own_group_not_resmem_eacces            $G open-as 1000 1000 - /dev/resmem0 EACCES
-	t access_group_member_opens                     $G open-as 1000 1000 resmem /dev/resmem0 ok
-	t access_root_opens                             $G open-as 0 0 - /dev/resmem0 ok
+	access_cases
 	t d_ioctl_garbage_pfnmap                        $G ioctl-garbage /dev/resmem0
 	t d_ioctl_garbage_pages                         $G ioctl-garbage /dev/resmem1
 	t d_mmap_bounds_pfnmap                          $G mmap-bounds /dev/resmem0
