@@ -1,7 +1,7 @@
 // The CUDA model's Gpu. Rules and their sources: the table at the top of cuda_profile.cc.
 #include "mock/gpu/sim_gpu.h"
 #include "mock/sim/sim_memory.h"
-#include "mock/sim/zero_bytes.h"
+#include "mock/sim/sparse_pages.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,56 +21,8 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-// Bytes that exist only where non-zero bytes were written.
-class SparseBytes {
- public:
-  void Write(uint64_t offset, const uint8_t* in, uint64_t len) {
-    while (len > 0) {
-      const uint64_t page = offset / kSparsePage, in_page = offset % kSparsePage;
-      const uint64_t n = std::min(len, kSparsePage - in_page);
-      auto it = pages_.find(page);
-      if (it == pages_.end()) {
-        if (!AllZero(in, n)) it = pages_.emplace(page, std::vector<uint8_t>(kSparsePage, 0)).first;
-      }
-      if (it != pages_.end()) std::memcpy(it->second.data() + in_page, in, n);
-      offset += n;
-      in += n;
-      len -= n;
-    }
-  }
-  void Read(uint64_t offset, uint8_t* out, uint64_t len) const {
-    while (len > 0) {
-      const uint64_t page = offset / kSparsePage, in_page = offset % kSparsePage;
-      const uint64_t n = std::min(len, kSparsePage - in_page);
-      auto it = pages_.find(page);
-      if (it == pages_.end()) {
-        std::memset(out, 0, n);
-      } else {
-        std::memcpy(out, it->second.data() + in_page, n);
-      }
-      offset += n;
-      out += n;
-      len -= n;
-    }
-  }
-  // Whether no page holds any byte of [offset, offset+len): the span reads as zeros.
-  bool Absent(uint64_t offset, uint64_t len) const { return NoPageIn(pages_, kSparsePage, offset, len); }
-  // What Write of `len` zeros at `offset` does, without the zeros: the pages it overlaps cleared
-  // there (and kept); absent pages stay absent.
-  void Zero(uint64_t offset, uint64_t len) {
-    if (len == 0) return;
-    const uint64_t last = (offset + len - 1) / kSparsePage;
-    for (auto it = pages_.lower_bound(offset / kSparsePage); it != pages_.end() && it->first <= last; ++it) {
-      const uint64_t start = it->first * kSparsePage;
-      const uint64_t from = std::max(offset, start), to = std::min(offset + len, start + kSparsePage);
-      std::memset(it->second.data() + (from - start), 0, to - from);
-    }
-  }
-  uint64_t resident_bytes() const { return pages_.size() * kSparsePage; }
-
- private:
-  std::map<uint64_t, std::vector<uint8_t>> pages_;
-};
+// Device and pinned buffers' bytes: pages held only where non-zero bytes were written.
+using SparseBytes = SparsePages<kSparsePage>;
 
 // Per-device bookkeeping shared with the buffers, so a buffer outliving the Gpu stays valid.
 struct DeviceState {
@@ -584,7 +536,7 @@ class SimGpu : public Gpu {
       buf.resize(c);
       const bool corrupts = CorruptHits(fault, *done, c);
       if (h2d) {
-        bool zeros = pinned && !corrupts && pinned->bytes().Absent(host_offset + *done, c);
+        bool zeros = pinned && !corrupts && pinned->bytes().NoneIn(host_offset + *done, c);
         if (!zeros)
           RESMEM_RETURN_IF_ERROR(ReadUncharged(host, host_offset + *done, buf.data(), c, corrupts ? nullptr : &zeros));
         if (zeros) {
@@ -593,7 +545,7 @@ class SimGpu : public Gpu {
           CorruptIfHit(fault, *done, c, buf.data());
           dev.bytes().Write(dev_offset + *done, buf.data(), c);
         }
-      } else if (sparse_host && !corrupts && dev.bytes().Absent(dev_offset + *done, c)) {
+      } else if (sparse_host && !corrupts && dev.bytes().NoneIn(dev_offset + *done, c)) {
         if (pinned)
           pinned->bytes().Zero(host_offset + *done, c);
         else

@@ -1,5 +1,4 @@
 #include "mock/sim/sim_memory.h"
-#include "mock/sim/zero_bytes.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -10,7 +9,7 @@
 namespace resmem::sim {
 namespace {
 
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kPage = 4096;  // SimAnonymousMemory's pages (SparsePages<4096>)
 
 }  // namespace
 
@@ -153,69 +152,26 @@ SimAccess SimAnonymousMemory::BeginAccess(uint64_t offset, uint64_t len, AccessK
 
 void SimAnonymousMemory::RawRead(uint64_t offset, void* out, uint64_t len) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto* dst = static_cast<uint8_t*>(out);
-  uint64_t pos = offset;
-  const uint64_t end = offset + len;
-  while (pos < end) {
-    const uint64_t page = pos / kPage;
-    const uint64_t in_page = pos % kPage;
-    const uint64_t n = std::min(kPage - in_page, end - pos);
-    auto it = pages_.find(page);
-    if (it == pages_.end())
-      std::memset(dst + (pos - offset), 0, n);  // untouched or zero-filled: reads as zeros
-    else
-      std::memcpy(dst + (pos - offset), it->second->data() + in_page, n);
-    pos += n;
-  }
+  pages_.Read(offset, static_cast<uint8_t*>(out), len);  // untouched or zero-filled: zeros
 }
 
 void SimAnonymousMemory::RawWrite(uint64_t offset, const void* in, uint64_t len) {
   if (len == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  const auto* src = static_cast<const uint8_t*>(in);
-  uint64_t pos = offset;
-  const uint64_t end = offset + len;
-  while (pos < end) {
-    const uint64_t page = pos / kPage;
-    const uint64_t in_page = pos % kPage;
-    const uint64_t n = std::min(kPage - in_page, end - pos);
-    const uint8_t* chunk = src + (pos - offset);
-    auto it = pages_.find(page);
-    if (it != pages_.end()) {
-      std::memcpy(it->second->data() + in_page, chunk, n);
-    } else if (!AllZero(chunk, n)) {
-      auto p = std::make_unique<Page>();
-      p->fill(0);
-      std::memcpy(p->data() + in_page, chunk, n);
-      pages_.emplace(page, std::move(p));
-    }
-    pos += n;
-  }
-  MarkTouched(offset / kPage, (end + kPage - 1) / kPage);
+  pages_.Write(offset, static_cast<const uint8_t*>(in), len);
+  MarkTouched(offset / kPage, (offset + len + kPage - 1) / kPage);
 }
 
 void SimAnonymousMemory::RawZero(uint64_t offset, uint64_t len) {
   if (len == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t end = offset + len;
-  auto it = pages_.lower_bound(offset / kPage);
-  while (it != pages_.end() && it->first * kPage < end) {
-    const uint64_t page_start = it->first * kPage;
-    const uint64_t a = std::max(offset, page_start);
-    const uint64_t b = std::min(end, page_start + kPage);
-    if (a == page_start && b == page_start + kPage) {
-      it = pages_.erase(it);  // the whole page is zero again: no need to store it
-    } else {
-      std::memset(it->second->data() + (a - page_start), 0, b - a);
-      ++it;
-    }
-  }
-  MarkTouched(offset / kPage, (end + kPage - 1) / kPage);
+  pages_.Zero(offset, len);
+  MarkTouched(offset / kPage, (offset + len + kPage - 1) / kPage);
 }
 
 bool SimAnonymousMemory::ReadsAsZero(uint64_t offset, uint64_t len) {
   std::lock_guard<std::mutex> lock(mu_);
-  return NoPageIn(pages_, kPage, offset, len);
+  return pages_.NoneIn(offset, len);
 }
 
 void SimAnonymousMemory::MarkTouched(uint64_t first, uint64_t end) {
@@ -261,7 +217,7 @@ uint64_t SimAnonymousMemory::touched_pages() const {
 
 uint64_t SimAnonymousMemory::stored_pages() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return pages_.size();
+  return pages_.page_count();
 }
 
 }  // namespace resmem::sim

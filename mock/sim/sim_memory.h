@@ -10,7 +10,6 @@
 #ifndef RESMEM_MOCK_SIM_SIM_MEMORY_H_
 #define RESMEM_MOCK_SIM_SIM_MEMORY_H_
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +20,7 @@
 #include "backends/api/memory.h"
 #include "backends/api/status.h"
 #include "mock/sim/sim_world.h"
+#include "mock/sim/sparse_pages.h"
 
 namespace resmem::sim {
 
@@ -105,11 +105,10 @@ class SimAnonymousMemory : public SimHostMemory {
   uint64_t stored_pages() const;   // pages holding non-zero content
 
  private:
-  using Page = std::array<uint8_t, 4096>;
   void MarkTouched(uint64_t first_page, uint64_t end_page);  // [first, end)
   MappingFacts facts_;
   uint64_t address_ = 0;
-  std::map<uint64_t, std::unique_ptr<Page>> pages_;  // page index -> content
+  SparsePages<4096> pages_;                          // content: pages with a non-zero byte
   std::map<uint64_t, uint64_t> touched_;             // disjoint page intervals [start, end)
   mutable std::mutex mu_;
 };
