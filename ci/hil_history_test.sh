@@ -6,9 +6,7 @@
 # Without chromium the render checks print "skipped: no chromium" (ci/setup.sh installs it).
 set -u
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 
 if python3 ci/hil_history.py --check; then ok "docs/hil/history.html is current"
 else bad "docs/hil/history.html is stale: run python3 ci/hil_history.py and commit it"; fi
@@ -136,5 +134,4 @@ expect(f"{C} scenario cases passing: sim {sim}, cuda {cuda}",
        near(point(C, "sim passing")[0], sim) and near(point(C, "cuda passing")[0], cuda))
 sys.exit(1 if fails else 0)
 PY
-echo "hil_history_test: $fails failed"
-exit $((fails > 0))
+finish "hil_history_test"

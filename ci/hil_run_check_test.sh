@@ -8,9 +8,7 @@
 # invocation and a missing runs.txt are each named, with exit 1.
 set -u
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 
 new=() old=0
 for f in docs/hil/*/runs.txt; do
@@ -59,5 +57,4 @@ grep -q "^BAD  2099-01-02-h200-no-runs: .*No such file" <<<"$out" && ok "a folde
   bad "the missing runs.txt was not named"
 [ $rc = 1 ] && ! grep -q Traceback <<<"$out" && ok "both without a traceback, exit 1" || bad "exit $rc"
 
-echo "hil_run_check_test: $fails failed"
-[ $fails = 0 ]
+finish "hil_run_check_test"

@@ -6,9 +6,7 @@
 # events; and a file that is not a profile, refused with exit 2 and the reason.
 set -u
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 
 # A lane of 100 s: three compiles (the last ending at 35 s), one link, two tests, and a
 # non-action event that only widens the span.
@@ -55,5 +53,4 @@ for f in "$T/plain.txt" "$T/missing.profile.gz"; do
   fi
 done
 
-echo "profile_summary_test: $fails failed"
-[ $fails = 0 ]
+finish "profile_summary_test"

@@ -6,9 +6,7 @@
 # section, or a section without its markers, is refused.
 set -u
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 
 if python3 ci/results_tables.py --root . --check > "$T/check.log" 2>&1; then
   ok "docs/results.md is current"
@@ -52,5 +50,4 @@ else
   grep -q 'no markers for streams' "$T/missing.log" && ok "a section without its markers is refused" ||
     { cat "$T/missing.log"; bad "the refusal does not name the section"; }
 fi
-echo "$fails failed"
-[ "$fails" = 0 ]
+finish "results_tables_test"

@@ -19,10 +19,8 @@
 set -u
 CI_TEST=$(realpath "${1:-ci/test.sh}")
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
+source ci/checks.sh
 NI=$(awk '{print $19}' /proc/$$/stat)  # the caller's nice: the plain lane and part 2 run at it
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 # A copy of the tree's shape: ci/test.sh and its stand-in helpers.
 R="$T/repo"
@@ -155,5 +153,4 @@ run layers RESMEM_CI_LANES=plain STUB_LAYERS_FAIL=1
 [[ $(cat "$T/layers.rc") != 0 ]] && grep -q "the layer check failed" "$T/layers.out" &&
   ok "a failing layer check fails the run" || bad "a failing layer check: exit $(cat "$T/layers.rc")"
 
-echo "test_lanes_test: $fails failed"
-exit $((fails > 0))
+finish "test_lanes_test"

@@ -14,9 +14,7 @@ if [[ -n "${TEST_SRCDIR:-}" ]]; then SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}
 # shellcheck source=ci/qemu/build_cache.sh
 source "$SRC/ci/qemu/build_cache.sh"
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source "$SRC/ci/checks.sh"
 
 # 1. the key
 mkdir -p "$T/in"
@@ -84,5 +82,4 @@ left=$(cd "$C" && ls -d 6.1-* | tr '\n' ' ')
 [[ -e "$C/6.12-aaaaaaaaaaaaaaaa/done" ]] && ok "another prefix's entry is untouched" || bad "keep removed another prefix's entry"
 [[ -z $(ls -A "$C" | grep '^\.new-') ]] && ok "no temporary folder left" || bad "left: $(ls -A "$C")"
 
-echo "$fails failed"
-((fails == 0))
+finish "build_cache_test"

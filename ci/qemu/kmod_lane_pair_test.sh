@@ -17,9 +17,7 @@
 set -u
 if [[ -n "${TEST_SRCDIR:-}" ]]; then SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}"; else SRC="$(cd "$(dirname "$0")/../.." && pwd)"; fi
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source "$SRC/ci/checks.sh"
 
 D="$T/qemu"
 mkdir -p "$D"
@@ -154,5 +152,4 @@ left=$(( $(pgrep -f "$D/kmod_lane.sh" | wc -l) + $(pgrep -fx "sleep 61.5" | wc -
 [[ $rc != 0 && $left == 0 ]] && ok "SIGTERM stops every lane (exit $rc)" || bad "SIGTERM: rc $rc, $left lane processes left"
 grep -q "log line of kmod_lane_6_12_engine" "$T/term/stdout" && ok "and prints the logs so far" || bad "SIGTERM: no logs printed: $(cat "$T/term/stdout")"
 
-echo "$fails failed"
-((fails == 0))
+finish "kmod_lane_pair_test"

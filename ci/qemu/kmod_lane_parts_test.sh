@@ -11,9 +11,7 @@
 # Usage: kmod_lane_parts_test.sh DRIVER_DEPS KMOD_LANE_SH GUEST_INIT_SH
 set -u
 deps=$1 lane=$2 init=$3
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 
 if grep -q '^//kmod:' "$deps" && grep -q '^//ci/qemu:resmem_guest$' "$deps"; then
 	ok "the driver part's dependency graph was read ($(wc -l <"$deps") targets)"
@@ -55,5 +53,4 @@ print("%s %d guest cases read, each in the part its command belongs to (ENGINE_C
       % ("ok  " if bad == 0 and n > 100 else "FAIL", n, ",".join(patterns)))
 sys.exit(1 if bad or n <= 100 else 0)
 PY
-echo "$fails failed"
-((fails == 0))
+finish "kmod_lane_parts_test"

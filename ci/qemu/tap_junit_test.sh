@@ -6,9 +6,7 @@
 # its cases do not match, a transcript that differs from the golden file. Needs no QEMU.
 set -u
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 
 printf '%s\n' '# the golden device' 'open: ok' 'ioctl_info: mode=pfnmap cache=wb size=64M' > "$T/golden.txt"
 printf 'ok\tconftest_PFN_T\tpfn_t present\n' > "$T/host.tsv"
@@ -104,5 +102,4 @@ rc=$?
 [ $rc != 0 ] && grep -q "^usage: tap_junit.py" "$T/usage.txt" && ok "wrong arguments: the usage, and a failing exit" ||
   bad "wrong arguments: exit $rc"
 
-echo "tap_junit_test: $fails failed"
-[ $fails = 0 ]
+finish "tap_junit_test"

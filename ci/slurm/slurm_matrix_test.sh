@@ -19,9 +19,7 @@
 set -u
 RESMEM=$(realpath "$1")
 RESMEM_GPU=$(realpath "$2")
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+source ci/checks.sh
 for b in munged slurmctld slurmd sbatch scancel squeue; do
   command -v $b > /dev/null || { echo "FAIL $b not installed: run ci/setup.sh (it installs slurm-wlm and munge)"; exit 1; }
 done

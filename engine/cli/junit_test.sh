@@ -6,9 +6,7 @@
 set -u
 R=$(realpath "$1") CHECK=$(realpath "$2") XSD=$(realpath "$3")
 T=${TEST_TMPDIR:-$(mktemp -d)}
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+source ci/checks.sh
 mkdir -p "$T/suite/odd"
 cat > "$T/suite/pass.toml" <<'TOML'
 [scenario]
@@ -114,5 +112,4 @@ else
   echo "ok   UNAVAILABLE not judged: this host has a GPU ($(grep -c PASSED "$T/cuda.log") passed)"
 fi
 echo "--- sample: $T/out.xml"; cat "$T/out.xml"
-echo "junit_test: $fails failed"
-exit $((fails > 0))
+finish "junit_test"

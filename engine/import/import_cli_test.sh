@@ -5,10 +5,9 @@ set -u
 R=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 DATA=$2      # mock/machine/corpus: real boot logs
 CAPTURES=$3  # mock/machine/captures: real QEMU machines, one folder of sources each
-fails=0
+source ci/checks.sh
 T=${TEST_TMPDIR:-$(mktemp -d)}
-ok()   { echo "ok   $1"; }
-fail() { echo "FAIL $1"; shift; printf '%s\n' "$@" | head -30; fails=$((fails + 1)); }
+fail() { bad "$1"; shift; printf '%s\n' "$@" | head -30; }
 # expect NAME WANT_RC PATTERN -- CMD...: runs CMD, checks rc and that its output matches.
 expect() {
   local name=$1 want=$2 pat=$3; shift 4
@@ -133,5 +132,4 @@ expect doctor_machine_file 0 "platform sim:imported-stdin" -- "$R" doctor --mach
 expect doctor_paste "[01]" "platform sim:07-qemu" -- "$R" doctor --machine "$DATA/07-qemu-q35-512m-5.10-mem512M.log"
 expect doctor_bad_paste 2 "garbage.txt:0: no firmware memory map" -- "$R" doctor --machine "$T/garbage.txt"
 
-echo "import cli: $fails failed"
-exit $((fails > 0))
+finish "import cli"
