@@ -94,6 +94,10 @@ Status CardDmaEngine::PowerOn(double now) {
   sequence_ = config_.first_sequence;
   enabled_ = released_ = timeline_ = false;
   link_up_ = true;
+  for (auto& f : config_.faults) {
+    f.begun = false;
+    f.late = 0;
+  }
   current_ = Block();
   held_.clear();
   flush_held_ = false;
@@ -182,12 +186,32 @@ Status CardDmaEngine::Reset(double now) {
   return bus_.Store64(regs_ + kControl, control_);
 }
 
+// The outage that puts the link down at `now`, if one does: the one covering `now`, or one whose
+// whole window passed before the engine looked (a device process on the real clock that was not
+// run then, as the QEMU lane's card_device may be on a loaded host). That one begins now and lasts
+// its duration: the host meets every outage of the script, late rather than never. On a virtual
+// clock the engine is advanced to each outage's start (Advance's "next change"), so none is late.
+CardFault* CardDmaEngine::BeginOutage(double now) {
+  if (!enabled_ || !link_up_) return nullptr;
+  for (auto& f : config_.faults) {
+    if (f.kind != FaultKind::kLinkDown || f.begun) continue;
+    if (f.Covers(Since(now))) return &f;
+    if (f.duration >= 0 && Since(now) >= f.start() + f.duration) {
+      f.late = Since(now) - f.at;
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
 // The link as the fault script has it at `now`. Going down: the page reads all ones. Coming back:
 // the card writes its own registers again, and every host register it finds changed from all
 // ones was a write the card never saw: it keeps its last known value.
 Status CardDmaEngine::FollowLink(double now, bool* up) {
+  CardFault* outage = BeginOutage(now);
   const bool down = Covering(FaultKind::kLinkDown, now) != nullptr;
   if (down && link_up_) {
+    if (outage) outage->begun = true;
     link_up_ = false;
     down_since_ = now;
     const std::vector<uint8_t> ones(sizeof(resmem_card_regs), 0xff);
@@ -368,7 +392,7 @@ Result<double> CardDmaEngine::Advance(double now) {
   if (!up) {
     RESMEM_RETURN_IF_ERROR(LoseDueBlocks(now));
     for (const auto& f : config_.faults)
-      if (f.kind == FaultKind::kLinkDown && f.Covers(Since(now)) && f.duration >= 0) return enabled_at_ + f.at + f.duration;
+      if (f.kind == FaultKind::kLinkDown && f.Covers(Since(now)) && f.duration >= 0) return enabled_at_ + f.start() + f.duration;
     return kIdle;
   }
   RESMEM_RETURN_IF_ERROR(ReadHostRegisters());
@@ -404,7 +428,7 @@ Result<double> CardDmaEngine::Advance(double now) {
   RESMEM_RETURN_IF_ERROR(PublishRegisters());
   const double next = std::min(Producing() ? next_start_ : kIdle, current_.taken ? current_.ends : kIdle);
   for (const auto& f : config_.faults)  // the link's next change is work too
-    if (f.kind == FaultKind::kLinkDown && enabled_ && enabled_at_ + f.at > now) return std::min(next, enabled_at_ + f.at);
+    if (f.kind == FaultKind::kLinkDown && enabled_ && enabled_at_ + f.start() > now) return std::min(next, enabled_at_ + f.start());
   return next;
 }
 

@@ -122,6 +122,7 @@ class CardDmaEngine {
   };
   Status ReadHostRegisters();
   Status FollowLink(double now, bool* up);
+  CardFault* BeginOutage(double now);
   Status Reset(double now);
   Status Start(double at);
   Status LoseDueBlocks(double until);

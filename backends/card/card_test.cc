@@ -92,6 +92,44 @@ TEST(Card, LinkDownReadsAllOnesAndOnlyAWatchdogNotices) {
   }
 }
 
+// A card that first looks after an outage's whole window (a device process on the real clock that
+// was not run then) still goes down, for the outage's whole duration, from when it looks; the
+// outage's blocks are lost, not delivered late. A card that looks within the window keeps its end.
+TEST(Card, AnOutageTheCardSleptThroughBeginsWhenItLooks) {
+  Rig r("link_down at 0.2s for 0.1s", Paced(100e6));
+  ASSERT_TRUE(r.card.PowerOn(0).ok());
+  ASSERT_TRUE(r.driver.Start(0).ok());
+  ASSERT_TRUE(r.card.Advance(0.001).ok());  // ENABLE seen: the script's zero
+  ASSERT_TRUE(r.card.Advance(0.35).ok());   // the window [0.2, 0.3) passed unseen
+  EXPECT_EQ(*r.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+  EXPECT_EQ(r.card.counters().blocks, 0u);  // nothing written late: what fell due is lost
+  EXPECT_GT(r.card.counters().overruns, 0u);
+  ASSERT_TRUE(r.card.Advance(0.449).ok());  // still down 0.099 s after it began
+  EXPECT_EQ(*r.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+  ASSERT_TRUE(r.card.Advance(0.452).ok());
+  EXPECT_NE(*r.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+  EXPECT_NEAR(r.card.counters().link_down_seconds, 0.102, 1e-3);
+  // Once only: the same outage does not come back.
+  ASSERT_TRUE(r.card.Advance(0.9).ok());
+  EXPECT_NE(*r.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+  // Looked at within the window: the link comes back at the window's end, as scripted.
+  Rig in("link_down at 0.2s for 0.1s", Paced(100e6));
+  ASSERT_TRUE(in.card.PowerOn(0).ok());
+  ASSERT_TRUE(in.driver.Start(0).ok());
+  ASSERT_TRUE(in.card.Advance(0.001).ok());
+  ASSERT_TRUE(in.card.Advance(0.25).ok());
+  EXPECT_EQ(*in.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+  ASSERT_TRUE(in.card.Advance(0.302).ok());
+  EXPECT_NE(*in.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+  EXPECT_NEAR(in.card.counters().link_down_seconds, 0.052, 1e-3);
+  // A power-on replays the script from its start: the outage is the script's again.
+  ASSERT_TRUE(r.card.PowerOn(1).ok());
+  ASSERT_TRUE(r.driver.Start(1).ok());
+  ASSERT_TRUE(r.card.Advance(1.001).ok());
+  ASSERT_TRUE(r.card.Advance(1.25).ok());
+  EXPECT_EQ(*r.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
+}
+
 TEST(Card, ALinkThatComesBackResumesAndTheWritesItMissedAreCounted) {
   Rig r("link_down at 0.2s for 0.1s", Paced(100e6));
   r.Run(1.0);

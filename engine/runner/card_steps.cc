@@ -24,6 +24,9 @@ void Observe(const CardReport& c, double run_seconds, StepResult* r) {
   r->numbers["silent_losses"] = static_cast<double>(c.SilentLosses());
   r->numbers["overruns"] = static_cast<double>(c.card_overruns);
   if (run_seconds > 0) r->numbers["mbps"] = c.bytes / run_seconds / 1e6;
+  // How long the card's link was down by its own count (outages that have ended): beside link_down
+  // (what the driver saw), it tells a driver that missed an outage from a card that had none.
+  if (c.link_down_seconds > 0) r->numbers["link_down_seconds"] = c.link_down_seconds;
   r->texts["link_down"] = c.link_down_seen ? "true" : "false";
   r->texts["stalled"] = c.stalled_seen ? "true" : "false";
   std::string events;
