@@ -11,10 +11,14 @@
 # (2026-11-23). That is the kernel's, not the driver's: when a report appears before the guest's
 # TAP header, the boot is stopped at once, its first report logged, its console kept as OUT.bootN,
 # and the guest booted again, twice at most; a report in every try fails the lane (no plan).
-# A boot whose console stays empty for RESMEM_BOOT_SILENT_S seconds (default 600; a TCG boot of
-# either kernel prints its first line within seconds) is stopped and retried the same way: one
-# debug-kernel boot on the build machine printed nothing at all until the lane's 3,300 s limit
-# killed it (2026-11-24, console.log 0 bytes), and the retry costs minutes instead of the hour.
+# A boot whose console stays empty for RESMEM_BOOT_SILENT_S seconds is stopped and retried the same
+# way: one debug-kernel boot on the build machine printed nothing at all until the lane's 3,300 s
+# limit killed it (2026-11-24, console.log 0 bytes), and one 6.12 IOMMU boot of the release lane
+# printed nothing before /init (2026-11-30). The release kernels boot with loglevel=4, so their
+# console's first line is /init's TAP header: the guest's clock read 4.7-17.6 s at the first
+# kernel line after it in a day's lane runs (2026-11-30, both kernels, both parts; decompression
+# under TCG adds up to 7 s), so the default gives them 180 s; the debug kernel (KASAN, lockdep,
+# kmemleak) 600 s. Each boot logs how long its TAP header took.
 # A kernel panic before the guest's TAP header (any kernel: QEMU exits, -no-reboot) is retried
 # the same way.
 BOOT_BAD='BUG:|WARNING:|Kernel panic|general protection'
@@ -23,8 +27,16 @@ boot_kept() {
 	cp "$1" "$1.boot$2"
 	log "$3 (try $2 of 2; console kept as $(basename "$1").boot$2)"
 }
+# boot_silent_s: how long a boot's console may stay empty (above): RESMEM_BOOT_SILENT_S when set,
+# else 600 s for the debug kernel and 180 s for the release kernels.
+boot_silent_s() {
+	if [[ -n "${RESMEM_BOOT_SILENT_S:-}" ]]; then echo "$RESMEM_BOOT_SILENT_S"
+	elif [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]]; then echo 600
+	else echo 180; fi
+}
 boot() {
-	local out=$1 mem=$2 append=$3 try qpid bad t0
+	local out=$1 mem=$2 append=$3 try qpid bad t0 silent
+	silent=$(boot_silent_s)
 	shift 3
 	for try in 1 2; do
 		# Emptied here, not by the redirect below: that runs in the background child, and until it
@@ -38,8 +50,8 @@ boot() {
 		while kill -0 "$qpid" 2>/dev/null && ! grep -q '^TAP version' "$out" 2>/dev/null; do
 			if [[ "${RESMEM_KERNEL_DEBUG:-}" == 1 ]] && bad=$(grep -a -m1 -E "${RESMEM_BOOT_BAD:-$BOOT_BAD}" "$out"); then
 				bad="the kernel reported during its own boot, before the guest's first case: ${bad//$'\r'/}"
-			elif [[ ! -s "$out" ]] && (($(date +%s) - t0 >= ${RESMEM_BOOT_SILENT_S:-600})); then
-				bad="the guest's console stayed empty for ${RESMEM_BOOT_SILENT_S:-600} s (a hung boot)"
+			elif [[ ! -s "$out" ]] && (($(date +%s) - t0 >= silent)); then
+				bad="the guest's console stayed empty for $silent s (a hung boot)"
 			else
 				sleep 2
 				continue
@@ -50,6 +62,7 @@ boot() {
 			[[ $try == 2 ]] && return 1
 			continue 2
 		done
+		grep -q '^TAP version' "$out" 2>/dev/null && log "boot try $try: the guest's TAP header after $(($(date +%s) - t0)) s"
 		wait "$qpid"
 		local rc=$?
 		# A kernel that died in its own boot, before the guest's first case: the 6.12 kernel's

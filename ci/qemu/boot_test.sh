@@ -69,8 +69,8 @@ check() {
 }
 
 echo "TAP version 14"
-echo "1..7"
-check "a clean boot is not retried" clean 0 0 1 0 ""
+echo "1..8"
+check "a clean boot is not retried, and logs when its TAP header came" clean 0 0 1 0 "boot try 1: the guest's TAP header after [0-9]+ s"
 check "an empty console is stopped, kept and booted again" silent-once 0 0 2 1 "console stayed empty"
 check "two empty consoles fail the boot, both kept" silent-always 0 1 2 2 "try 2 of 2"
 check "a report before the TAP header retries under the debug kernel" report-once 1 0 2 1 "reported during its own boot"
@@ -80,4 +80,10 @@ check "the same report is not acted on outside the debug kernel" report-once 0 1
 # A panic in the kernel's own boot (QEMU exits, no TAP header) is retried under any kernel.
 check "a kernel panic before the TAP header is kept and booted again" panic-once 0 0 2 1 "panicked in its own boot"
 check "two such panics fail the boot, both kept" panic-always 0 1 2 2 "try 2 of 2"
+# The silent limit's defaults: 180 s for the release kernels, 600 s for the debug kernel; the
+# variable wins over both.
+n=$((n + 1))
+limits="$(RESMEM_BOOT_SILENT_S= RESMEM_KERNEL_DEBUG= boot_silent_s) $(RESMEM_BOOT_SILENT_S= RESMEM_KERNEL_DEBUG=1 boot_silent_s) $(RESMEM_BOOT_SILENT_S=7 RESMEM_KERNEL_DEBUG=1 boot_silent_s)"
+if [[ $limits == "180 600 7" ]]; then echo "ok $n - the silent limit: 180 s release, 600 s debug, RESMEM_BOOT_SILENT_S over both"
+else echo "not ok $n - the silent limit: got $limits, want 180 600 7"; failed=1; fi
 exit $failed
