@@ -426,9 +426,9 @@ Result<double> CardDmaEngine::Advance(double now) {
   // A card that stops producing writes the completion it held back.
   if (!Producing() && !current_.taken && !held_.empty()) RESMEM_RETURN_IF_ERROR(FlushHeld());
   RESMEM_RETURN_IF_ERROR(PublishRegisters());
-  const double next = std::min(Producing() ? next_start_ : kIdle, current_.taken ? current_.ends : kIdle);
-  for (const auto& f : config_.faults)  // the link's next change is work too
-    if (f.kind == FaultKind::kLinkDown && enabled_ && enabled_at_ + f.start() > now) return std::min(next, enabled_at_ + f.start());
+  double next = std::min(Producing() ? next_start_ : kIdle, current_.taken ? current_.ends : kIdle);
+  for (const auto& f : config_.faults)  // the link's next change is work too (the earliest)
+    if (f.kind == FaultKind::kLinkDown && enabled_ && enabled_at_ + f.start() > now) next = std::min(next, enabled_at_ + f.start());
   return next;
 }
 

@@ -130,6 +130,17 @@ TEST(Card, AnOutageTheCardSleptThroughBeginsWhenItLooks) {
   EXPECT_EQ(*r.bus.Load64(kBase + offsetof(resmem_card_regs, status)), RESMEM_CARD_LINK_DOWN);
 }
 
+// The engine's next work includes the earliest outage to come, whatever the script's order.
+TEST(Card, TheNextWorkIsTheEarliestOutage) {
+  Rig r("link_down at 0.5s for 0.05s; link_down at 0.2s for 0.05s", Paced(kBlock));  // a block a second
+  ASSERT_TRUE(r.card.PowerOn(0).ok());
+  ASSERT_TRUE(r.driver.Start(0).ok());
+  ASSERT_TRUE(r.card.Advance(0.001).ok());  // ENABLE seen; the first block starts
+  auto due = r.card.Advance(0.01);          // it has landed; the next is 1 s on
+  ASSERT_TRUE(due.ok());
+  EXPECT_NEAR(*due, 0.201, 1e-9);
+}
+
 TEST(Card, ALinkThatComesBackResumesAndTheWritesItMissedAreCounted) {
   Rig r("link_down at 0.2s for 0.1s", Paced(100e6));
   r.Run(1.0);
