@@ -67,7 +67,11 @@ class SparsePages {
     }
   }
 
-  bool NoneIn(uint64_t offset, uint64_t len) const { return NoPageIn(pages_, kPageBytes, offset, len); }
+  bool NoneIn(uint64_t offset, uint64_t len) const {
+    if (len == 0) return true;
+    auto it = pages_.lower_bound(offset / kPageBytes);
+    return it == pages_.end() || it->first > (offset + len - 1) / kPageBytes;
+  }
   uint64_t page_count() const { return pages_.size(); }
   static constexpr uint64_t page_bytes() { return kPageBytes; }
 

@@ -51,6 +51,19 @@ TEST(SparsePages, ZeroDropsPagesClearedWholeAndKeepsPagesClearedInPart) {
   EXPECT_EQ(s.page_count(), 2u);
 }
 
+TEST(SparsePages, NoneInAgainstTheHeldPagesAtTheirEdges) {
+  SparsePages<4096> s;
+  const uint8_t one = 1;
+  s.Write(2 * 4096, &one, 1);  // pages 2 and 5 held
+  s.Write(5 * 4096, &one, 1);
+  EXPECT_TRUE(s.NoneIn(0, 2 * 4096));          // pages 0-1
+  EXPECT_FALSE(s.NoneIn(0, 2 * 4096 + 1));     // its last byte in page 2
+  EXPECT_TRUE(s.NoneIn(3 * 4096, 2 * 4096));   // pages 3-4
+  EXPECT_FALSE(s.NoneIn(3 * 4096 - 1, 2));     // the end of page 2
+  EXPECT_TRUE(s.NoneIn(6 * 4096, 1 << 20));    // past the last page
+  EXPECT_TRUE(s.NoneIn(2 * 4096, 0));          // nothing asked
+}
+
 TEST(SparsePages, NoneInAtThePageEdges) {
   SparsePages<65536> s;
   const uint8_t one = 1;

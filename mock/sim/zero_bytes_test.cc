@@ -2,7 +2,6 @@
 // it keeps a page.
 #include "mock/sim/zero_bytes.h"
 
-#include <map>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -37,17 +36,6 @@ TEST(AllZero, ReadsOnlyTheSpanGiven) {
   v[8] = 1;
   EXPECT_TRUE(AllZero(v.data(), 8));
   EXPECT_FALSE(AllZero(v.data(), 9));
-}
-
-// Pages 2 and 5 of 4 KiB held: spans that touch either are not page-free, whatever their bounds.
-TEST(NoPageIn, SpansAgainstTheHeldPagesAtTheirEdges) {
-  const std::map<uint64_t, int> pages{{2, 0}, {5, 0}};
-  EXPECT_TRUE(NoPageIn(pages, 4096, 0, 2 * 4096));          // pages 0-1
-  EXPECT_FALSE(NoPageIn(pages, 4096, 0, 2 * 4096 + 1));     // its last byte in page 2
-  EXPECT_TRUE(NoPageIn(pages, 4096, 3 * 4096, 2 * 4096));   // pages 3-4
-  EXPECT_FALSE(NoPageIn(pages, 4096, 3 * 4096 - 1, 2));     // the end of page 2
-  EXPECT_TRUE(NoPageIn(pages, 4096, 6 * 4096, 1 << 20));    // past the last page
-  EXPECT_TRUE(NoPageIn(pages, 4096, 2 * 4096, 0));          // nothing asked
 }
 
 }  // namespace
