@@ -18,10 +18,12 @@
 # console's first line is /init's TAP header: the guest's clock read 4.7-17.6 s at the first
 # kernel line after it in a day's lane runs (2026-11-30, both kernels, both parts; decompression
 # under TCG adds up to 7 s), so the default gives them 180 s; the debug kernel (KASAN, lockdep,
-# kmemleak) 600 s. Each boot logs how long its TAP header took.
+# kmemleak) 600 s. Each boot logs how long its TAP header took. The console is looked at every
+# BOOT_POLL_S (0.5 s: a grep of a file that holds a few lines until the TAP header).
 # A kernel panic before the guest's TAP header (any kernel: QEMU exits, -no-reboot) is retried
 # the same way.
 BOOT_BAD='BUG:|WARNING:|Kernel panic|general protection'
+BOOT_POLL_S=0.5
 # boot_kept OUT TRY WHY: keeps try TRY's console as OUT.bootTRY and logs why the try was given up.
 boot_kept() {
 	cp "$1" "$1.boot$2"
@@ -53,7 +55,7 @@ boot() {
 			elif [[ ! -s "$out" ]] && (($(date +%s) - t0 >= silent)); then
 				bad="the guest's console stayed empty for $silent s (a hung boot)"
 			else
-				sleep 2
+				sleep "$BOOT_POLL_S"
 				continue
 			fi
 			kill "$qpid" 2>/dev/null

@@ -40,17 +40,18 @@ source "$SRC/ci/qemu/boot.sh"
 failed=0
 n=0
 # check NAME MODE DEBUG WANT_RC WANT_BOOTS WANT_KEPT LOG_PATTERN: one boot() call.
-# A silent console is given up on after RESMEM_BOOT_SILENT_S = 5 s (boot() looks every 2 s, so
-# 6 s): the stand-in must have started and counted itself by then. With 1 s (2 s in practice) it
-# once had not, on the 2-core build machine under the ASan lane's compiles (2026-11-25: "booted 1
-# times, want 2" with both consoles kept), and the test failed on the machine's load, not on
-# boot().
+# A silent console is given up on after RESMEM_BOOT_SILENT_S = 4 s (boot() looks every 0.5 s):
+# the stand-in must have started and counted itself by then. With 1 s (2 s in practice, when
+# boot() looked every 2 s) it once had not, on the 2-core build machine under the ASan lane's
+# compiles (2026-11-25: "booted 1 times, want 2" with both consoles kept), and the test failed on
+# the machine's load, not on boot(). RESMEM_QEMU_TIMEOUT = 5 s ends the one boot that runs to the
+# stand-in's end (its sleep of 60 s).
 check() {
 	local name=$1 mode=$2 debug=$3 want_rc=$4 want_boots=$5 want_kept=$6 pattern=$7 rc=0 why=""
 	n=$((n + 1))
 	rm -f "$TMP/count" "$TMP/log" "$TMP"/console.log*
 	STANDIN_MODE=$mode STANDIN_COUNT="$TMP/count" RESMEM_KERNEL_DEBUG=$debug \
-		RESMEM_BOOT_SILENT_S=5 RESMEM_QEMU_TIMEOUT=20 boot "$TMP/console.log" 1G "console=ttyS0" || rc=$?
+		RESMEM_BOOT_SILENT_S=4 RESMEM_QEMU_TIMEOUT=5 boot "$TMP/console.log" 1G "console=ttyS0" || rc=$?
 	local boots kept
 	boots=$(cat "$TMP/count" 2>/dev/null || echo 0)
 	kept=$(find "$TMP" -maxdepth 1 -name 'console.log.boot*' | wc -l)
@@ -75,7 +76,7 @@ check "an empty console is stopped, kept and booted again" silent-once 0 0 2 1 "
 check "two empty consoles fail the boot, both kept" silent-always 0 1 2 2 "try 2 of 2"
 check "a report before the TAP header retries under the debug kernel" report-once 1 0 2 1 "reported during its own boot"
 # Without the debug kernel the report is left to the guest's cases: the boot runs on (here to the
-# stand-in's end, which RESMEM_QEMU_TIMEOUT cuts at 20 s: timeout's status 124).
+# stand-in's end, which RESMEM_QEMU_TIMEOUT cuts at 5 s: timeout's status 124).
 check "the same report is not acted on outside the debug kernel" report-once 0 124 1 0 ""
 # A panic in the kernel's own boot (QEMU exits, no TAP header) is retried under any kernel.
 check "a kernel panic before the TAP header is kept and booted again" panic-once 0 0 2 1 "panicked in its own boot"
