@@ -84,7 +84,14 @@ uint64_t MakeBlock(uint64_t seed, uint64_t sequence, uint64_t block_bytes, uint8
 }
 
 CardDmaEngine::CardDmaEngine(CardBus& bus, CardConfig config)
-    : bus_(bus), config_(std::move(config)), regs_(config_.window_bus) {}
+    : bus_(bus), config_(std::move(config)), regs_(config_.window_bus) {
+  ReplayScript();
+}
+
+void CardDmaEngine::ReplayScript() {
+  windows_.clear();
+  for (const auto& f : config_.faults) windows_.push_back(ScriptWindow(f));
+}
 
 Status CardDmaEngine::PowerOn(double now) {
   const std::vector<uint8_t> zeros(RESMEM_CARD_REGS_BYTES, 0);
@@ -94,10 +101,7 @@ Status CardDmaEngine::PowerOn(double now) {
   sequence_ = config_.first_sequence;
   enabled_ = released_ = timeline_ = false;
   link_up_ = true;
-  for (auto& f : config_.faults) {
-    f.begun = false;
-    f.late = 0;
-  }
+  ReplayScript();
   current_ = Block();
   held_.clear();
   flush_held_ = false;
@@ -112,14 +116,19 @@ void CardDmaEngine::HostReleased(double) { released_ = true; }
 
 void CardDmaEngine::AddFault(CardFault f, double now) {
   if (timeline_) f.at += Since(now);
+  windows_.push_back(ScriptWindow(f));
   config_.faults.push_back(std::move(f));
 }
 
-const CardFault* CardDmaEngine::Covering(FaultKind kind, double at) const {
-  if (!enabled_) return nullptr;
-  for (const auto& f : config_.faults)
-    if (f.kind == kind && f.Covers(Since(at))) return &f;
-  return nullptr;
+CardDmaEngine::FaultWindow CardDmaEngine::ScriptWindow(const CardFault& f) {
+  return {f.at, f.duration < 0 ? kIdle : f.at + f.duration, false};
+}
+
+int CardDmaEngine::Covering(FaultKind kind, double at) const {
+  if (!enabled_) return -1;
+  for (size_t i = 0; i < config_.faults.size(); ++i)
+    if (config_.faults[i].kind == kind && windows_[i].Covers(Since(at))) return static_cast<int>(i);
+  return -1;
 }
 
 const CardFault* CardDmaEngine::OnBlock(FaultKind kind, uint64_t sequence) const {
@@ -136,7 +145,7 @@ double CardDmaEngine::BlockSeconds() const {
 // than the bus takes to move a block.
 double CardDmaEngine::Interval(double at) const {
   double rate = static_cast<double>(rate_);
-  if (const CardFault* b = Covering(FaultKind::kBurst, at)) rate *= b->factor;
+  if (const int b = Covering(FaultKind::kBurst, at); b >= 0) rate *= config_.faults[b].factor;
   const double paced = rate > 0 ? block_bytes_ / rate : 0;
   return std::max(paced, BlockSeconds());
 }
@@ -171,8 +180,8 @@ Status CardDmaEngine::ReadHostRegisters() {
 Status CardDmaEngine::Reset(double now) {
   const uint64_t lost = (current_.taken && !current_.timeout ? 1 : 0) + held_.size();
   counters_.overruns += lost;
-  for (auto& f : config_.faults)
-    if (f.kind == FaultKind::kStall && f.Covers(Since(now))) f.duration = Since(now) - f.at;
+  for (size_t i = 0; i < config_.faults.size(); ++i)
+    if (config_.faults[i].kind == FaultKind::kStall && windows_[i].Covers(Since(now))) windows_[i].end = Since(now);
   current_ = Block();
   held_.clear();
   flush_held_ = false;
@@ -191,27 +200,29 @@ Status CardDmaEngine::Reset(double now) {
 // run then, as the QEMU lane's card_device may be on a loaded host). That one begins now and lasts
 // its duration: the host meets every outage of the script, late rather than never. On a virtual
 // clock the engine is advanced to each outage's start (Advance's "next change"), so none is late.
-CardFault* CardDmaEngine::BeginOutage(double now) {
-  if (!enabled_ || !link_up_) return nullptr;
-  for (auto& f : config_.faults) {
-    if (f.kind != FaultKind::kLinkDown || f.begun) continue;
-    if (f.Covers(Since(now))) return &f;
-    if (f.duration >= 0 && Since(now) >= f.start() + f.duration) {
-      f.late = Since(now) - f.at;
-      return &f;
+int CardDmaEngine::BeginOutage(double now) {
+  if (!enabled_ || !link_up_) return -1;
+  for (size_t i = 0; i < config_.faults.size(); ++i) {
+    FaultWindow& w = windows_[i];
+    if (config_.faults[i].kind != FaultKind::kLinkDown || w.begun) continue;
+    if (w.Covers(Since(now))) return static_cast<int>(i);
+    if (w.end != kIdle && Since(now) >= w.end) {
+      w.end = Since(now) + (w.end - w.start);
+      w.start = Since(now);
+      return static_cast<int>(i);
     }
   }
-  return nullptr;
+  return -1;
 }
 
 // The link as the fault script has it at `now`. Going down: the page reads all ones. Coming back:
 // the card writes its own registers again, and every host register it finds changed from all
 // ones was a write the card never saw: it keeps its last known value.
 Status CardDmaEngine::FollowLink(double now, bool* up) {
-  CardFault* outage = BeginOutage(now);
-  const bool down = Covering(FaultKind::kLinkDown, now) != nullptr;
+  const int outage = BeginOutage(now);
+  const bool down = Covering(FaultKind::kLinkDown, now) >= 0;
   if (down && link_up_) {
-    if (outage) outage->begun = true;
+    if (outage >= 0) windows_[outage].begun = true;
     link_up_ = false;
     down_since_ = now;
     const std::vector<uint8_t> ones(sizeof(resmem_card_regs), 0xff);
@@ -338,7 +349,7 @@ Status CardDmaEngine::Complete(const Block& b, uint32_t status, uint32_t checksu
   Block done = b;
   done.desc.status = status;
   done.desc.checksum = checksum;
-  if (Covering(FaultKind::kOutOfOrder, b.ends) && held_.empty() && !flush_held_) {
+  if (Covering(FaultKind::kOutOfOrder, b.ends) >= 0 && held_.empty() && !flush_held_) {
     held_.push_back(done);
     return Status::Ok();
   }
@@ -391,9 +402,8 @@ Result<double> CardDmaEngine::Advance(double now) {
   RESMEM_RETURN_IF_ERROR(FollowLink(now, &up));
   if (!up) {
     RESMEM_RETURN_IF_ERROR(LoseDueBlocks(now));
-    for (const auto& f : config_.faults)
-      if (f.kind == FaultKind::kLinkDown && f.Covers(Since(now)) && f.duration >= 0) return enabled_at_ + f.start() + f.duration;
-    return kIdle;
+    const int outage = Covering(FaultKind::kLinkDown, now);
+    return outage >= 0 ? enabled_at_ + windows_[outage].end : kIdle;  // kIdle + x: kIdle
   }
   RESMEM_RETURN_IF_ERROR(ReadHostRegisters());
   if (control_ & RESMEM_CARD_CTRL_RESET) RESMEM_RETURN_IF_ERROR(Reset(now));
@@ -411,10 +421,10 @@ Result<double> CardDmaEngine::Advance(double now) {
     if (std::min(start, land) > now) break;
     if (land <= start) {
       RESMEM_RETURN_IF_ERROR(Land(land));
-    } else if (const CardFault* stall = Covering(FaultKind::kStall, start)) {
+    } else if (const int stall = Covering(FaultKind::kStall, start); stall >= 0) {
       // A paced source loses what falls due up to now; the rest of the stall's blocks are lost
       // as they fall due (the next run). A flat-out card waits for the stall's end.
-      const double stall_end = enabled_at_ + stall->at + stall->duration;
+      const double stall_end = enabled_at_ + windows_[stall].end;
       RESMEM_RETURN_IF_ERROR(LoseDueBlocks(std::min(now, stall_end)));
       if (rate_ == 0 || now >= stall_end) next_start_ = std::max(next_start_, stall_end);
     } else if (current_.taken) {
@@ -427,8 +437,9 @@ Result<double> CardDmaEngine::Advance(double now) {
   if (!Producing() && !current_.taken && !held_.empty()) RESMEM_RETURN_IF_ERROR(FlushHeld());
   RESMEM_RETURN_IF_ERROR(PublishRegisters());
   double next = std::min(Producing() ? next_start_ : kIdle, current_.taken ? current_.ends : kIdle);
-  for (const auto& f : config_.faults)  // the link's next change is work too (the earliest)
-    if (f.kind == FaultKind::kLinkDown && enabled_ && enabled_at_ + f.start() > now) next = std::min(next, enabled_at_ + f.start());
+  for (size_t i = 0; i < config_.faults.size(); ++i)  // the link's next change is work too (the earliest)
+    if (config_.faults[i].kind == FaultKind::kLinkDown && enabled_ && enabled_at_ + windows_[i].start > now)
+      next = std::min(next, enabled_at_ + windows_[i].start);
   return next;
 }
 

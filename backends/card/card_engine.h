@@ -122,7 +122,19 @@ class CardDmaEngine {
   };
   Status ReadHostRegisters();
   Status FollowLink(double now, bool* up);
-  CardFault* BeginOutage(double now);
+  // When fault i of config_.faults is in force, in seconds after ENABLE ([start, end); end kIdle:
+  // for ever): the script's window until the run changes it. link_down: `begun` once the card has
+  // put its link down for it; an outage whose window passed before the card looked moves to begin
+  // then (BeginOutage). stall: a RESET ends the stall in force (Reset). Rebuilt from the script at
+  // power-on, so every power-on replays the script as written.
+  struct FaultWindow {
+    double start = 0, end = 0;
+    bool begun = false;
+    bool Covers(double t) const { return t >= start && t < end; }
+  };
+  static FaultWindow ScriptWindow(const CardFault& f);
+  void ReplayScript();  // windows_ from the script as written
+  int BeginOutage(double now);
   Status Reset(double now);
   Status Start(double at);
   Status LoseDueBlocks(double until);
@@ -136,11 +148,13 @@ class CardDmaEngine {
   double Interval(double at) const;
   double BlockSeconds() const;
   double Since(double at) const { return at - enabled_at_; }
-  const CardFault* Covering(FaultKind kind, double at) const;
+  // The index in config_.faults of a fault of `kind` in force at `at`, or -1.
+  int Covering(FaultKind kind, double at) const;
   const CardFault* OnBlock(FaultKind kind, uint64_t sequence) const;
 
   CardBus& bus_;
   CardConfig config_;
+  std::vector<FaultWindow> windows_;  // index for index with config_.faults
   uint64_t regs_ = 0;  // bus address of the register page
   // The host's registers as the card last read them.
   uint64_t control_ = 0, ring_bus_ = 0, ring_entries_ = 0, head_ = 0, block_bytes_ = 0, rate_ = 0;

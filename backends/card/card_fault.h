@@ -43,14 +43,8 @@ struct CardFault {
   uint64_t block = 0;     // sequence number (timeout, torn)
   double factor = 1;      // burst; duplicate_target: the second card's rate over this one's
   std::string text;       // the line as written
-  // The card's own record (CardDmaEngine), cleared at power-on. link_down: whether the card has put
-  // its link down for this fault, and how much later than `at` it did (an outage whose window
-  // passed before the card looked begins when it looks, and lasts its duration).
-  bool begun = false;
-  double late = 0;
-  double start() const { return at + late; }
-  // Whether the fault is in force at `t` seconds after ENABLE (the timed kinds).
-  bool Covers(double t) const { return t >= start() && (duration < 0 || t < start() + duration); }
+  // The script as written: the card engine keeps when each fault is in force, and any change to
+  // that at run time (a late outage, a stall a RESET ended), in a table of its own (card_engine.h).
 };
 
 const char* FaultKindName(FaultKind k);

@@ -206,6 +206,26 @@ TEST(Card, AStallLosesEveryBlockDueInItAndTheDriverSeesEachGap) {
   }
 }
 
+// A RESET ends the stall in force (a hung engine restarts); the script itself is not changed, so
+// the next power-on replays it as written: the stall lasts its whole 10 s again.
+TEST(Card, AResetEndsAStallAndAPowerOnReplaysTheScript) {
+  Rig r("stall 10s at 0.1s", Paced(100e6));
+  r.Run(0.3);
+  const uint64_t stalled = r.card.counters().blocks;
+  EXPECT_NEAR(static_cast<double>(stalled), 0.1 * 1e8 / kBlock, 3);
+  ASSERT_TRUE(r.driver.AccountReset(0.3).ok());
+  ASSERT_TRUE(r.card.Advance(0.3).ok());  // the card sees RESET
+  ASSERT_TRUE(*r.driver.ResetDone());
+  ASSERT_TRUE(r.driver.Restart(0.3).ok());
+  ASSERT_TRUE(RunTogether(r.card, r.driver, 0.3, 0.5, 1e-4).ok());
+  EXPECT_NEAR(static_cast<double>(r.card.counters().blocks - stalled), 0.2 * 1e8 / kBlock, 3);
+  ASSERT_TRUE(r.card.PowerOn(1.0).ok());
+  ASSERT_TRUE(r.driver.Start(1.0).ok());
+  ASSERT_TRUE(RunTogether(r.card, r.driver, 1.0, 1.6, 1e-4).ok());
+  // The card's counters start at power-on: the 0.1 s before the stall, and nothing in it.
+  EXPECT_NEAR(static_cast<double>(r.card.counters().blocks), 0.1 * 1e8 / kBlock, 3);
+}
+
 // Releasing while the card is active: the block in flight (and, unstopped, every block after it)
 // lands in released memory, and the canaries count each word. Quiescing and waiting for idle
 // first: nothing lands.
