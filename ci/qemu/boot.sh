@@ -64,7 +64,7 @@ boot() {
 			[[ $try == 2 ]] && return 1
 			continue 2
 		done
-		grep -q '^TAP version' "$out" 2>/dev/null && log "boot try $try: the guest's TAP header after $(($(date +%s) - t0)) s"
+		grep -q '^TAP version' "$out" 2>/dev/null && log "boot try $try: the guest's TAP header after $(($(date +%s) - t0)) s ($(basename "$out"))"
 		wait "$qpid"
 		local rc=$?
 		# A kernel that died in its own boot, before the guest's first case: the 6.12 kernel's
