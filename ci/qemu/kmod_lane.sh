@@ -520,20 +520,6 @@ if [[ "${RESMEM_CARD:-1}" != 0 ]]; then
 	fi
 	log "card: card_device (pid $CARD_PID) on the guest's RAM file $CARD_MEM"
 fi
-log "booting $KVER (TCG, -m 5G)"
-set +e
-RESMEM_QEMU_TIMEOUT=$BOOT_TIMEOUT boot "$CONSOLE" 5G "$APPEND" "${CARD_ARGS[@]}"
-QRC=$?
-set -e
-if [[ -n $CARD_PID ]]; then
-	card_cleanup
-	sed 's/^/kmod-lane:   /' "$WORK/card_device.log" | tail -40 >&2
-	[[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] && cp "$WORK/card_device.log" "$TEST_UNDECLARED_OUTPUTS_DIR/"
-fi
-tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
-cat "$CONSOLE.txt"
-log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
-
 # ---- 5b. the IOMMU boot (docs/rdma.md): a q35 guest with intel-iommu runs the edu cases that need
 # a translating IOMMU (guest_init.sh, resmem_suite=iommu): DMA through the DMA API works, a DMA to a
 # bus address nobody mapped faults. Left out when RESMEM_ONLY names no edu or IOMMU case, or with
@@ -543,12 +529,16 @@ log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
 # driver dkms signed with a key this kernel does not trust are refused ("Key was rejected by
 # service"), and `resmem doctor` says why and the way out (guest_init.sh, resmem_suite=sig).
 # Left out when RESMEM_ONLY names no sig_ case, or with RESMEM_SIG_BOOT=0.
-# These two boots run side by side, after the first: neither has the card (whose cases time the
-# guest in real time) and no case of theirs times anything, so a guest that waits for the other's
-# CPU only takes longer. Their consoles are appended to the first one's in this order, whichever
-# boot ends first; each boot prints its own TAP plan. One after the other, the engine part's pair
-# on the 2-core build machine left a core idle for 14 s: 6.1's two boots ended 12 and 24 s after
-# its first boot, 6.12's at 17 and 27 s, 6.12 first (docs/build.md "Incremental").
+# These two boots run side by side, and beside the first boot once its guest has reached the cases
+# that wait on edu's 100 ms DMA timers (the first `# case` of scenario_seed003_*, edu_* or p2p_*:
+# the last group of every boot with them; the engine part's p2p cases slept 13-15 s of its 50 s
+# of cases). Neither has the card, whose cases time the guest in real time, and no case of theirs
+# times anything, so a guest that waits for another's CPU only takes longer. Beside the other
+# lanes of a pair (kmod_lane_pair.sh sets RESMEM_LANE_SYNC to a folder and RESMEM_LANE_COUNT) they
+# start only when every lane's first boot has reached that group or ended, so that no lane's card
+# cases meet them. Without DMA cases they start when the first boot ends. Their consoles are
+# appended to the first one's in this order, whichever boot ends first; each boot prints its own
+# TAP plan.
 BOOTS=1
 EXTRA_BOOTS=()
 EXTRA_PIDS=()
@@ -567,20 +557,71 @@ extra_boot() {
 	) &
 	EXTRA_PIDS+=($!)
 }
-if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 ]] && only_may 'edu*' 'p2p*' '*iommu*' 'scenario_seed003*'; then
-	# intel_iommu=on, and IOMMU options the kernel does not take (they change nothing here; the
-	# guest's doctor_iommu_options_ignored checks that the kernel prints what the doctor's model,
-	# mock/machine/iommu.h, says it prints: docs/rdma.md "The doctor and the IOMMU").
-	IAPPEND="$COMMON_APPEND intel_iommu=on,bogus iommu=on amd_iommu=on iommu.passthrough=enable resmem_suite=iommu"
-	IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
-	# -m 3G: q35 puts 2 GiB below 4 GiB and 1 GiB at 4 GiB; less memory for kmemleak to scan.
-	extra_boot iommu "q35 with intel-iommu" 3G "$IAPPEND" -M q35 -device intel-iommu
+start_extra_boots() {
+	EXTRAS_STARTED=1
+	if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 ]] && only_may 'edu*' 'p2p*' '*iommu*' 'scenario_seed003*'; then
+		# intel_iommu=on, and IOMMU options the kernel does not take (they change nothing here; the
+		# guest's doctor_iommu_options_ignored checks that the kernel prints what the doctor's model,
+		# mock/machine/iommu.h, says it prints: docs/rdma.md "The doctor and the IOMMU").
+		IAPPEND="$COMMON_APPEND intel_iommu=on,bogus iommu=on amd_iommu=on iommu.passthrough=enable resmem_suite=iommu"
+		IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
+		# -m 3G: q35 puts 2 GiB below 4 GiB and 1 GiB at 4 GiB; less memory for kmemleak to scan.
+		extra_boot iommu "q35 with intel-iommu" 3G "$IAPPEND" -M q35 -device intel-iommu
+	fi
+	if [[ "${RESMEM_SIG_BOOT:-1}" != 0 ]] && only_may 'sig*'; then
+		SAPPEND="$COMMON_APPEND module.sig_enforce=1 lockdown=integrity resmem_suite=sig"
+		SAPPEND+=' memmap=64M$0x40000000'
+		extra_boot sig "module.sig_enforce=1 lockdown=integrity" 2G "$SAPPEND"
+	fi
+}
+# dma_phase_reached: this lane's first boot reached its DMA cases or ended; marked for the pair.
+dma_phase_reached() {
+	[[ -n ${RESMEM_LANE_SYNC:-} && -d $RESMEM_LANE_SYNC ]] && : >"$RESMEM_LANE_SYNC/$LANE_NAME"
+	return 0
+}
+# lanes_ready: every lane of the pair has reached that point (true for a lane alone).
+lanes_ready() {
+	[[ -z ${RESMEM_LANE_SYNC:-} || ! -d $RESMEM_LANE_SYNC ]] && return 0
+	local n
+	n=$(find "$RESMEM_LANE_SYNC" -maxdepth 1 -type f | wc -l)
+	((n >= ${RESMEM_LANE_COUNT:-1}))
+}
+# extra_boots_beside PID: while the first boot (PID) runs, starts the other boots once its guest
+# is in its DMA cases and every lane of the pair is too.
+extra_boots_beside() {
+	local reached=
+	while kill -0 "$1" 2>/dev/null && [[ -z $EXTRAS_STARTED ]]; do
+		if [[ -z $reached ]] && grep -qE '^# case (scenario_seed003_|edu_|p2p_)' "$CONSOLE" 2>/dev/null; then
+			reached=1
+			dma_phase_reached
+		fi
+		if [[ -n $reached ]] && lanes_ready; then
+			log "the first boot is in its DMA cases after $(($(date +%s) - T0)) s: the other boots start beside it"
+			start_extra_boots
+		fi
+		sleep 0.5
+	done
+}
+EXTRAS_STARTED=
+log "booting $KVER (TCG, -m 5G)"
+set +e
+RESMEM_QEMU_TIMEOUT=$BOOT_TIMEOUT boot "$CONSOLE" 5G "$APPEND" "${CARD_ARGS[@]}" &
+MAIN_PID=$!
+extra_boots_beside "$MAIN_PID"
+wait "$MAIN_PID"
+QRC=$?
+set -e
+dma_phase_reached
+if [[ -n $CARD_PID ]]; then
+	card_cleanup
+	sed 's/^/kmod-lane:   /' "$WORK/card_device.log" | tail -40 >&2
+	[[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] && cp "$WORK/card_device.log" "$TEST_UNDECLARED_OUTPUTS_DIR/"
 fi
-if [[ "${RESMEM_SIG_BOOT:-1}" != 0 ]] && only_may 'sig*'; then
-	SAPPEND="$COMMON_APPEND module.sig_enforce=1 lockdown=integrity resmem_suite=sig"
-	SAPPEND+=' memmap=64M$0x40000000'
-	extra_boot sig "module.sig_enforce=1 lockdown=integrity" 2G "$SAPPEND"
-fi
+tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
+cat "$CONSOLE.txt"
+log "qemu exit $QRC after $(($(date +%s) - T0)) s in all"
+[[ -n $EXTRAS_STARTED ]] || start_extra_boots
+
 ((${#EXTRA_PIDS[@]} == 0)) || wait "${EXTRA_PIDS[@]}"
 for b in "${EXTRA_BOOTS[@]}"; do
 	name=${b%%:*}

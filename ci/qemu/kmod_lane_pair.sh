@@ -70,6 +70,13 @@ if ((CPUS < ${#KLINES[@]})); then
 	log "$CPUS core(s) for ${#KLINES[@]} lanes: one after the other (each lane's guest wants a core of its own)"
 fi
 
+# Side by side, each lane starts its later boots (IOMMU, signing) beside its first only when every
+# lane's first boot has reached its DMA cases or ended (kmod_lane.sh, step 5b): the card's
+# real-time cases of one lane never meet the other lane's extra guests.
+SYNC=
+if ((SIDE_BY_SIDE)); then
+	SYNC="$BASE/first-boots" && rm -rf "$SYNC" && mkdir -p "$SYNC"
+fi
 T0=$(date +%s)
 for line in "${KLINES[@]}"; do
 	name="kmod_lane_${line//./_}_$PART"
@@ -81,7 +88,7 @@ for line in "${KLINES[@]}"; do
 	fi
 	# setsid: each lane in its own process group, so a timeout stops its QEMU and card too.
 	TEST_TMPDIR="$BASE/$name/tmp" XML_OUTPUT_FILE="$BASE/$name/test.xml" TEST_UNDECLARED_OUTPUTS_DIR="$out" \
-		setsid bash "$LANE" --kernel-line "$line" --part "$PART" >"$BASE/$name/log" 2>&1 &
+		RESMEM_LANE_SYNC="$SYNC" RESMEM_LANE_COUNT=${#KLINES[@]} setsid bash "$LANE" --kernel-line "$line" --part "$PART" >"$BASE/$name/log" 2>&1 &
 	PIDS+=($!)
 	log "started $name (pid $!)"
 	# One after the other: this lane ends before the next starts.
