@@ -71,7 +71,7 @@ if ((CPUS < ${#KLINES[@]})); then
 fi
 
 # Side by side, each lane starts its later boots (IOMMU, signing) beside its first only when every
-# lane's first boot has reached its DMA cases or ended (kmod_lane.sh, step 5b): the card's
+# lane's first boot has reached its GPUDirect scenarios or ended (kmod_lane.sh, step 5b): the card's
 # real-time cases of one lane never meet the other lane's extra guests.
 SYNC=
 if ((SIDE_BY_SIDE)); then
@@ -88,7 +88,8 @@ for line in "${KLINES[@]}"; do
 	fi
 	# setsid: each lane in its own process group, so a timeout stops its QEMU and card too.
 	TEST_TMPDIR="$BASE/$name/tmp" XML_OUTPUT_FILE="$BASE/$name/test.xml" TEST_UNDECLARED_OUTPUTS_DIR="$out" \
-		RESMEM_LANE_SYNC="$SYNC" RESMEM_LANE_COUNT=${#KLINES[@]} setsid bash "$LANE" --kernel-line "$line" --part "$PART" >"$BASE/$name/log" 2>&1 &
+		RESMEM_LANE_SYNC="$SYNC" RESMEM_LANE_COUNT=${#KLINES[@]} \
+		setsid bash "$LANE" --kernel-line "$line" --part "$PART" >"$BASE/$name/log" 2>&1 &
 	PIDS+=($!)
 	log "started $name (pid $!)"
 	# One after the other: this lane ends before the next starts.
