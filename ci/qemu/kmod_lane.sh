@@ -536,11 +536,12 @@ fi
 # times anything, so a guest that waits for another's CPU only takes longer. Beside the other
 # lanes of a pair (kmod_lane_pair.sh sets RESMEM_LANE_SYNC to a folder and RESMEM_LANE_COUNT) they
 # start only when every lane's first boot has reached that group or ended, so that no lane's card
-# cases meet them. Otherwise (the driver part) they start when the first boot ends: started beside
-# its edu and p2p cases, the random sequences' three threads (d_random_sequences_edu_p2p) met
-# another interleaving, and their oracle expected a P2P_WRITE to succeed that got ENOMEM with the
-# BAR full (6.12, 2026-11-30, seed 1; the shrunk list passes alone). Their consoles are appended
-# to the first one's in this order, whichever boot ends first; each boot prints its own TAP plan.
+# cases meet them. Otherwise (the driver part, or every case) they start when the first boot
+# ends: started beside its edu and p2p cases, the random sequences' three threads
+# (d_random_sequences_edu_p2p) met another interleaving, and their oracle expected a P2P_WRITE to
+# succeed that got ENOMEM with the BAR full (6.12, 2026-11-30, seed 1; the shrunk list passes
+# alone). Their consoles are appended to the first one's in this order, whichever boot ends
+# first; each boot prints its own TAP plan.
 BOOTS=1
 EXTRA_BOOTS=()
 EXTRA_PIDS=()
@@ -610,7 +611,9 @@ log "booting $KVER (TCG, -m 5G)"
 set +e
 RESMEM_QEMU_TIMEOUT=$BOOT_TIMEOUT boot "$CONSOLE" 5G "$APPEND" "${CARD_ARGS[@]}" &
 MAIN_PID=$!
-extra_boots_beside "$MAIN_PID"
+# Only the engine part's first boot ends in the GPUDirect scenarios: a boot of every case (--part
+# all: by hand, the debug kernel's lane) runs the random sequences after them.
+[[ $PART != engine ]] || extra_boots_beside "$MAIN_PID"
 wait "$MAIN_PID"
 QRC=$?
 set -e
