@@ -24,18 +24,20 @@ if [[ ! -d $path ]]; then
   verdict $?
   exit
 fi
-mapfile -t files < <(find "$path" -name '*.toml' | LC_ALL=C sort)
+# The files `resmem run DIR` takes (engine/scenario CollectScenarioFiles): every regular file, or
+# link to one (Bazel's runfiles are links), named *.toml under DIR, in byte order.
+mapfile -t files < <(find "$path" -name '*.toml' -xtype f | LC_ALL=C sort)
 ((${#files[@]})) || { echo "scenario $path: no *.toml under it"; exit 2; }
 parts=${RESMEM_SCENARIO_PARTS:-$(nproc 2>/dev/null || echo 1)}
 ((parts > 4)) && parts=4
 ((parts > ${#files[@]})) && parts=${#files[@]}
 out=${TEST_TMPDIR:-$(mktemp -d)}
-pids=()
+pids=() counts=()
 for ((p = 0; p < parts; p++)); do
   mine=()
   for ((i = p; i < ${#files[@]}; i += parts)); do mine+=("${files[i]}"); done
   "$resmem" run "${mine[@]}" --backend "$backend" --verbose > "$out/part$p.log" 2>&1 &
-  pids+=($!)
+  pids+=($!) counts+=(${#mine[@]})
 done
 # severity RC: 0 (every case held) < 3 (unavailable) < 1 (failed) < 2 (bad input) < other (a crash)
 severity() {
@@ -45,7 +47,7 @@ worst=0
 for ((p = 0; p < parts; p++)); do
   wait "${pids[p]}"
   rc=$?
-  echo "=== part $((p + 1)) of $parts: $(((${#files[@]} - p + parts - 1) / parts)) files, exit $rc"
+  echo "=== part $((p + 1)) of $parts: ${counts[p]} files, exit $rc"
   cat "$out/part$p.log"
   (($(severity "$rc") > $(severity "$worst"))) && worst=$rc
 done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ci/run_scenario_test.sh against a stand-in resmem that records the files it was given and exits
 # as each file's name asks:
-#   1. a folder: every *.toml under it runs exactly once, in parts run side by side (each part
-#      started before another ended), and every part's output is printed;
+#   1. a folder: every *.toml under it that `resmem run DIR` would take (a regular file or a link
+#      to one) runs exactly once, in parts run side by side (each part started before another
+#      ended), and every part's output is printed;
 #   2. the exit is the worst of the parts': a failed case (1) over an unavailable backend (3), bad
 #      input (2) over a failed case, a crash over everything; all parts passing exits 0;
 #   3. one file runs alone, its exit passed on; a folder without scenario files is bad input.
@@ -45,12 +46,14 @@ run() {  # run PATH: the wrapper on PATH; its output in $T/out, its exit in $rc
 
 # 1. every file once, in overlapping parts, every part's output printed
 folder all a.toml b.toml c.toml sub/d.toml e.toml
+mkdir "$T/all/dir.toml" && ln -s a.toml "$T/all/link.toml" && ln -s nowhere "$T/all/dangling.toml"
 run "$T/all"
 n=$(grep -c '^file ' "$CALLS")
 u=$(grep '^file ' "$CALLS" | sort -u | wc -l)
-[[ $rc == 0 && $n == 5 && $u == 5 ]] && ok "a folder: 5 files, each run once, exit 0" ||
-  bad "a folder: rc $rc, $n files run ($u distinct), want 0, 5, 5: $(cat "$CALLS")"
-grep -q notes.md "$CALLS" && bad "a file that is not a scenario was run" || ok "only *.toml files run"
+[[ $rc == 0 && $n == 6 && $u == 6 ]] && ok "a folder: 6 files (one a link), each run once, exit 0" ||
+  bad "a folder: rc $rc, $n files run ($u distinct), want 0, 6, 6: $(cat "$CALLS")"
+grep -qE 'notes.md|dir.toml|dangling' "$CALLS" && bad "a file that is not a scenario was run: $(cat "$CALLS")" ||
+  ok "only *.toml files run, as resmem run DIR takes them (not a folder, not a dangling link)"
 parts=$(grep -c '^start ' "$CALLS")
 first_end=$(grep -n '^end ' "$CALLS" | head -1 | cut -d: -f1)
 last_start=$(grep -n '^start ' "$CALLS" | tail -1 | cut -d: -f1)
@@ -58,7 +61,7 @@ if (( $(nproc) < 2 )); then
   echo "note: one core here: the parts' overlap is not checked (nproc $(nproc))"
 elif ((parts >= 2 && last_start < first_end)); then ok "$parts parts, side by side"
 else bad "parts not side by side: $(cat "$CALLS")"; fi
-[[ $(grep -c '^ran ' "$T/out") == 5 ]] && ok "every part's output printed" || bad "output: $(cat "$T/out")"
+[[ $(grep -c '^ran ' "$T/out") == 6 ]] && ok "every part's output printed" || bad "output: $(cat "$T/out")"
 
 # 2. the worst exit wins, across two parts (files dealt in sorted order: 1st, 3rd... to part 1)
 export RESMEM_SCENARIO_PARTS=2
