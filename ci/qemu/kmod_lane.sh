@@ -537,11 +537,11 @@ fi
 # lanes of a pair (kmod_lane_pair.sh sets RESMEM_LANE_SYNC to a folder and RESMEM_LANE_COUNT) they
 # start only when every lane's first boot has reached that group or ended, so that no lane's card
 # cases meet them. Otherwise (the driver part, or every case) they start when the first boot
-# ends: started beside its edu and p2p cases, the random sequences' three threads
-# (d_random_sequences_edu_p2p) met another interleaving, and their oracle expected a P2P_WRITE to
-# succeed that got ENOMEM with the BAR full (6.12, 2026-11-30, seed 1; the shrunk list passes
-# alone). Their consoles are appended to the first one's in this order, whichever boot ends
-# first; each boot prints its own TAP plan.
+# ends: the random sequences' oracle (d_random_sequences_edu_p2p, three threads) fails under load,
+# and it failed once with them beside its edu and p2p cases (docs/reliability.md, "A third and a
+# fourth time": a P2P_WRITE it expected to succeed got ENOMEM; it failed once without them too).
+# Their consoles are appended to the first one's in this order, whichever boot ends first; each
+# boot prints its own TAP plan.
 BOOTS=1
 EXTRA_BOOTS=()
 EXTRA_PIDS=()

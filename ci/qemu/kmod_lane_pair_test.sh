@@ -5,7 +5,10 @@
 #      each with its own TEST_TMPDIR, JUnit file and outputs folder named after it; the merged
 #      file holds both suites, in the order of the lines, and passes ci/junit/check_junit.py; each
 #      lane's log is printed whole, in that order;
-#   1b. with one core (RESMEM_PAIR_CPUS=1) they run one after the other, and the log says so;
+#   1a. side by side, both get one existing folder (RESMEM_LANE_SYNC) and the lane count, which
+#       kmod_lane.sh's engine part reads before it starts its later boots beside its first;
+#   1b. with one core (RESMEM_PAIR_CPUS=1) they run one after the other, and the log says so,
+#       with no sync folder;
 #   2. one lane with a failed case: the pair exits non-zero and the failure is in the file;
 #   3. a lane that dies before writing its JUnit file, and one that exits non-zero while its file
 #      passes: each becomes an errored case named "lane" in a suite named after it; the other
@@ -31,7 +34,9 @@ while (($#)); do case "$1" in --kernel-line) line=$2; shift 2 ;; --part) part=$2
 key="STUB_${line//./_}"
 mode=${!key:-ok}
 name="kmod_lane_${line//./_}_$part"
-echo "start $name $(date +%s.%N) tmp=$TEST_TMPDIR xml=$XML_OUTPUT_FILE out=$TEST_UNDECLARED_OUTPUTS_DIR" >>"$STUB_LOG"
+sync_dir=${RESMEM_LANE_SYNC:-}
+[[ -z $sync_dir || -d $sync_dir ]] || sync_dir="$sync_dir(missing)"
+echo "start $name $(date +%s.%N) tmp=$TEST_TMPDIR xml=$XML_OUTPUT_FILE out=$TEST_UNDECLARED_OUTPUTS_DIR sync=${sync_dir:--} count=${RESMEM_LANE_COUNT:--}" >>"$STUB_LOG"
 echo "log line of $name"
 touch "$TEST_TMPDIR/mine" "$TEST_UNDECLARED_OUTPUTS_DIR/console.log"
 [[ $mode == hang ]] && { sleep 61.5; exit 0; }  # 61.5: the lane's child (its QEMU), found by pgrep below
@@ -103,6 +108,13 @@ if [[ $n_tmp == 2 && $n_xml == 2 && -e "$OUTD/kmod_lane_6_1_engine/console.log" 
 else
 	bad "lanes shared files: $n_tmp tmp dirs, $n_xml xml files; outputs: $(cd "$OUTD" && find . | tr '\n' ' ')"
 fi
+# Side by side, both lanes get one folder to mark their first boot's progress in, and the count.
+syncs=$(grep -o 'sync=[^ ]* count=[^ ]*' "$T/both/stub.log" | sort -u)
+if [[ $(wc -l <<<"$syncs") == 1 && $syncs == "sync=/"*" count=2" && $syncs != *missing* ]]; then
+	ok "both lanes got one existing sync folder and the lane count ($syncs)"
+else
+	bad "the lanes' sync folder: $syncs"
+fi
 order=$(grep -n '^==== \|^log line of' "$LOGF" | cut -d: -f2- | tr '\n' '|')
 want_order="==== kmod_lane_6_1_engine (exit) ====|log line of kmod_lane_6_1_engine|==== kmod_lane_6_12_engine (exit) ====|log line of kmod_lane_6_12_engine|"
 [[ $order == "$want_order" ]] && ok "each lane's log printed whole, in order" || bad "logs: '$order'"
@@ -116,6 +128,9 @@ else
 	bad "one core: rc $RC, suites '$s', $(cat "$T/onecore/stub.log")"
 fi
 grep -q "1 core(s) for 2 lanes: one after the other" "$LOGF" && ok "and the log says why" || bad "one core: the log does not say so"
+# One after the other, no lane waits for another's first boot: no sync folder.
+[[ $(grep -o 'sync=[^ ]*' "$T/onecore/stub.log" | sort -u) == "sync=-" ]] && ok "one core: no sync folder" ||
+	bad "one core: $(grep -o 'sync=[^ ]*' "$T/onecore/stub.log" | sort -u | tr '\n' ' ')"
 run onecore_fail RESMEM_PAIR_CPUS=1 STUB_6_1=fail
 s=$(suites "$T/onecore_fail/test.xml")
 [[ $RC != 0 && $s == "kmod_lane_6_1_engine[c1,c2!] kmod_lane_6_12_engine[c1,c2]" ]] && ok "one core: the first lane's failure still fails the pair" || bad "one core, failing: rc $RC, suites '$s'"
