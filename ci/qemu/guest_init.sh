@@ -518,6 +518,7 @@ elif load /resmem_edu.ko 'ranges=64M$0x40000000' dma_bits=64,32; then
 		# an unpin meeting the revocation, private and late mappings, transfers/close/mmap racing it.
 		t p2p_unpin_during_revoke               $P unpin-during-revoke /dev/resmem_edu0
 		t p2p_window_after_revoke               $P window-after-revoke /dev/resmem_edu0
+		t p2p_write_waits_out_free              $P write-waits-out-free /dev/resmem_edu0
 		t p2p_map_private_refused               $P map-private
 		t p2p_race_free_transfer_close_mmap     $P race-free /dev/resmem_edu0 20
 		t p2p_misaligned                        $P errors /dev/resmem_edu0 misaligned

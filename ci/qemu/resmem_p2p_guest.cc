@@ -973,7 +973,7 @@ int CaseUnpinDuringRevoke(const std::string& edu_path) {
 // driver tears its side down after the callback returns); file 1 closes meanwhile, at once (its
 // callback has run: no put_pages); file 2's pin of another allocation then finds the window still
 // full (ENOMEM), and succeeds once the cudaFree has returned. The random sequences' bound on the
-// window (kmod/tests/resmem_seq_p2p.cc ReleasePinsLocked) rests on this order.
+// window (kmod/tests/resmem_seq_pins.h PinLedger::Release) rests on this order.
 int CaseWindowAfterRevoke(const std::string& edu_path) {
   const char* delay = "/sys/module/nv_p2p_standin/parameters/release_delay_ms";
   Context ctx;
@@ -1019,6 +1019,67 @@ int CaseWindowAfterRevoke(const std::string& edu_path) {
   ck.Want(after == 0, "the window is free once the cudaFree returned");
   close(asker);
   ctx.Free(small.va);
+  ck.NothingLeaked(ctx);
+  return ck.Result();
+}
+
+// write-waits-out-free EDU: a P2P_WRITE that waits for the device while its allocation is freed
+// and the next ALLOC takes the freed address pins the new allocation, caches the pin, and the
+// provider counts it. File 1's uncached transfer holds the device (two ~100 ms commands a 2 KiB
+// piece); file 2's cached write into allocation A waits behind it; meanwhile cudaFree(A) revokes
+// nothing (file 2 has not pinned) and cudaMalloc of A's size gets A's address (the BAR is first
+// fit; va = vaSpaceToken * 4 GiB + the BAR offset). The random sequences' bound on the window
+// (kmod/tests/resmem_seq_pins.h DropRevoked: a write in flight keeps its record past the FREE)
+// rests on this order: d_random_sequences_edu_p2p failed on it (docs/reliability.md).
+int CaseWriteWaitsOutFree(const std::string& edu_path) {
+  Context ctx;
+  if (!ctx.Open()) return 1;
+  nv_p2p_standin_info info;
+  if (int e = ctx.Info(&info)) return Fail("INFO -> " + Err(e));
+  const uint64_t pinned0 = info.pinned_bytes;
+  nv_p2p_standin_alloc busy, a, next;
+  if (int e = ctx.Alloc(kGpuPage, &busy)) return Fail("ALLOC of the holder's page -> " + Err(e));
+  if (int e = ctx.Alloc(2 * kGpuPage, &a)) return Fail("ALLOC of A -> " + Err(e));
+  int holder = OpenEdu(edu_path), waiter = OpenEdu(edu_path);
+  if (holder < 0 || waiter < 0) return 1;
+  std::vector<uint8_t> data(3 * RESMEM_EDU_PIECE, 0x5a);
+  resmem_edu_p2p_write hw, ww;
+  int he = -1, we = -1;
+  std::atomic<bool> wrote{false};
+  std::thread h([&] { he = P2pWrite(holder, busy, kGpuPage, 0, data.data(), data.size(), RESMEM_EDU_P2P_NO_CACHE, &hw); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the holder's first command runs
+  std::thread w([&] { we = P2pWrite(waiter, a, 2 * kGpuPage, 0, nullptr, 0, 0, &ww); wrote = true; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // file 2 waits for the device
+  const bool waited = !wrote;
+  nv_p2p_standin_free f{};
+  const int fe = ctx.Free(a.va, &f);
+  const int ae = ctx.Alloc(2 * kGpuPage, &next);
+  const bool before = !wrote;
+  w.join();
+  h.join();
+  resmem_edu_p2p_stats st;
+  Stats(waiter, &st);
+  ctx.Info(&info);
+  const uint64_t held = info.pinned_bytes - pinned0;
+  Diag("file 2 waited: %s; cudaFree(A) -> %s, %u revoked; cudaMalloc -> %s at 0x%llx (A was 0x%llx) before file 2's "
+       "write returned: %s; the write -> %s (hit %u); file 2 caches %u pins, %llu bytes; the provider holds %llu "
+       "bytes more than before", waited ? "yes" : "no", Err(fe).c_str(), f.revoked, Err(ae).c_str(),
+       (unsigned long long)next.va, (unsigned long long)a.va, before ? "yes" : "no", Err(we).c_str(), ww.hit,
+       st.cached, (unsigned long long)st.cached_bytes, (unsigned long long)held);
+  Checks ck;
+  ck.Want(he == 0 && hw.written == data.size(), "file 1's transfer completed");
+  ck.Want(waited && before, "file 2 waited for the device until the cudaMalloc had returned (the guest was too slow to tell)");
+  ck.Want(fe == 0 && f.revoked == 0, "cudaFree(A) revoked nothing: file 2 had not pinned");
+  ck.Want(ae == 0 && next.va == a.va, "the next cudaMalloc of A's size took A's address");
+  ck.Want(we == 0 && !ww.hit, "file 2's write pinned the new allocation");
+  ck.Want(st.cached == 1 && st.cached_bytes == 2 * kGpuPage, "file 2 caches that pin");
+  ck.Want(held == 2 * kGpuPage, "the provider counts it in the window");
+  close(waiter);
+  ctx.Info(&info);
+  ck.Want(info.pinned_bytes == pinned0, "file 2's close gave the share back");
+  close(holder);
+  ctx.Free(next.va);
+  ctx.Free(busy.va);
   ck.NothingLeaked(ctx);
   return ck.Result();
 }
@@ -1172,7 +1233,8 @@ int Usage() {
                "  errors EDU misaligned|bad_token|bad_version | bar-full EDU | lazy-unpin EDU\n"
                "  bench EDU SIZES PINS | dmabuf EDU | phys-addr EDU [iommu] | held EDU\n"
                "  mask-refused EDU | unbind EDU | no-leaks | map-private\n"
-               "  unpin-during-revoke EDU | window-after-revoke EDU | race-free EDU ROUNDS\n");
+               "  unpin-during-revoke EDU | window-after-revoke EDU | write-waits-out-free EDU\n"
+               "  race-free EDU ROUNDS\n");
   return 2;
 }
 
@@ -1202,6 +1264,7 @@ int Main(int argc, char** argv) {
   if (c == "unbind" && argc == 3) return CaseUnbind(edu);
   if (c == "unpin-during-revoke" && argc == 3) return CaseUnpinDuringRevoke(edu);
   if (c == "window-after-revoke" && argc == 3) return CaseWindowAfterRevoke(edu);
+  if (c == "write-waits-out-free" && argc == 3) return CaseWriteWaitsOutFree(edu);
   if (c == "race-free" && argc == 4) return CaseRaceFree(edu, std::atoi(argv[3]));
   return Usage();
 }

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "backends/fault/rng.h"
+#include "kmod/tests/resmem_seq_pins.h"
 #include "kmod/tests/resmem_seq_util.h"
 #include "kmod/tests/tap_diag.h"
 #include "kmod/uapi/nv_p2p_standin_ioctl.h"
@@ -218,14 +219,6 @@ struct AllocRec {
   int writers = 0;        // P2P_WRITEs with data under way into it (FREE aims at them)
 };
 
-// A pin a device file may hold, for the bound on the P2P window's use.
-struct PinRec {
-  uint64_t id;
-  uint32_t edu, ctx;
-  uint64_t va, len;
-  bool released = false;  // its file let go during a revocation: the window gets it back later
-};
-
 // A thread's own files and mappings.
 struct CtxFd {
   int fd;
@@ -274,7 +267,7 @@ struct WriteSnap {
   int cover = -1;  // the live allocation holding the range at the start, or -1
   AllocRec cover_rec{};
   uint64_t writing = 0;  // counted in cover's writers and pending on the device: its id
-  uint64_t bound = 0, added0 = 0, pin_id = 0;
+  PinClaim pin;          // its use of the bound on the P2P window (resmem_seq_pins.h)
   bool stable() const { return version0 == version1 && version0 % 2 == 0; }
 };
 
@@ -303,13 +296,11 @@ struct Executor::Impl {
   std::mutex mu;  // the registry:
   std::vector<CtxRec> ctxs;
   std::vector<AllocRec> allocs;
-  std::vector<PinRec> pins;
-  uint64_t pins_added = 0;  // bytes of pins ever registered (the bound's growth during an op)
+  PinLedger pins;  // the bound on the P2P window's use
   // P2P_WRITEs with data under way, per device, oldest first: (pin record id or 0, allocation).
   // The device runs one at a time, in about this order: the oldest is likely the one it runs.
   std::vector<std::vector<std::pair<uint64_t, int>>> pending;
   uint64_t next_write = 1;
-  uint64_t next_pin = 1;
   uint32_t next_edu = 0;
   std::atomic<int> revoking{0};          // FREEs and context ends under way
   std::atomic<uint64_t> revocations{0};  // ... begun
@@ -337,28 +328,15 @@ struct Executor::Impl {
     }
     return -1;
   }
-  template <typename Pred>
-  void DropPinsLocked(Pred pred) {
-    pins.erase(std::remove_if(pins.begin(), pins.end(), pred), pins.end());
-  }
   // Whether a FREE or a context end may be revoking the pin's allocation now.
   bool RevokingLocked(const PinRec& p) const {
     for (const auto& a : allocs)
       if (a.ctx == p.ctx && a.live && a.changing && p.va >= a.va && p.va - a.va < a.len) return true;
     return false;
   }
-  // The pins a device file lets go of (its close, a P2P_FLUSH, the end of an uncached write).
-  // Their share of the window comes back at once, unless a revocation of their allocation is under
-  // way: once its callback has marked a pin, the file's unpin skips put_pages, and the provider
-  // gives a revoked table's share back only when every callback of that FREE or context end has
-  // returned (nv_p2p_standin.c sp_free_alloc; NVIDIA's driver likewise tears its mappings down
-  // after the callback), which can be after the close, flush or write returned. Such a record stays,
-  // released, until the FREE's or the context end's own drop.
-  template <typename Pred>
-  void ReleasePinsLocked(Pred pred) {
-    for (auto& p : pins)
-      if (pred(p) && RevokingLocked(p)) p.released = true;
-    DropPinsLocked([&](const PinRec& p) { return pred(p) && !p.released; });
+  // The pins a device file lets go of (its close, a P2P_FLUSH): PinLedger::Release.
+  void ReleasePinsLocked(const PinLedger::Match& match) {
+    pins.Release(match, [this](const PinRec& p) { return RevokingLocked(p); });
   }
   // A context's end begins: its allocations may go from now on.
   void BeginEndLocked(uint32_t ctx) {
@@ -374,7 +352,7 @@ struct Executor::Impl {
       if (a.ctx == ctx && a.live) a.live = false, a.changing = false;
     ctxs[ctx].alive = false;
     ctxs[ctx].version++;
-    DropPinsLocked([&](const PinRec& p) { return p.ctx == ctx; });
+    pins.DropRevoked([&](const PinRec& p) { return p.ctx == ctx; });
     revoking--;
   }
   // Whether the BAR could have no free run of len bytes: each hole that a refused request leaves
@@ -728,7 +706,7 @@ void Executor::Impl::FreeAt(Mine& t, long idx, const Op& op, size_t ci, uint64_t
     std::lock_guard<std::mutex> l(mu);
     if (target >= 0) {  // the revocation, if any, is over: what it held is back in the window
       const AllocRec& t = allocs[target];
-      DropPinsLocked([&](const PinRec& p) {
+      pins.DropRevoked([&](const PinRec& p) {
         return p.ctx == cf.ctx && p.va >= t.va && p.va < t.va + t.len && (rc == 0 || p.released);
       });
     }
@@ -829,40 +807,31 @@ void Executor::Impl::VaryWrite(uint64_t p, WriteReq* r) const {
   }
 }
 
-// Before the call: the target context's version and the allocation holding the range, the bound
-// on the pins others hold, and this pin registered (unless refused on its arguments, or a cached
-// pin of the same range is registered already).
+// Before the call: the target context's version and the allocation holding the range, and the
+// write's claim on the bound on the P2P window (PinLedger::Begin: none when refused on its
+// arguments).
 WriteSnap Executor::Impl::BeginWrite(const WriteReq& r, const EduFd& e) {
-  const uint32_t edu = e.id;
   WriteSnap s;
   std::lock_guard<std::mutex> l(mu);
   s.version0 = ctxs[r.ctx].version;
   s.cover = ctxs[r.ctx].alive && r.tokens_ok && r.w.va % kGpuPage == 0 && r.w.length && r.w.length % kGpuPage == 0
                 ? CoverLocked(r.ctx, r.w.va, r.w.length) : -1;
   if (s.cover >= 0) s.cover_rec = allocs[s.cover];
-  for (const auto& p : pins) s.bound += p.len;
-  s.added0 = pins_added;
+  const bool cached = !(r.w.flags & RESMEM_EDU_P2P_NO_CACHE);
+  s.pin = pins.Begin(e.id, r.ctx, r.w.va, r.w.length, cached, !r.early);
   if (r.early) return s;
   if (s.cover >= 0 && r.w.data_len) {
     s.writing = next_write++;
     allocs[s.cover].writers++;
     pending[e.dev].emplace_back(s.writing, s.cover);
   }
-  const bool cached = !(r.w.flags & RESMEM_EDU_P2P_NO_CACHE);
-  for (const auto& p : pins)
-    if (cached && !p.released && p.edu == edu && p.ctx == r.ctx && p.va == r.w.va && p.len == r.w.length) return s;
-  s.pin_id = next_pin++;
-  pins.push_back({s.pin_id, edu, r.ctx, r.w.va, r.w.length});
-  pins_added += r.w.length;
   return s;
 }
 
-// After the call: the version again, and whether the P2P window could have been full (the pins
-// registered at the start and since, by others, plus this one exceed it). This pin's record
-// stays while the file caches it, and after a revocation cancelled the write (ECANCELED) until
-// that revocation is over: the provider gives a revoked table's share of the window back only
-// once every callback of the FREE or context end has returned (nv_p2p_standin.c sp_free_alloc),
-// which can be after this write returned; the FREE's or the context end's drop takes it then.
+// After the call: the version again, whether the P2P window could have been full (the pins
+// registered at the start and since, by others, plus this one exceed it), and what becomes of
+// this pin's record (PinLedger::End): it stays while the file caches the pin, and after a
+// revocation cancelled the write (ECANCELED) until that revocation is over.
 bool Executor::Impl::EndWrite(const WriteReq& r, long rc, int err, WriteSnap* s) {
   std::lock_guard<std::mutex> l(mu);
   s->version1 = ctxs[r.ctx].version;
@@ -872,12 +841,14 @@ bool Executor::Impl::EndWrite(const WriteReq& r, long rc, int err, WriteSnap* s)
       q.erase(std::remove_if(q.begin(), q.end(), [&](const std::pair<uint64_t, int>& w) { return w.first == s->writing; }),
               q.end());
   }
-  const uint64_t others = pins_added - s->added0 - (s->pin_id ? r.w.length : 0);
   const bool cached = !(r.w.flags & RESMEM_EDU_P2P_NO_CACHE);
-  const bool kept = cached && (rc == 0 || (rc < 0 && err == EFAULT));
-  const bool revoked = rc < 0 && err == ECANCELED;
-  if (s->pin_id && !kept && !revoked) ReleasePinsLocked([&](const PinRec& p) { return p.id == s->pin_id; });
-  return s->bound + others + r.w.length > window;
+  const PinAfterWrite after = cached && (rc == 0 || (rc < 0 && err == EFAULT)) ? PinAfterWrite::kCached
+                              : rc < 0 && err == ECANCELED                    ? PinAfterWrite::kCancelled
+                                                                              : PinAfterWrite::kLetGo;
+  const bool covered = ctxs[r.ctx].alive && r.w.length && CoverLocked(r.ctx, r.w.va, r.w.length) >= 0;
+  const PinLedger::Orphan o = pins.End(s->pin, after, [this](const PinRec& p) { return RevokingLocked(p); }, covered);
+  if (o != PinLedger::Orphan::kNo) (o == PinLedger::Orphan::kKept ? c->orphans_kept : c->orphans_gone)++;
+  return pins.MayBeFull(s->pin, r.w.length, window);
 }
 
 // EINVAL for what the driver or get_pages refuse on the arguments and for a range no live
@@ -925,7 +896,13 @@ void Executor::Impl::DoWrite(Mine& t, int th, long idx, const Op& op) {
   if (rc == 0) c->writes_ok++, c->bytes_dma += r.w.data_len, c->hits += r.w.hit;
   if (rc < 0)
     (err == ECANCELED ? c->cancelled : err == EFAULT ? c->write_efault : err == ENOMEM ? c->write_enomem : c->write_einval)++;
-  if (!Expect(idx, op, DescribeWrite(r, s), rc, err, WriteWant(r, s, may_enomem))) return;
+  std::string what = DescribeWrite(r, s);
+  if (rc < 0 && err == ENOMEM && !may_enomem) {  // to set beside the provider's "N of W bytes mapped by P pins"
+    std::lock_guard<std::mutex> l(mu);
+    what += Fmt(" [the bound: %" PRIu64 " bytes of records at the start, the window %" PRIu64 " bytes; records now: %s]",
+                s.pin.bound, window, pins.Describe().c_str());
+  }
+  if (!Expect(idx, op, what, rc, err, WriteWant(r, s, may_enomem))) return;
   CheckWriteOut(idx, op, r, s, rc < 0 ? -err : rc);
   // The owner's own allocation, held throughout: only this thread wrote these bytes.
   if (rc == 0 && s.stable() && s.cover >= 0 && r.owner == th && r.w.data_len && !r.bad_data)
@@ -1222,7 +1199,7 @@ void Executor::Impl::ReleaseAll() {
     x.maps = 0;
   }
   for (auto& a : allocs) a.live = a.changing = false, a.dmabufs = 0;
-  pins.clear();
+  pins.Clear();
 }
 
 // Whether anything holds nv_p2p_standin: a context's file (a mapping keeps one), a dma-buf (its
@@ -1404,11 +1381,12 @@ void Report(const Counters& c) {
        PRIu64 " pins revoked by them); %" PRIu64 " BAR mappings, %" PRIu64 " reads, %" PRIu64 " faults (%" PRIu64
        " checked right after a free)", c.contexts.load(), c.allocs.load(), c.frees.load(), c.free_busy.load(), c.revoked.load(),
        c.maps.load(), c.reads.load(), c.faults.load(), c.faults_after_free.load());
-  Diag("p2p: %" PRIu64 " P2P_WRITEs (%" PRIu64 " met an ALLOC, FREE or end of their context): %" PRIu64 " succeeded (%"
-       PRIu64 " cache hits), %" PRIu64 " ECANCELED, %" PRIu64
+  Diag("p2p: %" PRIu64 " P2P_WRITEs (%" PRIu64 " met an ALLOC, FREE or end of their context; %" PRIu64 " outlived a FREE "
+       "or context end of their range, %" PRIu64 " of them cached a pin while an allocation held the range again): %" PRIu64
+       " succeeded (%" PRIu64 " cache hits), %" PRIu64 " ECANCELED, %" PRIu64
        " EINVAL, %" PRIu64 " EFAULT, %" PRIu64 " ENOMEM; %" PRIu64 " DMABUF_WRITEs of %" PRIu64 " dma-bufs; %" PRIu64
-       " bytes by DMA, %" PRIu64 " read back through the BAR", c.writes.load(), c.writes_raced.load(), c.writes_ok.load(),
-       c.hits.load(), c.cancelled.load(), c.write_einval.load(), c.write_efault.load(), c.write_enomem.load(), c.dmabuf_writes.load(),
+       " bytes by DMA, %" PRIu64 " read back through the BAR", c.writes.load(), c.writes_raced.load(),
+       c.orphans_kept.load() + c.orphans_gone.load(), c.orphans_kept.load(), c.writes_ok.load(), c.hits.load(), c.cancelled.load(), c.write_einval.load(), c.write_efault.load(), c.write_enomem.load(), c.dmabuf_writes.load(),
        c.dmabufs.load(), c.bytes_dma.load(), c.bytes_verified.load());
   Diag("p2p: %" PRIu64 " flushes (%" PRIu64 " pins), %" PRIu64 " stats checked; provider: %" PRIu64 " unloads refused, %" PRIu64
        " unload+reloads (%" PRIu64 " with a small P2P window), %" PRIu64 " epochs with a revoke delay, %" PRIu64

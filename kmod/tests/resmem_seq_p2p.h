@@ -56,7 +56,7 @@ std::string Setup(const std::string& edu_list, const std::string& provider_file,
 // What the runs did, summed over every run (MAP_SHARED: the runs are child processes).
 struct Counters {
   std::atomic<uint64_t> contexts{0}, allocs{0}, frees{0}, free_busy{0}, revoked{0}, writes{0},
-      writes_ok{0}, writes_raced{0}, cancelled{0}, write_einval{0}, write_efault{0}, write_enomem{0}, hits{0},
+      writes_ok{0}, writes_raced{0}, orphans_kept{0}, orphans_gone{0}, cancelled{0}, write_einval{0}, write_efault{0}, write_enomem{0}, hits{0},
       bytes_dma{0}, bytes_verified{0}, maps{0}, reads{0}, faults{0}, faults_after_free{0},
       dmabufs{0}, dmabuf_writes{0}, flushes{0}, flushed{0}, stats_checked{0}, unload_refused{0},
       reloads{0}, small_window_loads{0}, delayed_revoke_epochs{0},
