@@ -142,17 +142,21 @@ Result<int> CardDriver::Poll(double now) {
 }
 
 // A wrong block that is whole and another card's: header, trailer and length agree and (full
-// payload) its checksum is right, but it is not this card's - its sequence is one this card has not
-// made yet, or its payload is not this card's seed's for its sequence. A stale block of this card
-// (an older sequence, its own pattern) is not foreign, nor is anything in a slot whose DONE is unset.
+// payload) its checksum is right, but it is not this card's. With the payload written, the payload
+// decides: words that are not this card's seed's for the header's sequence. A block of this card
+// in the wrong slot - an older lap's, or a later lap's that a driver trusting the completion count
+// reads after it slipped (out_of_order_trusts_count) - has its own pattern and is not foreign.
+// With the payload modelled (header and trailer only) the sequence is all there is: one ahead of
+// the descriptor's is taken for another card's (a second card counts from 2^40, duplicate_target).
+// Nothing in a slot whose DONE is unset is foreign.
 bool CardDriver::Foreign(const resmem_card_desc& d, const resmem_card_block_header& h,
                          const resmem_card_block_trailer& t, const uint64_t* words) const {
   const uint64_t payload = o_.block_bytes - RESMEM_CARD_BLOCK_OVERHEAD;
   const bool whole = h.magic == RESMEM_CARD_BLOCK_MAGIC && h.length == payload && t.magic == RESMEM_CARD_BLOCK_MAGIC &&
                      t.sequence == h.sequence;
   if (!whole || !(d.flags & RESMEM_CARD_DESC_DONE)) return false;  // a slot not completed says nothing
-  if (h.sequence > d.sequence) return true;
-  if (o_.modelled_payload || resmem_card_checksum(words, payload / 8) != h.checksum) return false;
+  if (o_.modelled_payload) return h.sequence > d.sequence;
+  if (resmem_card_checksum(words, payload / 8) != h.checksum) return false;  // a mix of writes: not whole
   for (uint64_t k = 0; k < payload / 8; ++k)
     if (words[k] != resmem_card_word(o_.seed, h.sequence, k)) return true;
   return false;

@@ -170,7 +170,7 @@ TEST(Card, OutOfOrderCompletionsCorruptOnlyADriverThatTrustsTheCount) {
   for (bool check_done : {false, true}) {
     DriverOptions o = Paced(100e6);
     o.check_done = check_done;
-    Rig r("out_of_order at 0.1s for 0.2s", o);
+    Rig r("out_of_order at 0.1s for 0.3s", o);  // 30 blocks: more than a lap of the 16-slot ring
     r.Run(0.5, 1e-5);
     EXPECT_GT(r.card.counters().out_of_order, 0u);
     if (check_done) {
@@ -179,6 +179,9 @@ TEST(Card, OutOfOrderCompletionsCorruptOnlyADriverThatTrustsTheCount) {
     } else {
       EXPECT_GT(r.driver.counters().not_done, 0u);
       EXPECT_GT(r.driver.counters().corrupt, 0u);
+      // Its slips make it read this card's later laps in the wrong slots: its own blocks, not
+      // another card's (the payload says whose; once the header's sequence alone said "foreign").
+      EXPECT_EQ(r.driver.counters().foreign, 0u);
     }
   }
 }

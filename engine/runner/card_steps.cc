@@ -23,6 +23,11 @@ void Observe(const CardReport& c, double run_seconds, StepResult* r) {
   r->numbers["after_release"] = static_cast<double>(c.after_release);
   r->numbers["silent_losses"] = static_cast<double>(c.SilentLosses());
   r->numbers["overruns"] = static_cast<double>(c.card_overruns);
+  // Out-of-order completions from both sides: those the card wrote after a later one, and the
+  // slots the driver read whose DONE flag was not set yet. Beside `corrupt` they tell a driver
+  // that never met a held completion from a card that held none.
+  r->numbers["out_of_order"] = static_cast<double>(c.out_of_order);
+  r->numbers["not_done"] = static_cast<double>(c.not_done);
   if (run_seconds > 0) r->numbers["mbps"] = c.bytes / run_seconds / 1e6;
   // How long the card's link was down by its own count (outages that have ended): beside link_down
   // (what the driver saw), it tells a driver that missed an outage from a card that had none.
