@@ -579,34 +579,14 @@ start_extra_boots() {
 		extra_boot sig "module.sig_enforce=1 lockdown=integrity" 2G "$SAPPEND"
 	fi
 }
-# gpudirect_reached: this lane's first boot reached its GPUDirect scenarios or ended; marked for
-# the pair.
-gpudirect_reached() {
-	[[ -n ${RESMEM_LANE_SYNC:-} && -d $RESMEM_LANE_SYNC ]] && : >"$RESMEM_LANE_SYNC/$LANE_NAME"
-	return 0
-}
-# lanes_ready: every lane of the pair has reached that point (true for a lane alone).
-lanes_ready() {
-	[[ -z ${RESMEM_LANE_SYNC:-} || ! -d $RESMEM_LANE_SYNC ]] && return 0
-	local n
-	n=$(find "$RESMEM_LANE_SYNC" -maxdepth 1 -type f | wc -l)
-	((n >= ${RESMEM_LANE_COUNT:-1}))
-}
-# extra_boots_beside PID: while the first boot (PID) runs, starts the other boots once its guest
-# is in its GPUDirect scenarios and every lane of the pair is too.
-extra_boots_beside() {
-	local reached=
-	while kill -0 "$1" 2>/dev/null && [[ -z $EXTRAS_STARTED ]]; do
-		if [[ -z $reached ]] && grep -q '^# case scenario_seed003_' "$CONSOLE" 2>/dev/null; then
-			reached=1
-			gpudirect_reached
-		fi
-		if [[ -n $reached ]] && lanes_ready; then
-			log "the first boot is in its GPUDirect scenarios after $(($(date +%s) - T0)) s: the other boots start beside it"
-			start_extra_boots
-		fi
-		sleep 0.5
-	done
+# The start rule itself (lane_reached, lanes_ready, beside_first_boot): ci/qemu/lane_sync.sh.
+LANE_SYNC_SH="$SRC/ci/qemu/lane_sync.sh"
+[[ -r "$LANE_SYNC_SH" ]] || die "ci/qemu/lane_sync.sh not found beside the lane script"
+# shellcheck source=ci/qemu/lane_sync.sh
+source "$LANE_SYNC_SH"
+start_beside() {
+	log "the first boot is in its GPUDirect scenarios after $(($(date +%s) - T0)) s: the other boots start beside it"
+	start_extra_boots
 }
 EXTRAS_STARTED=
 log "booting $KVER (TCG, -m 5G)"
@@ -615,11 +595,11 @@ RESMEM_QEMU_TIMEOUT=$BOOT_TIMEOUT boot "$CONSOLE" 5G "$APPEND" "${CARD_ARGS[@]}"
 MAIN_PID=$!
 # Only the engine part's first boot ends in the GPUDirect scenarios: a boot of every case (--part
 # all: by hand, the debug kernel's lane) runs the random sequences after them.
-[[ $PART != engine ]] || extra_boots_beside "$MAIN_PID"
+[[ $PART != engine ]] || beside_first_boot "$MAIN_PID" "$CONSOLE" '^# case scenario_seed003_' start_beside
 wait "$MAIN_PID"
 QRC=$?
 set -e
-gpudirect_reached
+lane_reached
 if [[ -n $CARD_PID ]]; then
 	card_cleanup
 	sed 's/^/kmod-lane:   /' "$WORK/card_device.log" | tail -40 >&2
