@@ -45,43 +45,42 @@ beside_first_boot "$boot" "$T/2.console" "$MARK" started
 rc=$?
 if ((rc == 1)) && [[ ! -s $STARTS ]]; then ok "a boot that ends before the line: returns 1, nothing started"; else bad "a boot that ends before the line: returned $rc, started $(wc -l <"$STARTS") times (want 1, 0)"; fi
 
+# pair N B_BOOT B_MARK: two lanes of a pair (case N's files): lane a's console has the line from
+# the start, lane b's first boot runs B_BOOT seconds and gets the line after B_MARK seconds (never
+# when B_MARK is -); lane b marks after its boot as kmod_lane.sh does (lane_reached after the wait).
+# Each lane's return code in $T/N.rc, the starts in $STARTS, the time of b's line in T_B.
+pair() {
+  local n=$1 b_boot=$2 b_mark=$3 boot_a boot_b lane_a lane_b
+  S=$T/$n.sync STARTS=$T/$n.starts T_B=
+  mkdir -p "$S" && : >"$STARTS"
+  export RESMEM_LANE_SYNC=$S RESMEM_LANE_COUNT=2
+  echo "# case scenario_seed003_a: ..." >"$T/${n}a.console"
+  : >"$T/${n}b.console"
+  sleep 6 & boot_a=$!
+  sleep "$b_boot" & boot_b=$!
+  (LANE_NAME=a; beside_first_boot "$boot_a" "$T/${n}a.console" "$MARK" started; echo "a $?" >>"$T/$n.rc") &
+  lane_a=$!
+  (LANE_NAME=b; beside_first_boot "$boot_b" "$T/${n}b.console" "$MARK" started; echo "b $?" >>"$T/$n.rc"; lane_reached) &
+  lane_b=$!
+  if [[ $b_mark != - ]]; then
+    sleep "$b_mark"
+    T_B=$(now)
+    echo "# case scenario_seed003_b: ..." >>"$T/${n}b.console"
+  fi
+  wait "$lane_a" "$lane_b"
+  kill "$boot_a" "$boot_b" 2>/dev/null
+  wait "$boot_a" "$boot_b" 2>/dev/null
+}
+
 # 3. a pair: lane a reaches the point at once, lane b 1 s later
-S=$T/3.sync STARTS=$T/3.starts
-mkdir -p "$S" && : >"$STARTS"
-export RESMEM_LANE_SYNC=$S RESMEM_LANE_COUNT=2
-echo "# case scenario_seed003_a: ..." >"$T/3a.console"
-: >"$T/3b.console"
-sleep 6 & boot_a=$!
-sleep 6 & boot_b=$!
-(LANE_NAME=a; beside_first_boot "$boot_a" "$T/3a.console" "$MARK" started; echo "a $?" >>"$T/3.rc") &
-lane_a=$!
-(LANE_NAME=b; beside_first_boot "$boot_b" "$T/3b.console" "$MARK" started; echo "b $?" >>"$T/3.rc") &
-lane_b=$!
-sleep 1
-t_b=$(now)
-echo "# case scenario_seed003_b: ..." >>"$T/3b.console"
-wait "$lane_a" "$lane_b"
-kill "$boot_a" "$boot_b" 2>/dev/null; wait "$boot_a" "$boot_b" 2>/dev/null
+pair 3 6 1
 if [[ -f $S/a && -f $S/b ]]; then ok "a pair: each lane marked the sync folder"; else bad "a pair: marks in the sync folder: $(ls "$S" | tr '\n' ' ')"; fi
 if grep -q '^a 0$' "$T/3.rc" && grep -q '^b 0$' "$T/3.rc" && [[ $(wc -l <"$STARTS") == 2 ]]; then ok "a pair: both started, once each"; else bad "a pair: $(tr '\n' ' ' <"$T/3.rc"); starts: $(tr '\n' ' ' <"$STARTS")"; fi
 t_a=$(awk '$1 == "a" {print $2}' "$STARTS")
-if [[ -n $t_a ]] && earlier "$t_b" "$t_a"; then ok "a pair: the first lane waited for the other's mark"; else bad "a pair: lane a started at ${t_a:-never}, before lane b's mark at $t_b"; fi
+if [[ -n $t_a ]] && earlier "$T_B" "$t_a"; then ok "a pair: the first lane waited for the other's mark"; else bad "a pair: lane a started at ${t_a:-never}, before lane b's mark at $T_B"; fi
 
-# 4. lane b's first boot ends without the line: it marks after (kmod_lane.sh's lane_reached after
-# the wait), and lane a goes on
-S=$T/4.sync STARTS=$T/4.starts
-mkdir -p "$S" && : >"$STARTS"
-export RESMEM_LANE_SYNC=$S RESMEM_LANE_COUNT=2
-echo "# case scenario_seed003_a: ..." >"$T/4a.console"
-: >"$T/4b.console"
-sleep 6 & boot_a=$!
-sleep 0.5 & boot_b=$!
-(LANE_NAME=a; beside_first_boot "$boot_a" "$T/4a.console" "$MARK" started; echo "a $?" >>"$T/4.rc") &
-lane_a=$!
-(LANE_NAME=b; beside_first_boot "$boot_b" "$T/4b.console" "$MARK" started; echo "b $?" >>"$T/4.rc"; lane_reached) &
-lane_b=$!
-wait "$lane_a" "$lane_b"
-kill "$boot_a" 2>/dev/null; wait "$boot_a" "$boot_b" 2>/dev/null
+# 4. lane b's first boot ends without the line: it marks after, and lane a goes on
+pair 4 0.5 -
 if grep -q '^a 0$' "$T/4.rc" && grep -q '^b 1$' "$T/4.rc" && [[ $(awk '{print $1}' "$STARTS") == a ]]; then
   ok "a lane whose boot ended without the line marks after it; the other starts beside its own"
 else
