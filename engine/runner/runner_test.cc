@@ -273,6 +273,39 @@ const bool kPassVaryingPart = RegisterGpuPart("pass-varying", [](PartContext& ct
   return std::unique_ptr<Gpu>(std::make_unique<PassVaryingGpu>(std::move(inner->gpu)));
 });
 
+// card_run prints both sides of out-of-order completions: the card's count of held completions
+// and the driver's of slots it read before their DONE flag; a driver that checks DONE reads none.
+TEST(Runner, CardRunPrintsOutOfOrderFromTheCardAndTheDriver) {
+  for (bool check_done : {false, true}) {
+    const std::string text = std::string(R"(
+[scenario]
+name = "ooo"
+kind = "check"
+[machine]
+preset = "qemu-q35-5g"
+cmdline = "console=ttyS0 memmap=64M$0x40000000"
+[[step]]
+do = "card_start"
+block = "1M"
+ring = 16
+rate = "100M"
+poll_seconds = 0.00001
+faults = "out_of_order at 0.1s for 0.3s"
+check_done = )") + (check_done ? "true" : "false") + R"(
+[[step]]
+do = "card_run"
+seconds = 0.5
+)";
+    auto loaded = scenario::ParseScenarioText(text, "ooo.toml");
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    auto r = RunScenario((*loaded)[0], RunOptions{});
+    ASSERT_EQ(r.verdict, ScenarioVerdict::kPassed) << r.reason;
+    EXPECT_GT(r.steps[1].numbers.at("out_of_order"), 0) << check_done;
+    if (check_done) EXPECT_EQ(r.steps[1].numbers.at("not_done"), 0);
+    else EXPECT_GT(r.steps[1].numbers.at("not_done"), 0);
+  }
+}
+
 TEST(Runner, OverlapReportsTheMedianPassPathBesideItsRatio) {
   constexpr char kText[] = R"toml(
 [scenario]
