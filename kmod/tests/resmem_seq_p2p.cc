@@ -334,10 +334,12 @@ struct Executor::Impl {
       if (a.ctx == p.ctx && a.live && a.changing && p.va >= a.va && p.va - a.va < a.len) return true;
     return false;
   }
-  // The pins a device file lets go of (its close, a P2P_FLUSH): PinLedger::Release.
-  void ReleasePinsLocked(const PinLedger::Match& match) {
-    pins.Release(match, [this](const PinRec& p) { return RevokingLocked(p); });
+  // RevokingLocked as the ledger asks it.
+  PinLedger::Revoking RevokingPins() const {
+    return [this](const PinRec& p) { return RevokingLocked(p); };
   }
+  // The pins a device file lets go of (its close, a P2P_FLUSH): PinLedger::Release.
+  void ReleasePinsLocked(const PinLedger::Match& match) { pins.Release(match, RevokingPins()); }
   // A context's end begins: its allocations may go from now on.
   void BeginEndLocked(uint32_t ctx) {
     ctxs[ctx].version++;
@@ -846,7 +848,7 @@ bool Executor::Impl::EndWrite(const WriteReq& r, long rc, int err, WriteSnap* s)
                               : rc < 0 && err == ECANCELED                    ? PinAfterWrite::kCancelled
                                                                               : PinAfterWrite::kLetGo;
   const bool covered = ctxs[r.ctx].alive && r.w.length && CoverLocked(r.ctx, r.w.va, r.w.length) >= 0;
-  const PinLedger::Orphan o = pins.End(s->pin, after, [this](const PinRec& p) { return RevokingLocked(p); }, covered);
+  const PinLedger::Orphan o = pins.End(s->pin, after, RevokingPins(), covered);
   if (o != PinLedger::Orphan::kNo) (o == PinLedger::Orphan::kKept ? c->orphans_kept : c->orphans_gone)++;
   return pins.MayBeFull(s->pin, r.w.length, window);
 }
