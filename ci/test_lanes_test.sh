@@ -7,7 +7,8 @@
 #      --config=asan and the sanitizer tags plus -exclusive, its tests by name; its part 2 runs
 #      after both, at the caller's nice, without -exclusive; autogroup is 0 while they run and
 #      put back after; the arguments reach every lane's `bazel test`; exit 0;
-#   2. a failing part 2 (the stand-in exits 3) fails the run, and says which part;
+#   2. a failing part 2 (the stand-in exits 3) fails the run, and says which part; a test that
+#      timed out in part 1 (its XML then part 2's, passing) fails it and is named by Bazel's verdict;
 #   3. RESMEM_CI_LANES=plain: no second output base, autogroup left alone;
 #   4. other FUSE mounts (fusectl, sshfs) are not "a resmem FUSE mount left behind"; a resmem-fuse
 #      mount is, and fails the run;
@@ -61,7 +62,11 @@ case $cmd in
     fi
     sleep "${STUB_SLEEP:-1}"
     part=$base; [[ $base != plain ]] && { [[ " $* " == *",-exclusive "* ]] && part=${base}1 || part=${base}2; }
-    [[ ${STUB_FAIL:-} == "$part" ]] && rc=3
+    if [[ ${STUB_FAIL:-} == "$part" ]]; then
+      rc=3
+      printf '//a:one_test                                   TIMEOUT in 60.1s\n'
+      printf '  /tmp/testlogs/a/one_test/test.log\n'
+    fi
     [[ -z ${STUB_AFTER_TEST:-} ]] || bash -c "$STUB_AFTER_TEST" ;;
 esac
 line end "$@"
@@ -134,6 +139,14 @@ rm -rf "$T/base/asan-testlogs"
 run fail2 STUB_FAIL=asan2 STUB_AWAIT_ASAN=1
 [[ $(cat "$T/fail2.rc") != 0 ]] && grep -q "lane asan: part 2 finished in [0-9]* s with exit code 3" "$T/fail2.out" &&
   ok "a failing asan part 2 fails the run (exit $(cat "$T/fail2.rc")) and names the part" || bad "asan part 2 failing: exit $(cat "$T/fail2.rc")"
+
+# CI's run of 2d3f958: a test timed out in part 1, part 2 ran it again and it passed; no XML held a
+# failure, so the run must name it from Bazel's verdict.
+run fail1 STUB_FAIL=asan1 STUB_AWAIT_ASAN=1
+[[ $(cat "$T/fail1.rc") != 0 ]] && grep -q "lane asan: part 1 finished in [0-9]* s with exit code 3" "$T/fail1.out" &&
+  grep -A1 "lane asan, part 1: Bazel's verdicts other than PASSED:" "$T/fail1.out" | grep -q "^  //a:one_test TIMEOUT in 60.1s" &&
+  ! grep -q "lane plain: Bazel's verdicts" "$T/fail1.out" &&
+  ok "a test that timed out in asan part 1 fails the run and is named by its verdict" || { bad "asan part 1 timing out: exit $(cat "$T/fail1.rc")"; tail -8 "$T/fail1.out" | sed 's/^/    /'; }
 
 run plain RESMEM_CI_LANES=plain
 [[ $(cat "$T/plain.rc") == 0 ]] && ! grep -q "base=asan" "$T/plain.log" && grep -q "ag=1 .*cmd=test" "$T/plain.log" &&
