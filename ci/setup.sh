@@ -8,6 +8,8 @@
 #   are started by the test alone: Debian's packages start none without systemd);
 #   libxml2-utils (xmllint: the JUnit files against ci/junit/junit.xsd) and chromium (headless:
 #   //ci:hil_history_test renders docs/hil/history.html);
+#   busybox-static: the guest's shell, which //ci/qemu:guest_select_test runs on the host (a fresh
+#   machine's run of 82c9546 failed it: the plain lane ran it before the kernel lane installed it);
 #   the QEMU lane (ci/qemu/kmod_lane.sh) installs its own packages (qemu, kernel headers/image).
 #   The CUDA 13.0 toolkit is expected at /usr/local/cuda (it is on the build machine image;
 #   Debian has no CUDA 13 package): without it the CUDA backend's targets cannot build.
@@ -15,7 +17,7 @@ set -euo pipefail
 
 need=(bazel-bootstrap g++ libgtest-dev libgmock-dev libtomlplusplus-dev nlohmann-json3-dev
       libcli11-dev libfuse3-dev fuse3 gnuplot-nox help2man dkms slurm-wlm munge
-      libxml2-utils chromium)
+      libxml2-utils chromium busybox-static)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

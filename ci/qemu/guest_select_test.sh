@@ -13,7 +13,7 @@ set -u
 init=$1 lane=$2
 source ci/checks.sh
 T=${TEST_TMPDIR:-$(mktemp -d)}
-BB=$(command -v busybox) || { echo "FAIL busybox not installed: run ci/setup.sh (the QEMU lanes install busybox-static)"; exit 1; }
+BB=$(command -v busybox) || { echo "FAIL busybox not installed: run ci/setup.sh (it installs busybox-static)"; exit 1; }
 
 # The definitions of the named functions as guest_init.sh has them: a one-line 'f() { ...; }' or
 # 'f() {' through the first line that is '}'.
