@@ -134,6 +134,13 @@ class KmodGpuDirect : public GpuDirect {
   int P2pWrite(int fd, const P2pTokens& t, uint64_t va, uint64_t length, uint64_t offset, const void* data,
                uint64_t data_len, uint32_t flags, resmem_edu_p2p_write* w) const;
   Status SetTableVersion(uint32_t version);
+  // Configure's parts: what the lane cannot do (the era the config names, or a refusal); the edu
+  // devices there are; the one with the config's DMA mask and IOMMU state (sets edu_path_,
+  // edu_name_ and route_; needs gpu_); the setup line of the events.
+  Result<const ApiEra*> CheckConfig(const GpuDirectConfig& c) const;
+  Result<std::vector<std::string>> EduDevices() const;
+  Result<resmem_edu_info> FindEdu(const std::vector<std::string>& devices, const GpuDirectConfig& c);
+  void LogSetup(const resmem_edu_info& info, bool translated);
   void Log(std::string line) { events_.push_back(std::move(line)); }
   // What the device was told to write to, next to the page's physical address.
   std::string BusKind(uint64_t bus, uint64_t phys) const {
@@ -279,9 +286,7 @@ Status KmodGpuDirect::SetTableVersion(uint32_t version) {
   return Status::Ok();
 }
 
-Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
-  Reset();
-  events_.clear();
+Result<const ApiEra*> KmodGpuDirect::CheckConfig(const GpuDirectConfig& c) const {
   const ApiEra* era = nullptr;
   for (const auto& e : kEras)
     if (c.gpu == e.gpu) era = &e;
@@ -300,13 +305,10 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   if (c.built_against_version && c.built_against_version != kKmodBuiltAgainstVersion)
     return Refuse("built_against " + Hex8(c.built_against_version) + ": resmem_edu.ko is built against " +
                   Hex8(kKmodBuiltAgainstVersion) + " (kmod/nv_p2p_standin.h); give the GPU driver's table_version instead");
+  return era;
+}
 
-  // The CUDA side: the stand-in provider.
-  if (access(o_.provider.c_str(), F_OK) != 0)
-    return Status::Unavailable("no " + o_.provider + ": load nv_p2p_standin.ko (the lane's stand-in for NVIDIA's "
-                               "nvidia_p2p_* API over QEMU's ivshmem-plain BAR; docs/rdma.md) or run the QEMU lane, "
-                               "ci/qemu/kmod_lane.sh");
-  // The device's driver: the edu device with the scenario's DMA mask.
+Result<std::vector<std::string>> KmodGpuDirect::EduDevices() const {
   glob_t g{};
   std::vector<std::string> devices;
   if (glob(o_.edu_glob.c_str(), 0, nullptr, &g) == 0)
@@ -315,9 +317,10 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   if (devices.empty())
     return Status::Unavailable("no " + o_.edu_glob + " device: load resmem_edu.ko (dma_bits=64,32 gives a 64-bit and a "
                                "32-bit device; docs/rdma.md) or run the QEMU lane, ci/qemu/kmod_lane.sh");
-  RESMEM_ASSIGN_OR_RETURN(int ctx0, Context(0));
-  gpu_ = nv_p2p_standin_info{};
-  if (ioctl(ctx0, NV_P2P_STANDIN_IOC_INFO, &gpu_) != 0) return ModuleError(errno, "NV_P2P_STANDIN_IOC_INFO on " + o_.provider);
+  return devices;
+}
+
+Result<resmem_edu_info> KmodGpuDirect::FindEdu(const std::vector<std::string>& devices, const GpuDirectConfig& c) {
   std::string have;
   resmem_edu_info info{};
   edu_path_.clear();
@@ -352,6 +355,41 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   route_ = PcieRouteOf(real(info.pci_name), real(gpu_.pci_name));
   if (route_.empty()) route_ = "unknown";
   if (translated) route_ += " (IOMMU)";
+  return info;
+}
+
+void KmodGpuDirect::LogSetup(const resmem_edu_info& info, bool translated) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "setup: GPU %s (ivshmem-plain BAR [mem 0x%" PRIx64 "-0x%" PRIx64 "], %s, %s of it for P2P pins), "
+                "page tables %s; device %s (%s, %u-bit DMA mask), IOMMU %s, route %s; driver built against %s, "
+                "unpin %s, %s",
+                gpu_.pci_name, static_cast<uint64_t>(gpu_.bar_phys),
+                static_cast<uint64_t>(gpu_.bar_phys + gpu_.bar_size - 1), FormatSize(gpu_.bar_size).c_str(),
+                FormatSize(gpu_.p2p_window).c_str(), Hex8(gpu_.table_version).c_str(), edu_name_.c_str(),
+                info.pci_name, info.dma_bits, translated ? "on" : "off", route_.c_str(),
+                Hex8(kKmodBuiltAgainstVersion).c_str(), UnpinPolicyName(config_.unpin),
+                phys_addr_ ? "the device given physical addresses (the guide's API)"
+                           : "the device given nvidia_p2p_dma_map_pages' bus addresses");
+  Log(line);
+  if (!kmsg_error_.empty()) Log(kmsg_error_);
+}
+
+Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
+  Reset();
+  events_.clear();
+  RESMEM_ASSIGN_OR_RETURN(const ApiEra* era, CheckConfig(c));
+  // The CUDA side: the stand-in provider.
+  if (access(o_.provider.c_str(), F_OK) != 0)
+    return Status::Unavailable("no " + o_.provider + ": load nv_p2p_standin.ko (the lane's stand-in for NVIDIA's "
+                               "nvidia_p2p_* API over QEMU's ivshmem-plain BAR; docs/rdma.md) or run the QEMU lane, "
+                               "ci/qemu/kmod_lane.sh");
+  // The device's driver: the edu device with the scenario's DMA mask.
+  RESMEM_ASSIGN_OR_RETURN(const std::vector<std::string> devices, EduDevices());
+  RESMEM_ASSIGN_OR_RETURN(int ctx0, Context(0));
+  gpu_ = nv_p2p_standin_info{};
+  if (ioctl(ctx0, NV_P2P_STANDIN_IOC_INFO, &gpu_) != 0) return ModuleError(errno, "NV_P2P_STANDIN_IOC_INFO on " + o_.provider);
+  RESMEM_ASSIGN_OR_RETURN(const resmem_edu_info info, FindEdu(devices, c));
 
   const uint32_t version = c.table_version ? c.table_version : era->table_version;
   RESMEM_RETURN_IF_ERROR(SetTableVersion(version));
@@ -373,20 +411,7 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   configured_ = true;
   transfers_ = 0;
   next_pin_ = 1;
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "setup: GPU %s (ivshmem-plain BAR [mem 0x%" PRIx64 "-0x%" PRIx64 "], %s, %s of it for P2P pins), "
-                "page tables %s; device %s (%s, %u-bit DMA mask), IOMMU %s, route %s; driver built against %s, "
-                "unpin %s, %s",
-                gpu_.pci_name, static_cast<uint64_t>(gpu_.bar_phys),
-                static_cast<uint64_t>(gpu_.bar_phys + gpu_.bar_size - 1), FormatSize(gpu_.bar_size).c_str(),
-                FormatSize(gpu_.p2p_window).c_str(), Hex8(gpu_.table_version).c_str(), edu_name_.c_str(),
-                info.pci_name, info.dma_bits, translated ? "on" : "off", route_.c_str(),
-                Hex8(kKmodBuiltAgainstVersion).c_str(), UnpinPolicyName(c.unpin),
-                phys_addr_ ? "the device given physical addresses (the guide's API)"
-                           : "the device given nvidia_p2p_dma_map_pages' bus addresses");
-  Log(line);
-  if (!kmsg_error_.empty()) Log(kmsg_error_);
+  LogSetup(info, info.flags & RESMEM_EDU_TRANSLATED);
   return Status::Ok();
 }
 

@@ -277,25 +277,13 @@ bool OtherKnownIommuParameter(const std::string& key) {
   return false;
 }
 
-}  // namespace
-
-const char* IommuVendorWord(IommuVendor v) {
-  switch (v) {
-    case IommuVendor::kIntel: return "intel";
-    case IommuVendor::kAmd: return "amd";
-    case IommuVendor::kNone: return "none";
-  }
-  return "none";
-}
-
-IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
-  Reader rd;
-  rd.st.dmar_disabled = !hw.intel_default_on;
+// Reads every IOMMU option of `cmdline` into rd.out, in the kernel's reading order: early
+// parameters (iommu=, iommu.passthrough=, iommu.strict=) first, in line order (init/main.c
+// parse_early_param), the __setup ones (intel_iommu=, amd_iommu=) later, in parse_args. Returns
+// each outcome's position on the command line (the index of its option).
+std::vector<int> ReadInKernelOrder(const std::string& cmdline, Reader& rd) {
   const auto options = SplitKernelCmdline(cmdline);
-  // Early parameters (iommu=, iommu.passthrough=, iommu.strict=) are read first, in line order
-  // (init/main.c parse_early_param); the __setup ones (intel_iommu=, amd_iommu=) later, in
-  // parse_args. Outcomes are listed in line order either way.
-  std::vector<int> position;  // of each outcome in rd.out (reading order)
+  std::vector<int> position;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < options.size(); ++i) {
       const KernelOption& o = options[i];
@@ -336,39 +324,36 @@ IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
       position.resize(rd.out.size(), static_cast<int>(i));
     }
   }
-  IommuKernel k;
-  std::vector<size_t> order(rd.out.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return position[a] < position[b]; });
-  for (size_t i : order) k.options.push_back(rd.out[i]);
-  for (const auto& o : rd.out)
-    if (!o.dmesg.empty()) k.dmesg.push_back(o.dmesg);
-  const State& st = rd.st;
-  auto label = [&](int reading_index) -> std::string {
-    return reading_index < 0 ? std::string() : rd.out[reading_index].option;
-  };
+  return position;
+}
 
-  // Which driver starts: Intel's needs the DMAR table and dmar_disabled clear (detect_intel_iommu,
-  // intel_iommu_init), AMD's the IVRS table and amd_iommu_disabled clear (amd_iommu_detect);
-  // both stop at no_iommu.
+// The option text of the outcome read `reading_index`-th ("" for none: -1).
+std::string OptionRead(const Reader& rd, int reading_index) {
+  return reading_index < 0 ? std::string() : rd.out[reading_index].option;
+}
+
+// Which driver starts, into k.active and k.why: Intel's needs the DMAR table and dmar_disabled
+// clear (detect_intel_iommu, intel_iommu_init), AMD's the IVRS table and amd_iommu_disabled clear
+// (amd_iommu_detect); both stop at no_iommu.
+void DecideDriver(const IommuSpec& hw, const Reader& rd, IommuKernel& k) {
+  const State& st = rd.st;
   const bool has_intel = hw.vendor == IommuVendor::kIntel, has_amd = hw.vendor == IommuVendor::kAmd;
   if (hw.vendor == IommuVendor::kNone) {
     k.why = "the firmware hands the kernel no DMAR or IVRS table (no IOMMU, or VT-d / AMD-Vi "
             "turned off in its setup), so no IOMMU driver finds a unit";
   } else if (st.no_iommu) {
-    k.why = label(st.no_iommu_by) + " sets no_iommu: no IOMMU driver starts "
+    k.why = OptionRead(rd, st.no_iommu_by) + " sets no_iommu: no IOMMU driver starts "
             "(arch/x86/kernel/pci-dma.c iommu_setup)";
   } else if (has_intel && st.dmar_disabled) {
     k.why = st.dmar_by >= 0
-                ? label(st.dmar_by) + " turns VT-d DMA remapping off"
+                ? OptionRead(rd, st.dmar_by) + " turns VT-d DMA remapping off"
                 : "this kernel was built with VT-d off by default (CONFIG_INTEL_IOMMU_DEFAULT_OFF: "
                   "dmar_disabled starts at 1) and the command line has no intel_iommu=on";
   } else if (has_amd && st.amd_disabled) {
-    k.why = label(st.amd_off_by) + " turns AMD-Vi off";
+    k.why = OptionRead(rd, st.amd_off_by) + " turns AMD-Vi off";
   } else {
     k.active = hw.vendor;
-    k.why = has_intel ? (st.dmar_by >= 0 ? label(st.dmar_by) + " and the firmware's DMAR table "
+    k.why = has_intel ? (st.dmar_by >= 0 ? OptionRead(rd, st.dmar_by) + " and the firmware's DMAR table "
                                            "turn VT-d DMA remapping on"
                                          : "the firmware has a DMAR table and this kernel turns "
                                            "VT-d on by default (Debian's 6.1: "
@@ -377,14 +362,14 @@ IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
                       : "AMD-Vi starts wherever the firmware has an IVRS table, unless "
                         "amd_iommu=off or iommu=off (drivers/iommu/amd/init.c amd_iommu_detect)";
   }
-  // iommu_subsys_init: the command line's choice, else CONFIG_IOMMU_DEFAULT_DMA_LAZY's translated
-  // default; a translated default that is not strict becomes DMA-FQ.
-  k.strict = st.strict;
-  k.domain_from_cmdline = st.passthrough.has_value();
-  if (st.passthrough.value_or(false)) k.default_domain = IommuDomainType::kIdentity;
-  else k.default_domain = st.strict ? IommuDomainType::kDma : IommuDomainType::kDmaFq;
+}
 
-  // Options the kernel took that nothing here acts on.
+// Marks the options the kernel took that nothing acts on (kNoEffect), saying why: an Intel item
+// on an AMD machine and the reverse, an "on" that no_iommu overrides, a domain option with no
+// IOMMU on.
+void MarkOptionsWithoutEffect(const IommuSpec& hw, const Reader& rd, IommuKernel& k) {
+  const State& st = rd.st;
+  const bool has_intel = hw.vendor == IommuVendor::kIntel, has_amd = hw.vendor == IommuVendor::kAmd;
   for (auto& o : k.options) {
     if (o.problem != IommuOptionProblem::kNone) continue;
     const bool intel_item = o.key == "intel_iommu", amd_item = o.key == "amd_iommu";
@@ -403,7 +388,7 @@ IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
     } else if (!k.on() && (intel_item || amd_item) && hw.vendor != IommuVendor::kNone &&
                st.no_iommu && o.item.rfind("on", 0) == 0) {
       o.problem = IommuOptionProblem::kNoEffect;
-      o.effect += "; but " + label(st.no_iommu_by) + " keeps every IOMMU driver from starting";
+      o.effect += "; but " + OptionRead(rd, st.no_iommu_by) + " keeps every IOMMU driver from starting";
     } else if (!k.on() && (o.key == "iommu.passthrough" || o.key == "iommu.strict" ||
                            (o.key == "iommu" && (o.item.rfind("pt", 0) == 0 ||
                                                  o.item.rfind("nopt", 0) == 0)))) {
@@ -411,6 +396,40 @@ IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
       o.effect += "; but no IOMMU is on, so there is no domain to set";
     }
   }
+}
+
+}  // namespace
+
+const char* IommuVendorWord(IommuVendor v) {
+  switch (v) {
+    case IommuVendor::kIntel: return "intel";
+    case IommuVendor::kAmd: return "amd";
+    case IommuVendor::kNone: return "none";
+  }
+  return "none";
+}
+
+IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
+  Reader rd;
+  rd.st.dmar_disabled = !hw.intel_default_on;
+  const std::vector<int> position = ReadInKernelOrder(cmdline, rd);
+  // Outcomes are listed in line order; the dmesg lines in reading order.
+  IommuKernel k;
+  std::vector<size_t> order(rd.out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return position[a] < position[b]; });
+  for (size_t i : order) k.options.push_back(rd.out[i]);
+  for (const auto& o : rd.out)
+    if (!o.dmesg.empty()) k.dmesg.push_back(o.dmesg);
+  DecideDriver(hw, rd, k);
+  // iommu_subsys_init: the command line's choice, else CONFIG_IOMMU_DEFAULT_DMA_LAZY's translated
+  // default; a translated default that is not strict becomes DMA-FQ.
+  k.strict = rd.st.strict;
+  k.domain_from_cmdline = rd.st.passthrough.has_value();
+  if (rd.st.passthrough.value_or(false)) k.default_domain = IommuDomainType::kIdentity;
+  else k.default_domain = rd.st.strict ? IommuDomainType::kDma : IommuDomainType::kDmaFq;
+  MarkOptionsWithoutEffect(hw, rd, k);
   return k;
 }
 
