@@ -141,6 +141,14 @@ class KmodGpuDirect : public GpuDirect {
   Result<std::vector<std::string>> EduDevices() const;
   Result<resmem_edu_info> FindEdu(const std::vector<std::string>& devices, const GpuDirectConfig& c);
   void LogSetup(const resmem_edu_info& info, bool translated);
+  // Dma's parts: the driver file a transfer of [addr, addr+len) goes through (the cache's, or with
+  // unpin never a file of the range's own, kept so its pin stays); what the device's piece left in
+  // the BAR ("intact", "mismatch", "lost": not one byte landed, after waiting up to 2 s for the
+  // IOMMU's fault line naming the page; "not checked" where the allocation is freed: bar null);
+  // the transfer's line of the events.
+  Result<int> TransferFile(uint64_t addr, uint64_t len);
+  std::string JudgeLanded(const uint8_t* bar, uint64_t piece, uint64_t n, uint64_t fill, uint64_t bus_addr);
+  void LogTransfer(const std::string& what, const resmem_edu_p2p_write& w, uint64_t at, const std::string& data);
   void Log(std::string line) { events_.push_back(std::move(line)); }
   // What the device was told to write to, next to the page's physical address.
   std::string BusKind(uint64_t bus, uint64_t phys) const {
@@ -576,6 +584,47 @@ Status KmodGpuDirect::FreeGpu(uint64_t va, bool dma_in_flight) {
   return Status::Ok();
 }
 
+Result<int> KmodGpuDirect::TransferFile(uint64_t addr, uint64_t len) {
+  if (config_.unpin != UnpinPolicy::kNever) return cache_.get();
+  auto kept = kept_.find({addr, len});
+  if (kept == kept_.end()) {
+    RESMEM_ASSIGN_OR_RETURN(Fd f, OpenEdu());
+    kept = kept_.emplace(std::make_pair(addr, len), std::move(f)).first;
+  }
+  return kept->second.get();
+}
+
+std::string KmodGpuDirect::JudgeLanded(const uint8_t* bar, uint64_t piece, uint64_t n, uint64_t fill,
+                                       uint64_t bus_addr) {
+  if (!bar) return "not checked (the allocation is freed)";
+  uint64_t landed = 0;
+  for (uint64_t i = 0; i < piece; ++i) landed += bar[i] != kPoison;
+  if (landed != 0) return pattern::CountMismatches(bar, piece, n, fill) ? "mismatch" : "intact";
+  // An IOMMU's fault report comes asynchronously (its interrupt) and names the page ("fault
+  // addr 0x..."): wait for a line with that address, 2 s at most.
+  const std::string page = HexAddress(bus_addr & ~0xfffull);
+  bool named = false;
+  for (int i = 0; i < 20 && !named; ++i) {
+    for (const auto& l : DrainKernelLog()) named |= l.find(page) != std::string::npos;
+    if (!named) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "lost";
+}
+
+void KmodGpuDirect::LogTransfer(const std::string& what, const resmem_edu_p2p_write& w, uint64_t at,
+                                const std::string& data) {
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "driver: %s: %s%s; the device's DMA of %" PRIu64 " bytes at +%" PRIu64 " (bus 0x%" PRIx64
+                ", phys 0x%" PRIx64 ": %s) in %.0f ms: data %s",
+                what.c_str(), w.hit ? "pin from the cache" : "get_pages + dma_map_pages",
+                w.evicted ? (", after unpinning " + std::to_string(w.evicted) + " least recently used").c_str() : "",
+                static_cast<uint64_t>(w.written), at, static_cast<uint64_t>(w.bus_addr),
+                static_cast<uint64_t>(w.phys_addr), BusKind(w.bus_addr, w.phys_addr).c_str(), w.device_ns / 1e6,
+                data.c_str());
+  Log(line);
+}
+
 Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t block, int rounds) {
   RESMEM_RETURN_IF_ERROR(NeedConfigured());
   if (length == 0) return Status::InvalidArgument("a DMA of 0 bytes: give a length");
@@ -594,17 +643,8 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
       Allocation* a = Holding(addr, len, true);
       if (!a) a = Holding(addr, len, false);
       if (!a) return Status::Errno(EINVAL, what + ": no allocation, live or freed, holds it: allocate it with p2p_alloc");
-      int fd = cache_.get();
-      uint32_t flags = 0;
-      if (config_.unpin == UnpinPolicy::kAfterEach) flags = RESMEM_EDU_P2P_NO_CACHE;
-      if (config_.unpin == UnpinPolicy::kNever) {
-        auto kept = kept_.find({addr, len});
-        if (kept == kept_.end()) {
-          RESMEM_ASSIGN_OR_RETURN(Fd f, OpenEdu());
-          kept = kept_.emplace(std::make_pair(addr, len), std::move(f)).first;
-        }
-        fd = kept->second.get();
-      }
+      RESMEM_ASSIGN_OR_RETURN(const int fd, TransferFile(addr, len));
+      const uint32_t flags = config_.unpin == UnpinPolicy::kAfterEach ? RESMEM_EDU_P2P_NO_CACHE : 0;
       // The sample the device writes: one piece, at a piece boundary the seed picks.
       const uint64_t piece = std::min(kPiece, len) / 8 * 8;
       if (piece == 0) return Status::InvalidArgument(what + ": a transfer under 8 bytes");
@@ -625,36 +665,9 @@ Result<P2pDmaStats> KmodGpuDirect::Dma(uint64_t va, uint64_t length, uint64_t bl
       stats.seconds += w.device_ns / 1e9;
       (w.hit ? stats.hits : stats.pins)++;
       stats.evictions += w.evicted;
-      std::string data = "intact";
-      if (bar) {
-        uint64_t landed = 0;
-        for (uint64_t i = 0; i < piece; ++i) landed += bar[i] != kPoison;
-        if (landed == 0) data = "lost";
-        else if (pattern::CountMismatches(bar, piece, n, fill)) data = "mismatch";
-      } else {
-        data = "not checked (the allocation is freed)";
-      }
-      if (data == "lost") {
-        // An IOMMU's fault report comes asynchronously (its interrupt) and names the page ("fault
-        // addr 0x..."): wait for a line with that address, 2 s at most.
-        const std::string page = HexAddress(w.bus_addr & ~0xfffull);
-        bool named = false;
-        for (int i = 0; i < 20 && !named; ++i) {
-          for (const auto& l : DrainKernelLog()) named |= l.find(page) != std::string::npos;
-          if (!named) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-      }
+      const std::string data = JudgeLanded(bar, piece, n, fill, w.bus_addr);
       DrainKernelLog();
-      char line[400];
-      std::snprintf(line, sizeof line,
-                    "driver: %s: %s%s; the device's DMA of %" PRIu64 " bytes at +%" PRIu64 " (bus 0x%" PRIx64
-                    ", phys 0x%" PRIx64 ": %s) in %.0f ms: data %s",
-                    what.c_str(), w.hit ? "pin from the cache" : "get_pages + dma_map_pages",
-                    w.evicted ? (", after unpinning " + std::to_string(w.evicted) + " least recently used").c_str() : "",
-                    static_cast<uint64_t>(w.written), at, static_cast<uint64_t>(w.bus_addr),
-                    static_cast<uint64_t>(w.phys_addr), BusKind(w.bus_addr, w.phys_addr).c_str(), w.device_ns / 1e6,
-                    data.c_str());
-      Log(line);
+      LogTransfer(what, w, at, data);
       if (e == ECANCELED) return ModuleError(e, what + ": revoked during the transfer");
       if (data != "intact") stats.data = data;
     }

@@ -107,6 +107,48 @@ std::string Bandwidth(bool simulated, engine::PartContext& ctx, Backend& doctor,
   return engine::BandwidthJson(bw);
 }
 
+// The backend doctor reads: the platform (the host's, or --machine's simulated one) with the
+// reserved-memory devices of --region (kmod on a real machine unless given). Where that region
+// cannot be made and --region was not given (no module loaded here), the platform alone, said in
+// a note, and *check_devices false.
+Result<Backend> DoctorBackend(const DoctorArgs& a, bool simulated, engine::PartContext& ctx,
+                                      bool* check_devices) {
+  engine::BackendSpec spec;
+  spec.name = "doctor";
+  spec.platform = simulated ? "sim" : "host";
+  spec.region = a.region.value_or(simulated ? "sim" : "kmod");
+  spec.gpu = "sim";
+  auto backend = engine::MakeBackend(spec, ctx);
+  if (backend.ok() || a.region) return backend;
+  // On stderr when the JSON goes to stdout, which must hold the JSON alone.
+  (a.json == "-" ? std::cerr : std::cout)
+      << "note: no reserved-memory device checked (" << backend.status().message() << ")\n";
+  spec.region = "sim";
+  *check_devices = false;
+  return engine::MakeBackend(spec, ctx);
+}
+
+// --record DIR: the machine's files and a scenario that replays them; an exit code.
+int Record(Platform& platform, const std::string& dir) {
+  // The machine's own findings: a device's depend on its driver, which a recording lacks.
+  auto machine_report = engine::Diagnose(platform, nullptr);
+  if (!machine_report.ok()) {
+    std::cerr << "resmem doctor: " << machine_report.status().message() << "\n";
+    return kExitUnavailable;
+  }
+  auto rec = engine::RecordMachine(platform, *machine_report, dir);
+  if (!rec.ok()) {
+    std::cerr << "resmem doctor: --record " << dir << ": " << rec.status().message() << "\n";
+    return rec.status().code() == kFailedPrecondition ? kExitUnavailable : kExitBadInput;
+  }
+  std::cerr << "recorded into " << dir << ":";
+  for (const auto& f : rec->files) std::cerr << " " << std::filesystem::path(f).filename().string();
+  std::cerr << "\n";
+  for (const auto& n : rec->notes) std::cerr << "record note: " << n << "\n";
+  std::cerr << "replay it: resmem run " << dir << "/scenario.toml\n";
+  return kExitOk;
+}
+
 int Doctor(const DoctorArgs& a) {
   engine::PartContext ctx;
   const bool simulated = !a.machine.empty();
@@ -121,28 +163,11 @@ int Doctor(const DoctorArgs& a) {
   }
   engine::DoctorOptions options;
   if (a.module && !ModuleFileArgument(*a.module, &options.module)) return kExitBadInput;
-  engine::BackendSpec spec;
-  spec.name = "doctor";
-  spec.platform = simulated ? "sim" : "host";
-  spec.region = a.region.value_or(simulated ? "sim" : "kmod");
-  spec.gpu = "sim";
-  auto backend = engine::MakeBackend(spec, ctx);
-  if (!backend.ok() && a.region) {
+  bool check_devices = true;
+  auto backend = DoctorBackend(a, simulated, ctx, &check_devices);
+  if (!backend.ok()) {
     std::cerr << "resmem doctor: " << backend.status().message() << "\n";
     return kExitUnavailable;
-  }
-  bool check_devices = true;
-  if (!backend.ok()) {  // no module loaded here: diagnose the platform alone, and say so
-    // On stderr when the JSON goes to stdout, which must hold the JSON alone.
-    (a.json == "-" ? std::cerr : std::cout)
-        << "note: no reserved-memory device checked (" << backend.status().message() << ")\n";
-    spec.region = "sim";
-    backend = engine::MakeBackend(spec, ctx);
-    check_devices = false;
-    if (!backend.ok()) {
-      std::cerr << "resmem doctor: " << backend.status().message() << "\n";
-      return kExitUnavailable;
-    }
   }
   auto report = engine::Diagnose(*backend->platform, check_devices ? backend->regions.get() : nullptr,
                                  options);
@@ -164,23 +189,8 @@ int Doctor(const DoctorArgs& a) {
     if (!json.empty()) std::ofstream(json) << doc;
   }
   if (a.record) {
-    const std::string& dir = *a.record;
-    // The machine's own findings: a device's depend on its driver, which a recording lacks.
-    auto machine_report = engine::Diagnose(*backend->platform, nullptr);
-    if (!machine_report.ok()) {
-      std::cerr << "resmem doctor: " << machine_report.status().message() << "\n";
-      return kExitUnavailable;
-    }
-    auto rec = engine::RecordMachine(*backend->platform, *machine_report, dir);
-    if (!rec.ok()) {
-      std::cerr << "resmem doctor: --record " << dir << ": " << rec.status().message() << "\n";
-      return rec.status().code() == kFailedPrecondition ? kExitUnavailable : kExitBadInput;
-    }
-    std::cerr << "recorded into " << dir << ":";
-    for (const auto& f : rec->files) std::cerr << " " << std::filesystem::path(f).filename().string();
-    std::cerr << "\n";
-    for (const auto& n : rec->notes) std::cerr << "record note: " << n << "\n";
-    std::cerr << "replay it: resmem run " << dir << "/scenario.toml\n";
+    const int rc = Record(*backend->platform, *a.record);
+    if (rc != kExitOk) return rc;
   }
   if (report->has_errors()) return kExitCheckFailed;
   if (a.bandwidth && !gpu_error.empty()) {

@@ -105,62 +105,67 @@ SimAccess SimMapping::BeginAccess(uint64_t offset, uint64_t len, AccessKind kind
   // The page table: a frame with bits above the CPU's address width is a reserved-bit fault;
   // the kernel prints the oops and kills the process (seed 002; FACTS.md: SIGKILL, rc 137).
   const uint64_t pte = PteOfPage(offset / kPage);
-  if (PteReservedBits(pte, world_->spec.phys_addr_bits)) {
-    const uint64_t va = address_ + offset;
-    const std::string oops = CorruptedPageTableOops("resmem", va, pte,
-                                                    ReservedBitFaultCode(write),
-                                                    world_->NextOops());
-    size_t start = 0;
-    while (start <= oops.size()) {
-      const size_t nl = oops.find('\n', start);
-      world_->Log(oops.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-      if (nl == std::string::npos) break;
-      start = nl + 1;
-    }
-    access.valid_bytes = 0;
-    access.status = Status::Signal(
-        SIGKILL, oops + "\nThe PTE's frame " + HexAddress(PtePhys(pte)) + " has bits above the " +
-                     std::to_string(world_->spec.phys_addr_bits) +
-                     "-bit physical address width: the driver gave remap_pfn_range a kernel "
-                     "virtual address as the PFN. Pass phys_addr >> PAGE_SHIFT instead");
-    return access;
-  }
+  if (PteReservedBits(pte, world_->spec.phys_addr_bits)) return ReservedBitFault(offset, pte, write);
   const uint64_t phys = PhysOf(offset);
-  if (setup_.pfn_is_kernel_virtual) {
-    const uint64_t lo = setup_.range_phys;
-    const uint64_t hi = setup_.range_phys + setup_.range_size;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!warned_outside_ && (phys < lo || phys + n > hi || phys + n < phys)) {
-      warned_outside_ = true;
-      world_->Log("resmem: warning: " + setup_.device + " mapping at " + HexAddress(address_) +
-                  " translates to phys " + HexAddress(phys) + ", outside the reservation " + HexAddress(lo) +
-                  "-" + HexAddress(hi - 1) +
-                  ": the PFN is a kernel virtual address that fits the address width, so "
-                  "accesses silently hit other memory");
-    }
-  }
+  if (setup_.pfn_is_kernel_virtual) WarnIfOutsideReservation(phys, n);
 
   // Fault points over the physical span, so a scenario can fail an address range.
   const FaultOutcome f = world_->faults->Check(write ? "region.write" : "region.read", phys, n);
-  if (f.fired) {
-    switch (f.effect) {
-      case FaultEffect::kError:
-      case FaultEffect::kSignal:
-        access.valid_bytes = 0;
-        access.status = f.status;
-        break;
-      case FaultEffect::kDelay: access.delay_seconds = f.delay_seconds; break;
-      case FaultEffect::kCorrupt:
-        access.corrupt_offset = f.corrupt_offset;
-        access.corrupt_xor = f.corrupt_xor;
-        break;
-      case FaultEffect::kShortCopy:
-        // A torn access: only the first bytes move, and nothing reports it.
-        access.valid_bytes = std::min(access.valid_bytes, f.short_length);
-        break;
-    }
-  }
+  if (f.fired) ApplyFault(f, access);
   return access;
+}
+
+SimAccess SimMapping::ReservedBitFault(uint64_t offset, uint64_t pte, bool write) {
+  const uint64_t va = address_ + offset;
+  const std::string oops = CorruptedPageTableOops("resmem", va, pte, ReservedBitFaultCode(write),
+                                                  world_->NextOops());
+  size_t start = 0;
+  while (start <= oops.size()) {
+    const size_t nl = oops.find('\n', start);
+    world_->Log(oops.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  SimAccess access;
+  access.valid_bytes = 0;
+  access.status = Status::Signal(
+      SIGKILL, oops + "\nThe PTE's frame " + HexAddress(PtePhys(pte)) + " has bits above the " +
+                   std::to_string(world_->spec.phys_addr_bits) +
+                   "-bit physical address width: the driver gave remap_pfn_range a kernel "
+                   "virtual address as the PFN. Pass phys_addr >> PAGE_SHIFT instead");
+  return access;
+}
+
+void SimMapping::WarnIfOutsideReservation(uint64_t phys, uint64_t n) {
+  const uint64_t lo = setup_.range_phys;
+  const uint64_t hi = setup_.range_phys + setup_.range_size;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (warned_outside_ || (phys >= lo && phys + n <= hi && phys + n >= phys)) return;
+  warned_outside_ = true;
+  world_->Log("resmem: warning: " + setup_.device + " mapping at " + HexAddress(address_) +
+              " translates to phys " + HexAddress(phys) + ", outside the reservation " + HexAddress(lo) +
+              "-" + HexAddress(hi - 1) +
+              ": the PFN is a kernel virtual address that fits the address width, so "
+              "accesses silently hit other memory");
+}
+
+void SimMapping::ApplyFault(const FaultOutcome& f, SimAccess& access) {
+  switch (f.effect) {
+    case FaultEffect::kError:
+    case FaultEffect::kSignal:
+      access.valid_bytes = 0;
+      access.status = f.status;
+      break;
+    case FaultEffect::kDelay: access.delay_seconds = f.delay_seconds; break;
+    case FaultEffect::kCorrupt:
+      access.corrupt_offset = f.corrupt_offset;
+      access.corrupt_xor = f.corrupt_xor;
+      break;
+    case FaultEffect::kShortCopy:
+      // A torn access: only the first bytes move, and nothing reports it.
+      access.valid_bytes = std::min(access.valid_bytes, f.short_length);
+      break;
+  }
 }
 
 void SimMapping::RawRead(uint64_t offset, void* out, uint64_t len) {

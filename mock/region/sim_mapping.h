@@ -63,6 +63,13 @@ class SimMapping : public SimHostMemory {
   const SimMappingSetup& setup() const { return setup_; }
 
  private:
+  // BeginAccess's checks past the protection and the remapped part: the oops of a PTE with
+  // reserved bits (the access killed); the one-time warning of a frame outside the reservation;
+  // a fired fault point's effect on the access.
+  SimAccess ReservedBitFault(uint64_t offset, uint64_t pte, bool write);
+  void WarnIfOutsideReservation(uint64_t phys, uint64_t n);
+  static void ApplyFault(const FaultOutcome& f, SimAccess& access);
+
   SimMappingSetup setup_;
   MappingFacts facts_;
   uint64_t address_ = 0;
