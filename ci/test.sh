@@ -116,6 +116,7 @@ import glob, re, sys, xml.etree.ElementTree as ET
 lane, testlogs, totals, tests_file = sys.argv[1:5]
 passed = failed = skipped = 0
 skips = []
+unreadable = []
 # "//a/b:c" -> "a/b/c", the test's folder under bazel-testlogs; a sharded test's results are in
 # its folder's shard_N_of_M/ (shard_count in BUILD).
 lane_targets = {l.strip().lstrip("/").replace(":", "/") for l in open(tests_file) if l.strip()}
@@ -128,7 +129,8 @@ for path in sorted(glob.glob(f"{testlogs}/**/test.xml", recursive=True)):
         continue
     try:
         root = ET.parse(path).getroot()
-    except ET.ParseError:
+    except ET.ParseError as e:
+        unreadable.append(f"  //{target}: {e}")
         continue
     for tc in root.iter("testcase"):
         name = f"//{target}: {tc.get('classname', '')}.{tc.get('name', '')}".replace(": .", ": ")
@@ -146,6 +148,10 @@ for path in sorted(glob.glob(f"{testlogs}/**/test.xml", recursive=True)):
 if skips:
     print(f"lane {lane}: test cases skipped here, with the reason:")
     print("\n".join(skips))
+if unreadable:
+    # Its cases are not in the counts below: Bazel's verdict lines at the end say how it ended.
+    print(f"lane {lane}: JUnit files that do not parse, their cases not counted:")
+    print("\n".join(unreadable))
 print(f"lane {lane}: {passed} passed, {failed} failed, {skipped} skipped")
 with open(totals, "a") as f:
     f.write(f"{passed} {failed} {skipped}\n")

@@ -13,8 +13,8 @@
 #   4. other FUSE mounts (fusectl, sshfs) are not "a resmem FUSE mount left behind"; a resmem-fuse
 #      mount is, and fails the run;
 #   5. a failing layer check fails the run and says so;
-#   6. the lanes' summaries count a sharded test's cases (bazel-testlogs/T/shard_N_of_M/test.xml)
-#      and a sanitizer report in a shard's log fails the run.
+#   6. the lanes' summaries count a sharded test's cases (bazel-testlogs/T/shard_N_of_M/test.xml),
+#      name a JUnit file that does not parse, and a sanitizer report in a shard's log fails the run.
 # ci/setup.sh, ci/layers.sh and ci/profile_summary.py are stand-ins too: this tests the lanes'
 # order and settings, not the suite. Usage: test_lanes_test.sh CI_TEST_SH
 set -u
@@ -108,6 +108,15 @@ xml_of "$L/two_test/test.xml" pass
 run both STUB_AWAIT_ASAN=1
 grep -q "lane plain: 3 passed, 0 failed, 1 skipped" "$T/both.out" &&
   ok "the plain lane's summary counts both shards of a sharded test" || bad "plain lane's summary: $(grep 'lane plain: [0-9]' "$T/both.out")"
+! grep -q "do not parse" "$T/both.out" && ok "no JUnit file is called unreadable when each parses" || bad "a parsing JUnit file called unreadable"
+# A JUnit file that does not parse (a control character in a failure's text) is named, not dropped.
+cp "$L/two_test/test.xml" "$T/two.xml"
+printf '<testsuites><testsuite name="t"><testcase name="p"><failure message="\033[1m"/></testcase></testsuite></testsuites>' > "$L/two_test/test.xml"
+run badxml RESMEM_CI_LANES=plain STUB_SLEEP=0.1
+cp "$T/two.xml" "$L/two_test/test.xml"
+grep -A1 "lane plain: JUnit files that do not parse" "$T/badxml.out" | grep -q "^  //a/two_test: " &&
+  grep -q "lane plain: 2 passed, 0 failed, 1 skipped" "$T/badxml.out" &&
+  ok "a JUnit file that does not parse is named, its cases left out of the counts" || { bad "an unreadable JUnit file: $(grep -A1 'lane plain' "$T/badxml.out" | head -4)"; }
 plain=$(calls plain both '//\.\.\.')
 p1=$(calls asan both ',-exclusive ')
 p2=$(calls asan both '--target_pattern_file' | grep -v ',-exclusive ')
