@@ -134,24 +134,35 @@ def case_time(d):
     return times[-1] if times else None
 
 
+# Characters XML 1.0 does not allow, even escaped: the C0 controls but tab, newline and carriage
+# return. A console carries them (a firmware's ESC sequences, a garbled line), and one of them in
+# a case's diagnostics would leave the whole file unreadable.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def esc(text):
+    """text escaped for XML, each character XML cannot hold written as \\xNN."""
+    return html.escape(NOT_XML.sub(lambda m: "\\x%02x" % ord(m.group()), text))
+
+
 def write_junit(xml, lane, kver, cases, skipped, problems):
     failed = [c for c in cases if not c[1]]
     with open(xml, "w") as f:
         f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
         f.write('<testsuites><testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">\n'
                 % (lane, len(cases), len(failed), len(problems), len(skipped)))
-        f.write('<properties><property name="kernel" value="%s"/></properties>\n' % html.escape(kver))
+        f.write('<properties><property name="kernel" value="%s"/></properties>\n' % esc(kver))
         for name, ok, d in cases:
             t = case_time(d)
-            f.write('<testcase name="%s" classname="%s"%s>' % (html.escape(name), lane,
+            f.write('<testcase name="%s" classname="%s"%s>' % (esc(name), lane,
                     ' time="%.2f"' % t if t is not None else ""))
             if not ok:
-                f.write('<failure message="%s">%s</failure>' % (html.escape(name), html.escape("\n".join(d))))
+                f.write('<failure message="%s">%s</failure>' % (esc(name), esc("\n".join(d))))
             elif name in skipped:
-                f.write('<skipped message="%s"/>' % html.escape(skipped[name]))
-            f.write('<system-out>%s</system-out></testcase>\n' % html.escape("\n".join(d)))
+                f.write('<skipped message="%s"/>' % esc(skipped[name]))
+            f.write('<system-out>%s</system-out></testcase>\n' % esc("\n".join(d)))
         for p in problems:
-            f.write('<testcase name="lane" classname="%s"><error message="%s"/></testcase>\n' % (lane, html.escape(p)))
+            f.write('<testcase name="lane" classname="%s"><error message="%s"/></testcase>\n' % (lane, esc(p)))
         f.write("</testsuite></testsuites>\n")
 
 

@@ -3,7 +3,8 @@
 # two-boot run (every case with its diagnostics, a case's `# time` as its time attribute, a skip
 # with its reason, the parity transcripts against a golden file, the host's cases); and each way
 # a run fails: a case that failed, QEMU's edu clamping an address, a boot without its plan, a plan
-# its cases do not match, a transcript that differs from the golden file. Needs no QEMU.
+# its cases do not match, a transcript that differs from the golden file; control characters from
+# the console never make the file unreadable. Needs no QEMU.
 set -u
 T=${TEST_TMPDIR:-$(mktemp -d)}
 source ci/checks.sh
@@ -75,6 +76,13 @@ check "the failed case carries its diagnostics" failed "c['edu_dma_blocks'].find
 check "QEMU's edu clamping an address fails its own case, with the line" failed \
   "c['edu_device_never_clamped_an_address'].find('failure').text" "EDU: clamping DMA 0x0000000140000000 to 0x0000000040000000!"
 check "the counts say so" failed "(s.get('failures'), s.get('errors'))" "('2', '0')"
+
+# A console's control characters (a firmware's ESC sequences) in diagnostics: the file still parses.
+sed 's/^# the DMA wrote elsewhere$/# the DMA wrote \x1b[1melsewhere\x1b[0m/; s/^# loaded resmem.ko$/# loaded \x07resmem.ko/' "$T/failed.txt" > "$T/ctrl.txt"
+run ctrl "$T/ctrl.txt" 2
+check "control characters in a failed case's diagnostics are written as \\xNN, and the file parses" ctrl \
+  "c['edu_dma_blocks'].find('failure').text.splitlines()[-1]" 'the DMA wrote \x1b[1melsewhere\x1b[0m'
+check "and in a passing case's output" ctrl "c['a_module_loads'].find('system-out').text.splitlines()[0]" 'loaded \x07resmem.ko'
 
 run noplan "$T/clean.txt" 3
 [ $rc = 1 ] && ok "a boot that printed no plan makes the run exit 1" || bad "missing plan: exit $rc"
