@@ -162,6 +162,108 @@ void PrintRow(const char* label, const Measured& r, const std::string& note) {
               r.plain.write, r.aligned_passes, note.empty() ? "" : ("  (" + note + ")").c_str());
 }
 
+// One row of the table: the device's pages, whether the mount passes the mapping through to
+// them, whether it raises the writeback limits, and whether the mapping is placed off 2 MiB.
+struct Config {
+  bool passthrough, raise;
+  DevicePages pages;
+  const char* label;
+  bool misalign = false;
+};
+
+// What one configuration's rows measure with: the size, the passes and the buffers.
+struct Run {
+  uint64_t size = 0;
+  int passes = 0, ioctls = 0;
+  const Buffer* plain = nullptr;
+  const Buffer* scratch = nullptr;
+};
+
+// Fills the device (the reserved RAM holds data before a program maps it: a cold read measures
+// the first touch of existing pages, not their allocation); with passthrough, prints the floor
+// for any mapping of a file, the device's own file mapped directly, no FUSE (its first touch
+// pays the faults a passthrough mapping pays). False, said on stderr, when it cannot.
+bool FillDevice(RegionProvider& provider, const Config& config, const Run& run) {
+  auto handle = provider.Open(OpenRequest{});
+  MapRequest whole;
+  whole.length = run.size;
+  auto mem = handle.ok() ? handle.value()->Map(whole) : Result<std::unique_ptr<HostMemory>>(handle.status());
+  if (!mem.ok() || !mem.value()->data()) {
+    std::fprintf(stderr, "fuse_bench: cannot fill the device: %s\n",
+                 mem.ok() ? "not addressable" : mem.status().ToString().c_str());
+    return false;
+  }
+  std::memset(mem.value()->data(), 0x5a, run.size);
+  auto span = mem.value()->file_span();
+  if (config.passthrough && span) {
+    std::printf("%-30s %s\n", "device's file:", span->backing.c_str());
+    PrintRow("same file mapped, no FUSE",
+             MeasureAgainstPlain(span->fd, false, run.size, run.passes, run.plain->data, run.scratch->data,
+                                 config.misalign),
+             "");
+  }
+  return true;
+}
+
+// What the daemon says about the path taken: the passthrough line and the device's open files.
+void PrintDaemonLines(FuseDevice& dev) {
+  auto status = dev.ControlStatus();
+  if (!status.ok()) return;
+  std::istringstream lines(*status);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("passthrough:", 0) == 0 || line.rfind("io ", 0) == 0 || line.rfind("backing ", 0) == 0 ||
+        line.rfind("counters ", 0) == 0) {
+      std::printf("%-30s %s\n", "", line.c_str());
+    }
+  }
+}
+
+// The ioctl round trip through the daemon: the median of 5 passes of `ioctls` calls.
+void PrintIoctlRoundTrip(int fd, int ioctls) {
+  std::vector<double> us;
+  for (int pass = 0; pass < 5; ++pass) {
+    __u64 len = 0;
+    double t0 = Now();
+    for (int i = 0; i < ioctls; ++i) ioctl(fd, RESMEM_IOC_LENGTH, &len);
+    us.push_back((Now() - t0) / ioctls * 1e6);
+  }
+  std::printf("%-30s %.2f us per call (median of 5 x %d)\n", "ioctl RESMEM_IOC_LENGTH", MedianUpper(us), ioctls);
+}
+
+// One configuration's rows; the exit code (0, or 3/4 on a mount or device failure).
+int RunConfig(const Config& config, const Run& run) {
+  MemoryDeviceSpec spec;
+  spec.size = run.size;
+  spec.pages = config.pages;
+  auto provider = MakeMemoryRegionProvider({spec});
+  if (!provider.ok()) {
+    std::fprintf(stderr, "fuse_bench: %s\n", provider.status().ToString().c_str());
+    return 4;
+  }
+  if (!FillDevice(*provider.value(), config, run)) return 4;
+  MountOptions opts;
+  opts.raise_writeback_limits = config.raise;
+  opts.passthrough = config.passthrough;
+  auto dev = FuseDevice::Mount(*provider.value(), opts);
+  if (!dev.ok()) {
+    std::fprintf(stderr, "fuse_bench: %s\n", dev.status().ToString().c_str());
+    return 3;
+  }
+  int fd = open(dev.value()->DevicePath("resmem0").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    std::perror("fuse_bench: open of the emulated device");
+    return 4;
+  }
+  PrintRow(config.label,
+           MeasureAgainstPlain(fd, !config.passthrough, run.size, run.passes, run.plain->data, run.scratch->data,
+                               config.misalign),
+           dev.value()->writeback_note());
+  PrintDaemonLines(*dev.value());
+  if (config.raise && !config.passthrough) PrintIoctlRoundTrip(fd, run.ioctls);
+  close(fd);
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   uint64_t size_mib = 256;
   int passes = 5, ioctls = 20000;
@@ -183,19 +285,11 @@ int Main(int argc, char** argv) {
   Buffer scratch(size);
   std::printf("fuse_bench: %llu MiB, %d passes (medians), GB/s = 1e9 B/s\n",
               static_cast<unsigned long long>(size_mib), passes);
-
   // Plain memory: an anonymous buffer, timed in the same passes as each mapping.
   Buffer plain(size);
-
   // The device's pages: 2 MiB where the process may mount a private huge tmpfs (root), else a
   // memfd (the backing line says which), and the 4 KiB memfd the passthrough row had before.
   // The passthrough row once more with its mapping placed off a 2 MiB boundary.
-  struct Config {
-    bool passthrough, raise;
-    DevicePages pages;
-    const char* label;
-    bool misalign = false;
-  };
   const Config configs[] = {
       {true, true, DevicePages::kHugeWherePossible, "FUSE mapping, passthrough"},
       {true, true, DevicePages::kHugeWherePossible, "passthrough, not 2 MiB aligned", true},
@@ -203,81 +297,9 @@ int Main(int argc, char** argv) {
       {false, true, DevicePages::kHugeWherePossible, "FUSE daemon path, raised"},
       {false, false, DevicePages::kHugeWherePossible, "FUSE daemon path, default"},
   };
-  for (const Config& config : configs) {
-    const bool raise = config.raise;
-    MemoryDeviceSpec spec;
-    spec.size = size;
-    spec.pages = config.pages;
-    auto provider = MakeMemoryRegionProvider({spec});
-    if (!provider.ok()) {
-      std::fprintf(stderr, "fuse_bench: %s\n", provider.status().ToString().c_str());
-      return 4;
-    }
-    // The reserved RAM holds data before a program maps it (the producer wrote it): fill the
-    // device, so a cold read measures the first touch of existing pages, not their allocation.
-    {
-      auto handle = provider.value()->Open(OpenRequest{});
-      MapRequest whole;
-      whole.length = size;
-      auto mem = handle.ok() ? handle.value()->Map(whole) : Result<std::unique_ptr<HostMemory>>(handle.status());
-      if (!mem.ok() || !mem.value()->data()) {
-        std::fprintf(stderr, "fuse_bench: cannot fill the device: %s\n",
-                     mem.ok() ? "not addressable" : mem.status().ToString().c_str());
-        return 4;
-      }
-      std::memset(mem.value()->data(), 0x5a, size);
-      // The floor for any mapping of a file: the device's own file mapped directly, no FUSE.
-      // Its first touch pays the same page faults that a passthrough mapping pays.
-      auto span = mem.value()->file_span();
-      if (config.passthrough && span) {
-        std::printf("%-30s %s\n", "device's file:", span->backing.c_str());
-        PrintRow("same file mapped, no FUSE",
-                 MeasureAgainstPlain(span->fd, false, size, passes, plain.data, scratch.data,
-                                     config.misalign),
-                 "");
-      }
-    }
-    MountOptions opts;
-    opts.raise_writeback_limits = raise;
-    opts.passthrough = config.passthrough;
-    auto dev = FuseDevice::Mount(*provider.value(), opts);
-    if (!dev.ok()) {
-      std::fprintf(stderr, "fuse_bench: %s\n", dev.status().ToString().c_str());
-      return 3;
-    }
-    int fd = open(dev.value()->DevicePath("resmem0").c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      std::perror("fuse_bench: open of the emulated device");
-      return 4;
-    }
-    PrintRow(config.label,
-             MeasureAgainstPlain(fd, !config.passthrough, size, passes, plain.data, scratch.data,
-                                 config.misalign),
-             dev.value()->writeback_note());
-    // What the daemon says about the path taken: the passthrough line and the device's open files.
-    if (auto status = dev.value()->ControlStatus(); status.ok()) {
-      std::istringstream lines(*status);
-      for (std::string line; std::getline(lines, line);) {
-        if (line.rfind("passthrough:", 0) == 0 || line.rfind("io ", 0) == 0 ||
-            line.rfind("backing ", 0) == 0 ||
-            line.rfind("counters ", 0) == 0) {
-          std::printf("%-30s %s\n", "", line.c_str());
-        }
-      }
-    }
-    if (raise && !config.passthrough) {
-      std::vector<double> us;
-      for (int pass = 0; pass < 5; ++pass) {
-        __u64 len = 0;
-        double t0 = Now();
-        for (int i = 0; i < ioctls; ++i) ioctl(fd, RESMEM_IOC_LENGTH, &len);
-        us.push_back((Now() - t0) / ioctls * 1e6);
-      }
-      std::printf("%-30s %.2f us per call (median of 5 x %d)\n", "ioctl RESMEM_IOC_LENGTH",
-                  MedianUpper(us), ioctls);
-    }
-    close(fd);
-  }
+  const Run run{size, passes, ioctls, &plain, &scratch};
+  for (const Config& config : configs)
+    if (const int rc = RunConfig(config, run); rc != 0) return rc;
   return 0;
 }
 
