@@ -313,61 +313,62 @@ namespace {
 
 // One finding per memory option that did not do what its author meant, from the kernel's own
 // reading of it (FactsFor -> sim::Boot; rules and sources in mock/machine/linux_rules.h).
+// What each kind of misread option means for its author, and the way out.
+struct OptionKind {
+  sim::OptionProblem kind;
+  const char* id;
+  const char* severity;
+  const char* lead;  // put before the detail
+  const char* remedy;
+  const char* seed;
+};
+const OptionKind kOptionKinds[] = {
+    {sim::OptionProblem::kActsAsMem, "memmap-without-reservation", "error", "reserves nothing: ",
+     "write memmap=SIZE$START; escape the dollar (grub.cfg: memmap=SIZE\\$START; "
+     "/etc/default/grub, in double quotes: memmap=SIZE\\\\\\$START) or GRUB expands it",
+     "002_94e4d7274f023a25.txt"},
+    {sim::OptionProblem::kUnknownForm, "option-unknown-form", "error", "",
+     "use a form this kernel knows (memmap=SIZE$START reserves on every version), or a newer "
+     "kernel",
+     ""},
+    {sim::OptionProblem::kNoStartAddress, "memmap-no-start-address", "error", "reserves from address 0: ",
+     "give the start address after the operator: memmap=SIZE$START", ""},
+    {sim::OptionProblem::kRemovesAllRam, "memmap-removes-all-ram", "error", "",
+     "memmap= needs SIZE$START (or @ # ! %); a bare size is a memory limit", ""},
+    {sim::OptionProblem::kEndWraps, "memmap-end-wraps", "error", "",
+     "keep START + SIZE below the end of physical memory", ""},
+    {sim::OptionProblem::kSameTypes, "memmap-same-types", "error", "",
+     "memmap=SIZE%START-OLD+NEW needs two different types", ""},
+    {sim::OptionProblem::kLineCut, "cmdline-cut", "error", "",
+     "shorten the command line below 2048 characters; put the memory options first", ""},
+    {sim::OptionProblem::kMalformed, "option-malformed", "warning", "partly read: ",
+     "write the option exactly in one of the forms of Documentation/admin-guide/"
+     "kernel-parameters.txt (mem=SIZE, memmap=SIZE$START, ...)",
+     ""},
+    {sim::OptionProblem::kTrailingIgnored, "option-trailing-ignored", "warning", "",
+     "drop the trailing characters (sizes take one of K M G T P E, no 'B')", ""},
+    {sim::OptionProblem::kNoEffect, "option-no-effect", "warning", "has no effect: ",
+     "start the value with a number: mem=SIZE, memmap=SIZE$START", ""},
+    {sim::OptionProblem::kZeroSize, "option-zero-size", "warning", "", "give a size above 0", ""},
+    {sim::OptionProblem::kIgnoredAfterDashDash, "option-after-dashdash", "warning", "",
+     "move the option before \"--\"", ""},
+    {sim::OptionProblem::kOverlapsReservation, "reservations-overlap", "warning", "",
+     "give each memmap=SIZE$START its own range", ""},
+    {sim::OptionProblem::kMemBelowReservation, "mem-below-reservation", "warning", "",
+     "drop mem=: memmap=SIZE$START alone reserves the range and the kernel keeps the rest",
+     "000_bd71b0f62b937591.txt"},
+    {sim::OptionProblem::kNopentium, "option-no-effect", "info", "", "drop mem=nopentium", ""},
+    // kOverNonRam: reservation-over-hole says it, from the firmware map.
+};
+
 void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
   using P = sim::OptionProblem;
   const std::string version =
       f.kernel_version.empty() ? std::string("the newest Linux") : "Linux " + f.kernel_version;
   const std::string evidence = "/proc/cmdline: " + f.cmdline + "; read with " + version +
                                "'s rules (arch/x86/kernel/e820.c parse_memopt, parse_memmap_one)";
-  // What each kind of misread option means for its author, and the way out.
-  struct Kind {
-    P kind;
-    const char* id;
-    const char* severity;
-    const char* lead;  // put before the detail
-    const char* remedy;
-    const char* seed;
-  };
-  static const Kind kKinds[] = {
-      {P::kActsAsMem, "memmap-without-reservation", "error", "reserves nothing: ",
-       "write memmap=SIZE$START; escape the dollar (grub.cfg: memmap=SIZE\\$START; "
-       "/etc/default/grub, in double quotes: memmap=SIZE\\\\\\$START) or GRUB expands it",
-       "002_94e4d7274f023a25.txt"},
-      {P::kUnknownForm, "option-unknown-form", "error", "",
-       "use a form this kernel knows (memmap=SIZE$START reserves on every version), or a newer "
-       "kernel",
-       ""},
-      {P::kNoStartAddress, "memmap-no-start-address", "error", "reserves from address 0: ",
-       "give the start address after the operator: memmap=SIZE$START", ""},
-      {P::kRemovesAllRam, "memmap-removes-all-ram", "error", "",
-       "memmap= needs SIZE$START (or @ # ! %); a bare size is a memory limit", ""},
-      {P::kEndWraps, "memmap-end-wraps", "error", "",
-       "keep START + SIZE below the end of physical memory", ""},
-      {P::kSameTypes, "memmap-same-types", "error", "",
-       "memmap=SIZE%START-OLD+NEW needs two different types", ""},
-      {P::kLineCut, "cmdline-cut", "error", "",
-       "shorten the command line below 2048 characters; put the memory options first", ""},
-      {P::kMalformed, "option-malformed", "warning", "partly read: ",
-       "write the option exactly in one of the forms of Documentation/admin-guide/"
-       "kernel-parameters.txt (mem=SIZE, memmap=SIZE$START, ...)",
-       ""},
-      {P::kTrailingIgnored, "option-trailing-ignored", "warning", "",
-       "drop the trailing characters (sizes take one of K M G T P E, no 'B')", ""},
-      {P::kNoEffect, "option-no-effect", "warning", "has no effect: ",
-       "start the value with a number: mem=SIZE, memmap=SIZE$START", ""},
-      {P::kZeroSize, "option-zero-size", "warning", "", "give a size above 0", ""},
-      {P::kIgnoredAfterDashDash, "option-after-dashdash", "warning", "",
-       "move the option before \"--\"", ""},
-      {P::kOverlapsReservation, "reservations-overlap", "warning", "",
-       "give each memmap=SIZE$START its own range", ""},
-      {P::kMemBelowReservation, "mem-below-reservation", "warning", "",
-       "drop mem=: memmap=SIZE$START alone reserves the range and the kernel keeps the rest",
-       "000_bd71b0f62b937591.txt"},
-      {P::kNopentium, "option-no-effect", "info", "", "drop mem=nopentium", ""},
-      // kOverNonRam: reservation-over-hole says it, from the firmware map.
-  };
   auto finding = [&](P kind, const std::string& option, const std::string& detail) {
-    for (const Kind& k : kKinds) {
+    for (const OptionKind& k : kOptionKinds) {
       if (k.kind != kind) continue;
       const std::string head = option.empty() ? "" : "'" + option + "': ";
       add({k.id, k.severity, head + k.lead + detail, evidence, k.remedy, k.seed});

@@ -300,82 +300,102 @@ void ReadPerf(Reader& rd, const toml::table& t, MachineSpec* spec) {
   }
 }
 
-void ReadFirmware(Reader& rd, const toml::table& t, MachineSpec* spec) {
-  if (const auto* arr = ArrayOfTables(rd, t, "e820", "{ start = 0x0, last = 0x9fbff, type = \"usable\" }")) {
-    spec->firmware_e820.clear();
-    int i = 0;
-    for (const auto& e : *arr) {
-      const auto& et = *e.as_table();
-      const std::string where = "e820[" + std::to_string(i++) + "].";
-      CheckKeys(rd, et, where, {"start", "last", "size", "end", "type"});
-      E820Entry entry;
-      if (!rd.Range(et, where, &entry.start, &entry.end)) return;
-      const toml::node* tn = et.get("type");
-      if (!tn) {
-        rd.Fail(et, where + "type", "missing: usable, reserved, ACPI data, ACPI NVS, unusable, "
-                                    "persistent (type 7), persistent (type 12), soft reserved or a number");
-        return;
-      }
-      if (tn->is_integer()) {
-        const int64_t n = *tn->value<int64_t>();
-        if (n < 1 || n > 0xffffffffll) {
-          rd.Fail(*tn, where + "type", "an e820 type number is 1 to 2^32-1");
-          return;
-        }
-        entry.type = static_cast<E820Type>(static_cast<int>(static_cast<uint32_t>(n)));
-      } else if (tn->is_string()) {
-        auto type = ParseE820TypeWord(*tn->value<std::string>());
-        if (!type.ok()) {
-          rd.Fail(*tn, where + "type", type.status().message());
-          return;
-        }
-        entry.type = *type;
-      } else {
-        rd.Fail(*tn, where + "type", "expected a type word or number");
-        return;
-      }
-      spec->firmware_e820.push_back(entry);
-    }
+// An e820 entry's type: a word (usable, reserved, ...) or the type's number. False after a
+// failure it reported.
+bool ReadE820Type(Reader& rd, const toml::table& et, const std::string& where, E820Entry* entry) {
+  const toml::node* tn = et.get("type");
+  if (!tn) {
+    rd.Fail(et, where + "type", "missing: usable, reserved, ACPI data, ACPI NVS, unusable, "
+                                "persistent (type 7), persistent (type 12), soft reserved or a number");
+    return false;
   }
-  if (const auto* arr = ArrayOfTables(rd, t, "mmio", "{ start = 0xfec00000, last = 0xfec003ff, name = \"IOAPIC 0\" }")) {
-    spec->mmio.clear();
-    int i = 0;
-    for (const auto& e : *arr) {
-      const auto& et = *e.as_table();
-      const std::string where = "mmio[" + std::to_string(i++) + "].";
-      CheckKeys(rd, et, where, {"start", "last", "size", "end", "name"});
-      MmioRange m;
-      if (!rd.Range(et, where, &m.start, &m.end)) return;
-      auto name = rd.String(et, "name", where);
-      if (!name || name->empty()) {
-        rd.Fail(et, where + "name", "each window has the name /proc/iomem shows (\"PCI Bus 0000:00\")");
-        return;
-      }
-      m.name = *name;
-      spec->mmio.push_back(m);
+  if (tn->is_integer()) {
+    const int64_t n = *tn->value<int64_t>();
+    if (n < 1 || n > 0xffffffffll) {
+      rd.Fail(*tn, where + "type", "an e820 type number is 1 to 2^32-1");
+      return false;
     }
+    entry->type = static_cast<E820Type>(static_cast<int>(static_cast<uint32_t>(n)));
+    return true;
   }
-  if (const toml::node* n = t.get("early_edits")) {
-    const auto* arr = n->as_array();
-    if (!arr) {
-      rd.Fail(*n, "early_edits", "expected a list of the kernel's lines, e.g. "
-                                 "[\"e820: remove [mem 0x000a0000-0x000fffff] usable\"]");
+  if (tn->is_string()) {
+    auto type = ParseE820TypeWord(*tn->value<std::string>());
+    if (!type.ok()) {
+      rd.Fail(*tn, where + "type", type.status().message());
+      return false;
+    }
+    entry->type = *type;
+    return true;
+  }
+  rd.Fail(*tn, where + "type", "expected a type word or number");
+  return false;
+}
+
+// ReadFirmware's parts, each false after a failure it reported (the reading stops there).
+bool ReadE820(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  const auto* arr = ArrayOfTables(rd, t, "e820", "{ start = 0x0, last = 0x9fbff, type = \"usable\" }");
+  if (!arr) return true;
+  spec->firmware_e820.clear();
+  int i = 0;
+  for (const auto& e : *arr) {
+    const auto& et = *e.as_table();
+    const std::string where = "e820[" + std::to_string(i++) + "].";
+    CheckKeys(rd, et, where, {"start", "last", "size", "end", "type"});
+    E820Entry entry;
+    if (!rd.Range(et, where, &entry.start, &entry.end) || !ReadE820Type(rd, et, where, &entry)) return false;
+    spec->firmware_e820.push_back(entry);
+  }
+  return true;
+}
+
+bool ReadMmio(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  const auto* arr = ArrayOfTables(rd, t, "mmio", "{ start = 0xfec00000, last = 0xfec003ff, name = \"IOAPIC 0\" }");
+  if (!arr) return true;
+  spec->mmio.clear();
+  int i = 0;
+  for (const auto& e : *arr) {
+    const auto& et = *e.as_table();
+    const std::string where = "mmio[" + std::to_string(i++) + "].";
+    CheckKeys(rd, et, where, {"start", "last", "size", "end", "name"});
+    MmioRange m;
+    if (!rd.Range(et, where, &m.start, &m.end)) return false;
+    auto name = rd.String(et, "name", where);
+    if (!name || name->empty()) {
+      rd.Fail(et, where + "name", "each window has the name /proc/iomem shows (\"PCI Bus 0000:00\")");
+      return false;
+    }
+    m.name = *name;
+    spec->mmio.push_back(m);
+  }
+  return true;
+}
+
+void ReadEarlyEdits(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  const toml::node* n = t.get("early_edits");
+  if (!n) return;
+  const auto* arr = n->as_array();
+  if (!arr) {
+    rd.Fail(*n, "early_edits", "expected a list of the kernel's lines, e.g. "
+                               "[\"e820: remove [mem 0x000a0000-0x000fffff] usable\"]");
+    return;
+  }
+  spec->early_edits.clear();
+  for (const auto& e : *arr) {
+    if (!e.is_string()) {
+      rd.Fail(e, "early_edits", "each edit is the kernel's line as a string");
       return;
     }
-    spec->early_edits.clear();
-    for (const auto& e : *arr) {
-      if (!e.is_string()) {
-        rd.Fail(e, "early_edits", "each edit is the kernel's line as a string");
-        return;
-      }
-      auto edit = ParseE820EditLine(*e.value<std::string>());
-      if (!edit.ok()) {
-        rd.Fail(e, "early_edits", edit.status().message());
-        return;
-      }
-      spec->early_edits.push_back(*edit);
+    auto edit = ParseE820EditLine(*e.value<std::string>());
+    if (!edit.ok()) {
+      rd.Fail(e, "early_edits", edit.status().message());
+      return;
     }
+    spec->early_edits.push_back(*edit);
   }
+}
+
+void ReadFirmware(Reader& rd, const toml::table& t, MachineSpec* spec) {
+  if (ReadE820(rd, t, spec) && ReadMmio(rd, t, spec)) ReadEarlyEdits(rd, t, spec);
 }
 
 // A PCI device's sysfs name, "DDDD:BB:DD.F" (drivers/pci/probe.c pci_setup_device: "%04x:%02x:%02x.%d").
