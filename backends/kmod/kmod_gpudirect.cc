@@ -140,7 +140,7 @@ class KmodGpuDirect : public GpuDirect {
   Result<const ApiEra*> CheckConfig(const GpuDirectConfig& c) const;
   Result<std::vector<std::string>> EduDevices() const;
   Result<resmem_edu_info> FindEdu(const std::vector<std::string>& devices, const GpuDirectConfig& c);
-  void LogSetup(const resmem_edu_info& info, bool translated);
+  void LogSetup(const resmem_edu_info& info);
   // Dma's parts: the driver file a transfer of [addr, addr+len) goes through (the cache's, or with
   // unpin never a file of the range's own, kept so its pin stays); what the device's piece left in
   // the BAR ("intact", "mismatch", "lost": not one byte landed, after waiting up to 2 s for the
@@ -366,7 +366,8 @@ Result<resmem_edu_info> KmodGpuDirect::FindEdu(const std::vector<std::string>& d
   return info;
 }
 
-void KmodGpuDirect::LogSetup(const resmem_edu_info& info, bool translated) {
+void KmodGpuDirect::LogSetup(const resmem_edu_info& info) {
+  const bool translated = info.flags & RESMEM_EDU_TRANSLATED;
   char line[512];
   std::snprintf(line, sizeof line,
                 "setup: GPU %s (ivshmem-plain BAR [mem 0x%" PRIx64 "-0x%" PRIx64 "], %s, %s of it for P2P pins), "
@@ -419,7 +420,7 @@ Status KmodGpuDirect::Configure(const GpuDirectConfig& c) {
   configured_ = true;
   transfers_ = 0;
   next_pin_ = 1;
-  LogSetup(info, info.flags & RESMEM_EDU_TRANSLATED);
+  LogSetup(info);
   return Status::Ok();
 }
 

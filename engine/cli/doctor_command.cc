@@ -112,7 +112,7 @@ std::string Bandwidth(bool simulated, engine::PartContext& ctx, Backend& doctor,
 // cannot be made and --region was not given (no module loaded here), the platform alone, said in
 // a note, and *check_devices false.
 Result<Backend> DoctorBackend(const DoctorArgs& a, bool simulated, engine::PartContext& ctx,
-                                      bool* check_devices) {
+                              bool* check_devices) {
   engine::BackendSpec spec;
   spec.name = "doctor";
   spec.platform = simulated ? "sim" : "host";

@@ -311,8 +311,6 @@ Result<MachineFacts> CollectMachineFacts(Platform& platform, const DoctorOptions
 
 namespace {
 
-// One finding per memory option that did not do what its author meant, from the kernel's own
-// reading of it (FactsFor -> sim::Boot; rules and sources in mock/machine/linux_rules.h).
 // What each kind of misread option means for its author, and the way out.
 struct OptionKind {
   sim::OptionProblem kind;
@@ -361,6 +359,8 @@ const OptionKind kOptionKinds[] = {
     // kOverNonRam: reservation-over-hole says it, from the firmware map.
 };
 
+// One finding per memory option that did not do what its author meant, from the kernel's own
+// reading of it (FactsFor -> sim::Boot; rules and sources in mock/machine/linux_rules.h).
 void AddOptionFindings(const MachineFacts& f, const std::function<void(Finding)>& add) {
   using P = sim::OptionProblem;
   const std::string version =
