@@ -22,6 +22,8 @@
 # Before any probe, a file that only includes <linux/module.h> must compile: when it does not, the
 # compile command itself is broken (a missing compiler, wrong flags) and every "no" would be a lie,
 # so the script stops with the compiler's output instead of writing a header.
+# A few answers are not in the headers but in what the kernel exports (Module.symvers): those
+# probes read it instead of compiling.
 # Adding a probe: one probe_NAME function below (its C on stdin of try_compile), one line in
 # list_probes, the #ifdef where the code uses it, and a row in docs/kmod.md.
 set -u
@@ -35,6 +37,7 @@ PTE_OFFSET_MAP	added	6.5	__pte_offset_map: page-table walkers (MADV_COLD/PAGEOUT
 PGMAP_RANGE	added	5.10	struct dev_pagemap describes its memory by range/nr_range (before: a struct resource)
 MODULE_IMPORT_NS_IDENT	removed	6.13	MODULE_IMPORT_NS takes a bare identifier (a string literal from 6.13)
 PFN_T	removed	6.17	pfn_t with PFN_DEV|PFN_MAP (devmap entries): pages mode's fault path inserts its struct pages this way
+E820_RAW_EXPORT	removed	6.19	e820__mapped_raw_any (the firmware's e820 map) is exported to every module, not to KVM alone
 EOF
 }
 
@@ -113,6 +116,17 @@ probe_PFN_T() {
 pfn_t probe(phys_addr_t pa);
 pfn_t probe(phys_addr_t pa) { return phys_to_pfn_t(pa, PFN_DEV | PFN_MAP); }
 EOF
+}
+
+# Not a compile: an export's namespace lives in the kernel's Module.symvers (Kbuild passes its path
+# as RESMEM_SYMVERS), whose lines read CRC<TAB>SYMBOL<TAB>MODULE<TAB>EXPORT<TAB>NAMESPACE. An empty
+# namespace is an export to every module; a missing Module.symvers answers "no".
+probe_E820_RAW_EXPORT() {
+	[ -r "${RESMEM_SYMVERS:-}" ] || return 1
+	awk -F '\t' '$2 == "e820__mapped_raw_any" && $3 == "vmlinux" && $5 == "" { found = 1 } END { exit !found }' "$RESMEM_SYMVERS"
+	rc=$?
+	[ -n "${RESMEM_CONFTEST_LOG:-}" ] && { echo "== E820_RAW_EXPORT (exit $rc)"; grep -F "	e820__mapped_raw_any	" "$RESMEM_SYMVERS"; } >>"$RESMEM_CONFTEST_LOG"
+	return $rc
 }
 
 case "${1:-}" in

@@ -67,12 +67,23 @@
 #error "resmem needs struct dev_pagemap with range/nr_range (Linux 5.10 or later): docs/kmod.md"
 #endif
 /*
- * Linux 6.17 removed pfn_t and devmap entries: pages mode would need vmf_insert_page_mkwrite /
- * vmf_insert_folio_pmd there, and nothing here has run on such a kernel yet. dkms.conf's
- * BUILD_EXCLUSIVE_KERNEL keeps dkms from trying; a build by hand stops here.
+ * How pages mode puts its struct pages into page tables depends on the kernel (docs/kmod.md
+ * "Kernels"):
+ *  - with pfn_t (up to 6.16): as devmap entries (PFN_DEV|PFN_MAP) in a VM_MIXEDMAP VMA. They take
+ *    no page reference; gup finds the page through its pgmap.
+ *  - without (Linux 6.17 removed pfn_t and devmap entries; ZONE_DEVICE pages are refcounted
+ *    folios since 6.15): as ordinary file pages, as drivers/dax/device.c maps them:
+ *    vmf_insert_page_mkwrite and vmf_insert_folio_pmd, each entry holding a reference on its
+ *    folio and an rmap count, dropped when it is zapped. The VMA is then not VM_MIXEDMAP: the
+ *    kernel takes a VM_MIXEDMAP file VMA's huge entries for special ones (mm/huge_memory.c
+ *    vma_is_special_huge) and would zap them without giving the reference back. A 2 MiB entry
+ *    needs a 2 MiB folio, so make_struct_pages groups the pages in folios of that order
+ *    (dev_pagemap.vmemmap_shift) where the range allows.
  */
-#ifndef RESMEM_HAVE_PFN_T
-#error "resmem does not support this kernel yet: Linux 6.17 removed pfn_t (pages mode's fault path); see docs/kmod.md \"Kernels\""
+#ifdef RESMEM_HAVE_PFN_T
+#define RESMEM_PAGES_VM_FLAGS VM_MIXEDMAP
+#else
+#define RESMEM_PAGES_VM_FLAGS 0
 #endif
 
 #define RESMEM_MAX_DEVICES 8
@@ -216,6 +227,17 @@ static void resmem_vm_close(struct vm_area_struct *vma)
 		resmem_hold_while_referenced(d);
 }
 
+/* Whether pages mode's struct pages can go into a 2 MiB entry: always as devmap PMDs; as folios
+ * only when make_struct_pages could group them 2 MiB at a time. */
+static bool resmem_pages_have_pmd_folios(struct resmem_dev *d)
+{
+#ifdef RESMEM_HAVE_PFN_T
+	return true;
+#else
+	return d->pgmap.vmemmap_shift == PMD_SHIFT - PAGE_SHIFT;
+#endif
+}
+
 /*
  * A 2 MiB entry fits when the aligned 2 MiB around the address lies inside the VMA and its
  * physical address is 2 MiB aligned. pfnmap mode never uses it on kernels without pmd_special:
@@ -226,11 +248,38 @@ static bool resmem_pmd_allowed(struct resmem_dev *d)
 	if (!huge)
 		return false;
 	if (d->mode == RESMEM_MODE_PAGES)
-		return true;
+		return resmem_pages_have_pmd_folios(d);
 #ifdef RESMEM_HAVE_PMD_PFNMAP
 	return true;
 #else
 	return false;
+#endif
+}
+
+/* Puts the 2 MiB at physical address pa into the faulting PMD (see RESMEM_PAGES_VM_FLAGS). */
+static vm_fault_t resmem_map_pmd(struct vm_fault *vmf, struct resmem_dev *d, phys_addr_t pa)
+{
+	bool write = vmf->flags & FAULT_FLAG_WRITE;
+
+#ifdef RESMEM_HAVE_PFN_T
+	return vmf_insert_pfn_pmd(vmf, phys_to_pfn_t(pa, d->mode == RESMEM_MODE_PAGES ? PFN_DEV | PFN_MAP : 0),
+				  write);
+#else
+	if (d->mode == RESMEM_MODE_PAGES)
+		return vmf_insert_folio_pmd(vmf, page_folio(pfn_to_page(PHYS_PFN(pa))), write);
+	return vmf_insert_pfn_pmd(vmf, PHYS_PFN(pa), write);
+#endif
+}
+
+/* Puts the page at physical address pa into the faulting PTE. */
+static vm_fault_t resmem_map_page(struct vm_fault *vmf, struct resmem_dev *d, phys_addr_t pa)
+{
+	if (d->mode != RESMEM_MODE_PAGES)
+		return vmf_insert_pfn(vmf->vma, vmf->address, PHYS_PFN(pa));
+#ifdef RESMEM_HAVE_PFN_T
+	return vmf_insert_mixed(vmf->vma, vmf->address, phys_to_pfn_t(pa, PFN_DEV | PFN_MAP));
+#else
+	return vmf_insert_page_mkwrite(vmf, pfn_to_page(PHYS_PFN(pa)), vmf->flags & FAULT_FLAG_WRITE);
 #endif
 }
 
@@ -240,7 +289,6 @@ static vm_fault_t resmem_insert_pmd(struct vm_fault *vmf, struct resmem_dev *d)
 	unsigned long haddr = vmf->address & PMD_MASK;
 	u64 off;
 	phys_addr_t pa;
-	pfn_t pfn;
 
 	if (haddr < vma->vm_start || haddr + PMD_SIZE > vma->vm_end)
 		return VM_FAULT_FALLBACK;
@@ -253,16 +301,13 @@ static vm_fault_t resmem_insert_pmd(struct vm_fault *vmf, struct resmem_dev *d)
 	/* Only over an empty PMD: a page table already there means this 2 MiB went the 4 KiB way. */
 	if (!vmf->pmd || !pmd_none(READ_ONCE(*vmf->pmd)))
 		return VM_FAULT_FALLBACK;
-	pfn = phys_to_pfn_t(pa, d->mode == RESMEM_MODE_PAGES ? PFN_DEV | PFN_MAP : 0);
-	return vmf_insert_pfn_pmd(vmf, pfn, vmf->flags & FAULT_FLAG_WRITE);
+	return resmem_map_pmd(vmf, d, pa);
 }
 
 static vm_fault_t resmem_fault(struct vm_fault *vmf)
 {
-	struct vm_area_struct *vma = vmf->vma;
-	struct resmem_dev *d = vma->vm_private_data;
+	struct resmem_dev *d = vmf->vma->vm_private_data;
 	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
-	phys_addr_t pa;
 	vm_fault_t ret;
 
 #ifdef RESMEM_TEST_FAULTS
@@ -279,10 +324,7 @@ static vm_fault_t resmem_fault(struct vm_fault *vmf)
 		if (ret != VM_FAULT_FALLBACK)
 			return ret;
 	}
-	pa = d->phys + off;
-	if (d->mode == RESMEM_MODE_PAGES)
-		return vmf_insert_mixed(vma, vmf->address, phys_to_pfn_t(pa, PFN_DEV | PFN_MAP));
-	return vmf_insert_pfn(vma, vmf->address, PHYS_PFN(pa));
+	return resmem_map_page(vmf, d, d->phys + off);
 }
 
 /*
@@ -354,7 +396,7 @@ static int resmem_mmap(struct file *file, struct vm_area_struct *vma)
 		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 
 	if (d->mode == RESMEM_MODE_PAGES) {
-		resmem_set_vm_flags(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+		resmem_set_vm_flags(vma, RESMEM_PAGES_VM_FLAGS | VM_DONTEXPAND | VM_DONTDUMP);
 	} else {
 		resmem_set_vm_flags(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 #ifdef RESMEM_TEST_FAULTS
@@ -658,13 +700,141 @@ static const struct {
 	{ E820_TYPE_SOFT_RESERVED, "Soft Reserved" },
 };
 
+#ifdef RESMEM_HAVE_E820_RAW_EXPORT
+/* Whether the firmware's map lists any of [pa, pa + sz) with this type. */
+static bool firmware_map_has(u64 pa, u64 sz, enum e820_type type)
+{
+	return e820__mapped_raw_any(pa, pa + sz, type);
+}
+
+static int firmware_map_load(void)
+{
+	return 0;
+}
+
+static void firmware_map_free(void)
+{
+}
+#else
+/*
+ * Linux 6.19 exports e820__mapped_raw_any, the firmware's e820 map, to KVM alone. The kernel
+ * still publishes that map, unedited by memmap=, as /sys/firmware/memmap/N/{start,end,type}
+ * (drivers/firmware/memmap.c, from e820_table_firmware), so the load reads it from there into
+ * firmware_map, and the checks below ask the copy. The kernel's own e820 map is no stand-in: a
+ * memmap= reservation and a firmware one both read Reserved there. When the copy cannot be read
+ * (sysfs not mounted in init's namespace, a kernel without CONFIG_FIRMWARE_MEMMAP) the load is
+ * refused: the ranges could not be checked.
+ */
+struct firmware_range {
+	u64 start, end; /* end inclusive, as sysfs has it */
+	enum e820_type type;
+};
+
+static struct firmware_range *firmware_map;
+static int firmware_map_len;
+
+static bool firmware_map_has(u64 pa, u64 sz, enum e820_type type)
+{
+	int i;
+
+	for (i = 0; i < firmware_map_len; i++)
+		if (firmware_map[i].type == type && firmware_map[i].start < pa + sz &&
+		    firmware_map[i].end >= pa)
+			return true;
+	return false;
+}
+
+/*
+ * /sys/firmware/memmap/N/WHAT, the trailing newline cut: 0, or a negative errno. A plain open and
+ * read as the loading process: kernel_read_file would pass the read to the security modules as a
+ * READING_UNKNOWN load, which IPE answers with a WARN and a stack trace for every file.
+ */
+static int firmware_map_read(int n, const char *what, char *buf, size_t len)
+{
+	char path[64];
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t got;
+
+	snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/%s", n, what);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	got = kernel_read(f, buf, len - 1, &pos);
+	filp_close(f, NULL);
+	if (got < 0)
+		return got;
+	buf[got] = 0;
+	strim(buf);
+	return 0;
+}
+
+/* Entry n of the firmware's map into *r: 0, -ENOENT past the last, or another negative errno. */
+static int firmware_map_read_entry(int n, struct firmware_range *r)
+{
+	char buf[48];
+	int i, ret;
+
+	ret = firmware_map_read(n, "start", buf, sizeof(buf));
+	if (!ret)
+		ret = kstrtou64(buf, 0, &r->start);
+	if (!ret)
+		ret = firmware_map_read(n, "end", buf, sizeof(buf));
+	if (!ret)
+		ret = kstrtou64(buf, 0, &r->end);
+	if (!ret)
+		ret = firmware_map_read(n, "type", buf, sizeof(buf));
+	if (ret)
+		return ret;
+	r->type = strcmp(buf, "System RAM") ? 0 : E820_TYPE_RAM;
+	for (i = 0; i < ARRAY_SIZE(firmware_kinds); i++)
+		if (!strcmp(buf, firmware_kinds[i].name))
+			r->type = firmware_kinds[i].type;
+	if (!r->type) /* a type this table does not know: the firmware's, not RAM */
+		r->type = E820_TYPE_RESERVED;
+	return 0;
+}
+
+static void firmware_map_free(void)
+{
+	kfree(firmware_map);
+	firmware_map = NULL;
+	firmware_map_len = 0;
+}
+
+static int firmware_map_load(void)
+{
+	struct firmware_range r, *grown;
+	int ret;
+
+	for (;;) {
+		ret = firmware_map_read_entry(firmware_map_len, &r);
+		if (ret)
+			break;
+		grown = krealloc_array(firmware_map, firmware_map_len + 1, sizeof(r), GFP_KERNEL);
+		if (!grown) {
+			ret = -ENOMEM;
+			break;
+		}
+		firmware_map = grown;
+		firmware_map[firmware_map_len++] = r;
+	}
+	if (ret == -ENOENT && firmware_map_len)
+		return 0;
+	pr_err("cannot read the firmware's memory map from /sys/firmware/memmap/%d (%d): this kernel keeps its own copy (e820__mapped_raw_any) from modules, and without the map no range can be checked; load resmem once sysfs is mounted (-ENOENT)\n",
+	       firmware_map_len, ret);
+	firmware_map_free();
+	return -ENOENT;
+}
+#endif
+
 /* The firmware's name for what it reserved inside [pa, pa + sz), or NULL if it reserved none. */
 static const char *firmware_reserved(u64 pa, u64 sz)
 {
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(firmware_kinds); i++)
-		if (e820__mapped_raw_any(pa, pa + sz, firmware_kinds[i].type))
+		if (firmware_map_has(pa, sz, firmware_kinds[i].type))
 			return firmware_kinds[i].name;
 	return NULL;
 }
@@ -672,7 +842,7 @@ static const char *firmware_reserved(u64 pa, u64 sz)
 /* Whether the firmware listed any of [pa, pa + sz) as RAM. */
 static bool firmware_ram(u64 pa, u64 sz)
 {
-	return e820__mapped_raw_any(pa, pa + sz, E820_TYPE_RAM);
+	return firmware_map_has(pa, sz, E820_TYPE_RAM);
 }
 #else
 static const char *firmware_reserved(u64 pa, u64 sz)
@@ -683,6 +853,15 @@ static const char *firmware_reserved(u64 pa, u64 sz)
 static bool firmware_ram(u64 pa, u64 sz)
 {
 	return true;
+}
+
+static int firmware_map_load(void)
+{
+	return 0;
+}
+
+static void firmware_map_free(void)
+{
 }
 #endif
 
@@ -812,6 +991,11 @@ static int make_struct_pages(struct resmem_dev *d)
 	d->pgmap.range.start = d->phys;
 	d->pgmap.range.end = d->phys + d->size - 1;
 	d->pgmap.nr_range = 1;
+#ifndef RESMEM_HAVE_PFN_T
+	/* 2 MiB folios, so that 2 MiB entries can map them (RESMEM_PAGES_VM_FLAGS). */
+	if (IS_ALIGNED(d->phys, PMD_SIZE) && IS_ALIGNED(d->size, PMD_SIZE))
+		d->pgmap.vmemmap_shift = PMD_SHIFT - PAGE_SHIFT;
+#endif
 	addr = memremap_pages(&d->pgmap, NUMA_NO_NODE);
 	if (IS_ERR(addr)) {
 		pr_err("%s: memremap_pages for [mem 0x%llx-0x%llx] failed (%ld); pages mode needs 2 MiB aligned ranges on a kernel with ZONE_DEVICE; use mode=pfnmap\n",
@@ -845,19 +1029,39 @@ static void free_struct_pages(struct resmem_dev *d)
 
 /*
  * The pages of the range referenced by anyone but the device, and the offset of the first. A
- * ZONE_DEVICE GENERIC page counts 1 while only its pgmap has it (mm/mm_init.c
+ * ZONE_DEVICE GENERIC folio counts 1 while only its pgmap has it (mm/mm_init.c
  * __init_zone_device_page; mm/memremap.c memunmap_pages then tears the struct pages down whatever
- * their count), and the fault handler's devmap entries add nothing: every count above 1 is a
- * reference taken through a mapping (get_user_pages, pin_user_pages) and not yet given back.
+ * their count). Devmap entries add nothing to it and the folio entries of kernels without pfn_t
+ * give theirs back when they are zapped, before the VMA's close: after the last unmap, every
+ * count above 1 is a reference taken through a mapping (get_user_pages, pin_user_pages) and not
+ * yet given back. A 2 MiB folio counts for its 512 pages.
  */
+/* The reference count of the page at pfn, and in *nr how many pages share it (its folio's). */
+static int resmem_ref_count(unsigned long pfn, unsigned long *nr)
+{
+#ifdef RESMEM_HAVE_PFN_T
+	/* Order-0 pages (no vmemmap_shift), and kernels before folios (5.16) have only these. */
+	*nr = 1;
+	return page_ref_count(pfn_to_page(pfn));
+#else
+	struct folio *folio = page_folio(pfn_to_page(pfn));
+
+	*nr = folio_nr_pages(folio);
+	return folio_ref_count(folio);
+#endif
+}
+
 static unsigned long resmem_referenced_pages(struct resmem_dev *d, u64 *first)
 {
-	unsigned long start = PHYS_PFN(d->phys), end = PHYS_PFN(d->phys + d->size), pfn, n = 0;
+	unsigned long start = PHYS_PFN(d->phys), end = PHYS_PFN(d->phys + d->size), pfn, nr, n = 0;
 
-	for (pfn = start; pfn < end; pfn++) {
-		if (page_ref_count(pfn_to_page(pfn)) > 1 && !n++)
-			*first = (u64)(pfn - start) << PAGE_SHIFT;
-		if (!((pfn - start) & 0xffff))
+	for (pfn = start; pfn < end; pfn += nr) {
+		if (resmem_ref_count(pfn, &nr) > 1) {
+			if (!n)
+				*first = (u64)(pfn - start) << PAGE_SHIFT;
+			n += nr;
+		}
+		if (((pfn - start) & 0xffff) < nr)
 			cond_resched();
 	}
 	return n;
@@ -1173,7 +1377,11 @@ static int __init resmem_init(void)
 {
 	int ret;
 
+	ret = firmware_map_load();
+	if (ret)
+		return ret;
 	ret = resmem_create_all();
+	firmware_map_free(); /* only the ranges' checks read it */
 	if (!ret)
 		ret = resmem_register_all();
 #ifdef RESMEM_TEST_FAULTS

@@ -6,7 +6,7 @@
 # dkms's builds (most of the time) run again only when the driver's package changes.
 #   resmem-dkms: dpkg -i, with Debian's two kernel lines' headers installed (6.1: linux-headers-amd64,
 #   6.12: linux-headers-6.12-amd64) and a third, made-up kernel tree of a release the driver does
-#   not support (6.17, dkms.conf BUILD_EXCLUSIVE_KERNEL); dkms (through the package's postinst)
+#   support yet (7.4, after the newest line the QEMU lane runs: dkms.conf BUILD_EXCLUSIVE_KERNEL); dkms (through the package's postinst)
 #   adds, builds and installs the module for each supported kernel (never `uname -r`: the build
 #   machine runs another kernel) and skips the unsupported one without failing the install;
 #   dkms's own make.log of each goes into this log; each installed .ko has its kernel's vermagic;
@@ -37,9 +37,9 @@ RESULTS="$T/results.tsv"
 # The kernel lines whose headers the test installs (Debian bookworm's), as in ci/qemu/kmod_lane.sh.
 LINES=(6.1 6.12)
 declare -A HEADERS_PKG=([6.1]=linux-headers-amd64 [6.12]=linux-headers-6.12-amd64)
-# A release dkms.conf's BUILD_EXCLUSIVE_KERNEL leaves out (Linux 6.17 removed pfn_t): a made-up
-# tree of it under /lib/modules, which the postinst must skip, not fail on.
-UNSUPPORTED_KVER=6.17.0-resmem-install-test
+# A release dkms.conf's BUILD_EXCLUSIVE_KERNEL leaves out (after 7.3, the newest line the QEMU lane
+# runs): a made-up tree of it under /lib/modules, which the postinst must skip, not fail on.
+UNSUPPORTED_KVER=7.4.0-resmem-install-test
 DKMS_CASES=(dkms_installed_6_1 dkms_installed_6_12 dkms_build_log_6_1 dkms_build_log_6_12
 	module_vermagic_6_1 module_vermagic_6_12 dkms_skips_unsupported_kernel modprobe_example_parses)
 TOOLS_CASES=(udev_rule_udevadm_test cli_version_from_usr_bin man_pages preload_shim_loads)

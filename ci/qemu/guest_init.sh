@@ -369,7 +369,7 @@ t d_failed_load_leaves_no_open_file $G open-during-failed-load /resmem_test.ko "
 # ---- production module: resmem0 pfnmap, resmem1 pages ---------------------------------------
 production_cases() {
 	t a_pfnmap_vmflags_pf_io_sim_gpu_refuses_plain  $G facts /dev/resmem0 pfnmap
-	t a_pages_vmflags_mm_sim_gpu_accepts_plain      $G facts /dev/resmem1 pages
+	t a_pages_vmflags_no_pf_io_sim_gpu_accepts_plain $G facts /dev/resmem1 pages
 	# The device-parity transcript (mock/parity, docs/parity.md) of both modes; the lane compares
 	# them with mock/parity/golden/kmod.txt on the host.
 	t parity_probe_pfnmap sh -c 'time /resmem_parity_probe /dev/resmem0 >/tmp/p0; rc=$?; sed "s/^/parity-pfnmap| /" /tmp/p0; exit $rc'

@@ -7,6 +7,10 @@
 #   --kernel-line 6.1     Debian's kernel line of that version (default 6.1): its headers package
 #   --kernel-line 6.12    (linux-headers-amd64 for 6.1, linux-headers-6.12-amd64 for 6.12) is
 #                         installed when missing and its vmlinuz taken from /boot or downloaded;
+#   --kernel-line 7.3     the newest 7.3.x kernel of Debian 13's backports: built in a Debian 13
+#                         root of the lane's own ($RESMEM_KMOD_CACHE/trixie-root, debootstrap;
+#                         ci/qemu/builder_root.sh), since Debian 12's compiler cannot build
+#                         against its headers; its vmlinuz is downloaded from the same archive;
 #   --kernel VMLINUZ --headers DIR
 #                         a kernel of the user's own: its image and its prepared headers or build
 #                         tree (/lib/modules/RELEASE/build), e.g. a distribution kernel
@@ -102,12 +106,12 @@ USER_IMAGE=${RESMEM_KERNEL_IMAGE:-}
 USER_HEADERS=${RESMEM_KERNEL_BUILD:-}
 while (($#)); do
 	case "$1" in
-	--kernel-line) KERNEL_LINE=${2:?--kernel-line needs a version: 6.1 or 6.12}; shift 2 ;;
+	--kernel-line) KERNEL_LINE=${2:?--kernel-line needs a version: 6.1, 6.12 or 7.3}; shift 2 ;;
 	--kernel) USER_IMAGE=${2:?--kernel needs the path of a kernel image: vmlinuz or bzImage}; shift 2 ;;
 	--headers) USER_HEADERS=${2:?--headers needs the prepared headers or build tree of the kernel}; shift 2 ;;
 	--part) PART=${2:?--part needs all, driver or engine}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) die "unknown argument '$1': use --kernel-line 6.1|6.12, or --kernel VMLINUZ --headers DIR (--help)" ;;
+	*) die "unknown argument '$1': use --kernel-line 6.1|6.12|7.3, or --kernel VMLINUZ --headers DIR (--help)" ;;
 	esac
 done
 if [[ -n $USER_IMAGE || -n $USER_HEADERS ]]; then
@@ -115,12 +119,15 @@ if [[ -n $USER_IMAGE || -n $USER_HEADERS ]]; then
 		die "a kernel of your own needs both --kernel VMLINUZ and --headers DIR (given: image '${USER_IMAGE}', headers '${USER_HEADERS}')"
 	KERNEL_LINE=
 fi
-# Debian bookworm's kernel lines: the headers meta-package that follows each one.
+# Debian bookworm's kernel lines: the headers meta-package that follows each one; Debian 13's
+# backports line: the release whose root builds its modules (BUILDER_SUITE).
+BUILDER_SUITE=
 case "$KERNEL_LINE" in
 '') HEADERS_PKG= ;;
 6.1) HEADERS_PKG=linux-headers-amd64 ;;
 6.12) HEADERS_PKG=linux-headers-6.12-amd64 ;;
-*) die "--kernel-line $KERNEL_LINE: this lane knows Debian's 6.1 and 6.12; for another kernel give --kernel VMLINUZ --headers DIR" ;;
+7.3) HEADERS_PKG='' BUILDER_SUITE=trixie ;;
+*) die "--kernel-line $KERNEL_LINE: this lane knows Debian's 6.1, 6.12 and 7.3; for another kernel give --kernel VMLINUZ --headers DIR" ;;
 esac
 case "$PART" in
 all) PART_SUFFIX= ;;
@@ -181,7 +188,8 @@ command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 command -v cpio >/dev/null || missing+=(cpio)
 command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
 [[ -z $HEADERS_PKG ]] || dpkg -s "$HEADERS_PKG" >/dev/null 2>&1 || missing+=("$HEADERS_PKG")
-[[ $DRIVER_BUILD == kbuild ]] || command -v dkms >/dev/null || missing+=(dkms)
+[[ $DRIVER_BUILD == kbuild || -n $BUILDER_SUITE ]] || command -v dkms >/dev/null || missing+=(dkms)
+[[ -z $BUILDER_SUITE ]] || command -v debootstrap >/dev/null || missing+=(debootstrap)
 # The 32-bit guest program (kmod/tests/resmem_compat32.c) needs a 32-bit libc to link statically.
 echo 'int main(void) { return 0; }' | gcc -m32 -static -x c - -o /dev/null 2>/dev/null || missing+=(gcc-multilib)
 if ((${#missing[@]})); then
@@ -194,6 +202,31 @@ if ((${#missing[@]})); then
 fi
 
 # ---- 2. the kernel: version from the headers package, and its vmlinuz -----------------------------
+BUILDER_ROOT_SH="$SRC/ci/qemu/builder_root.sh"
+[[ -r "$BUILDER_ROOT_SH" ]] || die "ci/qemu/builder_root.sh not found beside the lane script"
+# shellcheck source=ci/qemu/builder_root.sh
+source "$BUILDER_ROOT_SH"
+# download_vmlinuz PACKAGE...: the first of the packages apt-get download finds (run in the
+# build root, if any), and its vmlinuz of $KVER extracted into $CACHE/boot.
+download_vmlinuz() {
+	local deb pkg found=
+	log "downloading the image of $KVER into $CACHE"
+	mkdir -p "$CACHE/boot" "$WORK/image"
+	for pkg in "$@"; do
+		# shellcheck disable=SC2016 # expanded by the inner shell
+		in_builder sh -c 'cd "$1" && apt-get download "$2"' sh "$WORK/image" "$pkg" >>"$WORK/download.log" 2>&1 && { found=$pkg; break; }
+	done
+	[[ -n $found ]] || { cat "$WORK/download.log" >&2; die "apt-get download $* failed (apt-get update?)"; }
+	deb=$(ls -t "$WORK"/image/"$found"_*.deb | head -1)
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$WORK/image" --wildcards '*vmlinuz*' ||
+		die "$deb holds no vmlinuz"
+	# Debian 12's images keep it as /boot/vmlinuz-VER; Debian 13's 7.x linux-binary-VER as
+	# /usr/lib/modules/VER/vmlinuz.
+	for deb in "$WORK/image/boot/vmlinuz-$KVER" "$WORK/image/usr/lib/modules/$KVER/vmlinuz"; do
+		[[ -r $deb ]] && { cp "$deb" "$CACHE/boot/vmlinuz-$KVER"; return 0; }
+	done
+	die "$found holds no vmlinuz of $KVER"
+}
 KBUILD_ARGS=()
 if [[ -n $USER_IMAGE ]]; then
 	[[ -r "$USER_IMAGE" ]] || die "--kernel $USER_IMAGE is not readable"
@@ -206,6 +239,14 @@ if [[ -n $USER_IMAGE ]]; then
 	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KVER//[^A-Za-z0-9]/_}$PART_SUFFIX}"
 	# A KCOV kernel (KCOV_INSTRUMENT_ALL off): instrument the module itself.
 	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" 2>/dev/null && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)
+elif [[ -n $BUILDER_SUITE ]]; then
+	builder_root_ensure "$CACHE/$BUILDER_SUITE-root" "$BUILDER_SUITE" "$KERNEL_LINE"
+	KVER=$BUILDER_KVER
+	KBUILD="/lib/modules/$KVER/build"
+	[[ -r "$BUILDER_ROOT$KBUILD/Makefile" ]] || die "the headers of $KVER are not under $BUILDER_ROOT$KBUILD"
+	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KERNEL_LINE//./_}$PART_SUFFIX}"
+	VMLINUZ="$CACHE/boot/vmlinuz-$KVER"
+	[[ -r "$VMLINUZ" ]] || download_vmlinuz "linux-binary-$KVER" "linux-image-$KVER-unsigned" "linux-image-$KVER"
 else
 	KVER=$(dpkg-query -W -f '${Depends}' "$HEADERS_PKG" | grep -o 'linux-headers-[0-9][^ ,|]*-amd64' | head -1 | sed 's/^linux-headers-//')
 	[[ -n "$KVER" && -d "/lib/modules/$KVER/build" ]] || die "cannot find the headers of $HEADERS_PKG ($KVER) under /lib/modules/$KVER/build"
@@ -226,7 +267,7 @@ else
 		fi
 	fi
 fi
-log "kernel $KVER ($VMLINUZ), modules built against $KBUILD; results as $LANE_NAME"
+log "kernel $KVER ($VMLINUZ), modules built against $KBUILD${BUILDER_ROOT:+ in $BUILDER_ROOT}; results as $LANE_NAME"
 case "$PART" in
 driver) log "the driver's cases: every case but the engine's ($ENGINE_CASES), without the card" ;;
 engine) log "the engine's cases in the guest: ${RESMEM_ONLY}" ;;
@@ -266,7 +307,7 @@ build_with_dkms() {
 	local dkms_args=(-m resmem -v "$dkms_ver" -k "$KVER" --kernelsourcedir "$KBUILD" --dkmstree "$WORK/dkms-tree" --sourcetree "$WORK/dkms-pkg/usr/src")
 	# dkms signs what it builds, with a key it makes on first use: keep that key in the lane's tree.
 	{ export mok_signing_key="$WORK/dkms-tree/mok.key" mok_certificate="$WORK/dkms-tree/mok.pub"
-	  dkms add "${dkms_args[@]}" && dkms build "${dkms_args[@]}"; } >"$WORK/dkms.log" 2>&1 ||
+	  in_builder dkms add "${dkms_args[@]}" && in_builder dkms build "${dkms_args[@]}"; } >"$WORK/dkms.log" 2>&1 ||
 		{ cat "$WORK/dkms.log" >&2; find "$WORK/dkms-tree" -name make.log -exec cat {} + >&2; die "dkms build of $(basename "$DKMS_DEB") failed"; }
 	ko=$(find "$WORK/dkms-tree/resmem/$dkms_ver/$KVER" -path '*/module/resmem.ko*' | head -1)
 	MAKELOG=$(find "$WORK/dkms-tree/resmem/$dkms_ver/$KVER" -name make.log | head -1)
@@ -281,7 +322,7 @@ build_with_dkms() {
 	esac || die "cannot decompress $ko"
 	log "dkms built $(basename "$ko")$([[ $ko == *.ko ]] || echo ', decompressed for the guest')"
 	if grep -E 'warning:|error:' "$MAKELOG" >&2; then die "dkms's build printed warnings"; fi
-	DRIVER_ORIGIN="$(dkms --version) from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
+	DRIVER_ORIGIN="$(in_builder dkms --version)${BUILDER_ROOT:+ in $BUILDER_SUITE} from $(basename "$DKMS_DEB") ($(grep -m1 'LD \[M\]' "$MAKELOG" | sed 's/^ *//; s/  */ /g'))"
 }
 # build_modules: Kbuild's four modules (running the feature probes), the 32-bit guest program,
 # and the driver by dkms when DRIVER_BUILD is dkms; dies on any failure or warning.
@@ -290,14 +331,14 @@ build_modules() {
 	cp "${KMOD_SOURCES[@]}" "$WORK/kmod/"
 	cp "${KMOD_UAPI[@]}" "$WORK/kmod/uapi/"
 	chmod -R u+w "$WORK/kmod"
-	RESMEM_CONFTEST_LOG="$WORK/conftest.log" make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
+	RESMEM_CONFTEST_LOG="$WORK/conftest.log" in_builder make -C "$KBUILD" M="$WORK/kmod" "${KBUILD_ARGS[@]}" modules >"$WORK/kbuild.log" 2>&1 ||
 		{ cat "$WORK/kbuild.log" >&2; die "module build failed"; }
 	if grep -E 'warning:|error:' "$WORK/kbuild.log" >&2; then die "the module build printed warnings"; fi
 	# The 32-bit guest program: a 32-bit process's ioctls take the driver's compat_ioctl path.
 	gcc -m32 -static -O2 -Wall -Wextra -Werror -I"$WORK/kmod/uapi" "$SRC/kmod/tests/resmem_compat32.c" \
 		-o "$WORK/resmem_compat32" >"$WORK/compat32.log" 2>&1 ||
 		{ cat "$WORK/compat32.log" >&2; die "cannot build the 32-bit guest program (gcc -m32, gcc-multilib)"; }
-	DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod)"
+	DRIVER_ORIGIN="kbuild (make -C $KBUILD M=$WORK/kmod${BUILDER_ROOT:+ in $BUILDER_SUITE})"
 	MAKELOG=
 	if [[ $DRIVER_BUILD == dkms ]]; then build_with_dkms; fi
 }
@@ -320,8 +361,13 @@ if [[ -n $KERNEL_LINE && "${RESMEM_KMOD_BUILD_CACHE:-1}" != 0 ]]; then
 	key_files=("${KMOD_SOURCES[@]}" "${KMOD_UAPI[@]}" "$SRC/kmod/tests/resmem_compat32.c" "$0")
 	[[ $DRIVER_BUILD == kbuild ]] || key_files+=("$DKMS_DEB")
 	key=$({ printf '%s\n' "$KVER" "$DRIVER_BUILD" "$KCFLAGS" "${KBUILD_ARGS[*]}"
-		dpkg-query -W -f '${Version}\n' "linux-headers-$KVER"; gcc --version | head -1
-		[[ $DRIVER_BUILD == kbuild ]] || dkms --version; } 2>&1 | build_cache_key "${key_files[@]}") ||
+		if [[ -n $BUILDER_ROOT ]]; then
+			# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
+			in_builder dpkg-query -W -f '${Package} ${Version}\n' "linux-headers-$KVER" 'gcc-[0-9]*' dkms | sort
+		else
+			dpkg-query -W -f '${Version}\n' "linux-headers-$KVER"; gcc --version | head -1
+			[[ $DRIVER_BUILD == kbuild ]] || dkms --version
+		fi; } 2>&1 | build_cache_key "${key_files[@]}") ||
 		die "cannot read the build's inputs for the build cache's key: ${key_files[*]}"
 	MODCACHE="$CACHE/modules/$KVER-$key"
 fi
@@ -370,7 +416,7 @@ done < <("$WORK/kmod/conftest.sh" list)
 check_make_install() {
 	local installed
 	cp -r "$WORK/kmod" "$WORK/kmod-install"
-	if ! make -C "$WORK/kmod-install" KDIR="$KBUILD" INSTALL_MOD_PATH="$WORK/modinst" install >"$WORK/install.log" 2>&1; then
+	if ! in_builder make -C "$WORK/kmod-install" KDIR="$KBUILD" INSTALL_MOD_PATH="$WORK/modinst" install >"$WORK/install.log" 2>&1; then
 		host_case fail make_install_installs_only_the_driver "make install failed: $(tail -5 "$WORK/install.log" | tr '\n' ' ')"
 		return
 	fi
@@ -389,7 +435,7 @@ fi
 # A kernel that trusts a key of its own build tree (the debug kernel: build_debug_kernel.sh) gets
 # every module signed with it, so they load where signatures are enforced (the signing boot).
 # Debian's header trees have no private key: their modules stay as built (dkms signs its own).
-if [[ -r "$KBUILD/certs/signing_key.pem" && -x "$KBUILD/scripts/sign-file" ]]; then
+if [[ -z $BUILDER_ROOT && -r "$KBUILD/certs/signing_key.pem" && -x "$KBUILD/scripts/sign-file" ]]; then
 	for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$WORK/kmod/nv_p2p_standin.ko"; do
 		"$KBUILD/scripts/sign-file" sha256 "$KBUILD/certs/signing_key.pem" "$KBUILD/certs/signing_key.x509" "$ko" ||
 			die "sign-file failed on $ko"
@@ -468,6 +514,8 @@ APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 [[ -n "${RESMEM_SEQ_SEED:-}" ]] && APPEND+=" resmem_seq_seed=$RESMEM_SEQ_SEED"
 [[ -n "${RESMEM_SEQ_P2P_OPS:-}" ]] && APPEND+=" resmem_seq_p2p_ops=$RESMEM_SEQ_P2P_OPS"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
+# Whether pages mode's VMA is VM_MIXEDMAP on this kernel (devmap entries, kernels with pfn_t).
+APPEND+=" resmem_pages_vm_mixedmap=$(grep -q '^#define RESMEM_HAVE_PFN_T ' "$WORK/kmod/resmem_conftest.h" && echo 1 || echo 0)"
 # A KCOV-instrumented driver: its instrumented sites are its calls of __sanitizer_cov_trace_pc,
 # counted from the relocations of every section that stays loaded (not .init.text, freed after
 # init); resmem_seq says how many of them its ops reached.
@@ -565,10 +613,11 @@ extra_boot() {
 start_extra_boots() {
 	EXTRAS_STARTED=1
 	if [[ "${RESMEM_IOMMU_BOOT:-1}" != 0 ]] && only_may 'edu*' 'p2p*' '*iommu*' 'scenario_seed003*'; then
-		# intel_iommu=on, and IOMMU options the kernel does not take (they change nothing here; the
+		# intel_iommu=on, and IOMMU options no kernel of the matrix takes (iommu.passthrough=enable,
+		# malformed up to 6.14, is identity domains from 6.15: mock/machine/linux_rules.h; the
 		# guest's doctor_iommu_options_ignored checks that the kernel prints what the doctor's model,
 		# mock/machine/iommu.h, says it prints: docs/rdma.md "The doctor and the IOMMU").
-		IAPPEND="$COMMON_APPEND intel_iommu=on,bogus iommu=on amd_iommu=on iommu.passthrough=enable resmem_suite=iommu"
+		IAPPEND="$COMMON_APPEND intel_iommu=on,bogus iommu=on amd_iommu=on iommu.passthrough=pt resmem_suite=iommu"
 		IAPPEND+=' memmap=64M$0x40000000 memmap=64M$0x100000000'
 		# -m 3G: q35 puts 2 GiB below 4 GiB and 1 GiB at 4 GiB; less memory for kmemleak to scan.
 		extra_boot iommu "q35 with intel-iommu" 3G "$IAPPEND" -M q35 -device intel-iommu

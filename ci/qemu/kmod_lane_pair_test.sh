@@ -9,6 +9,8 @@
 #       kmod_lane.sh's engine part reads before it starts its later boots beside its first;
 #   1b. with one core (RESMEM_PAIR_CPUS=1) they run one after the other, and the log says so,
 #       with no sync folder;
+#   1c. three lines on two cores: the first two side by side (one sync folder, count 2), the third
+#       after both ended, alone (no sync folder), and the log says so;
 #   2. one lane with a failed case: the pair exits non-zero and the failure is in the file;
 #   3. a lane that dies before writing its JUnit file, and one that exits non-zero while its file
 #      passes: each becomes an errored case named "lane" in a suite named after it; the other
@@ -63,7 +65,7 @@ run() {
 	OUTD="$T/$c/out" LOGF="$T/$c/stdout"
 	mkdir -p "$OUTD" "$T/$c/tmp"
 	env "$@" STUB_LOG="$T/$c/stub.log" TEST_TMPDIR="$T/$c/tmp" XML_OUTPUT_FILE="$T/$c/test.xml" \
-		TEST_UNDECLARED_OUTPUTS_DIR="$OUTD" "$D/kmod_lane_pair.sh" --part engine >"$LOGF" 2>&1
+		TEST_UNDECLARED_OUTPUTS_DIR="$OUTD" "$D/kmod_lane_pair.sh" --part engine --kernel-lines "${LINES:-6.1,6.12}" >"$LOGF" 2>&1
 	RC=$?
 }
 # suites XML: the file's suite names and their cases' outcomes, as one line.
@@ -131,6 +133,31 @@ grep -q "1 core(s) for 2 lanes: one after the other" "$LOGF" && ok "and the log 
 # One after the other, no lane waits for another's first boot: no sync folder.
 [[ $(grep -o 'sync=[^ ]*' "$T/onecore/stub.log" | sort -u) == "sync=-" ]] && ok "one core: no sync folder" ||
 	bad "one core: $(grep -o 'sync=[^ ]*' "$T/onecore/stub.log" | sort -u | tr '\n' ' ')"
+# 1c. three lines on two cores: a batch of two, then the third
+LINES=6.1,6.12,7.3 run three RESMEM_PAIR_CPUS=2
+s=$(suites "$T/three/test.xml")
+order3=$(python3 - "$T/three/stub.log" <<'PY'
+import sys
+start, end = {}, {}
+for l in open(sys.argv[1]):
+    w = l.split()
+    (start if w[0] == "start" else end)[w[1]] = float(w[2])
+a, b, c = "kmod_lane_6_1_engine", "kmod_lane_6_12_engine", "kmod_lane_7_3_engine"
+pair = start[b] < end[a] and start[a] < end[b]
+after = start[c] >= max(end[a], end[b])
+print("6.1 and 6.12 side by side, then 7.3" if pair and after else "start %s end %s" % (start, end))
+PY
+)
+want3="kmod_lane_6_1_engine[c1,c2] kmod_lane_6_12_engine[c1,c2] kmod_lane_7_3_engine[c1,c2]"
+if [[ $RC == 0 && $s == "$want3" && $order3 == "6.1 and 6.12 side by side, then 7.3" ]]; then
+	ok "three lines on two cores: $order3, the three suites in order"
+else
+	bad "three lines on two cores: rc $RC, suites '$s', $order3"
+fi
+grep -q "2 core(s) for 3 lanes: 2 side by side at a time" "$LOGF" && ok "and the log says how" || bad "three lines: the log does not say how they ran"
+sync3=$(grep -o 'start kmod_lane_[0-9_]*_engine.*' "$T/three/stub.log" | sed 's/^start \([^ ]*\) .*\(sync=[^ ]*\) \(count=[^ ]*\)$/\1 \2 \3/' | sed 's#sync=/[^ ]*#sync=DIR#' | sort | tr '\n' '|')
+want_sync3="kmod_lane_6_12_engine sync=DIR count=2|kmod_lane_6_1_engine sync=DIR count=2|kmod_lane_7_3_engine sync=- count=1|"
+[[ $sync3 == "$want_sync3" ]] && ok "the batch of two shares a sync folder, the third has none" || bad "three lines' sync: '$sync3' (want '$want_sync3')"
 run onecore_fail RESMEM_PAIR_CPUS=1 STUB_6_1=fail
 s=$(suites "$T/onecore_fail/test.xml")
 [[ $RC != 0 && $s == "kmod_lane_6_1_engine[c1,c2!] kmod_lane_6_12_engine[c1,c2]" ]] && ok "one core: the first lane's failure still fails the pair" || bad "one core, failing: rc $RC, suites '$s'"

@@ -339,7 +339,10 @@ int CaseUnmapped(const std::string& edu_path, const std::string& res_path) {
   for (int i = 0; i < 4096; ++i) intact &= m[i] == kPoison;
   munmap(m, 4096);
   // The fault interrupt may be handled after the ioctl returned: wait up to 2 s for its line.
-  const std::string pci = std::string(p.edu_info.pci_name).substr(5);  // "00:10.0"
+  // It names the device "[00:10.0]" up to 6.12 and with its PCI segment, "[0000:00:10.0]", on the
+  // lane's 7.3 kernel.
+  const std::string full_pci = p.edu_info.pci_name;  // "0000:00:10.0"
+  const std::string pci = full_pci.substr(5);         // "00:10.0"
   char addr[40];
   std::snprintf(addr, sizeof addr, "fault addr 0x%llx", static_cast<unsigned long long>(t.bus_addr));
   bool dmar = false, driver = false;
@@ -347,7 +350,9 @@ int CaseUnmapped(const std::string& edu_path, const std::string& res_path) {
     for (const auto& l : log.Lines()) {
       Diag("console: %s", l.c_str());
       dmar |= l.find("DMAR: [DMA Write") != std::string::npos &&
-              l.find("[" + pci + "]") != std::string::npos && l.find(addr) != std::string::npos;
+              (l.find("[" + pci + "]") != std::string::npos ||
+               l.find("[" + full_pci + "]") != std::string::npos) &&
+              l.find(addr) != std::string::npos;
       driver |= l.find("did not reach") != std::string::npos && l.find("-EIO") != std::string::npos;
     }
     if (!(dmar && driver)) usleep(100000);

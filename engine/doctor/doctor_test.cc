@@ -264,11 +264,13 @@ TEST(DoctorIommu, PassthroughAndOffNameThe32BitLimit) {
 }
 
 TEST(DoctorIommu, OptionsTheKernelDoesNotTake) {
-  // AMD: amd_iommu=on is an unknown item (AMD-Vi is on anyway); iommu=on is skipped silently.
+  // AMD: amd_iommu=on is an unknown item (AMD-Vi is on anyway); iommu=on is skipped silently;
+  // Linux 6.1's kstrtobool does not take "enable".
   const auto r = DiagnoseIommu("amd_iommu=on iommu=on iommu.passthrough=enable",
                                {{"/sys/class/iommu", "ivhd0: 0000:00:00.0\n"},
                                 {"/sys/kernel/iommu_groups", "0 DMA-FQ 0000:00:00.0\n"},
-                                {"/sys/firmware/acpi/tables", "APIC\nIVRS\n"}});
+                                {"/sys/firmware/acpi/tables", "APIC\nIVRS\n"},
+                                {"/proc/sys/kernel/osrelease", "6.1.0-57-amd64\n"}});
   std::vector<const Finding*> ignored;
   for (const auto& f : r.findings)
     if (f.id == "iommu-option-ignored") ignored.push_back(&f);
@@ -282,6 +284,21 @@ TEST(DoctorIommu, OptionsTheKernelDoesNotTake) {
   EXPECT_NE(ignored[2]->remedy.find("iommu.passthrough=1"), std::string::npos);
   ASSERT_NE(Find(r, "iommu-translating"), nullptr);
   EXPECT_NE(Find(r, "iommu-translating")->title.find("AMD-Vi"), std::string::npos);
+}
+
+TEST(DoctorIommu, NewerKernelsTakeEnableAsTrue) {
+  // From 6.15 kstrtobool takes "enable" (mock/machine/linux_rules.h): the QEMU lane's 7.3 kernel
+  // put every group in an identity domain for iommu.passthrough=enable and printed no complaint.
+  const auto r = DiagnoseIommu("intel_iommu=on iommu.passthrough=enable memmap=64M$0x40000000",
+                               {{"/sys/class/iommu", "dmar0: 0000:00:00.0 0000:00:10.0\n"},
+                                {"/sys/kernel/iommu_groups",
+                                 "0 identity 0000:00:00.0\n1 identity 0000:00:10.0\n"},
+                                {"/sys/firmware/acpi/tables", "APIC\nDMAR\nDSDT\nFACP\n"},
+                                {"/proc/sys/kernel/osrelease", "7.3.4+deb13-amd64\n"}});
+  for (const auto& f : r.findings) EXPECT_NE(f.id, "iommu-option-ignored") << f.evidence;
+  EXPECT_TRUE(r.facts.iommu.rules_agree);
+  EXPECT_TRUE(r.facts.iommu.kernel.domain_from_cmdline);
+  EXPECT_EQ(r.facts.iommu.kernel.default_domain, IommuDomainType::kIdentity);
 }
 
 TEST(DoctorIommu, UnreadableSysfsIsUnknownNotOff) {

@@ -23,12 +23,15 @@ bool StartsWith(const std::string& s, const char* word) {
   return s.compare(0, std::strlen(word), word) == 0;  // strncmp(s, word, strlen(word)) == 0
 }
 
-// lib/kstrtox.c kstrtobool(): the first character decides (y Y t T 1 true, n N f F 0 false),
-// "on"/"off" by the second; anything else (and no value at all) is -EINVAL. The t/f letters were
-// first missing here; the QEMU lane's 6.1 kernel took iommu.passthrough=true as true (identity
-// domains, no "Malformed early option"), which is how the model learned them.
-std::optional<bool> KstrToBool(const std::string& s, bool has_value) {
+// lib/kstrtox.c kstrtobool(): the first character decides (y Y t T 1 true, n N f F 0 false,
+// and on kernels with LinuxRules::kstrtobool_enable_disable e E true, d D false), "on"/"off" by
+// the second; anything else (and no value at all) is -EINVAL. The t/f letters were first missing
+// here; the QEMU lane's 6.1 kernel took iommu.passthrough=true as true (identity domains, no
+// "Malformed early option"), which is how the model learned them; its 7.3 kernel taught e/d.
+std::optional<bool> KstrToBool(const std::string& s, bool has_value, bool enable_disable) {
   if (!has_value || s.empty()) return std::nullopt;
+  if (enable_disable && (s[0] == 'e' || s[0] == 'E')) return true;
+  if (enable_disable && (s[0] == 'd' || s[0] == 'D')) return false;
   switch (s[0]) {
     case 'y': case 'Y': case 't': case 'T': case '1': return true;
     case 'n': case 'N': case 'f': case 'F': case '0': return false;
@@ -69,6 +72,7 @@ void WalkItems(const std::string& value, Fn fn) {
 struct Reader {
   State st;
   std::vector<IommuOptionOutcome> out;
+  bool enable_disable = false;  // LinuxRules::kstrtobool_enable_disable
 
   IommuOptionOutcome Base(const KernelOption& o, const std::string& key, const std::string& item) {
     IommuOptionOutcome r;
@@ -246,12 +250,13 @@ struct Reader {
   // do_early_param's "Malformed early option" when it fails.
   void Bool(const KernelOption& o, const std::string& key) {
     auto r = Base(o, key, o.value);
-    const auto b = KstrToBool(o.value, o.has_value);
+    const auto b = KstrToBool(o.value, o.has_value, enable_disable);
     if (!b) {
       r.problem = IommuOptionProblem::kMalformed;
       r.effect = (o.has_value ? "'" + o.value + "' is" : std::string("no value is")) +
-                 " not a boolean to kstrtobool (y/n, t/f, 1/0, on/off by their first letters): "
-                 "-EINVAL, nothing set";
+                 " not a boolean to kstrtobool (y/n, t/f, 1/0, on/off" +
+                 (enable_disable ? ", enable/disable" : "") +
+                 " by their first letters): -EINVAL, nothing set";
       r.dmesg = "Malformed early option '" + key + "'";
     } else if (key == "iommu.passthrough") {
       st.passthrough = *b;
@@ -410,7 +415,15 @@ const char* IommuVendorWord(IommuVendor v) {
 }
 
 IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
+  return ReadIommuOptions(cmdline, hw, "6.1");
+}
+
+IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw,
+                             const std::string& kernel_version) {
+  auto rules = LinuxRulesFor(kernel_version);
+  if (!rules.ok()) rules = LinuxRulesFor("");
   Reader rd;
+  rd.enable_disable = rules.value().kstrtobool_enable_disable;
   rd.st.dmar_disabled = !hw.intel_default_on;
   const std::vector<int> position = ReadInKernelOrder(cmdline, rd);
   // Outcomes are listed in line order; the dmesg lines in reading order.

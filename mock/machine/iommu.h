@@ -32,6 +32,7 @@
 //                                 __setup knows goes to init), print_unknown_bootoptions (5.14+)
 //   kernel/params.c               parameq: '-' and '_' are the same in a parameter's name
 //   lib/kstrtox.c                 kstrtobool: y Y 1 / n N 0 / on / off by the first characters
+//                                 (e E / d D too from 6.15: linux_rules.h)
 //   Documentation/admin-guide/kernel-parameters.txt  iommu=, intel_iommu=, amd_iommu=,
 //                                 iommu.passthrough=, iommu.strict=
 // Not modelled: the DMAR platform opt-in flag (Thunderbolt DMA protection turns VT-d on where it
@@ -46,6 +47,7 @@
 #include <vector>
 
 #include "backends/platform/proc_parsers.h"
+#include "mock/machine/linux_rules.h"
 
 namespace resmem::sim {
 
@@ -104,8 +106,13 @@ struct IommuKernel {
                                    // (early parameters first, then the __setup ones)
 };
 
-// The kernel's reading of `cmdline` (as /proc/cmdline reads) on firmware `hw`. hw.described is
-// not looked at: a machine whose firmware is unknown is read as one without a table.
+// The kernel's reading of `cmdline` (as /proc/cmdline reads) on firmware `hw`, with the rules of
+// kernel_version as uname -r prints it (its kstrtobool: LinuxRules::kstrtobool_enable_disable;
+// "" or a string that is no version: the newest rules); without a version, Linux 6.1's.
+// hw.described is not looked at: a machine whose firmware is unknown is read as one without a
+// table.
+IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw,
+                             const std::string& kernel_version);
 IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw);
 
 // The sysfs texts, in the forms backends/platform/proc_parsers.h reads. Only for a described

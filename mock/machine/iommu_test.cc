@@ -161,6 +161,22 @@ TEST(IommuRules, PassthroughAndStrictAreKstrtobool) {
   EXPECT_EQ(Find(bad, "iommu.passthrough", "enable")->problem, IommuOptionProblem::kMalformed);
   EXPECT_EQ(Find(bad, "iommu.passthrough", "enable")->dmesg,
             "Malformed early option 'iommu.passthrough'");
+  // From 6.15 kstrtobool takes enable/disable by e/d (linux_rules.h): 6.12.117 refused both in
+  // the QEMU lane, 7.3.4 took enable as identity domains, disable as translated ones.
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=enable", kIntel, "6.12.117")
+                .options[1].problem,
+            IommuOptionProblem::kMalformed);
+  auto enable = ReadIommuOptions("intel_iommu=on iommu.passthrough=enable", kIntel,
+                                 "7.3.4+deb13-amd64");
+  EXPECT_EQ(enable.default_domain, IommuDomainType::kIdentity);
+  EXPECT_TRUE(enable.domain_from_cmdline);
+  EXPECT_TRUE(enable.dmesg.size() == 1 && enable.dmesg[0] == "DMAR: IOMMU enabled");
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=Disable", kIntel, "7.3.4")
+                .default_domain,
+            IommuDomainType::kDmaFq);
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=x", kIntel, "7.3.4")
+                .options[1].problem,
+            IommuOptionProblem::kMalformed);
   // The last of pt, nopt and iommu.passthrough wins.
   EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu=pt iommu.passthrough=0", kIntel).default_domain,
             IommuDomainType::kDmaFq);

@@ -86,6 +86,8 @@ Result<LinuxRules> LinuxRulesFor(const std::string& kernel_version, const std::s
     r.mem_takes_map_items = !r.AtLeast(2, 5, 66);
   }
   r.range_update_bug_line = r.AtLeast(6, 1) && !r.AtLeast(6, 13) ? 469 : 0;
+  r.kstrtobool_enable_disable = r.AtLeast(6, 15);
+  r.pfn_t_devmap = !r.AtLeast(6, 17);
   return r;
 }
 

@@ -116,6 +116,21 @@ struct LinuxRules {
   // buffer of that size, so the kernel reads the first 2047 characters.
   size_t command_line_size = 2048;
 
+  // lib/kstrtox.c kstrtobool takes "enable" and "disable" by their first letters (e/E true,
+  // d/D false) as well as y/n, t/f, 1/0 and on/off: iommu.passthrough=enable sets identity
+  // domains instead of "Malformed early option". Read: 6.1.0-57 and 6.12.117 refuse it (QEMU,
+  // iommu.passthrough=enable and =disable), 6.18.44 takes both (a bool module parameter of the
+  // build machine's kernel, /sys/module/printk/parameters/time) and 7.3.4 too (QEMU: identity
+  // domains, "set via kernel command line"). Model: 6.15, between the two reads.
+  bool kstrtobool_enable_disable = true;
+
+  // pfn_t and devmap page-table entries (include/linux/pfn_t.h): resmem's pages mode maps its
+  // struct pages as devmap entries in a VM_MIXEDMAP VMA (smaps "mm"). 6.17 removed both; from
+  // then the pages go in as refcounted folio entries and the VMA has none of pf, io and mm
+  // (kmod/resmem.c RESMEM_PAGES_VM_FLAGS; the QEMU lane's 7.3.4 kernel showed no flag, 6.1 and
+  // 6.12 "mm").
+  bool pfn_t_devmap = false;
+
   // The line of __e820__range_update's BUG_ON(old_type == new_type) in arch/x86/kernel/e820.c:
   // 469 in 6.1 (the QEMU lane's 6.1.0-56 printed "kernel BUG at arch/x86/kernel/e820.c:469!")
   // and 6.12 (read); 0 where not known (the line is then printed without a number).

@@ -315,6 +315,32 @@ TEST(SimDriver, PfnmapFacts) {
   EXPECT_NE(m->Describe().find("/dev/resmem0"), std::string::npos);
 }
 
+std::shared_ptr<SimWorld> QemuWorldOn(const std::string& kernel_version) {
+  auto spec = MachinePreset("qemu-q35-5g");
+  EXPECT_TRUE(spec.ok());
+  MachineSpec m = spec.value();
+  m.cmdline += " memmap=64M$0x140000000";
+  m.kernel_version = kernel_version;
+  auto w = MakeSimWorld(m, 1);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return w.value();
+}
+
+TEST(SimDriver, PagesModeVmFlagsFollowTheKernel) {
+  // Up to 6.16 pages mode's VMA is VM_MIXEDMAP (devmap entries); from 6.17 it has none of pf, io
+  // and mm (folio entries): the QEMU lane's 6.12 and 7.3 kernels.
+  for (const auto& [version, mixedmap] : {std::pair<std::string, bool>{"6.12.117+deb12-amd64", true},
+                                          {"7.3.4+deb13-amd64", false}, {"", false}}) {
+    SimDriverSpec spec;
+    spec.mode = MapMode::kPages;
+    auto h = OpenOk(*MakeSimRegionProvider(QemuWorldOn(version), spec));
+    auto m = MapOk(*h, 0, 1 * kMiB);
+    EXPECT_EQ(m->facts().vm_mixedmap, mixedmap) << "kernel '" << version << "'";
+    EXPECT_FALSE(m->facts().vm_io || m->facts().vm_pfnmap) << version;
+    EXPECT_EQ(m->facts().backing, Backing::kDevicePages) << version;
+  }
+}
+
 TEST(SimDriver, PagesModeFacts) {
   auto w = QemuWorld();
   SimDriverSpec spec;
@@ -324,7 +350,7 @@ TEST(SimDriver, PagesModeFacts) {
   auto m = MapOk(*h, 0, 1 * kMiB);
   EXPECT_FALSE(m->facts().vm_io);
   EXPECT_FALSE(m->facts().vm_pfnmap);
-  EXPECT_TRUE(m->facts().vm_mixedmap);
+  EXPECT_FALSE(m->facts().vm_mixedmap);  // the newest rules: folio entries (above)
   EXPECT_EQ(m->facts().backing, Backing::kDevicePages);
   const uint64_t v = 42;
   ASSERT_TRUE(m->Write(0, &v, 8).ok());

@@ -1,10 +1,13 @@
 #include "mock/region/sim_mapping.h"
 
+#include "mock/machine/linux_rules.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
 
+#include "mock/machine/linux_rules.h"
 #include "mock/region/page_table.h"
 #include "backends/api/memory.h"
 
@@ -36,8 +39,10 @@ SimMapping::SimMapping(std::shared_ptr<SimWorld> world, const SimMappingSetup& s
     facts_.vm_pfnmap = true;
     facts_.backing = Backing::kDevicePfn;
   } else {
-    // vm_insert_page / vmf_insert_mixed over struct pages: VM_MIXEDMAP (mm/memory.c).
-    facts_.vm_mixedmap = true;
+    // Struct pages: devmap entries through vmf_insert_mixed in a VM_MIXEDMAP VMA up to 6.16,
+    // refcounted folio entries in a plain shared VMA from 6.17 (LinuxRules::pfn_t_devmap).
+    auto rules = LinuxRulesFor(world_->spec.kernel_version, world_->spec.arch);
+    facts_.vm_mixedmap = !rules.ok() || rules.value().pfn_t_devmap;
     facts_.backing = Backing::kDevicePages;
   }
   facts_.memory_type =

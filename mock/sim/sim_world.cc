@@ -62,7 +62,7 @@ class SimPlatform : public Platform {
         return Status::Errno(ENOENT, path + ": the simulated machine does not describe its "
                                             "IOMMU (machine key iommu = { vendor = ... })");
       if (path == "/sys/firmware/acpi/tables") return RenderAcpiTables(spec.iommu);
-      const IommuKernel k = ReadIommuOptions(kernel.cmdline, spec.iommu);
+      const IommuKernel k = ReadIommuOptions(kernel.cmdline, spec.iommu, spec.kernel_version);
       return path == "/sys/class/iommu" ? RenderIommuUnits(spec.iommu, k)
                                         : RenderIommuGroups(spec.iommu, k);
     }
@@ -394,7 +394,8 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
   // What the kernel prints about the command line's IOMMU options (mock/machine/iommu.h; the
   // QEMU lane's kernel prints the same lines: guest case doctor_iommu_options_ignored).
   if (spec.iommu.described)
-    for (const auto& line : ReadIommuOptions(world->kernel.cmdline, spec.iommu).dmesg)
+    for (const auto& line :
+         ReadIommuOptions(world->kernel.cmdline, spec.iommu, spec.kernel_version).dmesg)
       world->dmesg.push_back(line);
   // Secure Boot, lockdown and the options the kernel refused (mock/machine/module_policy.h).
   if (spec.module_policy.described)
