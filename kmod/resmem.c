@@ -35,7 +35,8 @@
  *               did not read back
  *   EOPNOTSUPP  mode=pages on a kernel without memremap_pages
  *   ENODEV      no range given and the kernel reserved none out of RAM
- * and for a range the firmware's own map reserved (EFI, ACPI, TPM): ENXIO.
+ * and for a range the firmware's own map reserved (EFI, ACPI, TPM): ENXIO. On kernels that keep
+ * that map from modules (6.19 on), ENOENT when sysfs has no copy of it (firmware_map_load).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,6 +50,7 @@
 #include <linux/mm.h>
 #include <linux/huge_mm.h>
 #include <linux/module.h>
+#include <linux/mount.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -289,6 +291,7 @@ static vm_fault_t resmem_insert_pmd(struct vm_fault *vmf, struct resmem_dev *d)
 	unsigned long haddr = vmf->address & PMD_MASK;
 	u64 off;
 	phys_addr_t pa;
+	pmd_t pmd;
 
 	if (haddr < vma->vm_start || haddr + PMD_SIZE > vma->vm_end)
 		return VM_FAULT_FALLBACK;
@@ -298,8 +301,18 @@ static vm_fault_t resmem_insert_pmd(struct vm_fault *vmf, struct resmem_dev *d)
 	pa = d->phys + off;
 	if (!IS_ALIGNED(pa, PMD_SIZE))
 		return VM_FAULT_FALLBACK;
-	/* Only over an empty PMD: a page table already there means this 2 MiB went the 4 KiB way. */
-	if (!vmf->pmd || !pmd_none(READ_ONCE(*vmf->pmd)))
+	if (!vmf->pmd)
+		return VM_FAULT_FALLBACK;
+	/*
+	 * A page table there means this 2 MiB went the 4 KiB way. A 2 MiB entry there is another
+	 * thread's fault of the same 2 MiB, which got in first (->fault also gets here, when the THP
+	 * policy keeps the kernel from calling ->huge_fault): insert again, which leaves it as it is.
+	 * The 4 KiB way would find no page table under it and answer VM_FAULT_OOM (get_locked_pte).
+	 * Found by review, not reproduced: the race needs two threads between the read of the PMD and
+	 * the insert.
+	 */
+	pmd = READ_ONCE(*vmf->pmd);
+	if (!pmd_none(pmd) && !pmd_leaf(pmd))
 		return VM_FAULT_FALLBACK;
 	return resmem_map_pmd(vmf, d, pa);
 }
@@ -718,20 +731,29 @@ static void firmware_map_free(void)
 #else
 /*
  * Linux 6.19 exports e820__mapped_raw_any, the firmware's e820 map, to KVM alone. The kernel
- * still publishes that map, unedited by memmap=, as /sys/firmware/memmap/N/{start,end,type}
- * (drivers/firmware/memmap.c, from e820_table_firmware), so the load reads it from there into
- * firmware_map, and the checks below ask the copy. The kernel's own e820 map is no stand-in: a
- * memmap= reservation and a firmware one both read Reserved there. When the copy cannot be read
- * (sysfs not mounted in init's namespace, a kernel without CONFIG_FIRMWARE_MEMMAP) the load is
- * refused: the ranges could not be checked.
+ * still publishes the firmware's map, unedited by memmap=, as /sys/firmware/memmap/N/{start,end,
+ * type} (drivers/firmware/memmap.c; arch/x86/kernel/e820.c e820__reserve_resources adds
+ * e820_table_kexec's entries: the firmware's with the kernel's own reservations, never memmap='s),
+ * so the load reads it from there into firmware_map, and the checks below ask the copy. It reads
+ * through a mount of sysfs of its own, so that no chroot, mount namespace or tmpfs over
+ * /sys/firmware/memmap of the loading process can hand it another map: under lockdown that map
+ * is all that keeps firmware memory from being served. The kernel's own e820 map is no stand-in:
+ * a memmap= reservation and a firmware one both read Reserved there. When the map cannot be read
+ * (a kernel without CONFIG_FIRMWARE_MEMMAP) the load is refused: no range could be checked.
  */
 struct firmware_range {
 	u64 start, end; /* end inclusive, as sysfs has it */
 	enum e820_type type;
 };
 
+/* Entry numbers only grow (memory hot-remove leaves gaps); the search stops after this many
+ * missing in a row, or at the cap. */
+#define FIRMWARE_MAP_GAP 64
+#define FIRMWARE_MAP_MAX 4096
+
 static struct firmware_range *firmware_map;
 static int firmware_map_len;
+static struct vfsmount *firmware_sysfs;
 
 static bool firmware_map_has(u64 pa, u64 sz, enum e820_type type)
 {
@@ -745,9 +767,9 @@ static bool firmware_map_has(u64 pa, u64 sz, enum e820_type type)
 }
 
 /*
- * /sys/firmware/memmap/N/WHAT, the trailing newline cut: 0, or a negative errno. A plain open and
- * read as the loading process: kernel_read_file would pass the read to the security modules as a
- * READING_UNKNOWN load, which IPE answers with a WARN and a stack trace for every file.
+ * firmware/memmap/N/WHAT under the private sysfs mount, the trailing newline cut: 0, or a
+ * negative errno. A plain open and read: kernel_read_file would pass the read to the security
+ * modules as a READING_UNKNOWN load, which IPE answers with a WARN and a stack trace per file.
  */
 static int firmware_map_read(int n, const char *what, char *buf, size_t len)
 {
@@ -756,8 +778,8 @@ static int firmware_map_read(int n, const char *what, char *buf, size_t len)
 	loff_t pos = 0;
 	ssize_t got;
 
-	snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/%s", n, what);
-	f = filp_open(path, O_RDONLY, 0);
+	snprintf(path, sizeof(path), "firmware/memmap/%d/%s", n, what);
+	f = file_open_root_mnt(firmware_sysfs, path, O_RDONLY, 0);
 	if (IS_ERR(f))
 		return PTR_ERR(f);
 	got = kernel_read(f, buf, len - 1, &pos);
@@ -769,7 +791,7 @@ static int firmware_map_read(int n, const char *what, char *buf, size_t len)
 	return 0;
 }
 
-/* Entry n of the firmware's map into *r: 0, -ENOENT past the last, or another negative errno. */
+/* Entry n of the firmware's map into *r: 0, -ENOENT for no such entry, or another negative errno. */
 static int firmware_map_read_entry(int n, struct firmware_range *r)
 {
 	char buf[48];
@@ -800,31 +822,57 @@ static void firmware_map_free(void)
 	kfree(firmware_map);
 	firmware_map = NULL;
 	firmware_map_len = 0;
+	if (firmware_sysfs)
+		mntput(firmware_sysfs);
+	firmware_sysfs = NULL;
+}
+
+/* Appends every entry of the firmware's map to firmware_map: 0 or a negative errno. */
+static int firmware_map_read_all(void)
+{
+	struct firmware_range r, *grown;
+	int n, missing = 0, ret;
+
+	for (n = 0; n < FIRMWARE_MAP_MAX && missing < FIRMWARE_MAP_GAP; n++) {
+		ret = firmware_map_read_entry(n, &r);
+		if (ret == -ENOENT) {
+			missing++;
+			continue;
+		}
+		if (ret)
+			return ret;
+		missing = 0;
+		grown = krealloc_array(firmware_map, firmware_map_len + 1, sizeof(r), GFP_KERNEL);
+		if (!grown)
+			return -ENOMEM;
+		firmware_map = grown;
+		firmware_map[firmware_map_len++] = r;
+	}
+	return firmware_map_len ? 0 : -ENOENT;
 }
 
 static int firmware_map_load(void)
 {
-	struct firmware_range r, *grown;
+	struct file_system_type *sysfs = get_fs_type("sysfs"); /* built in: no reference to put */
 	int ret;
 
-	for (;;) {
-		ret = firmware_map_read_entry(firmware_map_len, &r);
-		if (ret)
-			break;
-		grown = krealloc_array(firmware_map, firmware_map_len + 1, sizeof(r), GFP_KERNEL);
-		if (!grown) {
-			ret = -ENOMEM;
-			break;
-		}
-		firmware_map = grown;
-		firmware_map[firmware_map_len++] = r;
+	firmware_sysfs = sysfs ? vfs_kern_mount(sysfs, SB_KERNMOUNT, "sysfs", NULL) : ERR_PTR(-ENODEV);
+	if (IS_ERR(firmware_sysfs)) {
+		ret = PTR_ERR(firmware_sysfs);
+		firmware_sysfs = NULL;
+		pr_err("cannot mount sysfs to read the firmware's memory map (%d): this kernel keeps its own copy (e820__mapped_raw_any) from modules, and without the map no range can be checked\n",
+		       ret);
+		return ret;
 	}
-	if (ret == -ENOENT && firmware_map_len)
-		return 0;
-	pr_err("cannot read the firmware's memory map from /sys/firmware/memmap/%d (%d): this kernel keeps its own copy (e820__mapped_raw_any) from modules, and without the map no range can be checked; load resmem once sysfs is mounted (-ENOENT)\n",
-	       firmware_map_len, ret);
-	firmware_map_free();
-	return -ENOENT;
+	ret = firmware_map_read_all();
+	if (ret == -ENOENT)
+		pr_err("no firmware memory map in sysfs (firmware/memmap/N: a kernel without CONFIG_FIRMWARE_MEMMAP?): this kernel keeps its own copy (e820__mapped_raw_any) from modules, and without the map no range can be checked (-ENOENT)\n");
+	else if (ret)
+		pr_err("cannot read the firmware's memory map at entry %d of sysfs firmware/memmap (%d): without it no range can be checked\n",
+		       firmware_map_len, ret);
+	if (ret)
+		firmware_map_free();
+	return ret;
 }
 #endif
 

@@ -343,6 +343,21 @@ t c_refuses_pci_hole           $G expect-refused /resmem.ko 'ranges=64M$0xc00000
 # entry of the firmware's map: the probe finds nothing there.
 firmware_reserved_ram() { firmware_map; $G expect-refused /resmem.ko 'ranges=128K$0xbffe0000' ENXIO "firmware's memory map"; }
 t c_refuses_firmware_reserved_ram firmware_reserved_ram
+# The loader cannot hand the module another firmware map: with /sys/firmware/memmap covered by one
+# that calls everything System RAM, the same range is refused the same way. The module reads the
+# kernel's table (up to 6.18) or a sysfs mount of its own (6.19 on: kmod/resmem.c
+# firmware_map_load), never the loader's view (under lockdown that map is all that keeps firmware
+# memory from being served).
+firmware_map_not_the_loaders() {
+	mkdir -p /tmp/fakemap/0 && echo 0x0 >/tmp/fakemap/0/start && echo 0xffffffffff >/tmp/fakemap/0/end &&
+		echo 'System RAM' >/tmp/fakemap/0/type && mount -o bind /tmp/fakemap /sys/firmware/memmap || return 1
+	echo "the loader's /sys/firmware/memmap now: $(cat /sys/firmware/memmap/0/start)-$(cat /sys/firmware/memmap/0/end) $(cat /sys/firmware/memmap/0/type), $(ls /sys/firmware/memmap | wc -l) entry"
+	$G expect-refused /resmem.ko 'ranges=128K$0xbffe0000' ENXIO "firmware's memory map"
+	rc=$?
+	umount /sys/firmware/memmap
+	return $rc
+}
+t c_firmware_map_not_the_loaders firmware_map_not_the_loaders
 t c_refuses_half_ram_half_hole $G expect-refused /resmem.ko 'ranges=64M$0xbe000000' ENXIO "firmware's memory map"
 t c_refuses_apic_bios_area     $G expect-refused /resmem.ko 'ranges=64M$0xfc000000' ENXIO "firmware's memory map"
 t c_refuses_firmware_reserved  $G expect-refused /resmem.ko 'ranges=16K$0xfeffc000' ENXIO "no RAM behind it"
