@@ -51,6 +51,7 @@ void InterpretCmdline(MachineFacts& f) {
   }
   f.memory_options = booted->memory_options;
   f.cmdline_issues = booted->cmdline_issues;
+  f.kernel_rules = booted->rules;
   // The reservations the line makes. Without the firmware map the model's table is empty and
   // its boot stops there, so they come from the options it took.
   auto add = [&](uint64_t start, uint64_t end, const std::string& option) {
@@ -151,17 +152,17 @@ std::set<std::string> CountIommuDevices(MachineFacts::Iommu& io) {
 // The rules on this firmware. The kernel's default for VT-d is read from what it did: units on
 // with no intel_iommu=on means a default-on kernel (Debian's 6.1), units off with nothing
 // turning them off a default-off one.
-void ApplyIommuRules(const MachineFacts& f, const std::set<std::string>& devices, bool known, bool on,
-                     MachineFacts::Iommu& io) {
+void ApplyIommuRules(const std::string& cmdline, const sim::LinuxRules& rules,
+                     const std::set<std::string>& devices, bool known, bool on, MachineFacts::Iommu& io) {
   io.spec.described = true;
   io.spec.vendor = io.firmware_known ? io.firmware : sim::IommuVendor::kNone;
   io.spec.units = std::max<int>(1, static_cast<int>(io.units.size()));
   io.spec.devices.assign(devices.begin(), devices.end());
-  io.kernel = sim::ReadIommuOptions(f.cmdline, io.spec, f.kernel_version);
+  io.kernel = sim::ReadIommuOptions(cmdline, io.spec, rules);
   if (known && io.spec.vendor == sim::IommuVendor::kIntel && on != io.kernel.on()) {
     sim::IommuSpec other = io.spec;
     other.intel_default_on = !other.intel_default_on;
-    const sim::IommuKernel k = sim::ReadIommuOptions(f.cmdline, other, f.kernel_version);
+    const sim::IommuKernel k = sim::ReadIommuOptions(cmdline, other, rules);
     if (k.on() == on) {
       io.spec = other;
       io.kernel = k;
@@ -206,7 +207,7 @@ void CollectIommu(Platform& platform, MachineFacts& f) {
   const std::set<std::string> devices = CountIommuDevices(io);
   const bool on = io.units_known ? !io.units.empty() : io.groups_known && !io.groups.empty();
   const bool known = io.units_known || io.groups_known;
-  ApplyIommuRules(f, devices, known, on, io);
+  ApplyIommuRules(f.cmdline, f.kernel_rules, devices, known, on, io);
   SetIommuState(known, on, io);
 }
 

@@ -55,6 +55,8 @@ struct MachineFacts {
   std::vector<sim::MemoryOptionOutcome> memory_options;
   std::vector<sim::OptionIssue> cmdline_issues;
   std::string kernel_panic;                            // the map the kernel would panic on
+  sim::LinuxRules kernel_rules = sim::LinuxRulesFor("").value();  // the rules that reading used
+                                                                  // (newest: version unreadable)
 
   // The IOMMU: what sysfs shows (the truth on this machine) and the kernel's reading of the
   // command line on this firmware (sim::ReadIommuOptions, the simulator's rules), which says

@@ -814,6 +814,7 @@ Result<BootedKernel> Boot(const MachineSpec& spec) {
   RESMEM_RETURN_IF_ERROR(ReceiveCmdline(spec, k));
   RESMEM_ASSIGN_OR_RETURN(const LinuxRules rules,
                           LinuxRulesFor(spec.kernel_version, spec.arch));
+  k.rules = rules;
   BootState st(rules, &k.dmesg);
   const std::vector<KernelOption> lost = CutToCommandLineSize(rules, k);
   SetupMemoryMap(spec, st);

@@ -415,15 +415,14 @@ const char* IommuVendorWord(IommuVendor v) {
 }
 
 IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw) {
-  return ReadIommuOptions(cmdline, hw, "6.1");
+  static const LinuxRules* linux61 = new LinuxRules(LinuxRulesFor("6.1").value());
+  return ReadIommuOptions(cmdline, hw, *linux61);
 }
 
 IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw,
-                             const std::string& kernel_version) {
-  auto rules = LinuxRulesFor(kernel_version);
-  if (!rules.ok()) rules = LinuxRulesFor("");
+                             const LinuxRules& rules) {
   Reader rd;
-  rd.enable_disable = rules.value().kstrtobool_enable_disable;
+  rd.enable_disable = rules.kstrtobool_enable_disable;
   rd.st.dmar_disabled = !hw.intel_default_on;
   const std::vector<int> position = ReadInKernelOrder(cmdline, rd);
   // Outcomes are listed in line order; the dmesg lines in reading order.

@@ -106,13 +106,12 @@ struct IommuKernel {
                                    // (early parameters first, then the __setup ones)
 };
 
-// The kernel's reading of `cmdline` (as /proc/cmdline reads) on firmware `hw`, with the rules of
-// kernel_version as uname -r prints it (its kstrtobool: LinuxRules::kstrtobool_enable_disable;
-// "" or a string that is no version: the newest rules); without a version, Linux 6.1's.
-// hw.described is not looked at: a machine whose firmware is unknown is read as one without a
-// table.
+// The kernel's reading of `cmdline` (as /proc/cmdline reads) on firmware `hw`, with a kernel
+// version's rules (its kstrtobool: LinuxRules::kstrtobool_enable_disable); without them, Linux
+// 6.1's. hw.described is not looked at: a machine whose firmware is unknown is read as one
+// without a table.
 IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw,
-                             const std::string& kernel_version);
+                             const LinuxRules& rules);
 IommuKernel ReadIommuOptions(const std::string& cmdline, const IommuSpec& hw);
 
 // The sysfs texts, in the forms backends/platform/proc_parsers.h reads. Only for a described

@@ -16,6 +16,8 @@ IommuSpec Hw(IommuVendor v, std::vector<std::string> devices = {"0000:00:00.0", 
   s.devices = std::move(devices);
   return s;
 }
+LinuxRules Rules(const std::string& version) { return LinuxRulesFor(version).value(); }
+
 const IommuSpec kIntel = Hw(IommuVendor::kIntel), kAmd = Hw(IommuVendor::kAmd),
                 kNone = Hw(IommuVendor::kNone);
 
@@ -163,18 +165,18 @@ TEST(IommuRules, PassthroughAndStrictAreKstrtobool) {
             "Malformed early option 'iommu.passthrough'");
   // From 6.15 kstrtobool takes enable/disable by e/d (linux_rules.h): 6.12.117 refused both in
   // the QEMU lane, 7.3.4 took enable as identity domains, disable as translated ones.
-  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=enable", kIntel, "6.12.117")
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=enable", kIntel, Rules("6.12.117"))
                 .options[1].problem,
             IommuOptionProblem::kMalformed);
   auto enable = ReadIommuOptions("intel_iommu=on iommu.passthrough=enable", kIntel,
-                                 "7.3.4+deb13-amd64");
+                                 Rules("7.3.4+deb13-amd64"));
   EXPECT_EQ(enable.default_domain, IommuDomainType::kIdentity);
   EXPECT_TRUE(enable.domain_from_cmdline);
   EXPECT_TRUE(enable.dmesg.size() == 1 && enable.dmesg[0] == "DMAR: IOMMU enabled");
-  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=Disable", kIntel, "7.3.4")
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=Disable", kIntel, Rules("7.3.4"))
                 .default_domain,
             IommuDomainType::kDmaFq);
-  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=x", kIntel, "7.3.4")
+  EXPECT_EQ(ReadIommuOptions("intel_iommu=on iommu.passthrough=x", kIntel, Rules("7.3.4"))
                 .options[1].problem,
             IommuOptionProblem::kMalformed);
   // The last of pt, nopt and iommu.passthrough wins.

@@ -250,6 +250,9 @@ struct BootedKernel {
                                             // (overlapping reservations)
   std::string panic;                 // non-empty when the kernel stops here ("Invalid user
                                      // supplied memory map"): the map is what it was then
+  LinuxRules rules;                  // the rules of spec.kernel_version Boot() applied; what
+                                     // the simulator asks of this kernel later (its IOMMU options,
+                                     // pages mode's VMA flags) reads them here
 };
 
 // Applies the command line to the firmware map with the rules of spec.kernel_version

@@ -1,6 +1,5 @@
 #include "mock/region/sim_mapping.h"
 
-#include "mock/machine/linux_rules.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -41,8 +40,7 @@ SimMapping::SimMapping(std::shared_ptr<SimWorld> world, const SimMappingSetup& s
   } else {
     // Struct pages: devmap entries through vmf_insert_mixed in a VM_MIXEDMAP VMA up to 6.16,
     // refcounted folio entries in a plain shared VMA from 6.17 (LinuxRules::pfn_t_devmap).
-    auto rules = LinuxRulesFor(world_->spec.kernel_version, world_->spec.arch);
-    facts_.vm_mixedmap = !rules.ok() || rules.value().pfn_t_devmap;
+    facts_.vm_mixedmap = world_->kernel.rules.pfn_t_devmap;
     facts_.backing = Backing::kDevicePages;
   }
   facts_.memory_type =

@@ -62,7 +62,7 @@ class SimPlatform : public Platform {
         return Status::Errno(ENOENT, path + ": the simulated machine does not describe its "
                                             "IOMMU (machine key iommu = { vendor = ... })");
       if (path == "/sys/firmware/acpi/tables") return RenderAcpiTables(spec.iommu);
-      const IommuKernel k = ReadIommuOptions(kernel.cmdline, spec.iommu, spec.kernel_version);
+      const IommuKernel k = ReadIommuOptions(kernel.cmdline, spec.iommu, kernel.rules);
       return path == "/sys/class/iommu" ? RenderIommuUnits(spec.iommu, k)
                                         : RenderIommuGroups(spec.iommu, k);
     }
@@ -395,7 +395,7 @@ Result<std::shared_ptr<SimWorld>> MakeSimWorld(const MachineSpec& spec, uint64_t
   // QEMU lane's kernel prints the same lines: guest case doctor_iommu_options_ignored).
   if (spec.iommu.described)
     for (const auto& line :
-         ReadIommuOptions(world->kernel.cmdline, spec.iommu, spec.kernel_version).dmesg)
+         ReadIommuOptions(world->kernel.cmdline, spec.iommu, world->kernel.rules).dmesg)
       world->dmesg.push_back(line);
   // Secure Boot, lockdown and the options the kernel refused (mock/machine/module_policy.h).
   if (spec.module_policy.described)
