@@ -1,61 +1,111 @@
 #!/bin/bash
 # Builds the debug kernel for the kmod lane (//ci/qemu:kmod_lane_debug_test, docs/reliability.md
-# "Debug kernel"): Debian's linux-source of the lane's kernel version, configured for QEMU with
+# "Debug kernel"): Debian's linux-source of one of the lane's kernels, configured for QEMU with
 # KASAN (generic, inline), lockdep (PROVE_LOCKING), DEBUG_VM, KMEMLEAK and KCOV, and everything the
 # module and the guest cases use built in. Built once and cached:
-#   $RESMEM_DEBUG_KERNEL_CACHE (default /root/.cache/resmem-debug-kernel)/<release>-<config hash>/
+#   $RESMEM_DEBUG_KERNEL_CACHE (default /root/.cache/resmem-debug-kernel)/<version>-<config hash>/
 #     bzImage          the kernel the lane boots
 #     build/           the prepared output tree (O=), for `make -C build M=... modules`
 #     src -> ../linux-source-<ver>   the source tree build/ refers to
 #     kernelrelease    `make kernelrelease` (the vermagic the module must carry)
 #     build-seconds    wall time of the build
-#   $CACHE/current -> <release>-<hash>   what the lane picks up
-# The config hash covers this script, so any change to the config below makes a new cache entry.
-# Usage: ci/qemu/build_debug_kernel.sh [--print-dir]   (--print-dir: print the entry's path, build
-# nothing; exit 1 when it is not built). Needs root for apt-get when packages are missing.
-# Time: about an hour of 2 shared cores (docs/reliability.md has the measured figure).
+#     builder-suite    the Debian release whose root the tree was built in, and its modules must
+#                      be (kmod_lane.sh RESMEM_KERNEL_BUILDER); absent: built on this machine
+#   $CACHE/current -> <version>-<hash>   what the lane picks up for 6.1 (current-7.3 for 7.3)
+# The config hash covers this script's config section, so any change to the config below makes a
+# new cache entry; both kernel lines take the same config.
+# Usage: ci/qemu/build_debug_kernel.sh [--kernel-line 6.1|7.3] [--print-dir]
+#   --kernel-line 6.1   (default) the kernel the lane boots by default (linux-headers-amd64's),
+#                       built on this machine from its linux-source-6.1
+#   --kernel-line 7.3   the lane's 7.3 kernel (the newest 7.3.x of Debian 13's backports), built
+#                       with linux-source-7.3 in the lane's trixie root (ci/qemu/builder_root.sh):
+#                       Debian 12's gcc-12 cannot build it
+#   --print-dir         print the entry's path, build nothing; exit 1 when it is not built
+# Needs root for apt-get when packages are missing.
+# Time: about an hour of 2 shared cores (docs/reliability.md has the measured figures).
 set -euo pipefail
 
 log() { echo "debug-kernel: $*" >&2; }
 die() { echo "debug-kernel: ERROR: $*" >&2; exit 1; }
 
 CACHE="${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}"
+KMOD_CACHE="${RESMEM_KMOD_CACHE:-/var/cache/resmem-kmod}"
 SELF="$(readlink -f "$0")"
+LINE=6.1
+PRINT_DIR=0
+while (($#)); do
+	case "$1" in
+	--kernel-line) LINE=${2:?--kernel-line needs 6.1 or 7.3}; shift 2 ;;
+	--print-dir) PRINT_DIR=1; shift ;;
+	*) die "unknown argument '$1': use [--kernel-line 6.1|7.3] [--print-dir]" ;;
+	esac
+done
+# shellcheck source=ci/qemu/builder_root.sh
+source "$(dirname "$SELF")/builder_root.sh"
+WORK=$(mktemp -d /tmp/resmem-debug-kernel.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
 
-# The lane's kernel: the one linux-headers-amd64 depends on (as ci/qemu/kmod_lane.sh finds it).
-KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 2>/dev/null | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
-[[ -n "$KVER" ]] || die "linux-headers-amd64 is not installed: apt-get install linux-headers-amd64"
+# The kernel: its release (KVER), Debian package version (PKGVER) and source package (SRCPKG).
+# dpkg_query and apt_install run where the kernel is built: here for 6.1, in the root for 7.3.
+case "$LINE" in
+6.1)
+	SUITE=
+	KVER=$(dpkg-query -W -f '${Depends}' linux-headers-amd64 2>/dev/null | grep -o 'linux-headers-[0-9][^ ,]*-amd64' | head -1 | sed 's/^linux-headers-//')
+	[[ -n "$KVER" ]] || die "linux-headers-amd64 is not installed: apt-get install linux-headers-amd64"
+	CURRENT=current ;;
+7.3)
+	SUITE=trixie
+	ROOT="$KMOD_CACHE/$SUITE-root"
+	if ((PRINT_DIR)); then
+		KVER=$(builder_root_kver "$ROOT" "$LINE")
+		[[ -n $KVER ]] || exit 1
+	else
+		builder_root_ensure "$ROOT" "$SUITE" "$LINE"
+		KVER=$BUILDER_KVER
+	fi
+	BUILDER_ROOT=$ROOT
+	BUILDER_BINDS=("$CACHE")
+	CURRENT=current-$LINE ;;
+*) die "--kernel-line $LINE: the debug kernel is made for the lane's 6.1 and 7.3" ;;
+esac
+mkdir -p "$CACHE"
+dpkg_query() { in_builder dpkg-query "$@"; }
 # Its Debian package version (6.1.0-56-amd64 -> 6.1.192-2): the linux-source we build must be it.
-PKGVER=$(dpkg-query -W -f '${Version}' "linux-headers-$KVER")
-SRCPKG="linux-source-${KVER%%.0-*}"    # 6.1.0-56-amd64 -> linux-source-6.1
+# shellcheck disable=SC2016 # dpkg-query's format, not the shell's (also below)
+PKGVER=$(dpkg_query -W -f '${Version}' "linux-headers-$KVER")
+SRCPKG="linux-source-${KVER%%.[0-9]-*}"  # 6.1.0-56-amd64 -> linux-source-6.1
+SRCPKG="${SRCPKG%%.[0-9]+*}"              # 7.3.4+deb13-amd64 -> linux-source-7.3
 HASH=$( (echo "$PKGVER"; sed -n '/^# ---- config/,/^# ---- end of config/p' "$SELF") | sha256sum | cut -c1-12)
 ENTRY="$CACHE/$PKGVER-$HASH"
 
-if [[ "${1:-}" == "--print-dir" ]]; then
+if ((PRINT_DIR)); then
 	[[ -r "$ENTRY/bzImage" && -r "$ENTRY/build/Module.symvers" ]] || exit 1
 	echo "$ENTRY"; exit 0
 fi
 if [[ -r "$ENTRY/bzImage" && -r "$ENTRY/build/Module.symvers" ]]; then
 	log "already built: $ENTRY ($(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)"
-	ln -sfn "$(basename "$ENTRY")" "$CACHE/current"
+	ln -sfn "$(basename "$ENTRY")" "$CACHE/$CURRENT"
 	echo "$ENTRY"; exit 0
 fi
 
 # ---- packages ------------------------------------------------------------------------------------
 missing=()
 for p in bc bison flex libelf-dev libssl-dev dwarves xz-utils make gcc; do
-	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+	dpkg_query -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 # The source of exactly the lane's kernel: the archive may carry a newer revision of
 # linux-source-6.1 than of the headers (6.1.192-3 beside 6.1.192-2 on 2026-11-28).
-[[ "$(dpkg-query -W -f '${Version}' "$SRCPKG" 2>/dev/null)" == "$PKGVER" ]] || missing+=("$SRCPKG=$PKGVER")
+# shellcheck disable=SC2016
+[[ "$(dpkg_query -W -f '${Version}' "$SRCPKG" 2>/dev/null)" == "$PKGVER" ]] || missing+=("$SRCPKG=$PKGVER")
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "missing packages ${missing[*]} and not root: apt-get install ${missing[*]}"
-	log "installing ${missing[*]}"
-	apt-get install -y --no-install-recommends --allow-downgrades -o DPkg::Lock::Timeout=300 "${missing[@]}" ||
-		die "apt-get install ${missing[*]} failed"
+	log "installing ${missing[*]}${SUITE:+ in $ROOT}"
+	in_builder env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --allow-downgrades \
+		-o DPkg::Lock::Timeout=300 "${missing[@]}" >"$WORK/apt.log" 2>&1 ||
+		{ tail -20 "$WORK/apt.log" >&2; die "apt-get install ${missing[*]} failed${SUITE:+ in $ROOT}"; }
 fi
-SRCVER=$(dpkg-query -W -f '${Version}' "$SRCPKG")
+# shellcheck disable=SC2016
+SRCVER=$(dpkg_query -W -f '${Version}' "$SRCPKG")
 [[ "$SRCVER" == "$PKGVER" ]] ||
 	die "$SRCPKG is $SRCVER but the lane's kernel $KVER is $PKGVER: apt-get install $SRCPKG=$PKGVER"
 
@@ -64,13 +114,13 @@ SRC="$CACHE/linux-source-$PKGVER"
 if [[ ! -r "$SRC/Makefile" ]]; then
 	log "extracting /usr/src/$SRCPKG.tar.xz into $SRC"
 	rm -rf "$SRC.tmp" && mkdir -p "$SRC.tmp"
-	tar -xf "/usr/src/$SRCPKG.tar.xz" -C "$SRC.tmp" --strip-components=1
+	tar -xf "${BUILDER_ROOT}/usr/src/$SRCPKG.tar.xz" -C "$SRC.tmp" --strip-components=1
 	mv "$SRC.tmp" "$SRC"
 fi
 mkdir -p "$ENTRY/build"
 ln -sfn "../$(basename "$SRC")" "$ENTRY/src"
 O="$ENTRY/build"
-M() { make -C "$SRC" O="$O" ARCH=x86_64 "$@"; }
+M() { in_builder make -C "$SRC" O="$O" ARCH=x86_64 "$@"; }
 CFG() { "$SRC/scripts/config" --file "$O/.config" "$@"; }
 
 # ---- config --------------------------------------------------------------------------------------
@@ -153,18 +203,19 @@ grep -q '^CONFIG_LSM=".*lockdown' "$O/.config" || die "the lockdown LSM is not i
 # ---- build ---------------------------------------------------------------------------------------
 log "building $(M -s kernelrelease) into $O (nice -n 10, -j2); log: $O/build.log"
 T0=$(date +%s)
-nice -n 10 make -C "$SRC" O="$O" ARCH=x86_64 -j2 bzImage modules >"$O/build.log" 2>&1 ||
+in_builder nice -n 10 make -C "$SRC" O="$O" ARCH=x86_64 -j2 bzImage modules >"$O/build.log" 2>&1 ||
 	{ tail -40 "$O/build.log" >&2; die "kernel build failed (log $O/build.log)"; }
 T1=$(date +%s)
 M -s kernelrelease >"$ENTRY/kernelrelease"
 cp "$O/arch/x86/boot/bzImage" "$ENTRY/bzImage"
 echo $((T1 - T0)) >"$ENTRY/build-seconds"
+if [[ -n $SUITE ]]; then echo "$SUITE" >"$ENTRY/builder-suite"; else rm -f "$ENTRY/builder-suite"; fi
 # Free what M= builds do not need: objects of the kernel itself (vmlinux, System.map, .config,
 # Module.symvers, include/, scripts/ with sign-file, certs/signing_key.* and arch/x86/include stay).
 [[ -r "$O/certs/signing_key.pem" && -x "$O/scripts/sign-file" ]] ||
 	die "the build left no certs/signing_key.pem or scripts/sign-file to sign the lane's modules with"
 find "$O" -name '*.o' ! -path "$O/scripts/*" ! -path "$O/tools/*" -delete
 rm -f "$O/vmlinux.o" "$O/vmlinux.a"
-ln -sfn "$(basename "$ENTRY")" "$CACHE/current"
+ln -sfn "$(basename "$ENTRY")" "$CACHE/$CURRENT"
 log "built $(cat "$ENTRY/kernelrelease") in $((T1 - T0)) s: $ENTRY"
 echo "$ENTRY"

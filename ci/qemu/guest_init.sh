@@ -397,6 +397,9 @@ production_cases() {
 	t d_mmap_bounds_pfnmap                          $G mmap-bounds /dev/resmem0
 	t d_mmap_bounds_pages                           $G mmap-bounds /dev/resmem1
 	t d_concurrent_opens_and_maps                   $G concurrent /dev/resmem0 /dev/resmem1
+	# Two threads fault the same 2 MiB at once, over fresh mappings (huge=1; THP always and never).
+	t d_concurrent_first_touch_pages                $G concurrent-first-touch /dev/resmem1 "${resmem_first_touch_rounds:-100}"
+	t d_concurrent_first_touch_pfnmap               $G concurrent-first-touch /dev/resmem0 "${resmem_first_touch_rounds:-100}"
 	t d_unload_while_mapped_refused                 $G unload-while-mapped /dev/resmem1 resmem
 	# A 32-bit program: its ioctls go through compat_ioctl (kmod/tests/resmem_compat32.c).
 	t d_compat32_ioctls_and_mmap                    /resmem_compat32 /dev/resmem0 0x40000000 0x4000000
@@ -457,6 +460,10 @@ test_build_cases() {
 	t a_pages_real_longterm_pin                     $G pin /dev/resmem1 yes
 	t a_pfnmap_longterm_pin_refused                 $G pin /dev/resmem0 no
 	t b_failing_fault_handler_sigbus                $G fault-sigbus /dev/resmem0
+	# The same meeting made certain (fault=3: every other 2 MiB fault waits before it reads the PMD):
+	# the second fault must insert the 2 MiB entry again, not fall back to 4 KiB under it.
+	t b_pmd_fault_race_inserts_again_pages          $G concurrent-first-touch /dev/resmem1 20 race
+	t b_pmd_fault_race_inserts_again_pfnmap         $G concurrent-first-touch /dev/resmem0 20 race
 	t d_kernel_log_clean_before_seed002             sh -c "! dmesg | grep -E 'Oops|BUG:|WARNING:|general protection|Bad pagetable|Call Trace'"
 	t b_seed002_corrupted_page_table                $G corrupted-page-table /dev/resmem0
 	t b_unload_after_reproductions                  rmmod resmem_test

@@ -60,10 +60,13 @@
 # (leave out the guest cases named so),
 # RESMEM_SEQ_OPS / RESMEM_SEQ_SEED (the random syscall sequences' length and seed, kmod/tests/resmem_seq.cc),
 # RESMEM_SEQ_P2P_OPS (the length of those that also drive the DMA devices, d_random_sequences_edu_p2p).
+# RESMEM_FIRST_TOUCH_ROUNDS (fresh mappings per THP policy of d_concurrent_first_touch_*, default 100).
 # Another kernel (the debug kernel lane, ci/qemu/kmod_lane_debug.sh): RESMEM_KERNEL_IMAGE (a bzImage)
 # with RESMEM_KERNEL_BUILD (its prepared build tree: the modules are built against it, not the
-# Debian headers), as --kernel/--headers; RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any
-# KASAN, lockdep, DEBUG_VM, WARN or kmemleak report it caused.
+# Debian headers), as --kernel/--headers; RESMEM_KERNEL_BUILDER=SUITE builds them (and signs them)
+# in the lane's root of that Debian release, as for 7.3 (the debug kernel of 7.3, built there);
+# RESMEM_KERNEL_DEBUG=1 makes the guest fail a case on any KASAN, lockdep, DEBUG_VM, WARN or
+# kmemleak report it caused.
 # RESMEM_CARD=0 leaves out the card (issue 28, docs/digitizer.md "In the QEMU guest"): by default the
 # first boot's RAM is a shared file in /dev/shm (removed at the end) and ci/qemu/card_device, the
 # card's device process, writes blocks into the guest's reserved RAM through it while the guest runs
@@ -119,6 +122,9 @@ if [[ -n $USER_IMAGE || -n $USER_HEADERS ]]; then
 		die "a kernel of your own needs both --kernel VMLINUZ and --headers DIR (given: image '${USER_IMAGE}', headers '${USER_HEADERS}')"
 	KERNEL_LINE=
 fi
+USER_BUILDER=${RESMEM_KERNEL_BUILDER:-}
+[[ -z $USER_BUILDER || -n $USER_IMAGE ]] ||
+	die "RESMEM_KERNEL_BUILDER=$USER_BUILDER is for a kernel of your own (--kernel, --headers); the kernel lines know their builder"
 # Debian bookworm's kernel lines: the headers meta-package that follows each one; Debian 13's
 # backports line: the release whose root builds its modules (BUILDER_SUITE).
 BUILDER_SUITE=
@@ -189,7 +195,7 @@ command -v cpio >/dev/null || missing+=(cpio)
 command -v modinfo >/dev/null || [[ -x /sbin/modinfo ]] || missing+=(kmod)
 [[ -z $HEADERS_PKG ]] || dpkg -s "$HEADERS_PKG" >/dev/null 2>&1 || missing+=("$HEADERS_PKG")
 [[ $DRIVER_BUILD == kbuild || -n $BUILDER_SUITE ]] || command -v dkms >/dev/null || missing+=(dkms)
-[[ -z $BUILDER_SUITE ]] || command -v debootstrap >/dev/null || missing+=(debootstrap)
+[[ -z $BUILDER_SUITE$USER_BUILDER ]] || command -v debootstrap >/dev/null || missing+=(debootstrap)
 # The 32-bit guest program (kmod/tests/resmem_compat32.c) needs a 32-bit libc to link statically.
 echo 'int main(void) { return 0; }' | gcc -m32 -static -x c - -o /dev/null 2>/dev/null || missing+=(gcc-multilib)
 if ((${#missing[@]})); then
@@ -239,6 +245,14 @@ if [[ -n $USER_IMAGE ]]; then
 	LANE_NAME="${RESMEM_LANE_NAME:-kmod_lane_${KVER//[^A-Za-z0-9]/_}$PART_SUFFIX}"
 	# A KCOV kernel (KCOV_INSTRUMENT_ALL off): instrument the module itself.
 	grep -q '^CONFIG_KCOV=y' "$KBUILD/.config" 2>/dev/null && KBUILD_ARGS+=(KCOV_INSTRUMENT=y)
+	if [[ -n $USER_BUILDER ]]; then
+		# The tree and the source it was built from (an O= tree's `source` link), seen in the root
+		# at their own paths.
+		BUILDER_SUITE=$USER_BUILDER
+		builder_root_ensure "$CACHE/$BUILDER_SUITE-root" "$BUILDER_SUITE" ""
+		BUILDER_BINDS=("$KBUILD")
+		[[ -L "$KBUILD/source" ]] && BUILDER_BINDS+=("$(readlink -f "$KBUILD/source")")
+	fi
 elif [[ -n $BUILDER_SUITE ]]; then
 	builder_root_ensure "$CACHE/$BUILDER_SUITE-root" "$BUILDER_SUITE" "$KERNEL_LINE"
 	KVER=$BUILDER_KVER
@@ -435,9 +449,12 @@ fi
 # A kernel that trusts a key of its own build tree (the debug kernel: build_debug_kernel.sh) gets
 # every module signed with it, so they load where signatures are enforced (the signing boot).
 # Debian's header trees have no private key: their modules stay as built (dkms signs its own).
-if [[ -z $BUILDER_ROOT && -r "$KBUILD/certs/signing_key.pem" && -x "$KBUILD/scripts/sign-file" ]]; then
+# A tree of the lane's root is read there (in_builder: sign-file is linked against its libraries).
+HOST_KBUILD=$KBUILD
+[[ -z $BUILDER_ROOT || -n $USER_IMAGE ]] || HOST_KBUILD="$BUILDER_ROOT$KBUILD"
+if [[ -r "$HOST_KBUILD/certs/signing_key.pem" && -x "$HOST_KBUILD/scripts/sign-file" ]]; then
 	for ko in "$DRIVER_KO" "$WORK/kmod/resmem_test.ko" "$WORK/kmod/resmem_edu.ko" "$WORK/kmod/nv_p2p_standin.ko"; do
-		"$KBUILD/scripts/sign-file" sha256 "$KBUILD/certs/signing_key.pem" "$KBUILD/certs/signing_key.x509" "$ko" ||
+		in_builder "$KBUILD/scripts/sign-file" sha256 "$KBUILD/certs/signing_key.pem" "$KBUILD/certs/signing_key.x509" "$ko" ||
 			die "sign-file failed on $ko"
 	done
 	log "modules signed with $KBUILD/certs/signing_key.pem (this kernel trusts it)"
@@ -513,6 +530,7 @@ APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
 [[ -n "${RESMEM_SEQ_OPS:-}" ]] && APPEND+=" resmem_seq_ops=$RESMEM_SEQ_OPS"
 [[ -n "${RESMEM_SEQ_SEED:-}" ]] && APPEND+=" resmem_seq_seed=$RESMEM_SEQ_SEED"
 [[ -n "${RESMEM_SEQ_P2P_OPS:-}" ]] && APPEND+=" resmem_seq_p2p_ops=$RESMEM_SEQ_P2P_OPS"
+[[ -n "${RESMEM_FIRST_TOUCH_ROUNDS:-}" ]] && APPEND+=" resmem_first_touch_rounds=$RESMEM_FIRST_TOUCH_ROUNDS"
 APPEND+=" resmem_ko_sha256=$DRIVER_SHA"  # the guest checks that /resmem.ko is this file
 # Whether pages mode's VMA is VM_MIXEDMAP on this kernel (devmap entries, kernels with pfn_t).
 APPEND+=" resmem_pages_vm_mixedmap=$(grep -q '^#define RESMEM_HAVE_PFN_T ' "$WORK/kmod/resmem_conftest.h" && echo 1 || echo 0)"

@@ -7,18 +7,35 @@
 # sequences run RESMEM_SEQ_OPS operations in each of their two cases (default 30,000: 60,000 a run).
 # When the cache is not there the lane does not build it (about an hour or more of 2 cores): it
 # reports one skipped case with the reason and the command that builds it, and exits 0.
+# Usage: ci/qemu/kmod_lane_debug.sh [--kernel-line 6.1|7.3]   (default 6.1: the lane's default
+# kernel; 7.3: the backports kernel, whose folio-based pages mode 6.1 cannot check, its modules
+# built in the lane's trixie root; results as kmod_lane_debug_7_3)
 # Environment: as kmod_lane.sh; RESMEM_DEBUG_KERNEL_CACHE (default /root/.cache/resmem-debug-kernel).
 set -euo pipefail
+
+LINE=6.1
+case "${1:-}" in
+'') ;;
+--kernel-line) LINE=${2:?--kernel-line needs 6.1 or 7.3} ;;
+*) echo "kmod-lane-debug: ERROR: unknown argument '$1': use [--kernel-line 6.1|7.3]" >&2; exit 2 ;;
+esac
+NAME=kmod_lane_debug
+[[ $LINE == 6.1 ]] || NAME="kmod_lane_debug_${LINE//./_}"
 
 if [[ -n "${TEST_SRCDIR:-}" ]]; then
 	SRC="$TEST_SRCDIR/${TEST_WORKSPACE:-resmem}"
 else
 	SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 fi
-if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
+if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --kernel-line "$LINE" --print-dir); then
 	echo "kmod-lane-debug: debug kernel $(cat "$ENTRY/kernelrelease" 2>/dev/null) from $ENTRY (built in $(cat "$ENTRY/build-seconds" 2>/dev/null || echo '?') s)" >&2
 	export RESMEM_KERNEL_IMAGE="$ENTRY/bzImage" RESMEM_KERNEL_BUILD="$ENTRY/build" RESMEM_KERNEL_DEBUG=1
-	export RESMEM_LANE_NAME=kmod_lane_debug
+	export RESMEM_LANE_NAME=$NAME
+	# A tree built in the lane's root of a newer Debian (7.3): its modules are built there too.
+	if [[ -r "$ENTRY/builder-suite" ]]; then
+		RESMEM_KERNEL_BUILDER=$(cat "$ENTRY/builder-suite")
+		export RESMEM_KERNEL_BUILDER
+	fi
 	export RESMEM_SEQ_OPS="${RESMEM_SEQ_OPS:-30000}"
 	# The driver built with Kbuild against the debug kernel's tree (dkms, the normal lane's way,
 	# looks for /lib/modules/RELEASE/build, which this kernel does not have).
@@ -43,8 +60,8 @@ if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --print-dir); then
 	export RESMEM_P2P="${RESMEM_P2P:-1}"
 	exec "$SRC/ci/qemu/kmod_lane.sh"
 fi
-REASON="the debug kernel is not built for this lane's kernel and config (no cache entry under ${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}); build it once with: ci/qemu/build_debug_kernel.sh (about an hour or more on 2 cores: docs/reliability.md)"
+REASON="the debug kernel is not built for this lane's $LINE kernel and config (no cache entry under ${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}); build it once with: ci/qemu/build_debug_kernel.sh --kernel-line $LINE (about an hour or more on 2 cores: docs/reliability.md)"
 echo "kmod-lane-debug: SKIPPED: $REASON" >&2
-python3 "$SRC/ci/qemu/junit_case.py" "${XML_OUTPUT_FILE:-/dev/null}" kmod_lane_debug kmod_lane_debug \
-	kmod_lane_debug skip "$REASON"
+python3 "$SRC/ci/qemu/junit_case.py" "${XML_OUTPUT_FILE:-/dev/null}" "$NAME" "$NAME" \
+	"$NAME" skip "$REASON"
 exit 0

@@ -9,6 +9,7 @@
 // c-*/load-* load-time refusals (expect-refused), d-* bad input, e-* data integrity, bench.
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cerrno>
@@ -572,6 +574,130 @@ int CaseConcurrent(const std::vector<std::string>& paths) {
   return failures ? Fail("concurrent users saw errors") : 0;
 }
 
+uint64_t VmPteKb() {
+  for (const auto& l : Lines(ReadFile("/proc/self/status")))
+    if (l.rfind("VmPTE:", 0) == 0) return std::strtoull(l.c_str() + 6, nullptr, 10);
+  return 0;
+}
+
+// The huge= parameter of the loaded driver: the test build's when it is the one loaded.
+std::string HugeParam() {
+  const std::string test = "/sys/module/resmem_test/parameters/huge";
+  return access(test.c_str(), F_OK) == 0 ? test : "/sys/module/resmem/parameters/huge";
+}
+bool SetHuge(bool on) { return WriteFile(HugeParam(), on ? "1" : "0"); }
+bool HugeNow() { return ReadFile(HugeParam()).rfind('Y', 0) == 0; }
+
+// The kernel's transparent-hugepage policy: the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise] never"), or "" without THP.
+std::string ThpPolicy() {
+  const std::string text = ReadFile("/sys/kernel/mm/transparent_hugepage/enabled");
+  const size_t open = text.find('['), close = text.find(']');
+  return open == std::string::npos || close < open ? "" : text.substr(open + 1, close - open - 1);
+}
+
+// Two threads, one per CPU, released together, write one word each into every 2 MiB of a fresh
+// mapping in the same order, so the two first touches of each 2 MiB meet.
+struct TogetherResult {
+  bool mapped = false;
+  int wrong = 0;        // words that read back wrong
+  uint64_t pte_kb = 0;  // page tables the touches added (0: every 2 MiB took one entry)
+};
+TogetherResult TouchTogether(const std::string& path, uint64_t len, uint64_t round) {
+  TogetherResult r;
+  const int fd = open(path.c_str(), O_RDWR);
+  if (fd < 0) return r;
+  auto* p = static_cast<volatile uint64_t*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  if (p == MAP_FAILED) return r;
+  r.mapped = true;
+  const uint64_t chunks = len >> 21;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  auto word = [&](uint64_t chunk, int t) { return (round << 32) | (chunk << 8) | static_cast<uint64_t>(t); };
+  auto toucher = [&](int t) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(t, &cpus);
+    sched_setaffinity(0, sizeof cpus, &cpus);  // best effort: one CPU each where there are two
+    ready.fetch_add(1);
+    while (!go.load()) {
+    }
+    for (uint64_t c = 0; c < chunks; ++c) p[(c << 18) + 8 * t] = word(c, t);
+  };
+  std::thread a(toucher, 0), b(toucher, 1);
+  while (ready.load() < 2) {
+  }
+  const uint64_t pte0 = VmPteKb();  // after the threads' stacks have their page tables
+  go.store(true);
+  a.join();
+  b.join();
+  r.pte_kb = VmPteKb() - pte0;
+  for (uint64_t c = 0; c < chunks; ++c)
+    for (int t = 0; t < 2; ++t) r.wrong += p[(c << 18) + 8 * t] != word(c, t);
+  munmap(const_cast<uint64_t*>(p), len);
+  return r;
+}
+
+// Concurrent first touches of the same 2 MiB (huge=1), under each THP policy the kernel offers:
+// "always" routes the fault through ->huge_fault, "never" through ->fault, which inserts 2 MiB
+// entries too. The thread that comes second must take the entry the first one installed. Falling
+// back to 4 KiB under it answers VM_FAULT_OOM (get_locked_pte finds no page table under a 2 MiB
+// entry), which the kernel retries after logging "VM_FAULT_OOM leaked out to the #PF handler"
+// (mm/oom_kill.c pagefault_out_of_memory): the case fails on that line and on any kernel complaint.
+// Where the mode takes no 2 MiB entries (pfnmap without pmd_special) it says so and still checks
+// the words. race (the test build): fault=3 sleeps every other 2 MiB fault before it reads the
+// PMD, so the other thread's entry is there first and the meeting happens every time.
+int CaseConcurrentFirstTouch(const std::string& path, int rounds, bool race) {
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  const uint64_t len = std::min<uint64_t>(dev->info.size, 64ull << 20) & ~((2ull << 20) - 1);
+  if (len == 0) return Fail(path + " is smaller than 2 MiB: no 2 MiB entry to race for");
+  const char* kThp = "/sys/kernel/mm/transparent_hugepage/enabled";
+  const std::string policy = ThpPolicy();
+  std::vector<std::string> policies = {""};  // no THP in this kernel: ->fault alone
+  if (!policy.empty()) policies = {"always", "never"};
+  const size_t mark = KernelLog().size();
+  const bool huge_before = HugeNow();
+  if (!SetHuge(true)) return Fail("cannot set " + HugeParam());
+  if (race && SetFault(3) != 0) return Fail("cannot set fault=3 (is resmem_test.ko loaded?)");
+  // The kernel's line is rate-limited (10 per 5 s: mm/oom_kill.c pfoom_rs); wait out a window an
+  // earlier case may have opened, so this case's lines are printed.
+  if (race) sleep(6);
+  int wrong = 0, failed_maps = 0;
+  std::string error, tables;
+  for (const std::string& pol : policies) {
+    if (!pol.empty() && !WriteFile(kThp, pol)) {
+      error = "cannot write " + pol + " to " + kThp;
+      break;
+    }
+    for (int r = 0; r < rounds; ++r) {
+      const TogetherResult t = TouchTogether(path, len, static_cast<uint64_t>(r));
+      failed_maps += !t.mapped;
+      wrong += t.wrong;
+      // The last round's: the first also pays for the page tables of the threads' stacks.
+      if (r == rounds - 1) tables += (tables.empty() ? "" : ", ") + (pol.empty() ? "-" : pol) + " " + std::to_string(t.pte_kb) + " kB";
+    }
+  }
+  if (!policy.empty()) WriteFile(kThp, policy);
+  SetHuge(huge_before);
+  if (race) SetFault(0);
+  if (!error.empty()) return Fail(error);
+  const auto lines = NewLogLines(mark);
+  int leaked = 0;
+  for (const auto& l : lines)
+    leaked += l.find("VM_FAULT_OOM") != std::string::npos || l.find("pagefault_out_of_memory") != std::string::npos;
+  Diag("%s %s%s: %d rounds x %" PRIu64 " x 2 MiB per THP policy (was %s), 2 threads released together; page "
+       "tables of the last round (0: 2 MiB entries): %s; %d words wrong, %d maps failed, %d VM_FAULT_OOM lines (or lines of them suppressed)",
+       path.c_str(), MapModeName(dev->info.mode), race ? " (fault=3: every other 2 MiB fault waits)" : "", rounds, len >> 21, policy.empty() ? "no THP" : policy.c_str(),
+       tables.c_str(), wrong, failed_maps, leaked);
+  if (leaked) return Fail("a fault fell back to 4 KiB under another thread's 2 MiB entry (VM_FAULT_OOM)");
+  std::string bad;
+  if (!NoOops(lines, &bad)) return Fail("kernel complained: " + bad);
+  if (failed_maps || wrong) return Fail("concurrent first touches lost words or mappings");
+  return 0;
+}
+
 int CaseUnloadWhileMapped(const std::string& path, const std::string& module) {
   size_t mark = KernelLog().size();
   int fd = open(path.c_str(), O_RDWR);
@@ -738,12 +864,6 @@ int CaseHugeSavesPageTables(const std::string& path);
 
 // ---- bench --------------------------------------------------------------------------------------
 
-uint64_t VmPteKb() {
-  for (const auto& l : Lines(ReadFile("/proc/self/status")))
-    if (l.rfind("VmPTE:", 0) == 0) return std::strtoull(l.c_str() + 6, nullptr, 10);
-  return 0;
-}
-
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct TouchResult {
@@ -771,8 +891,6 @@ TouchResult MapAndTouch(const std::string& path, uint64_t len) {
   r.ok = true;
   return r;
 }
-
-bool SetHuge(bool on) { return WriteFile("/sys/module/resmem/parameters/huge", on ? "1" : "0"); }
 
 int CaseHugeSavesPageTables(const std::string& path) {
   auto dev = OpenDevice(path);
@@ -971,6 +1089,8 @@ int Usage() {
                "  corrupted-page-table DEV     b: seed-002 reproduction (test build)\n"
                "  expect-refused KO PARAMS ERRNO KEYWORD   c: load refused with errno and reason\n"
                "  ioctl-garbage DEV | mmap-bounds DEV | concurrent DEV... | unload-while-mapped DEV MODULE\n"
+               "  concurrent-first-touch DEV ROUNDS [race]   d: two threads fault the same 2 MiB at once\n"
+               "                               (race: the test build's fault=3 makes them meet)\n"
                "  open-during-failed-load KO PARAMS DEV   d: a failed load leaves no open file\n"
                "  pipe-holds-pages DEV MODULE  d: page references past close keep the module loaded\n"
                "  integrity DEV                e: two mappings and a second process agree\n"
@@ -995,6 +1115,8 @@ int Main(int argc, char** argv) {
   if (c == "ioctl-garbage") return CaseIoctlGarbage(rest[0]);
   if (c == "mmap-bounds") return CaseMmapBounds(rest[0]);
   if (c == "concurrent") return CaseConcurrent(rest);
+  if (c == "concurrent-first-touch" && (argc == 4 || (argc == 5 && rest[2] == "race")))
+    return CaseConcurrentFirstTouch(rest[0], std::atoi(rest[1].c_str()), argc == 5);
   if (c == "unload-while-mapped" && argc == 4) return CaseUnloadWhileMapped(rest[0], rest[1]);
   if (c == "open-during-failed-load" && argc == 5) return CaseOpenDuringFailedLoad(rest[0], rest[1], rest[2]);
   if (c == "pipe-holds-pages" && argc == 4) return CasePipeHoldsPages(rest[0], rest[1]);
