@@ -23,8 +23,9 @@ FAILED=0
 echo "TAP version 13"
 # The debug kernel lane (kmod_lane.sh with RESMEM_KERNEL_DEBUG=1 boots with resmem_kcheck=1):
 # after each case the kernel log lines it added, and a kmemleak scan, are checked; a KASAN, lockdep,
-# DEBUG_VM, WARN or kmemleak report fails the case that caused it, naming the line.
-KBAD='BUG:|WARNING:|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called|suspicious RCU usage|general protection|Oops|kernel BUG|Bad page|list_(add|del) corruption|UBSAN|bad unlock balance|lock held when returning|DEBUG_LOCKS_WARN_ON|Kernel panic|bad (pmd|pud|pte|p4d|pgd) '
+# DEBUG_VM, WARN or kmemleak report fails the case that caused it, naming the line. VM_FAULT_OOM:
+# a fault handler that answered OOM without being out of memory (mm/oom_kill.c logs it, retries).
+KBAD='BUG:|WARNING:|KASAN|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called|suspicious RCU usage|general protection|Oops|kernel BUG|Bad page|list_(add|del) corruption|UBSAN|bad unlock balance|lock held when returning|DEBUG_LOCKS_WARN_ON|Kernel panic|bad (pmd|pud|pte|p4d|pgd) |VM_FAULT_OOM leaked'
 # Cases whose kernel complaint is the point of the case (the seed-002 reproduction).
 KBAD_EXPECTED=" b_seed002_corrupted_page_table "
 KSEEN=0

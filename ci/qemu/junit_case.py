@@ -4,10 +4,13 @@
 
 usage: junit_case.py XML SUITE CASE CLASS pass|skip MESSAGE
 A skipped case carries MESSAGE as its reason (ci/test.sh lists it); every case carries it as its
-output. Exit 0, or 2 on a wrong status. Python 3 standard library only.
+output, escaped as tap_junit.py escapes a console (a character XML cannot hold as \\xNN), so the
+file always parses. Exit 0, or 2 on a wrong status. Python 3 standard library only; tap_junit.py
+must lie beside it.
 """
-import html
 import sys
+
+from tap_junit import esc
 
 
 def main(argv):
@@ -19,10 +22,10 @@ def main(argv):
     with open(xml, "w") as f:
         f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
         f.write('<testsuites><testsuite name="%s" tests="1" failures="0" errors="0" skipped="%d">\n'
-                % (html.escape(suite), skip))
+                % (esc(suite), skip))
         f.write('<testcase name="%s" classname="%s">%s<system-out>%s</system-out></testcase>\n'
-                % (html.escape(case), html.escape(classname),
-                   '<skipped message="%s"/>' % html.escape(msg) if skip else "", html.escape(msg)))
+                % (esc(case), esc(classname),
+                   '<skipped message="%s"/>' % esc(msg) if skip else "", esc(msg)))
         f.write("</testsuite></testsuites>\n")
     return 0
 

@@ -663,7 +663,7 @@ int CaseConcurrentFirstTouch(const std::string& path, int rounds, bool race) {
   if (race && SetFault(3) != 0) return Fail("cannot set fault=3 (is resmem_test.ko loaded?)");
   // The kernel's line is rate-limited (10 per 5 s: mm/oom_kill.c pfoom_rs); wait out a window an
   // earlier case may have opened, so this case's lines are printed.
-  if (race) sleep(6);
+  if (KernelLog().find("VM_FAULT_OOM") != std::string::npos) sleep(6);
   int wrong = 0, failed_maps = 0;
   std::string error, tables;
   for (const std::string& pol : policies) {

@@ -110,4 +110,14 @@ rc=$?
 [ $rc != 0 ] && grep -q "^usage: tap_junit.py" "$T/usage.txt" && ok "wrong arguments: the usage, and a failing exit" ||
   bad "wrong arguments: exit $rc"
 
+# junit_case.py (one case as a whole file: the debug lane's skip) escapes its message the same way.
+python3 ci/qemu/junit_case.py "$T/case.xml" lane lane_case lane skip $'no cache <entry> & \x01 in it' > "$T/case.out" 2>&1
+rc=$?
+got=$(python3 -c 'import sys, xml.etree.ElementTree as ET
+e = ET.parse(sys.argv[1]).getroot().find("testsuite/testcase/skipped")
+print(e.get("message"))' "$T/case.xml" 2>&1)
+[ $rc = 0 ] && [ "$got" = 'no cache <entry> & \x01 in it' ] &&
+  ok "junit_case.py: a skip's reason with markup and a control character parses back as written (the control as \\xNN)" ||
+  bad "junit_case.py: exit $rc, reason '$got' ($(cat "$T/case.out"))"
+
 finish "tap_junit_test"
