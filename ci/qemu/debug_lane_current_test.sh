@@ -31,7 +31,7 @@ if [[ $sha == "$recorded" ]]; then
 	echo "debug_lane_current: ok: $msg"
 	write_xml pass "$msg"
 else
-	msg="kmod/'s module sources changed since the debug kernel lane's last recorded run ($when): run ci/qemu/kmod_lane_debug.sh (an hour or more on 2 cores; the kernel cached by ci/qemu/build_debug_kernel.sh), then write its date, what ran and module_sources_sha256 $sha into $RECORD and its figures into docs/reliability.md"
+	msg="kmod/'s module sources changed since the debug kernel lane's last recorded run ($when): run ci/qemu/kmod_lane_debug.sh and ci/qemu/kmod_lane_debug.sh --kernel-line 7.3 (about an hour each on 2 cores; the kernels cached by ci/qemu/build_debug_kernel.sh [--kernel-line 7.3]), then write its date, what ran and module_sources_sha256 $sha into $RECORD and its figures into docs/reliability.md"
 	echo "debug_lane_current: SKIPPED: $msg"
 	write_xml skip "$msg"
 fi

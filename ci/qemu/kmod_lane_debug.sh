@@ -5,7 +5,7 @@
 # modules built against that kernel's build tree, and every guest case failed by any KASAN,
 # lockdep, DEBUG_VM, WARN or kmemleak report it caused (guest_init.sh kcheck). The random syscall
 # sequences run RESMEM_SEQ_OPS operations in each of their two cases (default 30,000: 60,000 a run).
-# When the cache is not there the lane does not build it (about an hour or more of 2 cores): it
+# When the cache is not there the lane does not build it (10-20 minutes of 2 cores): it
 # reports one skipped case with the reason and the command that builds it, and exits 0.
 # Usage: ci/qemu/kmod_lane_debug.sh [--kernel-line 6.1|7.3]   (default 6.1: the lane's default
 # kernel; 7.3: the backports kernel, whose folio-based pages mode 6.1 cannot check, its modules
@@ -18,6 +18,10 @@ case "${1:-}" in
 '') ;;
 --kernel-line) LINE=${2:?--kernel-line needs 6.1 or 7.3} ;;
 *) echo "kmod-lane-debug: ERROR: unknown argument '$1': use [--kernel-line 6.1|7.3]" >&2; exit 2 ;;
+esac
+case "$LINE" in
+6.1 | 7.3) ;;
+*) echo "kmod-lane-debug: ERROR: --kernel-line $LINE: the debug kernel is made for the lane's 6.1 and 7.3 (ci/qemu/build_debug_kernel.sh)" >&2; exit 2 ;;
 esac
 NAME=kmod_lane_debug
 [[ $LINE == 6.1 ]] || NAME="kmod_lane_debug_${LINE//./_}"
@@ -60,7 +64,7 @@ if ENTRY=$("$SRC/ci/qemu/build_debug_kernel.sh" --kernel-line "$LINE" --print-di
 	export RESMEM_P2P="${RESMEM_P2P:-1}"
 	exec "$SRC/ci/qemu/kmod_lane.sh"
 fi
-REASON="the debug kernel is not built for this lane's $LINE kernel and config (no cache entry under ${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}); build it once with: ci/qemu/build_debug_kernel.sh --kernel-line $LINE (about an hour or more on 2 cores: docs/reliability.md)"
+REASON="the debug kernel is not built for this lane's $LINE kernel and config (no cache entry under ${RESMEM_DEBUG_KERNEL_CACHE:-/root/.cache/resmem-debug-kernel}); build it once with: ci/qemu/build_debug_kernel.sh --kernel-line $LINE (10-20 minutes on 2 cores; the lane itself about an hour: docs/reliability.md)"
 echo "kmod-lane-debug: SKIPPED: $REASON" >&2
 python3 "$SRC/ci/qemu/junit_case.py" "${XML_OUTPUT_FILE:-/dev/null}" "$NAME" "$NAME" \
 	"$NAME" skip "$REASON"
