@@ -47,7 +47,8 @@ WORK=$(mktemp -d /tmp/resmem-debug-kernel.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 # The kernel: its release (KVER), Debian package version (PKGVER) and source package (SRCPKG).
-# dpkg_query and apt_install run where the kernel is built: here for 6.1, in the root for 7.3.
+# dpkg-query, apt-get and make run where the kernel is built (in_builder): here for 6.1, in the
+# root for 7.3.
 case "$LINE" in
 6.1)
 	SUITE=
@@ -74,8 +75,7 @@ dpkg_query() { in_builder dpkg-query "$@"; }
 # Its Debian package version (6.1.0-56-amd64 -> 6.1.192-2): the linux-source we build must be it.
 # shellcheck disable=SC2016 # dpkg-query's format, not the shell's (also below)
 PKGVER=$(dpkg_query -W -f '${Version}' "linux-headers-$KVER")
-SRCPKG="linux-source-${KVER%%.[0-9]-*}"  # 6.1.0-56-amd64 -> linux-source-6.1
-SRCPKG="${SRCPKG%%.[0-9]+*}"              # 7.3.4+deb13-amd64 -> linux-source-7.3
+SRCPKG="linux-source-$(grep -oE '^[0-9]+\.[0-9]+' <<<"$KVER")"  # 6.1.0-56-amd64, 7.3.4+deb13-amd64 -> 6.1, 7.3
 HASH=$( (echo "$PKGVER"; sed -n '/^# ---- config/,/^# ---- end of config/p' "$SELF") | sha256sum | cut -c1-12)
 ENTRY="$CACHE/$PKGVER-$HASH"
 

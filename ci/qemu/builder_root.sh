@@ -12,8 +12,8 @@
 #       (linux-headers-LINE.N+debNN-amd64, which brings that kernel's compiler and kbuild),
 #       dkms and what dkms signs with, and sets BUILDER_ROOT=DIR and BUILDER_KVER to that
 #       kernel's release. An empty LINE (a kernel tree of your own, built with SUITE's
-#       compiler) installs SUITE's gcc, make and openssl instead and leaves BUILDER_KVER empty. A root made before is reused, and updated only when it lacks the
-#       newest headers. The root is made in DIR.new and renamed when complete, under a lock, so a
+#       compiler) installs SUITE's gcc, make and openssl instead and leaves BUILDER_KVER empty.
+#       A root made before is reused, and updated only when it lacks the newest headers. The root is made in DIR.new and renamed when complete, under a lock, so a
 #       run that stopped halfway never leaves a root that looks made.
 #   builder_root_kver DIR LINE
 #       prints the release of the newest LINE.x kernel whose headers DIR has installed, without

@@ -1,6 +1,5 @@
 #include "mock/region/sim_mapping.h"
 
-
 #include <algorithm>
 #include <cinttypes>
 #include <csignal>
