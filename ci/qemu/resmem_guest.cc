@@ -593,7 +593,8 @@ bool HugeNow() { return ReadFile(HugeParam()).rfind('Y', 0) == 0; }
 std::string ThpPolicy() {
   const std::string text = ReadFile("/sys/kernel/mm/transparent_hugepage/enabled");
   const size_t open = text.find('['), close = text.find(']');
-  return open == std::string::npos || close < open ? "" : text.substr(open + 1, close - open - 1);
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  return text.substr(open + 1, close - open - 1);
 }
 
 // Two threads, one per CPU, released together, write one word each into every 2 MiB of a fresh
@@ -1115,8 +1116,11 @@ int Main(int argc, char** argv) {
   if (c == "ioctl-garbage") return CaseIoctlGarbage(rest[0]);
   if (c == "mmap-bounds") return CaseMmapBounds(rest[0]);
   if (c == "concurrent") return CaseConcurrent(rest);
-  if (c == "concurrent-first-touch" && (argc == 4 || (argc == 5 && rest[2] == "race")))
-    return CaseConcurrentFirstTouch(rest[0], std::atoi(rest[1].c_str()), argc == 5);
+  if (c == "concurrent-first-touch" && (argc == 4 || (argc == 5 && rest[2] == "race"))) {
+    const int rounds = std::atoi(rest[1].c_str());
+    if (rounds < 1) return Fail("ROUNDS '" + rest[1] + "' is no positive number of rounds (usage: concurrent-first-touch DEV ROUNDS [race])");
+    return CaseConcurrentFirstTouch(rest[0], rounds, argc == 5);
+  }
   if (c == "unload-while-mapped" && argc == 4) return CaseUnloadWhileMapped(rest[0], rest[1]);
   if (c == "open-during-failed-load" && argc == 5) return CaseOpenDuringFailedLoad(rest[0], rest[1], rest[2]);
   if (c == "pipe-holds-pages" && argc == 4) return CasePipeHoldsPages(rest[0], rest[1]);
