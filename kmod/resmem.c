@@ -33,6 +33,7 @@
  *   EBUSY       overlaps another resource (request_mem_region refused it)
  *   ENXIO       no RAM behind it: legacy area below 1 MiB, inside a bus window, or a probe write
  *               did not read back
+ *   ENOMEM      the probe could not map a page of the range (probe=0 skips it)
  *   EOPNOTSUPP  mode=pages on a kernel without memremap_pages
  *   ENODEV      no range given and the kernel reserved none out of RAM
  * and for a range the firmware's own map reserved (EFI, ACPI, TPM): ENXIO. On kernels that keep
@@ -51,6 +52,7 @@
 #include <linux/huge_mm.h>
 #include <linux/module.h>
 #include <linux/mount.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -146,10 +148,16 @@ MODULE_PARM_DESC(probe, "check that RAM answers behind each range with a write/r
 
 #ifdef RESMEM_TEST_FAULTS
 /* Test builds only (kmod/resmem_test.c): the seeds' bugs, switchable at run time. */
-enum { RESMEM_FAULT_NONE = 0, RESMEM_FAULT_KVA_PFN = 1, RESMEM_FAULT_SIGBUS = 2, RESMEM_FAULT_PMD_RACE = 3 };
+enum {
+	RESMEM_FAULT_NONE = 0,
+	RESMEM_FAULT_KVA_PFN = 1,
+	RESMEM_FAULT_SIGBUS = 2,
+	RESMEM_FAULT_PMD_RACE = 3,
+	RESMEM_FAULT_REFS_SCAN = 4,
+};
 static int fault;
 module_param(fault, int, 0644);
-MODULE_PARM_DESC(fault, "TEST BUILD: 0 none; 1 seed-002 bug: remap_pfn_range given the kernel virtual address as the PFN; 2 the fault handler fails (SIGBUS); 3 every other 2 MiB fault sleeps 1-2 ms before it reads the PMD, so a concurrent fault of the same 2 MiB installs its entry first");
+MODULE_PARM_DESC(fault, "TEST BUILD: 0 none; 1 seed-002 bug: remap_pfn_range given the kernel virtual address as the PFN; 2 the fault handler fails (SIGBUS); 3 every other 2 MiB fault sleeps 1-2 ms before it reads the PMD, so a concurrent fault of the same 2 MiB installs its entry first; 4 the scan for page references still out after the last unmap (pages mode, once a second) pauses 2 s past the range's first page");
 static atomic_t pmd_race_faults = ATOMIC_INIT(0);
 
 static unsigned int fail_load_ms;
@@ -181,9 +189,12 @@ struct resmem_dev {
 	 * pages mode: page references taken through a mapping (vmsplice into a pipe, an io_uring fixed
 	 * buffer, O_DIRECT I/O, a long-term pin) can outlive the mapping and the file. While any is
 	 * out the module holds itself (refs_held), so unloading cannot tear the pgmap and its struct
-	 * pages down under them; refs_work looks again every second.
+	 * pages down under them; refs_work looks again every second. A last unmap while the hold is
+	 * taken sets refs_recheck: its references may lie behind the work's scan, which must then look
+	 * again before it lets go. refs_lock guards both flags.
 	 */
-	unsigned long refs_held;  /* bit 0 */
+	struct mutex refs_lock;
+	bool refs_held, refs_recheck;
 	struct delayed_work refs_work;
 	atomic_t opens;
 	atomic_t maps;
@@ -246,10 +257,8 @@ static bool resmem_pages_have_pmd_folios(struct resmem_dev *d)
  * physical address is 2 MiB aligned. pfnmap mode never uses it on kernels without pmd_special:
  * there gup-fast (mm/gup.c gup_huge_pmd) would take page references through a huge PFN-map PMD.
  */
-static bool resmem_pmd_allowed(struct resmem_dev *d)
+static bool resmem_pmd_capable(struct resmem_dev *d)
 {
-	if (!huge)
-		return false;
 	if (d->mode == RESMEM_MODE_PAGES)
 		return resmem_pages_have_pmd_folios(d);
 #ifdef RESMEM_HAVE_PMD_PFNMAP
@@ -257,6 +266,20 @@ static bool resmem_pmd_allowed(struct resmem_dev *d)
 #else
 	return false;
 #endif
+}
+
+/*
+ * A mapping's operations say whether it takes 2 MiB entries: resmem_huge_vm_ops when huge= was set
+ * at mmap and the device is capable, resmem_vm_ops otherwise; both have the same functions. huge=
+ * can change at run time, and read at each fault a change between two threads' faults of the same
+ * 2 MiB would send the second the 4 KiB way under the first one's 2 MiB entry (the race
+ * resmem_insert_pmd describes), so a mapping keeps the setting it was made with.
+ */
+static const struct vm_operations_struct resmem_huge_vm_ops;
+
+static bool resmem_pmd_allowed(struct vm_area_struct *vma)
+{
+	return vma->vm_ops == &resmem_huge_vm_ops;
 }
 
 /* Puts the 2 MiB at physical address pa into the faulting PMD (see RESMEM_PAGES_VM_FLAGS). */
@@ -337,7 +360,7 @@ static vm_fault_t resmem_fault(struct vm_fault *vmf)
 #endif
 	if (off >= d->size)
 		return VM_FAULT_SIGBUS;
-	if (resmem_pmd_allowed(d)) {
+	if (resmem_pmd_allowed(vmf->vma)) {
 		ret = resmem_insert_pmd(vmf, d);
 		if (ret != VM_FAULT_FALLBACK)
 			return ret;
@@ -360,12 +383,19 @@ static vm_fault_t resmem_huge_fault(struct vm_fault *vmf, unsigned int order)
 #endif
 	struct resmem_dev *d = vmf->vma->vm_private_data;
 
-	if (!pmd || !resmem_pmd_allowed(d))
+	if (!pmd || !resmem_pmd_allowed(vmf->vma))
 		return VM_FAULT_FALLBACK;
 	return resmem_insert_pmd(vmf, d);
 }
 
 static const struct vm_operations_struct resmem_vm_ops = {
+	.open = resmem_vm_open,
+	.close = resmem_vm_close,
+	.fault = resmem_fault,
+	.huge_fault = resmem_huge_fault,
+};
+
+static const struct vm_operations_struct resmem_huge_vm_ops = {
 	.open = resmem_vm_open,
 	.close = resmem_vm_close,
 	.fault = resmem_fault,
@@ -407,7 +437,7 @@ static int resmem_mmap(struct file *file, struct vm_area_struct *vma)
 	off = (u64)vma->vm_pgoff << PAGE_SHIFT;
 
 	vma->vm_private_data = d;
-	vma->vm_ops = &resmem_vm_ops;
+	vma->vm_ops = READ_ONCE(huge) && resmem_pmd_capable(d) ? &resmem_huge_vm_ops : &resmem_vm_ops;
 	if (d->cache == RESMEM_CACHE_WC)
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
 	else if (d->cache == RESMEM_CACHE_UC)
@@ -635,17 +665,19 @@ static int parse_one_range(char **cursor, u64 *out_phys, u64 *out_size)
 {
 	char *s = *cursor, *end;
 
+	int entry = strcspn(s, ","); /* the entry's length, for the messages */
+
 	*out_size = memparse(s, &end);
 	if (end == s || *end != '$') {
-		pr_err("ranges=%s: cannot parse '%s': expected SIZE$PHYS like 64M$0x40000000 (-EINVAL)\n",
-		       ranges, s);
+		pr_err("ranges=%s: cannot parse '%.*s': expected SIZE$PHYS like 64M$0x40000000 (-EINVAL)\n",
+		       ranges, entry, *cursor);
 		return -EINVAL;
 	}
 	s = end + 1;
 	*out_phys = memparse(s, &end);
 	if (end == s || (*end != ',' && *end != '\0')) {
-		pr_err("ranges=%s: cannot parse the address in '%s': expected SIZE$PHYS like 64M$0x40000000 (-EINVAL)\n",
-		       ranges, *cursor);
+		pr_err("ranges=%s: cannot parse the address in '%.*s': expected SIZE$PHYS like 64M$0x40000000 (-EINVAL)\n",
+		       ranges, entry, *cursor);
 		return -EINVAL;
 	}
 	*cursor = *end == ',' ? end + 1 : end;
@@ -655,6 +687,31 @@ static int parse_one_range(char **cursor, u64 *out_phys, u64 *out_size)
 struct coverage {
 	u64 next; /* first byte not yet seen inside a Reserved resource */
 };
+
+/* walk_iomem_res_desc's callback: r is the next Reserved piece, cut to the range, in address order. */
+static int reserved_piece(struct resource *r, void *arg)
+{
+	struct coverage *c = arg;
+
+	if (r->start > c->next)
+		return 1; /* a gap: the run from the range's start ends here */
+	c->next = max_t(u64, c->next, (u64)r->end + 1);
+	return 0;
+}
+
+/*
+ * Whether Reserved resources cover every byte of [pa, last]. region_intersects() cannot say it: a
+ * range that runs from a Reserved one into a hole (no resource at all, past the end of RAM) is
+ * REGION_INTERSECTS there, as if all of it were Reserved, and the claim then fails EBUSY with no
+ * word of the hole.
+ */
+static bool inside_reserved(u64 pa, u64 last)
+{
+	struct coverage c = { .next = pa };
+
+	walk_iomem_res_desc(IORES_DESC_RESERVED, IORESOURCE_MEM, pa, last, &c, reserved_piece);
+	return c.next > last;
+}
 
 /*
  * Write/read probe: one word at the start, the end and each 1/64 of the range, through a
@@ -832,13 +889,17 @@ static void firmware_map_free(void)
 	firmware_sysfs = NULL;
 }
 
-/* Appends every entry of the firmware's map to firmware_map: 0 or a negative errno. */
-static int firmware_map_read_all(void)
+/*
+ * Appends every entry of the firmware's map to firmware_map: 0 or a negative errno, with the entry
+ * that failed in *failed.
+ */
+static int firmware_map_read_all(int *failed)
 {
 	struct firmware_range r, *grown;
 	int n, missing = 0, ret;
 
 	for (n = 0; n < FIRMWARE_MAP_MAX && missing < FIRMWARE_MAP_GAP; n++) {
+		*failed = n;
 		ret = firmware_map_read_entry(n, &r);
 		if (ret == -ENOENT) {
 			missing++;
@@ -859,7 +920,7 @@ static int firmware_map_read_all(void)
 static int firmware_map_load(void)
 {
 	struct file_system_type *sysfs = get_fs_type("sysfs"); /* built in: no reference to put */
-	int ret;
+	int ret, failed = 0;
 
 	firmware_sysfs = sysfs ? vfs_kern_mount(sysfs, SB_KERNMOUNT, "sysfs", NULL) : ERR_PTR(-ENODEV);
 	if (IS_ERR(firmware_sysfs)) {
@@ -869,12 +930,12 @@ static int firmware_map_load(void)
 		       ret);
 		return ret;
 	}
-	ret = firmware_map_read_all();
+	ret = firmware_map_read_all(&failed);
 	if (ret == -ENOENT)
 		pr_err("no firmware memory map in sysfs (firmware/memmap/N: a kernel without CONFIG_FIRMWARE_MEMMAP?): this kernel keeps its own copy (e820__mapped_raw_any) from modules, and without the map no range can be checked (-ENOENT)\n");
 	else if (ret)
 		pr_err("cannot read the firmware's memory map at entry %d of sysfs firmware/memmap (%d): without it no range can be checked\n",
-		       firmware_map_len, ret);
+		       failed, ret);
 	if (ret)
 		firmware_map_free();
 	return ret;
@@ -958,7 +1019,7 @@ static int check_and_claim(struct resmem_dev *d)
 		return -ENXIO;
 	}
 	/* memmap=nn$ss makes an e820 Reserved entry, a top-level "Reserved" in /proc/iomem. */
-	if (region_intersects(pa, sz, IORESOURCE_MEM, IORES_DESC_RESERVED) != REGION_INTERSECTS) {
+	if (!inside_reserved(pa, last)) {
 		pr_err("%s: refusing [mem 0x%llx-0x%llx]: not entirely inside a range the kernel marked Reserved (see /proc/iomem); boot with memmap=0x%llx$0x%llx (-EADDRNOTAVAIL)\n",
 		       d->name, pa, last, sz, pa);
 		return -EADDRNOTAVAIL;
@@ -986,11 +1047,14 @@ static int check_and_claim(struct resmem_dev *d)
 		u64 bad = 0;
 
 		ret = probe_ram(pa, sz, &bad);
-		if (ret) {
-			pr_err("%s: refusing [mem 0x%llx-0x%llx]: no RAM behind it: a probe written at 0x%llx did not read back (a hole or ROM the kernel accepted as memmap=; choose System RAM from /sys/firmware/memmap) (%s)\n",
-			       d->name, pa, last, bad, ret == -ENXIO ? "-ENXIO" : "-ENOMEM");
+		if (ret == -ENXIO)
+			pr_err("%s: refusing [mem 0x%llx-0x%llx]: no RAM behind it: a probe written at 0x%llx did not read back (a hole or ROM the kernel accepted as memmap=; choose System RAM from /sys/firmware/memmap) (-ENXIO)\n",
+			       d->name, pa, last, bad);
+		else if (ret)
+			pr_err("%s: refusing [mem 0x%llx-0x%llx]: cannot map the page at 0x%llx to probe it (memremap failed; the kernel is short of memory or of mapping space); load again, or with probe=0 to skip the probe (-ENOMEM)\n",
+			       d->name, pa, last, bad);
+		if (ret)
 			goto release;
-		}
 	}
 	return 0;
 
@@ -1104,7 +1168,21 @@ static int resmem_ref_count(unsigned long pfn, unsigned long *nr)
 #endif
 }
 
-static unsigned long resmem_referenced_pages(struct resmem_dev *d, u64 *first)
+#ifdef RESMEM_TEST_FAULTS
+/* fault=4: the work's scan waits 2 s once past the range's first page (or 2 MiB folio). */
+static void resmem_refs_scan_fault(struct resmem_dev *d)
+{
+	if (READ_ONCE(fault) != RESMEM_FAULT_REFS_SCAN)
+		return;
+	pr_info("%s: TEST fault injection: the reference scan pauses 2000 ms past the first page\n",
+		d->name);
+	msleep(2000);
+	pr_info("%s: TEST fault injection: the reference scan goes on\n", d->name);
+}
+#endif
+
+/* Pages of the range referenced through a mapping; *first: the first one's offset. */
+static unsigned long resmem_referenced_pages(struct resmem_dev *d, u64 *first, bool from_work)
 {
 	unsigned long start = PHYS_PFN(d->phys), end = PHYS_PFN(d->phys + d->size), pfn, nr, n = 0;
 
@@ -1116,22 +1194,39 @@ static unsigned long resmem_referenced_pages(struct resmem_dev *d, u64 *first)
 		}
 		if (((pfn - start) & 0xffff) < nr)
 			cond_resched();
+#ifdef RESMEM_TEST_FAULTS
+		if (from_work && pfn == start)
+			resmem_refs_scan_fault(d);
+#endif
 	}
 	return n;
 }
 
-/* Every second while the module holds itself: lets go once no page is referenced any more. */
+/*
+ * Every second while the module holds itself: lets go once a whole scan found no page referenced
+ * and no last unmap came while it scanned. Without the second condition a reference taken behind
+ * the scan (a new mapping's page, spliced and unmapped while the scan was further on) would be
+ * missed and the module could unload under it.
+ */
 static void resmem_refs_work(struct work_struct *work)
 {
 	struct resmem_dev *d = container_of(to_delayed_work(work), struct resmem_dev, refs_work);
+	unsigned long n;
 	u64 first = 0;
 
-	if (resmem_referenced_pages(d, &first)) {
+	mutex_lock(&d->refs_lock);
+	d->refs_recheck = false;
+	mutex_unlock(&d->refs_lock);
+	n = resmem_referenced_pages(d, &first, true);
+	mutex_lock(&d->refs_lock);
+	if (n || d->refs_recheck) {
+		mutex_unlock(&d->refs_lock);
 		schedule_delayed_work(&d->refs_work, HZ);
 		return;
 	}
+	d->refs_held = false;
+	mutex_unlock(&d->refs_lock);
 	pr_info("%s: no page of the range is referenced any more: the module may unload\n", d->name);
-	clear_bit(0, &d->refs_held);
 	module_put(THIS_MODULE); /* the exit path's cancel_delayed_work_sync waits for this function */
 }
 
@@ -1141,15 +1236,21 @@ static void resmem_hold_while_referenced(struct resmem_dev *d)
 	unsigned long n;
 	u64 first = 0;
 
-	if (test_bit(0, &d->refs_held))
-		return;
-	n = resmem_referenced_pages(d, &first);
-	if (!n || test_and_set_bit(0, &d->refs_held))
-		return;
+	mutex_lock(&d->refs_lock);
+	if (d->refs_held) {
+		d->refs_recheck = true;
+		goto out;
+	}
+	n = resmem_referenced_pages(d, &first, false);
+	if (!n)
+		goto out;
+	d->refs_held = true;
 	__module_get(THIS_MODULE);
 	pr_info("%s: %lu pages (the first at offset 0x%llx) are still referenced after the last unmap (a pipe, an io_uring buffer, O_DIRECT I/O, a pin): the module stays loaded until they are released\n",
 		d->name, n, first);
 	schedule_delayed_work(&d->refs_work, HZ);
+out:
+	mutex_unlock(&d->refs_lock);
 }
 
 static void resmem_destroy(struct resmem_dev *d)
@@ -1200,6 +1301,7 @@ static int resmem_create(int index, u64 pa, u64 sz)
 	d->size = sz;
 	d->mode = RESMEM_MODE_PFNMAP;
 	d->cache = RESMEM_CACHE_WB;
+	mutex_init(&d->refs_lock);
 	INIT_DELAYED_WORK(&d->refs_work, resmem_refs_work);
 	ret = parse_choice(mode, nr_mode, index, "mode", "pfnmap", "pages", NULL, &d->mode);
 	if (ret)
@@ -1419,9 +1521,14 @@ static int resmem_create_from_memmap(void)
 
 static int resmem_create_all(void)
 {
+	if (ranges && *ranges && (nr_phys || nr_size)) {
+		pr_err("ranges= and phys=/size= both given: name the ranges one way, ranges=SIZE$PHYS,... or phys= with size= (-EINVAL)\n");
+		return -EINVAL;
+	}
 	if (ranges && *ranges)
 		return resmem_create_from_ranges();
-	if (nr_phys > 0)
+	/* size= alone (phys= misspelt) is refused there, not taken for "no address given". */
+	if (nr_phys || nr_size)
 		return resmem_create_from_phys();
 	return resmem_create_from_memmap();
 }

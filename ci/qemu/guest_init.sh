@@ -364,10 +364,21 @@ t c_refuses_apic_bios_area     $G expect-refused /resmem.ko 'ranges=64M$0xfc0000
 t c_refuses_firmware_reserved  $G expect-refused /resmem.ko 'ranges=16K$0xfeffc000' ENXIO "no RAM behind it"
 t c_refuses_legacy_bios        $G expect-refused /resmem.ko 'ranges=64K$0xf0000' ENXIO "legacy BIOS"
 t load_refuses_unreserved      $G expect-refused /resmem.ko 'ranges=64M$0x200000000' EADDRNOTAVAIL "not entirely inside"
+# memmap=64M$0x300000000 lies past RAM and the PCI windows, a hole on both sides: half of a range
+# in it and half in the hole is not a reservation either (the kernel's region_intersects counts
+# the hole as nothing, so a check with it alone let the claim fail EBUSY), and all of it has no
+# RAM behind it.
+t load_refuses_hole_into_reserved $G expect-refused /resmem.ko 'ranges=128M$0x2fc000000' EADDRNOTAVAIL "not entirely inside"
+t load_refuses_reserved_into_hole $G expect-refused /resmem.ko 'ranges=128M$0x300000000' EADDRNOTAVAIL "not entirely inside"
+t c_refuses_reservation_past_ram  $G expect-refused /resmem.ko 'ranges=64M$0x300000000' ENXIO "no RAM behind it"
 t load_refuses_unaligned       $G expect-refused /resmem.ko 'ranges=64M$0x40000800' EDOM "not page aligned"
 t load_refuses_size_zero       $G expect-refused /resmem.ko 'ranges=0$0x40000000' ERANGE "size zero"
 t load_refuses_overflow        $G expect-refused /resmem.ko 'ranges=0x2000$0xfffffffffffff000' EOVERFLOW "overflows"
 t load_refuses_garbage         $G expect-refused /resmem.ko 'ranges=lots$of$memory' EINVAL "cannot parse"
+t load_refuses_bad_second_entry $G expect-refused /resmem.ko 'ranges=64M$0x40000000,64M$zz,1G$0x100000000' EINVAL "the address in '64M\$zz':"
+# size= without phys= (phys misspelt) is not "no address given", and two ways at once are refused.
+t load_refuses_size_without_phys $G expect-refused /resmem.ko 'size=0x4000000' EINVAL "phys= has 0 entries"
+t load_refuses_ranges_and_phys  $G expect-refused /resmem.ko 'ranges=64M$0x40000000 phys=0x44000000 size=0x4000000' EINVAL "both given"
 t load_refuses_overlap         $G expect-refused /resmem.ko 'ranges=64M$0x40000000,4M$0x40000000' EBUSY "overlaps another resource"
 t load_refuses_pages_wc        $G expect-refused /resmem.ko "$FUNC mode=pages cache=wc" EINVAL "supports cache=wb only"
 # Without addresses (the way to load under lockdown, which refuses them): the RAM that memmap=
@@ -401,6 +412,10 @@ production_cases() {
 	# Two threads fault the same 2 MiB at once, over fresh mappings (huge=1; THP always and never).
 	t d_concurrent_first_touch_pages                $G concurrent-first-touch /dev/resmem1 "${resmem_first_touch_rounds:-100}"
 	t d_concurrent_first_touch_pfnmap               $G concurrent-first-touch /dev/resmem0 "${resmem_first_touch_rounds:-100}"
+	# A mapping keeps the huge= it was made with (read at each fault, a change between two
+	# threads' faults of one 2 MiB would send the second the 4 KiB way under the first's entry).
+	t d_huge_kept_per_mapping_pages                 $G huge-kept-per-mapping /dev/resmem1
+	t d_huge_kept_per_mapping_pfnmap                $G huge-kept-per-mapping /dev/resmem0
 	t d_unload_while_mapped_refused                 $G unload-while-mapped /dev/resmem1 resmem
 	# A 32-bit program: its ioctls go through compat_ioctl (kmod/tests/resmem_compat32.c).
 	t d_compat32_ioctls_and_mmap                    /resmem_compat32 /dev/resmem0 0x40000000 0x4000000
@@ -465,6 +480,9 @@ test_build_cases() {
 	# the second fault must insert the 2 MiB entry again, not fall back to 4 KiB under it.
 	t b_pmd_fault_race_inserts_again_pages          $G concurrent-first-touch /dev/resmem1 20 race
 	t b_pmd_fault_race_inserts_again_pfnmap         $G concurrent-first-touch /dev/resmem0 20 race
+	# The hold on page references past the last unmap looks again when a last unmap came while it
+	# scanned (fault=4 pauses the scan past the first page, and a reference is taken behind it).
+	t b_refs_taken_behind_scan_keep_hold            $G refs-behind-scan /dev/resmem1 resmem_test
 	t d_kernel_log_clean_before_seed002             sh -c "! dmesg | grep -E 'Oops|BUG:|WARNING:|general protection|Bad pagetable|Call Trace'"
 	t b_seed002_corrupted_page_table                $G corrupted-page-table /dev/resmem0
 	t b_unload_after_reproductions                  rmmod resmem_test

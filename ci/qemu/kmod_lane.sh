@@ -527,6 +527,10 @@ fi
 APPEND="$COMMON_APPEND"
 APPEND+=' memmap=64M$0x40000000 memmap=64M$0x44000000 memmap=1G$0x100000000'
 APPEND+=' memmap=64M$0xbe000000 memmap=64M$0xc0000000 memmap=64M$0xfc000000'
+# Past the end of RAM and of the 64-bit PCI window (0x180000000-0x1ffffffff), with no resource on
+# either side: the reservation with nothing behind it, and the ranges that run from it into the
+# hole or from the hole into it (guest_init.sh, the c cases).
+APPEND+=' memmap=64M$0x300000000'
 [[ -n "${RESMEM_SEQ_OPS:-}" ]] && APPEND+=" resmem_seq_ops=$RESMEM_SEQ_OPS"
 [[ -n "${RESMEM_SEQ_SEED:-}" ]] && APPEND+=" resmem_seq_seed=$RESMEM_SEQ_SEED"
 [[ -n "${RESMEM_SEQ_P2P_OPS:-}" ]] && APPEND+=" resmem_seq_p2p_ops=$RESMEM_SEQ_P2P_OPS"

@@ -816,6 +816,101 @@ int CasePipeHoldsPages(const std::string& path, const std::string& module) {
   return unloaded ? 0 : Fail("the module did not unload after the last reference was gone");
 }
 
+// Maps the page at `off` of path, fills it with Pattern(seed, i), splices it into the pipe's write
+// end, then unmaps it and closes the file: the pipe then holds the page's only reference.
+bool SplicePage(const std::string& path, uint64_t off, int pipe_w, uint64_t seed) {
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  auto* p = static_cast<uint64_t*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(off)));
+  close(fd);
+  if (p == MAP_FAILED) return false;
+  for (size_t i = 0; i < 4096 / 8; ++i) p[i] = Pattern(seed, i);
+  iovec iov{p, 4096};
+  const ssize_t n = vmsplice(pipe_w, &iov, 1, 0);
+  munmap(p, 4096);
+  return n == 4096;
+}
+
+// Reads the page a pipe holds and closes both ends: the words that differ from Pattern(seed, i),
+// or -1 when fewer than 4096 bytes came back.
+int DrainPipe(int fds[2], uint64_t seed) {
+  std::vector<uint64_t> got(4096 / 8);
+  const ssize_t n = read(fds[0], got.data(), 4096);
+  close(fds[0]);
+  close(fds[1]);
+  if (n != 4096) return -1;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) bad += got[i] != Pattern(seed, i);
+  return bad;
+}
+
+double Now();
+
+// Waits up to `seconds` for a kernel log line after `mark` that contains `text`.
+// 0 seconds: looks once.
+bool WaitForLogLine(size_t mark, const std::string& text, double seconds) {
+  for (const double t0 = Now();; usleep(20000)) {
+    for (const auto& l : NewLogLines(mark))
+      if (l.find(text) != std::string::npos) return true;
+    if (Now() - t0 >= seconds) return false;
+  }
+}
+
+long ModuleRefcnt(const std::string& module) {
+  const std::string text = ReadFile("/sys/module/" + module + "/refcnt");
+  return text.empty() ? -1 : std::strtol(text.c_str(), nullptr, 10);
+}
+
+// The hold of CasePipeHoldsPages must not let go while a reference its once-a-second scan already
+// went past is out (the test build; kmod/resmem.c resmem_refs_work). fault=4 pauses the scan 2 s
+// once it is past the range's first page. In that pause page 0 is spliced into pipe B through a
+// new mapping, whose last unmap finds the hold already taken, and pipe A, which holds the page at
+// 4 MiB, is drained. The scan then finds nothing; without a second look the module would let go
+// with page 0 still in pipe B, and an rmmod would free the struct page under it. The case never
+// unloads: it reads the hold from the module's refcnt.
+int CaseRefsBehindScan(const std::string& path, const std::string& module) {
+  const uint64_t far = 4ull << 20;  // past the first 2 MiB folio
+  {
+    auto dev = OpenDevice(path);
+    if (!dev.ok()) return Fail(dev.status().ToString());
+    if (dev->info.size < far + 4096) return Fail(path + " is smaller than 4 MiB + 4 KiB");
+  }
+  const size_t mark = KernelLog().size();
+  const long base = ModuleRefcnt(module);
+  if (base < 0) return Fail("cannot read /sys/module/" + module + "/refcnt");
+  int a[2], b[2];
+  if (pipe(a) != 0 || pipe(b) != 0) return Fail("pipe");
+  if (SetFault(4) != 0) return Fail("cannot set fault=4 (is resmem_test.ko loaded?)");
+  const bool spliced_a = SplicePage(path, far, a[1], kSeed);
+  const bool held = ModuleRefcnt(module) == base + 1;
+  const bool paused = spliced_a && WaitForLogLine(mark, "reference scan pauses", 10);
+  SetFault(0);  // the scans after this one run straight through
+  const bool spliced_b = paused && SplicePage(path, 0, b[1], kSeed + 1);
+  const int bad_a = DrainPipe(a, kSeed);
+  // Both steps must land inside the pause, or the case shows nothing.
+  const bool in_pause = !WaitForLogLine(mark, "reference scan goes on", 0);
+  const bool resumed = WaitForLogLine(mark, "reference scan goes on", 10);
+  bool let_go = false;
+  for (double t0 = Now(); resumed && !let_go && Now() - t0 < 1.5; usleep(20000)) let_go = ModuleRefcnt(module) <= base;
+  const int bad_b = DrainPipe(b, kSeed + 1);
+  bool released = false;
+  for (double t0 = Now(); !released && Now() - t0 < 5; usleep(50000)) released = ModuleRefcnt(module) == base;
+  Diag("refcnt %ld before; pipe A (page at 4 MiB) spliced %s, hold %s; the scan paused %s; pipe B (page 0) spliced %s, "
+       "pipe A drained (%d words wrong) %s the pause; after the scan went on the hold %s; pipe B drained (%d words "
+       "wrong); the hold %s", base, spliced_a ? "yes" : "no", held ? "taken" : "not taken", paused ? "yes" : "no",
+       spliced_b ? "yes" : "no", bad_a, in_pause ? "inside" : "after", let_go ? "WAS LET GO" : "stayed", bad_b,
+       released ? "let go within 5 s" : "still taken after 5 s");
+  for (const auto& l : NewLogLines(mark))
+    if (l.find("referenced") != std::string::npos || l.find("TEST") != std::string::npos) Diag("console: %s", l.c_str());
+  std::string oops;
+  if (!NoOops(NewLogLines(mark), &oops)) return Fail("kernel complained: " + oops);
+  if (!spliced_a || !held || !paused || !spliced_b || bad_a || bad_b)
+    return Fail("the set-up did not happen as planned (see above)");
+  if (!in_pause) return Fail("the steps took longer than the scan's pause: nothing shown");
+  if (let_go) return Fail("the module let go of its hold while pipe B held page 0, a reference taken behind its scan");
+  return released ? 0 : Fail("the hold was not let go after the last reference was gone");
+}
+
 // ---- e: data integrity --------------------------------------------------------------------------
 
 int CaseIntegrity(const std::string& path) {
@@ -873,13 +968,15 @@ struct TouchResult {
   bool ok = false;
 };
 
-TouchResult MapAndTouch(const std::string& path, uint64_t len) {
+// between, when set, runs after the mmap and before the first touch (untimed).
+TouchResult MapAndTouch(const std::string& path, uint64_t len, const std::function<void()>& between = nullptr) {
   TouchResult r;
   int fd = open(path.c_str(), O_RDWR);
   if (fd < 0) return r;
   uint64_t pte0 = VmPteKb();
   double t0 = Now();
   auto* p = static_cast<volatile uint8_t*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (p != MAP_FAILED && between) between();
   double t1 = Now();
   if (p == MAP_FAILED) { close(fd); return r; }
   for (uint64_t off = 0; off < len; off += 4096) p[off] = 1;
@@ -907,6 +1004,41 @@ int CaseHugeSavesPageTables(const std::string& path) {
   uint64_t expect_small = len / 4096 * 8 / 1024;  // one 8-byte PTE per 4 KiB page
   if (small.pte_kb < expect_small) return Fail("4 KiB mappings used fewer page tables than one PTE per page");
   if (big.pte_kb * 8 > small.pte_kb) return Fail("2 MiB mappings did not save page tables");
+  return 0;
+}
+
+// huge= is taken once per mapping, at mmap (kmod/resmem.c resmem_huge_vm_ops): a mapping made with
+// huge=1 keeps taking 2 MiB entries after huge=0 is written, and one made with huge=0 keeps 4 KiB
+// entries after huge=1. Read at each fault instead, a change between two threads' faults of the
+// same 2 MiB would send the second the 4 KiB way under the first's 2 MiB entry (VM_FAULT_OOM, or
+// the 7.3 debug kernel's VM_BUG_ON: docs/kmod.md "Two faults of the same 2 MiB at once"). Where
+// the device takes no 2 MiB entries on this kernel (pfnmap without pmd_special) the case says so
+// and skips.
+int CaseHugeKeptPerMapping(const std::string& path) {
+  auto dev = OpenDevice(path);
+  if (!dev.ok()) return Fail(dev.status().ToString());
+  const uint64_t len = std::min<uint64_t>(dev->info.size, 64ull << 20) & ~((2ull << 20) - 1);
+  if (len == 0) return Fail(path + " is smaller than 2 MiB: no 2 MiB entry to keep");
+  const bool huge_before = HugeNow();
+  if (!SetHuge(true)) return Fail("cannot set " + HugeParam());
+  const TouchResult control = MapAndTouch(path, len);  // huge=1 throughout
+  const TouchResult kept_on = MapAndTouch(path, len, [] { SetHuge(false); });
+  const TouchResult kept_off = MapAndTouch(path, len, [] { SetHuge(true); });  // made under huge=0
+  SetHuge(huge_before);
+  const uint64_t small = len / 4096 * 8 / 1024;  // kB of page tables for one PTE per 4 KiB page
+  Diag("%s %s, %s: page tables after touching every 4 KiB: huge=1 throughout %" PRIu64 " kB; made with huge=1, "
+       "touched after huge=0 %" PRIu64 " kB; made with huge=0, touched after huge=1 %" PRIu64 " kB (one PTE per page: %" PRIu64 " kB)",
+       path.c_str(), MapModeName(dev->info.mode), FormatSize(len).c_str(), control.pte_kb, kept_on.pte_kb,
+       kept_off.pte_kb, small);
+  if (!control.ok || !kept_on.ok || !kept_off.ok) return Fail("map/touch failed");
+  if (control.pte_kb * 8 > small) {
+    WriteFile("/tmp/tap_skip", std::string(MapModeName(dev->info.mode)) +
+                                   " takes no 2 MiB entries on this kernel (huge=1 throughout used " +
+                                   std::to_string(control.pte_kb) + " kB of page tables): no setting to keep");
+    return 0;
+  }
+  if (kept_on.pte_kb * 8 > small) return Fail("a mapping made with huge=1 took 4 KiB entries once huge=0 was written");
+  if (kept_off.pte_kb < small) return Fail("a mapping made with huge=0 took 2 MiB entries once huge=1 was written");
   return 0;
 }
 
@@ -1094,6 +1226,8 @@ int Usage() {
                "                               (race: the test build's fault=3 makes them meet)\n"
                "  open-during-failed-load KO PARAMS DEV   d: a failed load leaves no open file\n"
                "  pipe-holds-pages DEV MODULE  d: page references past close keep the module loaded\n"
+               "  refs-behind-scan DEV MODULE  b: a reference taken behind the hold's scan keeps it (test build, fault=4)\n"
+               "  huge-kept-per-mapping DEV    d: a mapping keeps the huge= it was made with\n"
                "  integrity DEV                e: two mappings and a second process agree\n"
                "  bench DEV...                 figures (first DEV: the big pages-mode device)\n"
                "  udev-rule DEV RULES          access: DEV has the rule's owner, group and mode\n"
@@ -1124,6 +1258,8 @@ int Main(int argc, char** argv) {
   if (c == "unload-while-mapped" && argc == 4) return CaseUnloadWhileMapped(rest[0], rest[1]);
   if (c == "open-during-failed-load" && argc == 5) return CaseOpenDuringFailedLoad(rest[0], rest[1], rest[2]);
   if (c == "pipe-holds-pages" && argc == 4) return CasePipeHoldsPages(rest[0], rest[1]);
+  if (c == "refs-behind-scan" && argc == 4) return CaseRefsBehindScan(rest[0], rest[1]);
+  if (c == "huge-kept-per-mapping" && argc == 3) return CaseHugeKeptPerMapping(rest[0]);
   if (c == "integrity") return CaseIntegrity(rest[0]);
   if (c == "bench") return Bench(rest);
   if (c == "udev-rule" && argc == 4) return CaseUdevRule(rest[0], rest[1]);
