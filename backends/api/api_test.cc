@@ -73,6 +73,25 @@ TEST(ParseSize, ExactAbove2To53) {
   EXPECT_FALSE(ParseSize("-0").ok());
 }
 
+// strtoull took a sign after 0x and wrapped: "0x-1" was 2^64-1, "0x-40000000" 16384 PiB.
+TEST(ParseSize, HexHasNoSignAndFitsIn64Bits) {
+  EXPECT_EQ(*ParseSize("0xffffffffffffffff"), UINT64_MAX);
+  EXPECT_EQ(*ParseSize("0X4000_0000"), 1ull << 30);
+  for (const char* bad : {"0x-1", "0x-40000000", "0x+10", "-0x10", "+4096", "4-", "16M-"}) {
+    auto r = ParseSize(bad);
+    ASSERT_FALSE(r.ok()) << bad << " read as " << *r;
+    EXPECT_NE(r.status().message().find(std::string("'") + bad + "'"), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_NE(ParseSize("0x-1").status().message().find("no sign"), std::string::npos);
+  auto big = ParseSize("0x10000000000000000");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("'0x10000000000000000' does not fit in 64 bits"),
+            std::string::npos)
+      << big.status().message();
+  EXPECT_FALSE(ParseSize("0xfg").ok());
+}
+
 TEST(FormatSize, Readable) {
   EXPECT_EQ(FormatSize(188ull << 30), "188 GiB");
   EXPECT_EQ(FormatSize(4096), "4 KiB");

@@ -145,18 +145,35 @@ Status CheckSpan(const HostMemory& mem, uint64_t offset, uint64_t len, const cha
   return Status::Ok();
 }
 
+namespace {
+
+// The digits after "0x" of `text`: hexadecimal digits only (strtoull would take a sign and wrap
+// "0x-1" round to 2^64-1), at most 64 bits.
+Result<uint64_t> ParseHexSize(const std::string& digits, const std::string& text) {
+  uint64_t v = 0;
+  for (char c : digits) {
+    if (!std::isxdigit(static_cast<unsigned char>(c)))
+      return Status::InvalidArgument("bad hexadecimal size '" + text + "': after 0x only the digits "
+                                     "0-9 and a-f, e.g. 0x40000000");
+    if (v > (UINT64_MAX >> 4))
+      return Status::InvalidArgument("size '" + text + "' does not fit in 64 bits");
+    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+}  // namespace
+
 Result<uint64_t> ParseSize(const std::string& text) {
   std::string t;
   for (char c : text)
     if (!std::isspace(static_cast<unsigned char>(c)) && c != '_') t += c;
   if (t.empty()) return Status::InvalidArgument("empty size; write e.g. 16M, 188G, 0x1000 or 4096");
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(t.c_str() + 2, &end, 16);
-    if (errno || *end) return Status::InvalidArgument("bad hexadecimal size '" + text + "'");
-    return static_cast<uint64_t>(v);
-  }
+  if (t.find_first_of("+-") != std::string::npos)
+    return Status::InvalidArgument("bad size '" + text + "': a size has no sign; write e.g. 16M, "
+                                   "188G, 0x1000 or 4096");
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) return ParseHexSize(t.substr(2), text);
   // The number: digits, optionally one '.' and more digits; the unit is the rest.
   size_t digits = 0;
   while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;

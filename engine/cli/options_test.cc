@@ -195,5 +195,32 @@ TEST(Values, SizesCountsAndTheirMessages) {
   EXPECT_EQ(SpellSize(1000), "1000");
 }
 
+// A count is decimal (or 0x hex): CLI11's strtoull(..., 0) read "010" as octal 8 and refused
+// "09"; a number past 2^64-1 was "not a whole number" though it was one, too large.
+TEST(Values, CountsAreDecimalAndSayWhenTooLarge) {
+  uint64_t count = 3;
+  auto app = MakeApp("probe", "probe");
+  app->add_option("--count", count, "count")->check(NonNegativeInteger());
+  auto refused = [&](const std::string& text, const std::string& want) {
+    std::ostringstream out, err;
+    EXPECT_EQ(ParseArgs(*app, {"--count", text}, out, err), kExitBadInput) << text;
+    EXPECT_NE(err.str().find("probe: --count: '" + text + "' " + want), std::string::npos)
+        << err.str();
+  };
+  refused("010", "starts with 0, which would read as octal: write it without the leading zeros (10)");
+  refused("09", "starts with 0, which would read as octal: write it without the leading zeros (9)");
+  refused("99999999999999999999", "is too large (at most 18446744073709551615)");
+  refused("0x10000000000000000", "is too large (at most 18446744073709551615)");
+  refused("+5", "is not a whole number of 0 or more");
+  refused(" 5", "is not a whole number of 0 or more");
+  refused("0x", "is not a whole number of 0 or more");
+  for (const auto& [text, want] : std::vector<std::pair<std::string, uint64_t>>{
+           {"0", 0}, {"10", 10}, {"0x1F", 31}, {"18446744073709551615", UINT64_MAX}}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(ParseArgs(*app, {"--count", text}, out, err), std::nullopt) << text << err.str();
+    EXPECT_EQ(count, want) << text;
+  }
+}
+
 }  // namespace
 }  // namespace resmem::cli

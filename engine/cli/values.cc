@@ -1,6 +1,7 @@
 #include "engine/cli/values.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "backends/api/memory.h"
@@ -17,17 +18,41 @@ CLI::Validator CheckedBy(const std::string& name,
       "", name);
 }
 
+CLI::Validator MachineNamed(const std::string& without) {
+  return CheckedBy("PRESET|FILE", [without](const std::string& given) {
+    return given.empty() ? Status::InvalidArgument(
+                               "'' names no machine; give a preset (seed000-workstation, ...), a "
+                               "machine file or a paste, or leave --machine out to " + without)
+                         : Status::Ok();
+  });
+}
+
+namespace {
+
+// `text` as a whole number: decimal digits, or 0x and hexadecimal ones; the problem otherwise.
+// CLI11 then converts the text itself with strtoull(..., 0), which reads a leading 0 as octal
+// ("010" as 8): such a number is refused, not reinterpreted.
+std::string WholeNumberProblem(const std::string& text) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const std::string digits = hex ? text.substr(2) : text;
+  const int base = hex ? 16 : 10;
+  if (digits.empty() || digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") !=
+                            std::string::npos)
+    return "'" + text + "' is not a whole number of 0 or more";
+  errno = 0;
+  const unsigned long long value = std::strtoull(digits.c_str(), nullptr, base);
+  if (errno == ERANGE)
+    return "'" + text + "' is too large (at most " + std::to_string(UINT64_MAX) + ")";
+  if (!hex && digits.size() > 1 && digits[0] == '0')
+    return "'" + text + "' starts with 0, which would read as octal: write it without the leading "
+           "zeros (" + std::to_string(value) + ")";
+  return std::string();
+}
+
+}  // namespace
+
 CLI::Validator NonNegativeInteger() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        std::strtoull(text.c_str(), &end, 0);
-        if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
-          return "'" + text + "' is not a whole number of 0 or more";
-        return std::string();
-      },
-      "", "N");
+  return CLI::Validator([](std::string& text) { return WholeNumberProblem(text); }, "", "N");
 }
 
 CLI::Validator ByteSize(uint64_t least_bytes) {

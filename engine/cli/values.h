@@ -16,12 +16,18 @@
 
 namespace resmem::cli {
 
-// A count or a seed: a whole number, 0 or more, decimal or 0x hex. (CLI11 alone would read "-1"
-// into an unsigned option as 2^64-1.)
+// A count or a seed: a whole number, 0 or more, decimal or 0x hex, at most 2^64-1. (CLI11 alone
+// would read "-1" into an unsigned option as 2^64-1, and "010" as octal 8: a decimal number with
+// a leading zero is refused, naming the number meant.)
 CLI::Validator NonNegativeInteger();
 
 // A check that answers with a Status (a parser of the engine): its message when the value is
 // refused. `name` is what the value is ("BACKEND").
+// --machine's check: '' names no machine (a script's unset variable would otherwise send the
+// command to the real host); `without` says what leaving the option out does ("plan for this
+// machine").
+CLI::Validator MachineNamed(const std::string& without);
+
 CLI::Validator CheckedBy(const std::string& name,
                          std::function<Status(const std::string&)> check);
 

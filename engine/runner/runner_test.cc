@@ -368,7 +368,7 @@ do = "verify"
 span = "m"
 length = "8K"
 expect = { ok = false, message_contains = "is outside the 4 KiB" }
-[step.on.other]
+[step.on.cuda]               # another backend's: not this run's
 expect = { data = "intact" }
 )";
   auto loaded = scenario::ParseScenarioText(kText, "per.toml");

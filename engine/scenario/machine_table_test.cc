@@ -137,6 +137,46 @@ TEST(MachineTable, ErrorsNameTheScenarioFileLineAndKey) {
       << garbage.status().message();
 }
 
+// A scenario whose [machine] from = names itself, or two that name each other, recursed until the
+// stack ran out (SIGSEGV in `resmem run`, `doctor --machine`, `plan --machine`). The chain of
+// files being loaded is carried and compared as canonical paths; a loop is a load error naming it.
+TEST(MachineTable, AFromLoopIsRefusedNamingTheChain) {
+  const std::string dir = Dir() + "/loop";
+  fs::create_directories(dir);
+  auto scenario = [](const std::string& from) {
+    return std::string(kHead) + "[machine]\nfrom = \"" + from + "\"\n";
+  };
+  Write(dir + "/self.toml", scenario("./self.toml"));
+  Write(dir + "/a.toml", scenario("b.toml"));
+  Write(dir + "/b.toml", scenario("a.toml"));
+  auto self = LoadScenarioFile(dir + "/self.toml");
+  ASSERT_FALSE(self.ok());
+  EXPECT_NE(self.status().message().find(dir + "/self.toml:6: key 'machine.from': '" + dir +
+                                         "/./self.toml' is already being loaded (" + dir +
+                                         "/self.toml -> " + dir + "/./self.toml)"),
+            std::string::npos)
+      << self.status().message();
+  auto pair = LoadScenarioFile(dir + "/a.toml");
+  ASSERT_FALSE(pair.ok());
+  EXPECT_NE(pair.status().message().find("(" + dir + "/a.toml -> " + dir + "/b.toml -> " + dir +
+                                         "/a.toml): a machine cannot come from a scenario that "
+                                         "comes from it; name a machine file or a preset"),
+            std::string::npos)
+      << pair.status().message();
+  // `doctor --machine` and `plan --machine` load the same way.
+  auto arg = LoadMachineArgument(dir + "/b.toml");
+  ASSERT_FALSE(arg.ok());
+  EXPECT_NE(arg.status().message().find(dir + "/b.toml -> " + dir + "/a.toml -> " + dir + "/b.toml"),
+            std::string::npos)
+      << arg.status().message();
+  // A chain without a loop still loads: a scenario's machine from another scenario.
+  Write(dir + "/inner.toml", std::string(kHead) + "[machine]\npreset = \"qemu-q35-2g\"\n");
+  Write(dir + "/outer.toml", scenario("inner.toml"));
+  auto outer = LoadScenarioFile(dir + "/outer.toml");
+  ASSERT_TRUE(outer.ok()) << outer.status().message();
+  EXPECT_EQ((*outer)[0].machine.name, "qemu-q35-2g");
+}
+
 TEST(MachineTable, OldCmdlineSourceNameStillLoads) {
   auto s = Load("preset = \"seed002-workstation\"\ncmdline_source = \"grub\"\n");
   ASSERT_TRUE(s.ok()) << s.status().message();

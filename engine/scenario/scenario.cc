@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "backends/api/memory.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/paste/paste.h"
 #include "engine/scenario/step_defs.h"
 #include "mock/gpu/sim_gpu.h"
@@ -167,6 +169,58 @@ std::optional<double> GetNumber(const toml::table& t, const std::string& key,
   return std::nullopt;
 }
 
+// An integer in [min, max] (max INT64_MAX: no upper bound); outside it, an error giving the range
+// and what the key means (`note`).
+std::optional<int64_t> GetIntIn(const toml::table& t, const std::string& key, const std::string& where,
+                                int64_t min, int64_t max, const std::string& note, Errors& errors) {
+  auto v = GetInt(t, key, where, errors);
+  if (!v || (*v >= min && *v <= max)) return v;
+  const std::string range = max == INT64_MAX ? "at least " + std::to_string(min)
+                                             : std::to_string(min) + " to " + std::to_string(max);
+  errors.Add(LineOf(*t.get(key)), where + "." + key,
+             std::to_string(*v) + " is out of range: give " + range + " (" + note + ")");
+  return std::nullopt;
+}
+
+// A number, finite and 0 or more; otherwise an error saying so and what the key means.
+std::optional<double> GetNonNegative(const toml::table& t, const std::string& key,
+                                     const std::string& where, const std::string& note, Errors& errors) {
+  auto v = GetNumber(t, key, where, errors);
+  if (!v || (std::isfinite(*v) && *v >= 0)) return v;
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", *v);
+  errors.Add(LineOf(*t.get(key)), where + "." + key,
+             std::string(text) + " is out of range: give a finite number, at least 0 (" + note + ")");
+  return std::nullopt;
+}
+
+// A backend name as `resmem run --backend` takes it (a preset, or platform=P,region=R,gpu=G;
+// engine/backend knows them): a misspelt one would match no run, so the file would still run
+// there.
+void CheckBackendName(const std::string& name, int line, const std::string& where, Errors& errors) {
+  auto spec = engine::ResolveBackendSpec(name);
+  if (!spec.ok()) errors.Add(line, where, spec.status().message());
+}
+
+// The tables of an array of tables ([[step]], [[fault]]): an entry that is not a table
+// (step = [1, 2]) is an error naming the key and the entry's index, not skipped.
+std::vector<const toml::table*> TablesOf(const toml::node& n, const std::string& key, Errors& errors) {
+  std::vector<const toml::table*> out;
+  const auto* arr = n.as_array();
+  if (!arr) {
+    errors.Add(LineOf(n), key, "write " + key + "s as [[" + key + "]] tables");
+    return out;
+  }
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::node& e = *arr->get(i);
+    if (const auto* t = e.as_table()) out.push_back(t);
+    else
+      errors.Add(LineOf(e), key + "[" + std::to_string(i) + "]",
+                 TypeName(e) + ", not a table: write each " + key + " as a [[" + key + "]] table");
+  }
+  return out;
+}
+
 // A size given as "188G"/"0x1000" or an integer.
 std::optional<uint64_t> GetSize(const toml::table& t, const std::string& key,
                                 const std::string& where, Errors& errors) {
@@ -181,6 +235,40 @@ std::optional<uint64_t> GetSize(const toml::table& t, const std::string& key,
   }
   errors.Add(LineOf(*n), where + "." + key, "expected a size like \"16M\" or an integer");
   return std::nullopt;
+}
+
+// not_applicable.BACKEND = "reason", or per sweep case { "128G" = "reason" } (only the cases
+// named are not applicable).
+void ParseNotApplicable(const toml::node& na, const std::string& sweep_value, Errors& errors,
+                        Scenario* s) {
+  const auto* nt = na.as_table();
+  if (!nt) {
+    errors.Add(LineOf(na), "scenario.not_applicable", "expected a table backend = \"reason\"");
+    return;
+  }
+  for (const auto& [k, v] : *nt) {
+    const std::string backend(k.str());
+    const std::string where = "scenario.not_applicable." + backend;
+    CheckBackendName(backend, LineOf(v), where, errors);
+    const toml::node* reason = &v;
+    if (const auto* per_case = v.as_table()) {
+      if (sweep_value.empty()) {
+        errors.Add(LineOf(v), where, "a table of per-case reasons needs a [sweep] section");
+        continue;
+      }
+      reason = per_case->get(sweep_value);
+      if (!reason) continue;
+      if (!reason->is_string()) {
+        errors.Add(LineOf(*reason), where, "expected the reason as a string");
+        continue;
+      }
+    }
+    if (!reason->is_string()) {
+      errors.Add(LineOf(v), where, "expected the reason as a string, or a table of reasons per sweep case");
+      continue;
+    }
+    s->not_applicable[backend] = *reason->value<std::string>();
+  }
 }
 
 void ParseScenarioTable(const toml::table& t, const std::string& sweep_value, Errors& errors,
@@ -207,46 +295,47 @@ void ParseScenarioTable(const toml::table& t, const std::string& sweep_value, Er
     if (*v < 0) errors.Add(LineOf(*t.get("seed")), "scenario.seed", "must be >= 0");
     s->seed = static_cast<uint64_t>(*v);
   }
-  if (const toml::node* na = t.get("not_applicable")) {
-    if (const auto* nt = na->as_table()) {
-      for (const auto& [k, v] : *nt) {
-        const std::string where = "scenario.not_applicable." + std::string(k.str());
-        if (const auto* per_case = v.as_table()) {
-          // Per sweep case: only the cases named are not applicable.
-          if (sweep_value.empty()) {
-            errors.Add(LineOf(v), where, "a table of per-case reasons needs a [sweep] section");
-            continue;
-          }
-          const toml::node* entry = per_case->get(sweep_value);
-          if (!entry) continue;
-          if (!entry->is_string()) {
-            errors.Add(LineOf(*entry), where, "expected the reason as a string");
-            continue;
-          }
-          s->not_applicable[std::string(k.str())] = *entry->value<std::string>();
-          continue;
-        }
-        if (!v.is_string()) {
-          errors.Add(LineOf(v), where,
-                     "expected the reason as a string, or a table of reasons per sweep case");
-          continue;
-        }
-        s->not_applicable[std::string(k.str())] = *v.value<std::string>();
-      }
-    } else {
-      errors.Add(LineOf(*na), "scenario.not_applicable", "expected a table backend = \"reason\"");
-    }
-  }
+  if (const toml::node* na = t.get("not_applicable")) ParseNotApplicable(*na, sweep_value, errors, s);
 }
 
 }  // namespace
 
 namespace {
 
+// The scenario files being loaded, outermost first, as their paths were given: a [machine]
+// from = that names a scenario file loads that file in turn, and one already on the chain would
+// load itself forever.
+using LoadChain = std::vector<std::string>;
+
+Result<std::vector<Scenario>> ParseScenarioIn(const std::string& text, const std::string& path,
+                                              const LoadChain& chain);
+
+fs::path Canonical(const std::string& path) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(path, ec);
+  return ec ? fs::absolute(path, ec).lexically_normal() : c;
+}
+
+// Refuses to load `path` again when it is on `chain` (compared as canonical paths), naming the
+// chain.
+Status CheckNotLoading(const std::string& path, const LoadChain& chain) {
+  const fs::path canonical = Canonical(path);
+  for (const auto& f : chain) {
+    if (Canonical(f) != canonical) continue;
+    std::string names;
+    for (const auto& c : chain) names += c + " -> ";
+    return Status::InvalidArgument("'" + path + "' is already being loaded (" + names + path +
+                                   "): a machine cannot come from a scenario that comes from it; "
+                                   "name a machine file or a preset instead");
+  }
+  return Status::Ok();
+}
+
 // The machine of a scenario file: its first case's (a [sweep] whose cases boot different
 // machines is refused, naming the way out).
-Result<sim::MachineSpec> ScenarioMachine(const std::string& text, const std::string& path) {
-  RESMEM_ASSIGN_OR_RETURN(std::vector<Scenario> cases, ParseScenarioText(text, path));
+Result<sim::MachineSpec> ScenarioMachine(const std::string& text, const std::string& path,
+                                         const LoadChain& chain) {
+  RESMEM_ASSIGN_OR_RETURN(std::vector<Scenario> cases, ParseScenarioIn(text, path, chain));
   if (cases.empty()) return Status::InvalidArgument(path + ": the scenario has no case");
   std::string diff;
   for (const auto& c : cases)
@@ -257,9 +346,9 @@ Result<sim::MachineSpec> ScenarioMachine(const std::string& text, const std::str
   return cases[0].machine;
 }
 
-}  // namespace
-
-Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths) {
+// LoadMachineSource, from a scenario file on `chain` (empty: from the command line).
+Result<sim::MachineSpec> LoadMachineSourceIn(const std::vector<std::string>& paths,
+                                             const LoadChain& chain) {
   if (paths.empty()) return Status::InvalidArgument("no file named");
   const fs::path first(paths[0]);
   std::error_code ec;
@@ -270,7 +359,10 @@ Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths
     const std::string text = ss.str();
     // A scenario file's [machine] is a machine too (`resmem plan --machine scenarios/x.toml`):
     // the one the scenario boots, with its preset or from= resolved and its keys applied.
-    if (text.find("[scenario]") != std::string::npos) return ScenarioMachine(text, first.string());
+    if (text.find("[scenario]") != std::string::npos) {
+      RESMEM_RETURN_IF_ERROR(CheckNotLoading(first.string(), chain));
+      return ScenarioMachine(text, first.string(), chain);
+    }
     if (first.extension() == ".toml" || text.find("[machine]") != std::string::npos)
       return sim::ParseMachineText(text, first.string());
   }
@@ -293,6 +385,12 @@ Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths
   return imported.machine;
 }
 
+}  // namespace
+
+Result<sim::MachineSpec> LoadMachineSource(const std::vector<std::string>& paths) {
+  return LoadMachineSourceIn(paths, {});
+}
+
 Result<sim::MachineSpec> LoadMachineArgument(const std::string& preset_or_path) {
   std::error_code ec;
   if (fs::exists(preset_or_path, ec)) return LoadMachineSource({preset_or_path});
@@ -301,17 +399,17 @@ Result<sim::MachineSpec> LoadMachineArgument(const std::string& preset_or_path) 
 
 namespace {
 
-// The machine `from` names: files (or folders) beside the scenario.
+// The machine `from` names: files (or folders) beside the scenario (the last one on `chain`).
 Result<sim::MachineSpec> LoadMachineFrom(const std::string& scenario_file,
-                                         const std::vector<std::string>& from) {
+                                         const std::vector<std::string>& from, const LoadChain& chain) {
   std::vector<std::string> paths;
   for (const auto& f : from) paths.push_back((fs::path(scenario_file).parent_path() / f).string());
-  return LoadMachineSource(paths);
+  return LoadMachineSourceIn(paths, chain);
 }
 
 // [machine]: preset = "NAME", from = "FILE", or the machine itself in the machine format
 // (mock/machine/machine_file.h); keys given here override what the preset or file gave.
-void ParseMachine(const toml::table& t, Errors& errors, Scenario* s) {
+void ParseMachine(const toml::table& t, const LoadChain& chain, Errors& errors, Scenario* s) {
   auto preset = GetString(t, "preset", "machine", errors);
   // from = "FILE" or ["FILE", ...]
   std::optional<std::vector<std::string>> from;
@@ -343,7 +441,7 @@ void ParseMachine(const toml::table& t, Errors& errors, Scenario* s) {
     }
     s->machine = *spec;
   } else if (from) {
-    auto spec = LoadMachineFrom(s->file, *from);
+    auto spec = LoadMachineFrom(s->file, *from, chain);
     if (!spec.ok()) {
       errors.Add(LineOf(*t.get("from")), "machine.from", spec.status().message());
       return;
@@ -386,7 +484,8 @@ void ParseDriver(const toml::table& t, Errors& errors, Scenario* s) {
   }
   if (auto v = GetBool(t, "range_check", "driver", errors)) s->driver.range_check = *v;
   if (auto v = GetBool(t, "lazy_fault", "driver", errors)) s->driver.lazy_fault = *v;
-  if (auto v = GetInt(t, "abi_version", "driver", errors)) s->driver.abi_version = static_cast<uint32_t>(*v);
+  if (auto v = GetIntIn(t, "abi_version", "driver", 0, UINT32_MAX, "the driver's ABI version, 32 bits", errors))
+    s->driver.abi_version = static_cast<uint32_t>(*v);
   if (const toml::node* r = t.get("ranges")) {
     const auto* arr = r->as_array();
     if (!arr) {
@@ -426,6 +525,39 @@ void ParseCuda(const toml::table& t, Errors& errors, Scenario* s) {
   }
 }
 
+// [[fault]]'s error (and code): resolved now, as errno and signal names are fixed and CUDA names
+// by the profile (or code = N).
+void ParseFaultError(const toml::table& t, const std::string& effect, const Scenario& s,
+                     Errors& errors, FaultRule* r) {
+  auto err = GetString(t, "error", "fault", errors);
+  if (!err) {
+    if (r->effect == FaultEffect::kError || r->effect == FaultEffect::kSignal)
+      errors.Add(LineOf(t), "fault.error",
+                 "effect '" + effect + "' needs error = \"cudaError...\", \"EIO\" or \"SIGBUS\"");
+    return;
+  }
+  const int code_override = static_cast<int>(
+      GetIntIn(t, "code", "fault", 1, INT32_MAX, "the CUDA error number, in the profile's numbering", errors)
+          .value_or(-1));
+  if (err->rfind("SIG", 0) == 0) {
+    const int sig = SignalFromName(*err);
+    if (sig < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown signal '" + *err + "'");
+    r->error = Status::Signal(sig, "injected " + *err);
+    if (r->effect == FaultEffect::kError) r->effect = FaultEffect::kSignal;
+  } else if (err->rfind("cuda", 0) == 0) {
+    const int code = code_override >= 0 ? code_override : CudaErrorFromName(s.cuda_profile, *err);
+    if (code < 0)
+      errors.Add(LineOf(*t.get("error")), "fault.error",
+                 "'" + *err + "' is not an error of profile " + s.cuda_profile +
+                     " (put [cuda] before [[fault]], or give code = N)");
+    r->error = Status::Cuda(code, "injected " + *err);
+  } else {
+    const int e = ErrnoFromName(*err);
+    if (e < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown errno name '" + *err + "'");
+    r->error = Status::Errno(e, "injected " + *err);
+  }
+}
+
 void ParseFault(const toml::table& t, Errors& errors, Scenario* s) {
   CheckKeys(t, "fault",
             {"point", "trigger", "nth", "probability", "range_start", "range_end", "effect",
@@ -449,11 +581,13 @@ void ParseFault(const toml::table& t, Errors& errors, Scenario* s) {
   else if (trigger == "probability") r.trigger = FaultTrigger::kProbability;
   else if (trigger == "range") r.trigger = FaultTrigger::kAddressRange;
   else errors.Add(LineOf(*t.get("trigger")), "fault.trigger", "'" + trigger + "' is not always, nth, probability or range");
-  if (auto v = GetInt(t, "nth", "fault", errors)) r.nth = static_cast<uint64_t>(*v);
+  if (auto v = GetIntIn(t, "nth", "fault", 1, INT64_MAX, "the call that fails, counted from 1", errors))
+    r.nth = static_cast<uint64_t>(*v);
   if (auto v = GetNumber(t, "probability", "fault", errors)) r.probability = *v;
   if (auto v = GetSize(t, "range_start", "fault", errors)) r.range_start = *v;
   if (auto v = GetSize(t, "range_end", "fault", errors)) r.range_end = *v;
-  if (auto v = GetInt(t, "max_fires", "fault", errors)) r.max_fires = static_cast<uint64_t>(*v);
+  if (auto v = GetIntIn(t, "max_fires", "fault", 0, INT64_MAX, "0: unlimited", errors))
+    r.max_fires = static_cast<uint64_t>(*v);
   const std::string effect = GetString(t, "effect", "fault", errors).value_or("error");
   if (effect == "error") r.effect = FaultEffect::kError;
   else if (effect == "delay") r.effect = FaultEffect::kDelay;
@@ -461,32 +595,10 @@ void ParseFault(const toml::table& t, Errors& errors, Scenario* s) {
   else if (effect == "short") r.effect = FaultEffect::kShortCopy;
   else if (effect == "signal") r.effect = FaultEffect::kSignal;
   else errors.Add(LineOf(*t.get("effect")), "fault.effect", "'" + effect + "' is not error, delay, corrupt, short or signal");
-  if (auto v = GetNumber(t, "delay_ms", "fault", errors)) r.delay_seconds = *v / 1000.0;
+  if (auto v = GetNonNegative(t, "delay_ms", "fault", "milliseconds each fire takes", errors))
+    r.delay_seconds = *v / 1000.0;
   if (auto v = GetNumber(t, "fraction", "fault", errors)) r.short_fraction = *v;
-  if (auto err = GetString(t, "error", "fault", errors)) {
-    // The code is resolved now: errno and signal names are fixed; CUDA names by the profile.
-    const int code_override = static_cast<int>(GetInt(t, "code", "fault", errors).value_or(-1));
-    if (err->rfind("SIG", 0) == 0) {
-      const int sig = SignalFromName(*err);
-      if (sig < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown signal '" + *err + "'");
-      r.error = Status::Signal(sig, "injected " + *err);
-      if (r.effect == FaultEffect::kError) r.effect = FaultEffect::kSignal;
-    } else if (err->rfind("cuda", 0) == 0) {
-      const int code = code_override >= 0 ? code_override : CudaErrorFromName(s->cuda_profile, *err);
-      if (code < 0)
-        errors.Add(LineOf(*t.get("error")), "fault.error",
-                   "'" + *err + "' is not an error of profile " + s->cuda_profile +
-                       " (put [cuda] before [[fault]], or give code = N)");
-      r.error = Status::Cuda(code, "injected " + *err);
-    } else {
-      const int e = ErrnoFromName(*err);
-      if (e < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown errno name '" + *err + "'");
-      r.error = Status::Errno(e, "injected " + *err);
-    }
-  } else if (r.effect == FaultEffect::kError || r.effect == FaultEffect::kSignal) {
-    errors.Add(LineOf(t), "fault.error",
-               "effect '" + effect + "' needs error = \"cudaError...\", \"EIO\" or \"SIGBUS\"");
-  }
+  ParseFaultError(t, effect, *s, errors, &r);
   if (errors.any()) return;
   FaultInjector probe(0);
   Status st = probe.AddRule(r);
@@ -519,6 +631,11 @@ void ParseExpect(const toml::node& n, const std::string& where, const StepDef& d
     Status st = expect->set(val, out);
     if (!st.ok()) errors.Add(val.line, where + "." + key, st.message());
   }
+  // Bounds no bandwidth meets would fail on every backend: a mistake in the file, not a finding.
+  if (out->mbps_min && out->mbps_max && out->mbps_min->value > out->mbps_max->value)
+    errors.Add(out->mbps_max->line, where + ".mbps_max",
+               out->mbps_max->written + " is below mbps_min " + out->mbps_min->written +
+                   ": no bandwidth meets both; give mbps_min <= mbps_max");
 }
 
 // Converts the step's argument `key` into `args`; false (with the error) when it is not one.
@@ -569,6 +686,21 @@ void ParseBackendOverride(const toml::table& t, const std::string& backend, cons
   step->on[backend] = std::move(o);
 }
 
+// [step.on.BACKEND] tables, each for a backend `resmem run --backend` knows.
+void ParseBackendOverrides(const toml::table& on, const StepDef& def, const std::string& sweep_value,
+                           Errors& errors, Step* step) {
+  for (const auto& [bk, bv] : on) {
+    const std::string backend(bk.str());
+    CheckBackendName(backend, LineOf(bv), "step.on." + backend, errors);
+    const auto* bt = bv.as_table();
+    if (!bt) {
+      errors.Add(LineOf(bv), "step.on." + backend, "expected a table with skip or expect");
+      continue;
+    }
+    ParseBackendOverride(*bt, backend, def, sweep_value, errors, step);
+  }
+}
+
 void ParseStep(const toml::table& t, const std::string& sweep_value, Errors& errors, Scenario* s) {
   auto op_name = GetString(t, "do", "step", errors);
   if (!op_name) {
@@ -605,17 +737,7 @@ void ParseStep(const toml::table& t, const std::string& sweep_value, Errors& err
     if (a.required && !given.count(a.name))
       errors.Add(step.line, "step." + a.name, "'" + def->name + "' needs " + a.name + " (" + a.help + ")");
   // After the step's own arguments: a backend's arguments replace those.
-  if (on) {
-    for (const auto& [bk, bv] : *on) {
-      const std::string backend(bk.str());
-      const auto* bt = bv.as_table();
-      if (!bt) {
-        errors.Add(LineOf(bv), "step.on." + backend, "expected a table with skip or expect");
-        continue;
-      }
-      ParseBackendOverride(*bt, backend, *def, sweep_value, errors, &step);
-    }
-  }
+  if (on) ParseBackendOverrides(*on, *def, sweep_value, errors, &step);
   s->steps.push_back(std::move(step));
 }
 
@@ -629,7 +751,8 @@ std::string Substitute(const std::string& text, const std::string& var, const st
 }
 
 Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
-                              const std::string& sweep_var, const std::string& sweep_value) {
+                              const std::string& sweep_var, const std::string& sweep_value,
+                              const LoadChain& chain) {
   const std::string expanded = Substitute(text, sweep_var, sweep_value);
   RESMEM_ASSIGN_OR_RETURN(const toml::table root, sim::ParseTomlText(expanded, path));
   Errors errors(path);
@@ -640,32 +763,24 @@ Result<Scenario> ParseOneCase(const std::string& text, const std::string& path,
   const auto* sc = root.get_as<toml::table>("scenario");
   if (!sc) return Status::InvalidArgument(path + ":1: key 'scenario': missing [scenario] table with name, kind, seed_file");
   ParseScenarioTable(*sc, sweep_value, errors, &s);
-  if (const auto* m = root.get_as<toml::table>("machine")) ParseMachine(*m, errors, &s);
+  if (const auto* m = root.get_as<toml::table>("machine")) ParseMachine(*m, chain, errors, &s);
   else errors.Add(1, "machine", "missing [machine] table (preset = one of " + JoinNames(sim::MachinePresetNames()) + ")");
   if (const auto* d = root.get_as<toml::table>("driver")) ParseDriver(*d, errors, &s);
   if (const auto* c = root.get_as<toml::table>("cuda")) ParseCuda(*c, errors, &s);
-  if (const toml::node* f = root.get("fault")) {
-    const auto* arr = f->as_array();
-    if (!arr) errors.Add(LineOf(*f), "fault", "write faults as [[fault]] tables");
-    else
-      for (const auto& e : *arr)
-        if (const auto* ft = e.as_table()) ParseFault(*ft, errors, &s);
-  }
+  if (const toml::node* f = root.get("fault"))
+    for (const toml::table* ft : TablesOf(*f, "fault", errors)) ParseFault(*ft, errors, &s);
   const toml::node* st = root.get("step");
-  if (!st) errors.Add(1, "step", "no [[step]] tables: a scenario needs at least one step");
-  else if (const auto* arr = st->as_array()) {
-    for (const auto& e : *arr)
-      if (const auto* tt = e.as_table()) ParseStep(*tt, sweep_value, errors, &s);
-  } else {
-    errors.Add(LineOf(*st), "step", "write steps as [[step]] tables");
-  }
+  const auto* steps = st ? st->as_array() : nullptr;
+  if (!st || (steps && steps->empty()))
+    errors.Add(st ? LineOf(*st) : 1, "step", "no [[step]] tables: a scenario needs at least one step");
+  else
+    for (const toml::table* tt : TablesOf(*st, "step", errors)) ParseStep(*tt, sweep_value, errors, &s);
   if (errors.any()) return errors.status();
   return s;
 }
 
-}  // namespace
-
-Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path) {
+Result<std::vector<Scenario>> ParseScenarioIn(const std::string& text, const std::string& path,
+                                              const LoadChain& chain) {
   // Find the sweep first (it decides how many cases the file makes).
   RESMEM_ASSIGN_OR_RETURN(const toml::table parsed, sim::ParseTomlText(text, path));
   std::string var;
@@ -692,12 +807,20 @@ Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const s
   }
   std::vector<Scenario> out;
   if (values.empty()) values.push_back("");
+  LoadChain loading = chain;
+  loading.push_back(path);
   for (const auto& value : values) {
-    auto s = ParseOneCase(text, path, var, value);
+    auto s = ParseOneCase(text, path, var, value, loading);
     if (!s.ok()) return s.status();
     out.push_back(std::move(s).value());
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const std::string& path) {
+  return ParseScenarioIn(text, path, {});
 }
 
 Result<std::vector<Scenario>> LoadScenarioFile(const std::string& path) {

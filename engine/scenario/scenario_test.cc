@@ -130,6 +130,115 @@ TEST(Scenario, MalformedFilesNameFileLineAndKey) {
   ExpectError(head + "[[step]]\ndo = \"boot\"\nexpect = { usable_ram = \"lots\" }\n", "7", "step.expect.usable_ram");
 }
 
+// Non-table entries of step/fault were skipped, and `step = []` too: a file with no step got a
+// verdict (REPRODUCED, exit 0). Each entry must be a table, and there must be at least one step.
+TEST(Scenario, StepsAndFaultsAreTablesAndThereIsAStep) {
+  const std::string head = "[scenario]\nname = \"x\"\nkind = \"bug\"\n[machine]\npreset = \"seed000-workstation\"\n";
+  const std::string step = "[[step]]\ndo = \"open\"\n";
+  ExpectError("step = []\n" + head, "1", "step");
+  ExpectError("step = [1, 2]\n" + head, "1", "step[0]");
+  ExpectError("step = [{ do = \"open\" }, \"boot\"]\n" + head, "1", "step[1]");
+  ExpectError("fault = [\"x\"]\n" + head + step, "1", "fault[0]");
+  auto r = ParseScenarioText("step = []\n" + head, "bad.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("a scenario needs at least one step"), std::string::npos)
+      << r.status().message();
+  r = ParseScenarioText("step = [1, 2]\n" + head, "bad.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("key 'step[0]': an integer, not a table: write each step as a [[step]] table"),
+            std::string::npos) << r.status().message();
+  auto none = ParseScenarioText("fault = []\n" + head + step, "ok.toml");  // no fault is fine
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE((*none)[0].faults.empty());
+}
+
+// A misspelt backend (not_applicable.kmdo, [step.on.cdua]) matched no run, so the file still
+// ran on the backend it meant to leave out. The names are the ones `resmem run --backend` takes.
+TEST(Scenario, BackendNamesAreOnesRunTakes) {
+  const std::string step = "[machine]\npreset = \"seed000-workstation\"\n[[step]]\ndo = \"open\"\n";
+  ExpectError("[scenario]\nname = \"x\"\nnot_applicable.kmdo = \"why\"\n" + step, "3",
+              "scenario.not_applicable.kmdo");
+  ExpectError("[scenario]\nname = \"x\"\nnot_applicable.cdua = { \"1G\" = \"why\" }\n[sweep]\ns = [\"1G\"]\n" + step,
+              "3", "scenario.not_applicable.cdua");
+  ExpectError("[scenario]\nname = \"x\"\n" + step + "[step.on.cdua]\nskip = \"no\"\n", "7", "step.on.cdua");
+  auto r = ParseScenarioText("[scenario]\nname = \"x\"\n" + step + "[step.on.cdua]\nskip = \"no\"\n", "bad.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown backend 'cdua'; use one of sim, kmod, fuse, host, cuda, kmod+cuda"),
+            std::string::npos) << r.status().message();
+  // Every preset, and a backend spelled out by its parts, is a name.
+  auto good = ParseScenarioText("[scenario]\nname = \"x\"\nnot_applicable.\"kmod+cuda\" = \"why\"\n"
+                                "not_applicable.fuse = \"why\"\n" + step +
+                                "[step.on.\"platform=host,region=memfd,gpu=sim\"]\nskip = \"no\"\n"
+                                "[step.on.sim]\nskip = \"no\"\n", "good.toml");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_EQ((*good)[0].steps[0].on.size(), 2u);
+}
+
+// nth = -1 and max_fires = -5 were cast to uint64, code = 99999999999 to int, delay_ms = -100
+// and abi_version = -1 taken: each is refused with the range it allows.
+TEST(Scenario, FaultAndDriverNumbersOutsideTheirRange) {
+  const std::string head = "[scenario]\nname = \"x\"\n[machine]\npreset = \"seed000-workstation\"\n";
+  const std::string step = "[[step]]\ndo = \"open\"\n";
+  auto refused = [&](const std::string& body, const std::string& want) {
+    auto r = ParseScenarioText(head + body + step, "bad.toml");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  };
+  const std::string fault = "[[fault]]\npoint = \"gpu.copy\"\n";
+  refused(fault + "trigger = \"nth\"\nnth = -1\nerror = \"EIO\"\n",
+          "bad.toml:8: key 'fault.nth': -1 is out of range: give at least 1");
+  refused(fault + "nth = 0\nerror = \"EIO\"\n", "key 'fault.nth': 0 is out of range: give at least 1");
+  refused(fault + "max_fires = -5\nerror = \"EIO\"\n",
+          "bad.toml:7: key 'fault.max_fires': -5 is out of range: give at least 0 (0: unlimited)");
+  refused(fault + "effect = \"delay\"\ndelay_ms = -100\n",
+          "bad.toml:8: key 'fault.delay_ms': -100 is out of range: give a finite number, at least 0");
+  refused(fault + "effect = \"delay\"\ndelay_ms = nan\n", "key 'fault.delay_ms': nan is out of range");
+  refused(fault + "error = \"cudaErrorUnknown\"\ncode = 99999999999\n",
+          "bad.toml:8: key 'fault.code': 99999999999 is out of range: give 1 to 2147483647");
+  refused("[driver]\nabi_version = -1\n",
+          "bad.toml:6: key 'driver.abi_version': -1 is out of range: give 0 to 4294967295");
+  refused("[driver]\nabi_version = 4294967296\n", "key 'driver.abi_version': 4294967296 is out of range");
+  auto ok = ParseScenarioText(head + "[driver]\nabi_version = 4294967295\n" + fault +
+                                  "trigger = \"nth\"\nnth = 3\nmax_fires = 0\nerror = \"cudaErrorUnknown\"\n"
+                                  "code = 999\n" + fault + "effect = \"delay\"\ndelay_ms = 0.5\n" + step,
+                              "ok.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ((*ok)[0].driver.abi_version, 4294967295u);
+  EXPECT_EQ((*ok)[0].faults[0].nth, 3u);
+  EXPECT_EQ((*ok)[0].faults[0].error.code(), 999);
+  EXPECT_DOUBLE_EQ((*ok)[0].faults[1].delay_seconds, 0.0005);
+}
+
+// tolerance = -5 or nan, and mbps_min above mbps_max, gave FAILED (exit 1) on every backend; a
+// stream's rate_hz = -10 or nan ran. They are mistakes in the file: load errors.
+TEST(Scenario, ExpectedNumbersAndRatesAreFiniteAndNotNegative) {
+  const std::string head = "[scenario]\nname = \"x\"\n[machine]\npreset = \"seed000-workstation\"\n";
+  const std::string copy = "[[step]]\ndo = \"memcpy\"\ndst = \"a\"\nsrc = \"b\"\nlength = \"1M\"\n";
+  auto refused = [&](const std::string& body, const std::string& want) {
+    auto r = ParseScenarioText(head + body, "bad.toml");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  };
+  refused("[[step]]\ndo = \"boot\"\nexpect = { tolerance = -5, usable_ram = \"3G\" }\n",
+          "bad.toml:7: key 'step.expect.tolerance': -5 is out of range: give a finite number, at least 0");
+  refused("[[step]]\ndo = \"boot\"\nexpect = { tolerance = nan, usable_ram = \"3G\" }\n",
+          "key 'step.expect.tolerance': nan is out of range");
+  refused(copy + "expect = { mbps = inf }\n", "key 'step.expect.mbps': inf is out of range");
+  refused(copy + "expect = { mbps_min = 5000, mbps_max = 10 }\n",
+          "bad.toml:10: key 'step.expect.mbps_max': 10 is below mbps_min 5000: no bandwidth meets "
+          "both; give mbps_min <= mbps_max");
+  refused(copy + "[step.on.cuda]\nexpect = { mbps_min = 5000, mbps_max = 10 }\n",
+          "key 'step.on.cuda.expect.mbps_max': 10 is below mbps_min 5000");
+  const std::string stream = "[[step]]\ndo = \"stream\"\nspan = \"m\"\ndevice = \"d\"\nblocks = 4\nblock_size = \"4K\"\n";
+  refused(stream + "rate_hz = -10\n", "bad.toml:11: key 'step.rate_hz': -10 is out of range: give a finite number, at least 0");
+  refused(stream + "rate_hz = nan\n", "key 'step.rate_hz': nan is out of range");
+  refused(stream + "[step.on.cuda]\nrate_hz = -1\n", "key 'step.on.cuda.rate_hz': -1 is out of range");
+  auto ok = ParseScenarioText(head + copy + "expect = { mbps_min = 10, mbps_max = 10, tolerance = 0 }\n" +
+                                  stream + "rate_hz = 0\n", "ok.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_DOUBLE_EQ((*ok)[0].steps[0].expect.tolerance->value, 0);
+}
+
 // One wrong type per step kind, in the step itself and in a backend's arguments: the message
 // names the file, the line, the key, what was expected and what was found.
 TEST(Scenario, WrongArgumentTypeNamedForEveryKind) {

@@ -2,6 +2,7 @@
 #include "engine/scenario/step_defs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <type_traits>
 #include <utility>
@@ -64,6 +65,17 @@ Result<double> ToNumber(const RawValue& v) {
   if (v.kind == RawValue::Kind::kInt) return static_cast<double>(v.i);
   if (v.kind == RawValue::Kind::kFloat) return v.f;
   return WrongType("a number", v);
+}
+
+std::string NumberText(double v);
+
+// A rate, a time, a bandwidth or a tolerance: a finite number, 0 or more (a negative rate or a
+// NaN tolerance would run, or judge, something the file did not mean).
+Result<double> ToNonNegative(const RawValue& v) {
+  RESMEM_ASSIGN_OR_RETURN(double x, ToNumber(v));
+  if (!std::isfinite(x) || x < 0)
+    return Status::InvalidArgument(NumberText(x) + " is out of range: give a finite number, at least 0");
+  return x;
 }
 
 Result<uint32_t> ToFlags(const RawValue& v) {
@@ -201,7 +213,7 @@ ArgDef Bool(const char* name, bool K::*m, std::string help) {
 template <typename K>
 ArgDef Number(const char* name, double K::*m, std::string unit, std::string absent, std::string help) {
   return {name, ArgType::kNumber, false, std::move(unit), std::move(absent), std::move(help), {},
-          Setter(m, ToNumber)};
+          Setter(m, ToNonNegative)};
 }
 
 template <typename K>
@@ -609,17 +621,17 @@ std::vector<ExpectDef> MakeExpectDefs() {
       Expect("message_contains", "string", "text the step's message or observations contain",
              &E::message_contains, ToText),
       Expect("tolerance", "number", "relative tolerance of `mbps`, `usable_ram` and `mem_total` "
-             "(default 0.15)", &E::tolerance, ToNumber),
+             "(default 0.15)", &E::tolerance, ToNonNegative),
       Expect("mbps", "number", "bandwidth in MB/s (MB = 10^6 B, as the seeds computed it), within "
-             "`tolerance`", &E::mbps, ToNumber),
+             "`tolerance`", &E::mbps, ToNonNegative),
       Expect("seconds_max", "number", "the step took at most this many seconds", &E::seconds_max,
-             ToNumber),
-      Expect("mbps_min", "number", "bandwidth at least this many MB/s", &E::mbps_min, ToNumber),
+             ToNonNegative),
+      Expect("mbps_min", "number", "bandwidth at least this many MB/s", &E::mbps_min, ToNonNegative),
       Expect("mbps_max", "number", "bandwidth at most this many MB/s (a path that must be slow)",
-             &E::mbps_max, ToNumber),
+             &E::mbps_max, ToNonNegative),
       Expect("ratio_to_serial", "number", "an overlap's time over copy + kernel one after another, "
              "within `tolerance`: 1 without overlap, about max/sum with it", &E::ratio_to_serial,
-             ToNumber),
+             ToNonNegative),
       Expect("drops", "count", "blocks lost: the stream's producer overwrote them before they were copied; the card's driver saw them missing from the sequence", &E::drops,
              ToCountBound),
       Expect("corrupt", "count", "blocks whose device checksum differs from their header",
@@ -641,8 +653,8 @@ std::vector<ExpectDef> MakeExpectDefs() {
       Expect("evictions", "integer", "pins given back to make room in BAR1", &E::evictions, ToCount),
       Expect("events", "list of strings", "texts the step's P2P or managed-memory events contain, one event each, in "
              "this order (others between)", &E::events, ToStringList),
-      Expect("mbps_min", "number", "bandwidth at least this many MB/s", &E::mbps_min, ToNumber),
-      Expect("mbps_max", "number", "bandwidth at most this many MB/s", &E::mbps_max, ToNumber),
+      Expect("mbps_min", "number", "bandwidth at least this many MB/s", &E::mbps_min, ToNonNegative),
+      Expect("mbps_max", "number", "bandwidth at most this many MB/s", &E::mbps_max, ToNonNegative),
       Expect("faults", "integer", "page-fault groups the managed-memory model serviced (simulator)",
              &E::faults, ToCount),
       Expect("migrated", "size", "bytes the managed-memory model moved between system and GPU "
@@ -837,7 +849,8 @@ std::string StepTableMarkdown() {
   std::string out =
       "A size is bytes: an integer, or a string such as \"16M\" (K/M/G/T binary) or \"0x1000\". A "
       "name is one an earlier step gave (`as`, or a context's `name`). Flags are cudaHostRegister "
-      "flag names, one or a list: " + std::string(kRegisterFlagsHelp) + ".\n\n"
+      "flag names, one or a list: " + std::string(kRegisterFlagsHelp) + ". A number (a rate, a time, "
+      "a bandwidth, a tolerance) is finite and 0 or more.\n\n"
       "| step | what it does | arguments | expectations |\n|---|---|---|---|\n";
   for (const auto& d : StepDefs()) {
     std::vector<std::string> args, expects;
