@@ -8,6 +8,7 @@
 #include "engine/bench/managed_bench.h"
 #include "engine/bench/registration.h"
 #include "engine/cli/command.h"
+#include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
 #include "engine/cli/transfer_options.h"
@@ -40,9 +41,37 @@ std::vector<std::string> PathNames() {
   return names;
 }
 
+// The files a run writes (--json; --plot with the .dat and .gp WritePlot writes beside it,
+// bench.png for --replot without --plot) and those it reads, checked before anything is
+// measured: a path that cannot be written, or that is an input, is exit 2 at once.
+Status CheckFiles(const BenchArgs& a, bool plots) {
+  std::vector<cli::NamedPath> outputs = {{"--json", a.replot.empty() ? a.json : "", "the results"}};
+  const std::string png = !plots             ? ""
+                          : !a.plot.empty()  ? a.plot
+                          : a.replot.empty() ? ""
+                                             : "bench.png";
+  if (!png.empty()) {
+    const bool suffix = png.size() > 4 && png.compare(png.size() - 4, 4, ".png") == 0;
+    const std::string prefix = suffix ? png.substr(0, png.size() - 4) : png;
+    outputs.push_back({"--plot", png, "the plot"});
+    outputs.push_back({"--plot", prefix + ".dat", "the plot's data"});
+    outputs.push_back({"--plot", prefix + ".gp", "the plot's gnuplot script"});
+  }
+  return cli::CheckOutputs(outputs,
+                           {{"--replot", a.replot, ""}, {"--nvbandwidth", a.nvbandwidth, ""}});
+}
+
+// --json FILE once measured: written whole or not at all; 4 when that failed after the check.
+int WriteJson(const BenchArgs& a, const std::string& json) {
+  if (a.json.empty()) return cli::kExitOk;
+  const Status st = cli::WriteOutput({"--json", a.json, "the results"}, json + "\n");
+  return st.ok() ? cli::kExitOk : Fail(st, cli::kExitInternal);
+}
+
 int Run(const BenchArgs& a);
 int RunRegistration(const BenchArgs& a);
 int RunManaged(const BenchArgs& a);
+int Dispatch(const BenchArgs& a);  // the files checked up front, then one of the three
 
 cli::Action Define(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
@@ -136,7 +165,13 @@ cli::Action Define(CLI::App& app) {
       ->check(CLI::Range(1, 100000))
       ->group(man);
   transfer::AddStagingOptions(app, &o.staging);
-  return [a] { return a->managed ? RunManaged(*a) : a->registration ? RunRegistration(*a) : Run(*a); };
+  return [a] { return Dispatch(*a); };
+}
+
+int Dispatch(const BenchArgs& a) {
+  if (Status st = CheckFiles(a, !a.managed && !a.registration); !st.ok())
+    return Fail(st, cli::kExitBadInput);
+  return a.managed ? RunManaged(a) : a.registration ? RunRegistration(a) : Run(a);
 }
 
 int RunManaged(const BenchArgs& a) {
@@ -154,11 +189,7 @@ int RunManaged(const BenchArgs& a) {
   if (!r.ok())
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput : cli::kExitInternal);
   std::fputs(r->ToTable().c_str(), stdout);
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    out << r->ToJson() << "\n";
-    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
-  }
+  if (int rc = WriteJson(a, r->ToJson()); rc != cli::kExitOk) return rc;
   return r->DataMismatch() ? cli::kExitCheckFailed : cli::kExitOk;
 }
 
@@ -186,11 +217,7 @@ int RunRegistration(const BenchArgs& a) {
   auto r = RunRegistrationBench(*backend->gpu, *backend->clock, backend->name, o);
   if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
   std::fputs(r->ToTable().c_str(), stdout);
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    out << r->ToJson() << "\n";
-    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
-  }
+  if (int rc = WriteJson(a, r->ToJson()); rc != cli::kExitOk) return rc;
   return cli::kExitOk;
 }
 
@@ -230,11 +257,7 @@ int Run(const BenchArgs& a) {
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput
                                                                   : cli::kExitInternal);
   std::fputs(r->ToTable().c_str(), stdout);
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    out << r->ToJson() << "\n";
-    if (!out) return Fail(Status::Errno(errno, "cannot write " + a.json), cli::kExitInternal);
-  }
+  if (int rc = WriteJson(a, r->ToJson()); rc != cli::kExitOk) return rc;
   if (!a.plot.empty()) {
     auto note = WritePlot(*r, a.plot);
     std::puts(note.ok() ? note->c_str() : note.status().ToString().c_str());

@@ -7,6 +7,7 @@
 
 #include "engine/calibrate/calibrate.h"
 #include "engine/cli/command.h"
+#include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
 #include "engine/cli/transfer_options.h"
@@ -59,11 +60,17 @@ int Report(const nlohmann::json& profile, const CalibrateArgs& args) {
   if (!r.ok()) return Fail(r.status(), r.status().code() == kInvalidArgument ? 2 : 4);
   std::string md = r->ToMarkdown();
   if (!args.report.empty()) {
-    std::ofstream(args.report) << md;
+    const Status st = cli::WriteOutput({"--report", args.report, "the fidelity report"}, md);
+    if (!st.ok()) return Fail(st, cli::kExitInternal);
   } else {
     std::fputs(md.c_str(), stdout);
   }
-  if (!args.json.empty()) std::ofstream(args.json) << r->ToJson().dump(1) << "\n";
+  if (!args.json.empty()) {
+    if (Status st = cli::WriteOutput({"--json", args.json, "the fidelity report"},
+                                     r->ToJson().dump(1) + "\n");
+        !st.ok())
+      return Fail(st, cli::kExitInternal);
+  }
   std::printf("fidelity: %d code cases, %d bandwidth classes (%d run%s, margin %.0f%%), %zu "
               "disagreements\n",
               r->code_cases, r->bandwidth_cases, r->runs, r->runs == 1 ? "" : "s",
@@ -72,12 +79,24 @@ int Report(const nlohmann::json& profile, const CalibrateArgs& args) {
 }
 
 int WriteProfile(const nlohmann::json& profile, const CalibrateArgs& args) {
-  std::ofstream out(args.out);
-  out << profile.dump(1) << "\n";
-  if (!out) return Fail(Status::Errno(errno, "cannot write " + args.out), 4);
+  if (Status st = cli::WriteOutput({"--out", args.out, "the profile"}, profile.dump(1) + "\n");
+      !st.ok())
+    return Fail(st, cli::kExitInternal);
   std::printf("calibration profile written to %s\n", args.out.c_str());
   if (!args.report.empty() || !args.json.empty()) return Report(profile, args);
   return cli::kExitOk;
+}
+
+// The files a run writes and those it reads, checked before anything is read or measured: a
+// path that cannot be written, or that is an input, is exit 2 at once (--out is not written
+// with --compare).
+Status CheckFiles(const CalibrateArgs& a) {
+  std::vector<cli::NamedPath> inputs = {{"--compare", a.compare, ""}};
+  for (const auto& f : a.merge) inputs.push_back({"--merge", f, ""});
+  return cli::CheckOutputs({{"--out", a.compare.empty() ? a.out : "", "the profile"},
+                            {"--report", a.report, "the fidelity report"},
+                            {"--json", a.json, "the fidelity report"}},
+                           inputs);
 }
 
 int Run(const CalibrateArgs& a);
@@ -139,6 +158,7 @@ cli::Action Define(CLI::App& app) {
 }
 
 int Run(const CalibrateArgs& a) {
+  if (Status st = CheckFiles(a); !st.ok()) return Fail(st, cli::kExitBadInput);
   if (!a.compare.empty()) {
     auto profile = ReadProfile(a.compare);
     if (!profile.ok()) return Fail(profile.status(), cli::kExitBadInput);

@@ -78,5 +78,89 @@ check plan_after_dashes   0 "memmap=64G\\\$4G"      -- plan --machine seed000-wo
 # the case passes, exit 0).
 check cuda_here           "0|3" "UNAVAILABLE +gpu 'cuda': no GPU|PASSED" -- run --backend cuda "$T/gpu.toml"
 check kmod_cuda_here      "0|3" "UNAVAILABLE +region 'kmod': no /dev/resmem|UNAVAILABLE +gpu 'cuda'|PASSED" -- run --backend kmod+cuda "$T/gpu.toml"
+
+# Output files (engine/cli/output_files.h): checked before anything is read, run or measured
+# (exit 2, naming the option, the reason and the way out), never one of the inputs or another
+# output, written whole at the end: a run that fails leaves an existing file as it was.
+unchanged() {  # unchanged NAME FILE TEXT: FILE still holds TEXT
+  if [[ "$(cat "$2" 2>/dev/null)" == "$3" ]]; then echo "ok   $1"
+  else echo "FAIL $1: $2 holds: $(head -c 200 "$2" 2>&1)"; fails=$((fails + 1)); fi
+}
+nothing_ran() {  # nothing_ran NAME WORD: the last check's output lacks WORD (refused before running)
+  if grep -aq -- "$2" <<<"$out"; then echo "FAIL $1: it ran: $out" | head -5; fails=$((fails + 1)); else echo "ok   $1"; fi
+}
+absent() {  # absent NAME FILE
+  if [[ ! -e "$2" ]]; then echo "ok   $1"; else echo "FAIL $1: $2 was written"; fails=$((fails + 1)); fi
+}
+O=$T/out; mkdir -p "$O"
+cat >"$O/a.toml" <<'TOML'
+[scenario]
+name = "a"
+kind = "check"
+[machine]
+preset = "qemu-q35-2g"
+cmdline = "memmap=64M$0x40000000"
+[[step]]
+do = "open"
+TOML
+A=$(cat "$O/a.toml")
+cat >"$O/paste.txt" <<'PASTE'
+Linux version 6.1.0-test (gcc) #1 SMP
+Command line: memmap=64M$0x40000000
+BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable
+BIOS-e820: [mem 0x0000000000100000-0x000000007fffffff] usable
+PASTE
+P=$(cat "$O/paste.txt")
+echo previous >"$O/prev.xml"
+check run_junit_kept_on_bad_input 2 "neither a scenario file" -- run --junit "$O/prev.xml" "$O/nope.toml"
+unchanged run_junit_not_truncated "$O/prev.xml" previous
+check run_junit_is_the_scenario 2 "--junit $O/a.toml is the same file as the input PATH $O/a.toml: writing it would overwrite that input; give --junit another file" -- run --junit "$O/a.toml" "$O/a.toml"
+unchanged run_junit_scenario_kept "$O/a.toml" "$A"
+check run_json_is_the_scenario 2 "--json $O/a.toml is the same file as the input PATH" -- run --json "$O/a.toml" "$O"
+unchanged run_json_scenario_kept "$O/a.toml" "$A"
+check run_json_and_junit_one_file 2 "--json $O/r.xml and --junit $O/r.xml are the same file" -- run --json "$O/r.xml" --junit "$O/r.xml" "$O/a.toml"
+check run_json_unwritable_up_front 2 "resmem run: cannot write the JSON report --json $O/no/r.json: No such file or directory; give a file in a folder that exists and that you may write \(e.g. mkdir -p out, then --json out/r.json\)" -- run --junit "$O/prev.xml" --json "$O/no/r.json" "$O/a.toml"
+nothing_ran run_json_unwritable_runs_nothing "PASSED"
+unchanged run_json_unwritable_junit_kept "$O/prev.xml" previous
+check run_json_a_folder 2 "cannot write the JSON report --json $O: Is a directory" -- run --json "$O" "$O/a.toml"
+check run_reports_written 0 "1 checks passed" -- run --junit "$O/prev.xml" --json "$O/r.json" "$O/a.toml"
+grep -q '<testsuites' "$O/prev.xml" && grep -q '"tool": "resmem"' "$O/r.json" && ! ls -a "$O" | grep -q resmem- &&
+  echo "ok   run_reports_whole_no_temporary_left" || { echo "FAIL run_reports_whole_no_temporary_left: $(ls -a "$O")"; fails=$((fails + 1)); }
+cp "$O/paste.txt" "$O/p1.txt"
+check import_o_is_the_paste 2 "-o $O/p1.txt is the same file as the input FILE $O/p1.txt" -- import "$O/p1.txt" -o "$O/p1.txt"
+unchanged import_o_paste_kept "$O/p1.txt" "$P"
+check import_report_is_the_paste 2 "--report $O/p1.txt is the same file as the input FILE" -- import "$O/p1.txt" --report "$O/p1.txt" -o "$O/p1.toml"
+unchanged import_report_paste_kept "$O/p1.txt" "$P"
+check import_machine_file_is_o 2 "-o $O/x.toml and --machine-file $O/x.toml are the same file" -- import "$O/paste.txt" -o "$O/x.toml" --machine-file "$O/x.toml"
+absent import_machine_file_is_o_writes_nothing "$O/x.toml"
+check import_o_folder_missing 2 "cannot write the scenario -o $O/no/x.toml: No such file or directory" -- import "$O/paste.txt" -o "$O/no/x.toml" --machine-file "$O/mf.toml"
+absent import_o_folder_missing_no_machine_file "$O/mf.toml"
+check import_name_not_utf8 2 "--name: byte 4 \(0xff\) is not UTF-8.*resmem import --help" -- import "$O/paste.txt" --name $'bad\xffname'
+check import_cmdline_control 2 "--cmdline: byte 7 \(0x01\) is a control character" -- import "$O/paste.txt" --cmdline $'mem=1G\x01'
+check import_ok_with_machine_file 0 "wrote $O/s.toml and $O/mf.toml" -- import "$O/paste.txt" -o "$O/s.toml" --machine-file "$O/mf.toml"
+printf 'BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable\nBIOS-e820: [mem 0x0000000000200000-0x0000000000100000] usable\n' >"$O/bad.txt"
+check import_errors_refused 2 "bad.txt:2: error: .*the end is not after the start.*no scenario written: 1 error in the import \($O/bad.txt:2; the report says why\)" -- import "$O/bad.txt" -o "$O/bad.toml"
+absent import_errors_write_no_scenario "$O/bad.toml"
+"$R" doctor --machine qemu-q35-2g --record "$O/rec" >/dev/null 2>&1
+cp "$O/rec/machine.toml" "$O/box.toml"; B=$(cat "$O/box.toml")
+check plan_json_is_the_machine 2 "--json $O/box.toml is the same file as the input --machine $O/box.toml" -- plan --machine "$O/box.toml" --json "$O/box.toml" 64M
+unchanged plan_json_machine_kept "$O/box.toml" "$B"
+check plan_json_unwritable 2 "resmem plan: cannot write the plan --json $O/no/p.json: No such file or directory" -- plan --machine qemu-q35-2g --json "$O/no/p.json" 64M
+check plan_json_written 0 "memmap=64M" -- plan --machine qemu-q35-2g --json "$O/p.json" 64M
+grep -q '"boot"' "$O/p.json" && echo "ok   plan_json_written_whole" || { echo "FAIL plan_json_written_whole"; fails=$((fails + 1)); }
+check plan_empty_machine 2 "--machine: '' names no machine; give a preset" -- plan --machine "" --cmdline mem=1G 64M
+check doctor_empty_machine 2 "--machine: '' names no machine; give a preset" -- doctor --machine "" --cmdline mem=1G
+check doctor_json_unwritable 2 "resmem doctor: cannot write the doctor's report --json $O/no/d.json: No such file or directory" -- doctor --machine seed000-workstation --json "$O/no/d.json"
+check doctor_unknown_region 2 "no region part 'bogus'" -- doctor --machine seed000-workstation --region bogus
+check stream_json_unwritable 2 "cannot write the results --json $O/no/s.json: No such file or directory" -- stream --backend sim --blocks 5 --quiet --json "$O/no/s.json"
+check bench_json_unwritable_up_front 2 "resmem bench: .*cannot write the results --json $O/no/b.json: No such file or directory" -- bench --backend sim --sizes 64K --passes 1 --paths pinned --overlap-blocks 0 --json "$O/no/b.json"
+nothing_ran bench_json_unwritable_measures_nothing "pinned"
+"$R" bench --backend sim --sizes 64K --passes 1 --paths pinned --overlap-blocks 0 --json "$O/b.json" >/dev/null 2>&1
+BJ=$(cat "$O/b.json")
+check bench_plot_is_the_replot 2 "--plot $O/b.json is the same file as the input --replot $O/b.json" -- bench --replot "$O/b.json" --plot "$O/b.json"
+unchanged bench_replot_kept "$O/b.json" "$BJ"
+check calibrate_out_unwritable_up_front 2 "cannot write the profile --out $O/no/p.json: No such file or directory" -- calibrate --backend sim --out "$O/no/p.json"
+check calibrate_report_unwritable 2 "cannot write the fidelity report --report $O/no/r.md: No such file or directory" -- calibrate --compare "$3" --report "$O/no/r.md"
+check calibrate_json_unwritable 2 "cannot write the fidelity report --json $O/no/r.json: No such file or directory" -- calibrate --compare "$3" --json "$O/no/r.json"
 echo "cli: $fails failed"
 exit $((fails > 0))

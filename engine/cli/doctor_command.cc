@@ -1,6 +1,5 @@
 // `resmem doctor`: which known failures this machine (or a simulated one) would hit.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -8,6 +7,8 @@
 #include "CLI/CLI.hpp"
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
+#include "engine/cli/output_files.h"
+#include "engine/cli/values.h"
 #include "engine/doctor/bandwidth.h"
 #include "engine/doctor/doctor.h"
 #include "engine/doctor/record.h"
@@ -54,7 +55,9 @@ Action Define(CLI::App& app) {
   CLI::Option* machine = app.add_option(
       "--machine", a->machine,
       "diagnose a simulated machine instead: a preset (seed000-workstation, ...), a machine "
-      "file, or a paste resmem import reads")->type_name("PRESET|FILE");
+      "file, or a paste resmem import reads")
+      ->type_name("PRESET|FILE")
+      ->check(MachineNamed("diagnose this machine"));
   app.add_option("--cmdline", a->cmdline, "the kernel command line to boot --machine with")
       ->type_name("TEXT")
       ->needs(machine);
@@ -149,7 +152,43 @@ int Record(Platform& platform, const std::string& dir) {
   return kExitOk;
 }
 
+// --json FILE ('-': standard output, no file).
+NamedPath JsonFile(const DoctorArgs& a) {
+  return {"--json", a.json == "-" ? "" : a.json, "the doctor's report"};
+}
+
+// The report: the JSON alone on standard output for --json -, else the table (and the JSON to
+// --json FILE). An exit code: 4 when the file could not be written after the checks up front.
+int Emit(const DoctorArgs& a, const engine::DoctorReport& report,
+         const std::string& bandwidth_json) {
+  // With --bandwidth the JSON is {"doctor": ..., "bandwidth": ...}.
+  const std::string doc = bandwidth_json.empty() ? engine::DoctorJson(report)
+      : "{\"doctor\": " + engine::DoctorJson(report) + ", \"bandwidth\": " + bandwidth_json + "}\n";
+  if (a.json == "-") {
+    std::cout << doc;
+    return kExitOk;
+  }
+  engine::RenderDoctor(report, std::cout);
+  const NamedPath json = JsonFile(a);
+  const Status st = json.path.empty() ? Status::Ok() : WriteOutput(json, doc);
+  if (st.ok()) return kExitOk;
+  std::cerr << "resmem doctor: " << st.message() << "; the findings above stand\n";
+  return kExitInternal;
+}
+
+// Bad input where `st` says so (an unknown part: a mistyped --region), else unavailable here.
+int ExitFor(const Status& st) {
+  return st.space() == ErrorSpace::kResmem && st.code() == kInvalidArgument ? kExitBadInput
+                                                                             : kExitUnavailable;
+}
+
 int Doctor(const DoctorArgs& a) {
+  if (Status st = CheckOutputs({JsonFile(a)}, {{"--machine", a.machine, ""},
+                                               {"--module", a.module.value_or(""), ""}});
+      !st.ok()) {
+    std::cerr << "resmem doctor: " << st.message() << "\n";
+    return kExitBadInput;
+  }
   engine::PartContext ctx;
   const bool simulated = !a.machine.empty();
   if (simulated) {
@@ -167,7 +206,7 @@ int Doctor(const DoctorArgs& a) {
   auto backend = DoctorBackend(a, simulated, ctx, &check_devices);
   if (!backend.ok()) {
     std::cerr << "resmem doctor: " << backend.status().message() << "\n";
-    return kExitUnavailable;
+    return ExitFor(backend.status());
   }
   auto report = engine::Diagnose(*backend->platform, check_devices ? backend->regions.get() : nullptr,
                                  options);
@@ -175,19 +214,10 @@ int Doctor(const DoctorArgs& a) {
     std::cerr << "resmem doctor: " << report.status().message() << "\n";
     return kExitUnavailable;
   }
-  const std::string& json = a.json;
   std::string gpu_error;  // why --bandwidth measured nothing
   const std::string bandwidth_json =
-      a.bandwidth ? Bandwidth(simulated, ctx, *backend, json != "-", *report, &gpu_error) : "";
-  // With --bandwidth the JSON is {"doctor": ..., "bandwidth": ...}.
-  const std::string doc = bandwidth_json.empty() ? engine::DoctorJson(*report)
-      : "{\"doctor\": " + engine::DoctorJson(*report) + ", \"bandwidth\": " + bandwidth_json + "}\n";
-  if (json == "-") {
-    std::cout << doc;
-  } else {
-    engine::RenderDoctor(*report, std::cout);
-    if (!json.empty()) std::ofstream(json) << doc;
-  }
+      a.bandwidth ? Bandwidth(simulated, ctx, *backend, a.json != "-", *report, &gpu_error) : "";
+  if (int rc = Emit(a, *report, bandwidth_json); rc != kExitOk) return rc;
   if (a.record) {
     const int rc = Record(*backend->platform, *a.record);
     if (rc != kExitOk) return rc;

@@ -1,11 +1,11 @@
 // `resmem plan SIZE`: where to reserve SIZE on a machine, and the exact lines that do it.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
+#include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/doctor/doctor.h"
 #include "engine/doctor/record.h"
@@ -61,7 +61,8 @@ Action Define(CLI::App& app) {
   app.add_option("--machine", a->machine,
                  "plan for another machine: a preset (seed000-workstation, ...), a machine file, "
                  "or what resmem import reads (a dmesg paste, ...)")
-      ->type_name("PRESET|FILE");
+      ->type_name("PRESET|FILE")
+      ->check(MachineNamed("plan for this machine"));
   app.add_option("--cmdline", a->cmdline,
                  "the current kernel command line (default: the machine's)")
       ->type_name("TEXT");
@@ -89,6 +90,11 @@ Action Define(CLI::App& app) {
 
 int Plan(PlanArgs& a) {
   const engine::PlanRequest& req = a.request;
+  const NamedPath json_file{"--json", a.json == "-" ? "" : a.json, "the plan"};
+  if (Status st = CheckOutputs({json_file}, {{"--machine", a.machine, ""}}); !st.ok()) {
+    std::cerr << "resmem plan: " << st.message() << "\n";
+    return kExitBadInput;
+  }
   const bool given_machine = !a.machine.empty();
   auto machine = given_machine ? scenario::LoadMachineArgument(a.machine) : ThisMachine();
   if (!machine.ok()) {
@@ -101,12 +107,16 @@ int Plan(PlanArgs& a) {
     std::cerr << "resmem plan: " << plan.status().message() << "\n";
     return plan.status().code() == kInvalidArgument ? kExitBadInput : kExitCheckFailed;
   }
-  const std::string& json = a.json;
-  if (json == "-") {
+  if (a.json == "-") {
     std::cout << engine::PlanJson(*plan);
-  } else {
-    std::cout << engine::RenderPlan(*machine, *plan);
-    if (!json.empty()) std::ofstream(json) << engine::PlanJson(*plan);
+    return kExitOk;
+  }
+  std::cout << engine::RenderPlan(*machine, *plan);
+  const Status st =
+      json_file.path.empty() ? Status::Ok() : WriteOutput(json_file, engine::PlanJson(*plan));
+  if (!st.ok()) {
+    std::cerr << "resmem plan: " << st.message() << "; the plan above stands\n";
+    return kExitInternal;
   }
   return kExitOk;
 }

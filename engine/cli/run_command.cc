@@ -1,12 +1,10 @@
 // `resmem run`: scenario files or folders on a backend; prints the verdict table (and JSON).
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/cli/command.h"
+#include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/report/junit.h"
 #include "engine/report/report.h"
@@ -78,78 +76,68 @@ Action Define(CLI::App& app) {
   return [a] { return Run(*a); };
 }
 
-// The --junit file, opened before any case runs, so a path that cannot be written stops the run
-// at once (exit 2) rather than after every case ran. The error names the path, why, the way out.
-Result<std::unique_ptr<std::ofstream>> OpenJunit(const std::string& path) {
-  auto out = std::make_unique<std::ofstream>(path, std::ios::out | std::ios::trunc);
-  if (*out) return out;
-  const int err = errno;
-  return Status::Errno(err, "cannot write the JUnit report --junit " + path + ": " +
-                                std::strerror(err) +
-                                "; give a file in a folder that exists and that you may write "
-                                "(e.g. mkdir -p out, then --junit out/junit.xml)");
+// The scenario files of `paths` (a folder: every *.toml under it), in order.
+Result<std::vector<std::string>> CollectFiles(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& path : paths) {
+    RESMEM_ASSIGN_OR_RETURN(const std::vector<std::string> found,
+                            scenario::CollectScenarioFiles(path));
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
 }
 
-// Every case of the files and folders in `paths`, in order; the first that does not load stops it.
-Result<std::vector<scenario::Scenario>> LoadCases(const std::vector<std::string>& paths) {
+// Every case of `files`, in order; the first that does not load stops it.
+Result<std::vector<scenario::Scenario>> LoadCases(const std::vector<std::string>& files) {
   std::vector<scenario::Scenario> cases;
-  for (const auto& path : paths) {
-    RESMEM_ASSIGN_OR_RETURN(const std::vector<std::string> files,
-                            scenario::CollectScenarioFiles(path));
-    for (const auto& f : files) {
-      RESMEM_ASSIGN_OR_RETURN(std::vector<scenario::Scenario> loaded,
-                              scenario::LoadScenarioFile(f));
-      for (auto& s : loaded) cases.push_back(std::move(s));
-    }
+  for (const auto& f : files) {
+    RESMEM_ASSIGN_OR_RETURN(std::vector<scenario::Scenario> loaded, scenario::LoadScenarioFile(f));
+    for (auto& s : loaded) cases.push_back(std::move(s));
   }
   return cases;
 }
 
-// The JSON report to --json (stdout for '-'); an exit code when it cannot be written, else 0.
-int WriteJson(const std::vector<engine::ScenarioResult>& results, const std::string& json_path) {
-  if (json_path.empty()) return kExitOk;
-  const std::string json = engine::RenderJson(results);
-  if (json_path == "-") {
-    std::cout << json;
-    return kExitOk;
-  }
-  std::ofstream out(json_path);
-  if (!out) {
-    std::cerr << "resmem run: cannot write " << json_path << "\n";
-    return kExitBadInput;
-  }
-  out << json;
-  return kExitOk;
+// The report files (--json '-' is standard output, no file).
+std::vector<NamedPath> Outputs(const RunArgs& a) {
+  return {{"--json", a.json_path == "-" ? "" : a.json_path, "the JSON report"},
+          {"--junit", a.junit_path, "the JUnit report"}};
 }
 
-// The JUnit report into the file OpenJunit opened; an exit code when writing failed, else 0.
-int WriteJunit(const std::vector<engine::ScenarioResult>& results, std::ofstream* junit,
-               const std::string& junit_path) {
-  if (junit == nullptr) return kExitOk;
-  *junit << engine::RenderJunit(results);
-  junit->close();
-  if (*junit) return kExitOk;
-  std::cerr << "resmem run: writing the JUnit report " << junit_path
-            << " failed (disk full?); the verdicts above stand\n";
-  return kExitInternal;
+// The reports, once every case ran: each file written whole or left as it was. An exit code:
+// 4 when one could not be written (checked up front, so: the disk filled, the folder went).
+int WriteReports(const std::vector<engine::ScenarioResult>& results, const RunArgs& a) {
+  if (a.json_path == "-") std::cout << engine::RenderJson(results);
+  const std::vector<NamedPath> out = Outputs(a);
+  const Status json =
+      out[0].path.empty() ? Status::Ok() : WriteOutput(out[0], engine::RenderJson(results));
+  const Status junit =
+      out[1].path.empty() ? Status::Ok() : WriteOutput(out[1], engine::RenderJunit(results));
+  int rc = kExitOk;
+  for (const Status& st : {json, junit}) {
+    if (st.ok()) continue;
+    std::cerr << "resmem run: " << st.message() << "; the verdicts above stand\n";
+    rc = kExitInternal;
+  }
+  return rc;
+}
+
+// The cases of a.paths, once the report files are known to be writable and none of them is a
+// scenario file of the run: nothing is written, nothing truncated, before every case loaded.
+Result<std::vector<scenario::Scenario>> CasesToRun(const RunArgs& a) {
+  RESMEM_ASSIGN_OR_RETURN(const std::vector<std::string> files, CollectFiles(a.paths));
+  std::vector<NamedPath> inputs;
+  for (const auto& f : files) inputs.push_back({"PATH", f, ""});
+  RESMEM_RETURN_IF_ERROR(CheckOutputs(Outputs(a), inputs));
+  return LoadCases(files);
 }
 
 int Run(RunArgs& a) {
   engine::RunOptions& ro = a.run;
-  std::unique_ptr<std::ofstream> junit;
-  if (!a.junit_path.empty()) {
-    auto opened = OpenJunit(a.junit_path);
-    if (!opened.ok()) {
-      std::cerr << "resmem run: " << opened.status().message() << "\n";
-      return kExitBadInput;
-    }
-    junit = std::move(*opened);
-  }
   for (const auto& kv : a.backend_options) {
     const auto eq = kv.find('=');
     ro.options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  auto cases = LoadCases(a.paths);
+  auto cases = CasesToRun(a);
   if (!cases.ok()) {
     std::cerr << "resmem run: " << cases.status().message() << "\n";
     return kExitBadInput;
@@ -157,8 +145,7 @@ int Run(RunArgs& a) {
   std::vector<engine::ScenarioResult> results;
   for (const auto& s : *cases) results.push_back(engine::RunScenario(s, ro));
   engine::RenderTable(results, a.verbose, a.json_path == "-" ? std::cerr : std::cout);
-  if (int rc = WriteJson(results, a.json_path); rc != kExitOk) return rc;
-  if (int rc = WriteJunit(results, junit.get(), a.junit_path); rc != kExitOk) return rc;
+  if (int rc = WriteReports(results, a); rc != kExitOk) return rc;
   const engine::RunSummary sum = engine::Summarise(results);
   if (sum.errors > 0 && sum.failed == 0 && sum.errors == sum.total()) return kExitBadInput;
   if (sum.failed > 0 || sum.errors > 0) return kExitCheckFailed;

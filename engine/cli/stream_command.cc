@@ -1,10 +1,10 @@
 // `resmem stream`: registers the command (engine/cli/command.h).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "backends/host/host_region.h"
 #include "engine/cli/command.h"
+#include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/stream/stream.h"
 #include "engine/transfer/gpu_backend.h"
@@ -97,6 +97,8 @@ cli::Action Define(CLI::App& app) {
 
 int Run(const StreamArgs& a) {
   const StreamOptions& o = a.options;
+  const cli::NamedPath json{"--json", a.json, "the results"};
+  if (Status st = cli::CheckOutputs({json}); !st.ok()) return Fail(st, cli::kExitBadInput);
   auto backend = transfer::MakeGpuBackend(a.backend, o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
@@ -107,8 +109,8 @@ int Run(const StreamArgs& a) {
                                                                   : cli::kExitInternal);
   std::puts(r->Summary().c_str());
   if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    out << r->ToJson() << "\n";
+    if (Status st = cli::WriteOutput(json, r->ToJson() + "\n"); !st.ok())
+      return Fail(st, cli::kExitInternal);
   }
   return (r->dropped || r->corrupt || r->failed) ? cli::kExitCheckFailed : cli::kExitOk;
 }
