@@ -1,6 +1,9 @@
 // The GPU commands' shared options (transfer_options.h).
 #include "engine/cli/transfer_options.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "engine/cli/values.h"
 
 namespace resmem::transfer {
@@ -12,6 +15,13 @@ CLI::Option* AddGpuBackendOption(CLI::App& app, std::string* name) {
 }
 
 namespace {
+
+// A check after AddSizeOption's transform (the value is a byte count by then): whole pages only.
+std::string MultipleOf4KiB(const std::string& bytes) {
+  return std::strtoull(bytes.c_str(), nullptr, 10) % 4096 == 0
+             ? std::string()
+             : bytes + " bytes is no multiple of 4 KiB";
+}
 
 // Each function below declares one run of the staged path's options on `app`, bound to `*o`,
 // under the heading `group`; AddStagingOptions calls them in the order the help lists them.
@@ -29,9 +39,17 @@ void AddLaneOptions(CLI::App& app, TransferOptions* o, const std::string& group)
   cli::AddSizeOption(app, "--chunk-h2d", &o->staging_chunk_h2d,
                      "the largest host-to-device segment (0 or more than --chunk: --chunk)", 0)
       ->group(group);
-  app.add_option("--buffers", o->staging_buffers, "pinned buffers per lane (2: double buffering)")
+  app.add_option("--buffers", o->staging_buffers,
+                 "pinned buffers per lane, at least 2: one fills while another is in DMA (2: "
+                 "double buffering)")
       ->type_name("N")
       ->check(CLI::Range(1, 16))
+      ->check([](const std::string& v) {  // a number 1..16 by now
+        return std::strtol(v.c_str(), nullptr, 10) < 2
+                   ? std::string("one pinned buffer cannot fill while another is in DMA: give "
+                                 "2 or more")
+                   : std::string();
+      })
       ->group(group);
   cli::AddSizeOption(app, "--min-unit", &o->staging_min_unit,
                      "the smallest unit a copy is cut into", 4096)
@@ -56,12 +74,15 @@ void AddLaneOptions(CLI::App& app, TransferOptions* o, const std::string& group)
       ->group(group);
 }
 
-// Stream signals instead of CUDA events, and the device-to-host segments.
+// Stream signals instead of CUDA events, and the device-to-host segments. --gpu-waits and
+// --edge-segment shape the signalled copies only: without --signals they are refused ("requires
+// --signals") rather than taken and ignored.
 void AddSignalOptions(CLI::App& app, TransferOptions* o, const std::string& group) {
-  app.add_flag("--signals", o->staging_signals,
-               "single copies through stream signals (cuStreamWriteValue32 words the lanes poll) "
-               "instead of CUDA events")
-      ->group(group);
+  CLI::Option* signals =
+      app.add_flag("--signals", o->staging_signals,
+                   "single copies through stream signals (cuStreamWriteValue32 words the lanes "
+                   "poll) instead of CUDA events")
+          ->group(group);
   app.add_option("--min-segments-d2h", o->staging_min_segments_d2h,
                  "segments per device-to-host copy (0: --min-segments)")
       ->type_name("N")
@@ -70,11 +91,13 @@ void AddSignalOptions(CLI::App& app, TransferOptions* o, const std::string& grou
   app.add_flag("--gpu-waits", o->staging_gpu_waits,
                "with --signals: queue every DMA at once behind a stream wait (default: queue "
                "each from the host once its segment is ready)")
+      ->needs(signals)
       ->group(group);
   cli::AddSizeOption(app, "--edge-segment", &o->staging_edge_segment,
                      "with --signals: the first segment (H2D) or the last (D2H), each one "
                      "further in twice as large (0: equal segments)",
                      0)
+      ->needs(signals)
       ->group(group);
 }
 
@@ -133,8 +156,9 @@ void AddSmCopyOptions(CLI::App& app, TransferOptions* o, const std::string& grou
       ->group(group);
   cli::AddSizeOption(app, "--sm-piece", &o->staging_sm_piece,
                      "with --sm-copy or --sm-copy-upto: the piece the lanes and the kernel hand "
-                     "over",
+                     "over, a multiple of 4 KiB",
                      4096)
+      ->check(MultipleOf4KiB)
       ->group(group);
   app.add_option("--sm-blocks", o->staging_sm_blocks,
                  "with --sm-copy or --sm-copy-upto: the kernel's blocks of 512 threads, at most "

@@ -136,5 +136,58 @@ TEST(StagingOptions, NonTemporalFillLimitLands) {
   EXPECT_NE(err.find("--nt-fill-below"), std::string::npos) << err;
 }
 
+// --gpu-waits and --edge-segment shape the signalled copies only: without --signals they would do
+// nothing, so they are refused, naming the flag and --signals.
+TEST(StagingOptions, SignalOnlyOptionsNeedSignals) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--gpu-waits"}, std::vector<std::string>{"--edge-segment", "0"}}) {
+    TransferOptions o;
+    std::string err;
+    auto rc = Parse(args, &o, &err);
+    ASSERT_TRUE(rc.has_value()) << args[0] << " was taken without --signals";
+    EXPECT_EQ(*rc, 2);
+    EXPECT_NE(err.find(args[0]), std::string::npos) << err;
+    EXPECT_NE(err.find("--signals"), std::string::npos) << err;
+    std::vector<std::string> with = args;
+    with.push_back("--signals");
+    o = TransferOptions();
+    ASSERT_FALSE(Parse(with, &o, &err)) << err;
+    EXPECT_TRUE(o.staging_signals);
+  }
+  TransferOptions o;
+  std::string err;
+  ASSERT_FALSE(Parse({"--signals", "--gpu-waits", "--edge-segment", "128K"}, &o, &err)) << err;
+  EXPECT_TRUE(o.staging_gpu_waits);
+  EXPECT_EQ(o.staging_edge_segment, 128u << 10);
+}
+
+// One pinned buffer cannot fill while another is in DMA: --buffers takes 2..16.
+TEST(StagingOptions, OneBufferIsRefused) {
+  TransferOptions o;
+  std::string err;
+  auto rc = Parse({"--buffers", "1"}, &o, &err);
+  ASSERT_TRUE(rc.has_value()) << "--buffers 1 was taken";
+  EXPECT_EQ(*rc, 2);
+  EXPECT_NE(err.find("--buffers"), std::string::npos) << err;
+  EXPECT_EQ(o.staging_buffers, 4) << "a refused value changes nothing";
+  ASSERT_FALSE(Parse({"--buffers", "2"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_buffers, 2);
+}
+
+// The piece the lanes and the SM copy's kernel hand over is whole pages: another size is refused,
+// not rounded down.
+TEST(StagingOptions, SmPieceIsWholePages) {
+  TransferOptions o;
+  std::string err;
+  ASSERT_FALSE(Parse({"--sm-piece", "48K"}, &o, &err)) << err;
+  EXPECT_EQ(o.staging_sm_piece, 48u << 10);
+  auto rc = Parse({"--sm-piece", "5000"}, &o, &err);
+  ASSERT_TRUE(rc.has_value()) << "--sm-piece 5000 was taken";
+  EXPECT_EQ(*rc, 2);
+  EXPECT_NE(err.find("--sm-piece"), std::string::npos) << err;
+  EXPECT_NE(err.find("4 KiB"), std::string::npos) << err;
+  EXPECT_EQ(o.staging_sm_piece, 48u << 10) << "a refused value changes nothing";
+}
+
 }  // namespace
 }  // namespace resmem::transfer

@@ -302,7 +302,8 @@ struct LiveRing {
   std::vector<std::atomic<int>> busy;  // the slot's block is produced and not yet consumed
   std::vector<double> published;       // seconds since t0 each block was queued
   std::mutex mu;
-  std::condition_variable cv, freed;   // cv: the queue grew or ended; freed: a slot came free
+  // cv: the queue grew or ended; freed: a slot came free. Fail notifies both.
+  std::condition_variable cv, freed;
   std::deque<uint64_t> queue;          // under mu
   bool producer_done = false;          // under mu
   std::atomic<uint64_t> delivered{0}, corrupt{0};
@@ -341,15 +342,19 @@ void Lose(Stream& st, LiveRing& live, uint64_t seq, bool was_corrupt, const std:
 
 // The producer thread: writes block after block into its slot at o.rate_hz (a block whose slot is
 // still busy then is dropped) or flat out (waiting for the slot), and queues it for the consumers.
+// Either wait ends early when the run fails (Fail wakes it): the producer stops at once, so a
+// failure ends the stream without waiting out the schedule.
 void ProduceLive(Stream& st, LiveRing& live) {
   const StreamOptions& o = st.o;
   for (uint64_t seq = 0; seq < o.blocks; ++seq) {
     const int slot = static_cast<int>(seq % o.slots);
     if (o.rate_hz > 0) {
-      std::this_thread::sleep_until(live.t0 + std::chrono::duration_cast<SteadyNow::duration>(
-                                                  std::chrono::duration<double>(seq / o.rate_hz)));
+      const SteadyNow::time_point due =
+          live.t0 + std::chrono::duration_cast<SteadyNow::duration>(
+                        std::chrono::duration<double>(seq / o.rate_hz));
+      std::unique_lock<std::mutex> l(live.mu);
+      if (live.freed.wait_until(l, due, [&] { return !live.failure.ok(); })) break;
       if (live.busy[slot].load()) {
-        std::lock_guard<std::mutex> l(live.mu);
         ++st.r.dropped;
         st.lost.emplace_back(seq, "dropped: its slot was still being copied");
         continue;

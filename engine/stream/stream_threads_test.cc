@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
 
 #include "backends/api/clock.h"
@@ -97,6 +98,29 @@ TEST(StreamThreads, AFastRateDropsAndCountsEveryBlock) {
   for (const LostRange& l : r->lost) lost += l.last - l.first + 1;
   EXPECT_EQ(lost, r->dropped + r->corrupt + r->failed);
   EXPECT_EQ(r->delivered + lost, o.blocks);
+}
+
+// A failure ends a stream at a rate promptly: the producer, waiting for its next block's due
+// time, is woken by the failure instead of sleeping out the schedule (here 40 blocks at 2 Hz,
+// 20 s). The pipelined staged path ends the stream with a copy's error: the "gpu.copy" point
+// fails the 21st copy, the first block's (the pinned baseline makes 20 before the stream).
+TEST(StreamThreads, AFailureAtALowRateEndsTheStreamPromptly) {
+  StreamOptions o = Small("staged");
+  o.rate_hz = 2;
+  o.blocks = 40;
+  auto faults = std::make_shared<FaultInjector>(5);
+  ASSERT_TRUE(faults->AddRule(FaultRule::ErrorOnCall("gpu.copy", 21,
+                                                     Status::Cuda(999, "injected copy failure")))
+                  .ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = OnSteadyClock(o, faults);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r.ok()) << "the injected copy failure was lost";
+  EXPECT_NE(r.status().message().find("injected copy failure"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(faults->fired().size(), 1u);
+  EXPECT_LT(took, 5.0) << "the stream returned its error only after " << took
+                       << " s of a 20 s schedule";
 }
 
 // --producer card on the real clock: the card's engine a thread of its own writing the memfd,

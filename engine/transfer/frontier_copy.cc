@@ -243,7 +243,7 @@ Status FrontierRun::Run() {
     if (!status_.ok()) {
       abort_.store(true, std::memory_order_release);
       // The DMAs already queued still read the ring: let them finish before it is refilled.
-      for (auto& t : s_.tickets) (void)s_.cuda->WaitKeep(t);
+      s_.WaitForDmas();
     }
   });
   if (tracing_) {

@@ -19,8 +19,16 @@ class PieceRun {
 
  private:
   static constexpr uint32_t kStride = cuda::kWordStride;
-  // Claims pieces in order and moves each between the mapping and its slot.
-  void MovePieces();
+  // Lane 0 looks at the kernel's stream once every this many polls of a word it waits for (a
+  // stream query costs a few microseconds; the polls between take about as long).
+  static constexpr uint64_t kPollsPerStreamQuery = 1024;
+  // Claims pieces in order and moves each between the mapping and its slot, until none is left
+  // or the copy is aborted. `lead`: lane 0, which also watches the kernel's stream while it
+  // waits for a slot (KernelFailed), so a kernel that dies cannot keep the lanes waiting.
+  void MovePieces(bool lead);
+  // Lane 0 only: whether the kernel's stream failed; if it did, its error goes to status_ and
+  // every lane is told to stop (abort_).
+  bool KernelFailed();
   // Lane 0: launches the kernel, decides whether the copy goes by the SMs, moves pieces, and
   // watches the kernel until it is done.
   void Lead();
@@ -87,15 +95,16 @@ PieceRun::PieceRun(Staging& s, cuda::CudaGpu::PieceRing& r, const CopyRequest& c
   }
 }
 
-void PieceRun::MovePieces() {
+void PieceRun::MovePieces(bool lead) {
   for (uint64_t p; !abort_.load(std::memory_order_relaxed) &&
                    (p = next_.fetch_add(1, std::memory_order_relaxed)) < n_;) {
     const uint32_t slot = static_cast<uint32_t>(p % slots_);
     const uint32_t t = base_ + static_cast<uint32_t>(p) + 1;
     const uint32_t want = h2d_ ? t - slots_ : t;
     if (!h2d_ || p >= slots_) {
-      while (!Reached(gpu_words_ + slot * kStride, want)) {
+      for (uint64_t polls = 1; !Reached(gpu_words_ + slot * kStride, want); ++polls) {
         if (abort_.load(std::memory_order_relaxed)) return;
+        if (lead && polls % kPollsPerStreamQuery == 0 && KernelFailed()) return;
         CpuRelax();
       }
     }
@@ -112,6 +121,13 @@ void PieceRun::MovePieces() {
   }
 }
 
+bool PieceRun::KernelFailed() {
+  status_ = s_.cuda->PieceStreamError(r_);
+  if (status_.ok()) return false;
+  abort_.store(true);
+  return true;
+}
+
 void PieceRun::Lead() {
   status_ = s_.cuda->LaunchPieceCopy(r_, c_.dir, *c_.dev, c_.dev_offset, c_.length, base_);
   if (status_.ok()) {
@@ -123,7 +139,7 @@ void PieceRun::Lead() {
       abort_.store(true);
       return;
     }
-    if (status_.ok()) MovePieces();  // the launching lane moves pieces too, once it decided
+    if (status_.ok()) MovePieces(true);  // the launching lane moves pieces too, once it decided
     WatchDone();
   }
   if (!status_.ok()) {
@@ -147,7 +163,7 @@ bool PieceRun::KernelStarted(double launched) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (*started_word_ == base_) {
       for (uint64_t polls = 1; !Reached(verdict_word_, base_); ++polls) {
-        if (polls % 1024 == 0 && !(status_ = s_.cuda->PieceStreamError(r_)).ok()) break;
+        if (polls % kPollsPerStreamQuery == 0 && KernelFailed()) break;
         CpuRelax();
       }
       go = status_.ok() && *verdict_word_ == base_;
@@ -171,17 +187,14 @@ void PieceRun::WatchDone() {
       if (tracing_) s_.trace.sm_blocks = static_cast<int>(done_word_[2 * kStride]);
       break;
     }
-    if (polls % 1024 == 0) {
-      status_ = s_.cuda->PieceStreamError(r_);
-      if (!status_.ok()) break;
-    }
+    if (polls % kPollsPerStreamQuery == 0 && KernelFailed()) break;
     CpuRelax();
   }
 }
 
 Result<bool> PieceRun::Run() {
   s_.RunLanes(lanes_, [&](int lane) {
-    if (lane != 0) return MovePieces();
+    if (lane != 0) return MovePieces(false);
     Lead();
   });
   if (tracing_) s_.trace.returned_us = us_();
@@ -194,7 +207,7 @@ Result<bool> PieceRun::Run() {
 std::unique_ptr<PieceCopy> PieceCopy::Open(Staging& s, std::string* note) {
   const TransferOptions& o = s.o;
   if (!o.staging_sm_copy && o.staging_sm_copy_upto == 0) return nullptr;
-  const uint64_t piece = std::max<uint64_t>(4096, o.staging_sm_piece / 4096 * 4096);
+  const uint64_t piece = o.staging_sm_piece;  // a multiple of 4 KiB (TransferEngine::Open)
   const uint64_t slots = std::max<uint64_t>(1, s.buffers.size() * o.staging_chunk / piece);
   auto ring = s.cuda->NewPieceRing(piece, static_cast<uint32_t>(slots), o.staging_sm_blocks);
   if (!ring.ok()) {

@@ -11,8 +11,11 @@
 // Contract: takes single copies whose length is a multiple of 16, every one with
 // staging_sm_copy, else host-to-device ones up to staging_sm_copy_upto. Declines a copy, with
 // nothing moved to its destination, when the kernel did not start within staging_sm_start_us
-// (a program's kernel holds the SMs): the caller then copies it by DMAs. On an error the kernel
-// still waiting for pieces is told to give up and its stream is waited for.
+// (a program's kernel holds the SMs): the caller then copies it by DMAs. Lane 0 looks at the
+// kernel's stream while it waits for any of the kernel's words, so a kernel that dies mid-copy
+// (a trap anywhere in the context) ends the copy with the stream's error and every lane leaves.
+// On an error the kernel still waiting for pieces is told to give up and its stream is waited
+// for. The piece (staging_sm_piece) is a multiple of 4 KiB: TransferEngine::Open refuses others.
 #ifndef RESMEM_ENGINE_TRANSFER_PIECE_COPY_H_
 #define RESMEM_ENGINE_TRANSFER_PIECE_COPY_H_
 

@@ -242,6 +242,9 @@ Status DrainRun::Run() {
     driver_status_ = Drive();
     if (!driver_status_.ok()) {
       abort_.store(true);
+      // The DMAs already queued still write the ring: the copy returns once they are done, so
+      // the next copy's DMAs and lanes do not share the ring with them.
+      s_.WaitForDmas();
       return;
     }
     Drain(0);

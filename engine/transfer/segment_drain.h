@@ -13,7 +13,8 @@
 //
 // Contract: lane 0 returns only once every piece is drained (it drains the rest itself and
 // waits for pieces still being copied), so the lanes run elastic (Staging::RunLanes). A failed
-// DMA stops the lanes; the copy returns its status. Needs the CUDA backend (segment mode).
+// DMA stops the lanes; the copy returns its status once every DMA it queued is done
+// (Staging::WaitForDmas), none still writing the ring. Needs the CUDA backend (segment mode).
 #ifndef RESMEM_ENGINE_TRANSFER_SEGMENT_DRAIN_H_
 #define RESMEM_ENGINE_TRANSFER_SEGMENT_DRAIN_H_
 

@@ -161,7 +161,12 @@ Status PumpRun::Run() {
     if (lane == 0) {
       Driver driver(*this);
       driver_status_ = driver.Drive();
-      if (!driver_status_.ok()) abort_.store(true, std::memory_order_release);
+      if (!driver_status_.ok()) {
+        abort_.store(true, std::memory_order_release);
+        // The DMAs already queued still read the ring: the run ends once they are done, so the
+        // next copy's lanes do not refill the ring under them.
+        s_.WaitForDmas();
+      }
       return;
     }
     FillLane(lane);
@@ -220,6 +225,7 @@ Result<bool> PumpRun::Driver::TakeBlock() {
     return Status::InvalidArgument("staged queue: a block needs a device buffer and a "
                                    "length > 0 (tag " + std::to_string(b.tag) + ")");
   RESMEM_RETURN_IF_ERROR(CheckSpan(s_.mem, b.host_offset, b.length, "staged queue"));
+  RESMEM_RETURN_IF_ERROR(CheckDeviceSpan(*b.dev, b.dev_offset, b.length, "staged queue"));
   cur_ = b;
   cur_done_ = 0;
   have_block_ = true;

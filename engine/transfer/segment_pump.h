@@ -14,7 +14,9 @@
 // Contract: the driver returns only once every DMA finished (so every fill is done), and the
 // lanes run elastic (Staging::RunLanes). `arrived` is called on the driving lane, in order, once
 // a block's last DMA finished; an error from `next`, `arrived` or a DMA ends the run with that
-// status. Needs an addressable mapping and the CUDA backend (segment mode).
+// status, once every DMA it queued is done (Staging::WaitForDmas), none still reading the ring.
+// A block outside its device buffer is refused before its first DMA. Needs an addressable
+// mapping and the CUDA backend (segment mode).
 #ifndef RESMEM_ENGINE_TRANSFER_SEGMENT_PUMP_H_
 #define RESMEM_ENGINE_TRANSFER_SEGMENT_PUMP_H_
 

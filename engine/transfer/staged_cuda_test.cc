@@ -12,7 +12,8 @@
 // and into equal segments at every length, and with the driving lane only issuing DMAs (by
 // default it fills the first segment too), both ways, at
 // lengths that are and are not multiples of a segment; CopyQueue's blocks cut at the
-// host-to-device cap; a failed DMA in the fill frontier and in the rotating device-to-host ring.
+// host-to-device cap; a failed DMA in the fill frontier and in the rotating device-to-host ring;
+// a failed segment copy either way, which must leave no DMA running; an SM copy whose kernel dies.
 // Every copy's data is checked.
 // Without a GPU every case skips and says so (CI); the hardware runs carry this binary.
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -31,6 +33,9 @@
 #include "backends/host/host_region.h"
 #include "engine/transfer/block_check.h"
 #include "engine/transfer/transfer_engine.h"
+#include "engine/transfer/trap_kernel.h"
+
+#include <cuda_runtime.h>
 
 namespace resmem::transfer {
 namespace {
@@ -519,6 +524,110 @@ TEST_F(StagedCudaLongTest, DrainCopyReturnsAFailedDmaAndTheNextCopyIsIntact) {
   auto bad = HostMismatches(*host_, 0, len, 51, 5);
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(*bad, 0u);
+}
+
+// Whether the calling thread's stream has nothing left to run: the stream a segment copy's DMAs
+// are queued on (lane 0, which queues them, is the calling thread).
+bool ThreadStreamIdle() {
+  const cudaError_t err = cudaStreamQuery(cudaStreamPerThread);
+  if (err == cudaErrorNotReady) cudaGetLastError();
+  return err == cudaSuccess;
+}
+
+// A segment copy whose DMA fails returns only once the DMAs queued before it are done: right
+// after Copy returns, their stream is idle. Device to host the third DMA fails (16 MiB: two
+// queued before it), and the next host-to-device copy through the segment pump (the SM copy off)
+// fills the ring those DMAs were writing, and must reach the device intact (before the fix 19 of
+// 20 arrived with stale bytes on the H200, and the stream was busy 20 of 20 times); host to
+// device the last DMA fails (the plan's first DMAs are short and done by the third; by the last
+// the DMAs queue behind each other), and the next device-to-host copy brings back the device's
+// data. The host holds the block of 51, the block of 52, and room for the device-to-host copies.
+TEST_F(StagedCudaLongTest, AFailedSegmentCopyLeavesNoDmaRunning) {
+  const uint64_t len = 16ull << 20;
+  ASSERT_NO_FATAL_FAILURE(MapBoth(3 * len));
+  auto other = gpu_->AllocDevice(len);
+  ASSERT_TRUE(other.ok());
+  TransferOptions o = TracedStaged();
+  o.staging_sm_copy_upto = 0;  // host to device through the segment pump
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_TRUE(FillPattern(*host_, 0, len, 51, 5).ok());
+  ASSERT_TRUE(FillPattern(*host_, len, len, 52, 5).ok());
+  for (int round = 0; round < 20; ++round) {
+    const std::string what = "round " + std::to_string(round);
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len))) << what;
+    const int h2d_dmas = (*e)->last_trace().segments;  // one DMA per segment through the pump
+    ASSERT_GE(h2d_dmas, 3) << what;
+    auto faults = FailCopyCall(3, 100 + round);
+    auto failed = (*e)->Copy(CopyDirection::kDeviceToHost, 2 * len, *dev_, 0, len);
+    const bool idle = ThreadStreamIdle();
+    gpu_->set_faults(nullptr);
+    ASSERT_FALSE(failed.ok()) << what << ": the injected DMA error was lost";
+    EXPECT_EQ(failed.status().code(), 999) << failed.status().ToString();
+    EXPECT_TRUE(idle) << what << ": a DMA of the failed device-to-host copy still ran";
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kHostToDevice, len, **other, 0, len))) << what;
+    EXPECT_GT((*e)->last_trace().segments, 0) << what << ": not through the segment pump";
+    auto bad = DeviceMismatches(*gpu_, **other, 0, len, 52, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u) << what << ": the host-to-device copy after the failed one";
+    faults = FailCopyCall(h2d_dmas, 200 + round);
+    failed = (*e)->Copy(CopyDirection::kHostToDevice, 0, *dev_, 0, len);
+    const bool idle_h2d = ThreadStreamIdle();
+    gpu_->set_faults(nullptr);
+    ASSERT_FALSE(failed.ok()) << what << ": the injected DMA error was lost";
+    EXPECT_EQ(failed.status().code(), 999) << failed.status().ToString();
+    EXPECT_TRUE(idle_h2d) << what << ": a DMA of the failed host-to-device copy still ran";
+    ASSERT_TRUE(CopyOk((*e)->Copy(CopyDirection::kDeviceToHost, 2 * len, **other, 0, len)));
+    auto back = HostMismatches(*host_, 2 * len, len, 52, 5);
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, 0u) << what << ": the device-to-host copy after the failed one";
+  }
+}
+
+// The child of SmCopyReturnsAnErrorWhenItsKernelDies: a 64 MiB SM copy (twice the piece ring,
+// so the lanes wait for slots the kernel frees) while a kernel on another stream traps ~50 us
+// in. Exits 0 once the copy returned an error (or, saying so, without a piece ring), 1 when it
+// returned Ok (the trap came too late to test anything), 2 when the set-up failed, 3 when the
+// watchdog found the copy still running after 20 s. Says which on stderr (Leave).
+[[noreturn]] void Leave(int code, const std::string& why) {
+  std::fprintf(stderr, "%s\n", why.c_str());
+  std::_Exit(code);
+}
+[[noreturn]] void CopyBesideADyingKernel(cuda::CudaGpu& gpu, Clock& clock) {
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(20));
+    Leave(3, "hung: the copy had not returned after 20 s");
+  }).detach();
+  const uint64_t len = 64ull << 20;
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, len);
+  auto dev = gpu.AllocDevice(len);
+  if (!host.ok() || !dev.ok()) Leave(2, "set-up: no host mapping or device buffer");
+  TransferOptions o;
+  o.allowed = {Path::kStaged};
+  o.staging_sm_copy_upto = len;
+  auto e = TransferEngine::Open(gpu, **host, clock, o);
+  if (!e.ok()) Leave(2, "set-up: " + e.status().ToString());
+  if ((*e)->choice().detail.find("moved by the SMs") == std::string::npos)
+    Leave(0, "the copy returned: nothing, skipped: no piece ring");
+  // Two small copies first: the piece kernel is loaded and the lanes awake, so the trap falls
+  // inside the large copy.
+  for (int i = 0; i < 2; ++i)
+    if (!(*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, 1 << 20).ok())
+      Leave(2, "set-up: a 1 MiB copy failed");
+  if (!gpu.BindThread().ok() || LaunchTrapAfter(90000) != 0)
+    Leave(2, "set-up: the trap kernel did not launch");
+  auto r = (*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len);
+  if (r.ok()) Leave(1, "the copy returned Ok: the trap came after it");
+  Leave(0, "the copy returned: " + r.status().ToString());
+}
+
+// An SM copy whose kernel dies mid-copy (another kernel of the context traps) returns the
+// kernel's error within seconds instead of waiting forever for the kernel's words (before the
+// fix: 3 of 3 hung on the H200). In a child process: the trap leaves the context unusable.
+TEST_F(StagedCudaLongTest, SmCopyReturnsAnErrorWhenItsKernelDies) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child runs afresh, its own CUDA context
+  EXPECT_EXIT(CopyBesideADyingKernel(*gpu_, clock_), ::testing::ExitedWithCode(0),
+              "the copy returned: ");
 }
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,

@@ -1,6 +1,7 @@
 #include "engine/transfer/staging.h"
 
 #include <algorithm>
+#include <string>
 
 namespace resmem::transfer {
 
@@ -15,6 +16,14 @@ uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece) {
   const uint64_t fillers = 2 * static_cast<uint64_t>(lanes - 1);
   return std::max<uint64_t>((min_piece + 4095) / 4096 * 4096,
                             ((seg + fillers - 1) / fillers + 4095) / 4096 * 4096);
+}
+
+Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, const char* what) {
+  if (offset <= dev.size() && len <= dev.size() - offset) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + ": device range [offset " +
+                                 std::to_string(offset) + ", length " + std::to_string(len) +
+                                 ") is outside the device buffer of " + std::to_string(dev.size()) +
+                                 " bytes (" + FormatSize(dev.size()) + ")");
 }
 
 uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir) {
@@ -68,10 +77,11 @@ Staging::~Staging() {
 }
 
 Status Staging::Allocate(int lane_count, bool virtual_clock, const Refuse& refuse) {
-  // Two buffers per lane where copies can be asynchronous (CUDA): one fills while the other
-  // is in DMA, so a lane's CPU never waits for the link.
+  // staging_buffers (2 or more: TransferEngine::Open) per lane where copies can be
+  // asynchronous (CUDA): one fills while another is in DMA, so a lane's CPU never waits for the
+  // link. Synchronous copies use one.
   async = cuda != nullptr && !virtual_clock;
-  buffers_per_lane = async ? std::max(2, o.staging_buffers) : 1;
+  buffers_per_lane = async ? o.staging_buffers : 1;
   segments = async && o.staging_segments && lane_count >= 2;
   // Segments: one ring of buffers shared by all lanes; lanes: buffers per lane.
   const int buffer_count = segments ? buffers_per_lane : lane_count * buffers_per_lane;
@@ -104,6 +114,10 @@ void Staging::StartLanes(int lane_count) {
   lo.spin_us = o.staging_spin_us;
   lo.pin_threads = o.staging_pin_threads;
   lanes = std::make_unique<LanePool>(lo);
+}
+
+void Staging::WaitForDmas() {
+  for (const auto& t : tickets) (void)cuda->WaitKeep(t);
 }
 
 void Staging::RunLanes(int lane_count, const std::function<void(int)>& job) {

@@ -120,6 +120,11 @@ void SizeSegmentTimes(StagedTrace* t, uint64_t segments);
 // them started a piece; `returned_us` when the lane pool returned.
 void FinishTrace(StagedTrace* t, double returned_us, const LaneTimes& lanes);
 
+// InvalidArgument unless [offset, +len) lies inside `dev`, naming the offset, the length and the
+// buffer's size, after `what` ("transfer", "staged queue"): checked before a copy queues any DMA,
+// so none of a copy past the buffer's end runs.
+Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, const char* what);
+
 // The largest segment of a copy in direction `dir` (TransferOptions::staging_chunk_h2d for host
 // to device where set and smaller, else staging_chunk).
 uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir);
@@ -149,6 +154,12 @@ struct Staging {
   // A job on the lanes whose lane 0 returns only once the work is done: elastic (LanePool::
   // RunElastic) unless TransferOptions::staging_elastic is off.
   void RunLanes(int lane_count, const std::function<void(int)>& job);
+  // Waits for the DMA last queued with each ticket. A copy that fails with DMAs still queued
+  // calls it before it returns (once it told its lanes to stop): those DMAs still read or write
+  // the ring and the device, which the next copy's lanes and DMAs would share with them (a
+  // strategy's Copy returns with none of its DMAs running, failed or not). Their own errors are
+  // not reported: the copy returns the one that failed it. Nothing to wait for without tickets.
+  void WaitForDmas();
   // The copy stream of segment i's DMA (TransferOptions::staging_dma_streams; -1: the calling
   // thread's stream).
   int DmaStream(uint64_t i) const {
@@ -164,7 +175,7 @@ struct Staging {
   HostMemory& mem;
   const TransferOptions& o;
   bool async = false;         // copies can be asynchronous (CUDA on real time)
-  int buffers_per_lane = 1;   // 2 or more where async: one fills while the other is in DMA
+  int buffers_per_lane = 1;   // staging_buffers where async: one fills while another is in DMA
   bool segments = false;      // staging_segments in effect (CUDA, real clock, >= 2 lanes)
   // Segments: one ring of buffers shared by all lanes; lanes: buffers per lane (lane-major).
   // One reusable copy ticket (CUDA event) per buffer where async.

@@ -32,6 +32,65 @@ std::string Refusal(Path p, const MappingFacts& f, uint32_t flags, const Status&
   return std::string(PathName(p)) + " refused: " + st.message() + (why.empty() ? "" : " (" + why + ")");
 }
 
+// "transfer options: <what> (<option>) must be <rule>, got <value>": a refused option's message.
+Status Refused(const std::string& what, const std::string& rule, const std::string& got) {
+  return Status::InvalidArgument("transfer options: " + what + " must be " + rule + ", got " + got);
+}
+
+// Every option TransferEngine::Open refuses, checked in the order the help lists them; the
+// message names the option and the value.
+Status CheckOptions(const TransferOptions& o) {
+  using std::to_string;
+  if (o.staging_lanes < 1 || o.staging_lanes > 1024)
+    return Refused("staging lanes (--lanes)", "1..1024", to_string(o.staging_lanes));
+  if (o.staging_chunk < 4096)
+    return Refused("the pinned buffer (--chunk)", "at least 4 KiB", to_string(o.staging_chunk));
+  if (o.staging_chunk_h2d % 4096)
+    return Refused("the host-to-device segment (--chunk-h2d)",
+                   "a multiple of 4 KiB, or 0 for the buffer size (--chunk)",
+                   to_string(o.staging_chunk_h2d));
+  if (o.staging_buffers < 2 || o.staging_buffers > 16)
+    return Refused("the pinned buffers (--buffers)",
+                   "2..16 (one fills while another is in DMA)", to_string(o.staging_buffers));
+  if (o.staging_min_unit < 4096)
+    return Refused("the smallest unit (--min-unit)", "at least 4 KiB",
+                   to_string(o.staging_min_unit));
+  if (o.staging_spin_us < 0)
+    return Refused("the lanes' spin (--spin-us)", ">= 0 us", to_string(o.staging_spin_us));
+  if (o.staging_min_segments < 1)
+    return Refused("segments per copy (--min-segments)", "at least 1",
+                   to_string(o.staging_min_segments));
+  if (o.staging_ramp_first % 4096)
+    return Refused("the first segment of a ramp (--ramp-first)", "a multiple of 4 KiB (0: none)",
+                   to_string(o.staging_ramp_first));
+  if (o.staging_min_segments_d2h < 0)
+    return Refused("segments per device-to-host copy (--min-segments-d2h)",
+                   "0 (--min-segments) or more", to_string(o.staging_min_segments_d2h));
+  if (o.staging_edge_segment % 4096)
+    return Refused("the edge segment (--edge-segment)", "a multiple of 4 KiB (0: none)",
+                   to_string(o.staging_edge_segment));
+  if (o.staging_sm_piece < 4096 || o.staging_sm_piece % 4096)
+    return Refused("the SM copy's piece (--sm-piece)", "a multiple of 4 KiB",
+                   to_string(o.staging_sm_piece));
+  if (o.staging_sm_blocks < 1)
+    return Refused("the SM copy's blocks (--sm-blocks)", "at least 1",
+                   to_string(o.staging_sm_blocks));
+  if (!(o.staging_sm_start_us >= 0))
+    return Refused("the SM copy's start wait (--sm-start-us)",
+                   "0 (wait as long as it takes) or more microseconds",
+                   to_string(o.staging_sm_start_us));
+  if (o.staging_frontier_unit < 4096 || o.staging_frontier_unit % 4096)
+    return Refused("the fill frontier's unit (--frontier-unit)", "a multiple of 4 KiB",
+                   to_string(o.staging_frontier_unit));
+  if (!(o.staging_frontier_lead_us >= 0))
+    return Refused("the fill frontier's lead (--frontier-lead-us)",
+                   "0 (issue at once) or more microseconds", to_string(o.staging_frontier_lead_us));
+  if (o.register_chunk < 4096)
+    return Refused("registered-chunked's piece (register_chunk)", "at least 4 KiB",
+                   to_string(o.register_chunk));
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* PathName(Path p) {
@@ -70,38 +129,7 @@ std::string PathChoice::Describe() const {
 Result<std::unique_ptr<TransferEngine>> TransferEngine::Open(Gpu& gpu, HostMemory& mem,
                                                              Clock& clock,
                                                              const TransferOptions& options) {
-  if (options.staging_lanes < 1 || options.staging_lanes > 1024 || options.staging_chunk < 4096 ||
-      options.register_chunk < 4096 || options.staging_buffers < 1 ||
-      options.staging_buffers > 16 || options.staging_min_unit < 4096 ||
-      options.staging_spin_us < 0)
-    return Status::InvalidArgument(
-        "transfer options: staging lanes must be 1..1024, buffers per lane 1..16, chunks and the "
-        "smallest unit >= 4 KiB, spin time >= 0 us");
-  if (options.staging_ramp_first % 4096 || options.staging_edge_segment % 4096 ||
-      options.staging_min_segments < 1 || options.staging_min_segments_d2h < 0)
-    return Status::InvalidArgument(
-        "transfer options: the first segment of a ramp (--ramp-first) and the edge segment "
-        "(--edge-segment) must be multiples of 4 KiB (0: none) and segments per copy "
-        "(--min-segments) at least 1");
-  if (options.staging_chunk_h2d % 4096)
-    return Status::InvalidArgument(
-        "transfer options: the host-to-device segment (--chunk-h2d) must be a multiple of 4 KiB, "
-        "or 0 for the buffer size (--chunk); got " + std::to_string(options.staging_chunk_h2d));
-  if (options.staging_frontier_unit < 4096 || options.staging_frontier_unit % 4096)
-    return Status::InvalidArgument("transfer options: the fill frontier's unit (--frontier-unit) "
-                                   "must be a multiple of 4 KiB, got " +
-                                   std::to_string(options.staging_frontier_unit));
-  if (!(options.staging_frontier_lead_us >= 0))
-    return Status::InvalidArgument(
-        "transfer options: the fill frontier's lead (--frontier-lead-us) must be 0 (issue at "
-        "once) or more microseconds, got " + std::to_string(options.staging_frontier_lead_us));
-  if (!(options.staging_sm_start_us >= 0))
-    return Status::InvalidArgument(
-        "transfer options: the SM copy's start wait (--sm-start-us) must be 0 (wait as long as "
-        "it takes) or more microseconds, got " + std::to_string(options.staging_sm_start_us));
-  if (options.staging_sm_blocks < 1)
-    return Status::InvalidArgument("transfer options: the SM copy's blocks (--sm-blocks) must be "
-                                   "at least 1, got " + std::to_string(options.staging_sm_blocks));
+  RESMEM_RETURN_IF_ERROR(CheckOptions(options));
   std::unique_ptr<TransferEngine> e(new TransferEngine(gpu, mem, clock, options));
   std::vector<Path> order = options.allowed.empty() ? PathsFastestFirst() : options.allowed;
   for (Path p : order) {
@@ -186,6 +214,7 @@ Status TransferEngine::CopyQueue(const std::function<Result<QueuePoll>(QueuedBlo
 Result<CopyStats> TransferEngine::Copy(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                                        uint64_t dev_offset, uint64_t length) {
   RESMEM_RETURN_IF_ERROR(CheckSpan(mem_, host_offset, length, "transfer"));
+  RESMEM_RETURN_IF_ERROR(CheckDeviceSpan(dev, dev_offset, length, "transfer"));
   double t0 = clock_.NowSeconds();
   CopyStats out;
   out.bytes = length;

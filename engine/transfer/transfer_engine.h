@@ -62,7 +62,8 @@ struct TransferOptions {
   // device 256 MiB 93.5-95.4% of the staged ceiling (79.7 in a disturbed round) against 86.4-93.3%
   // with 8 MiB; 2 MiB 93%; device to host unchanged, as it should be.
   uint64_t staging_chunk_h2d = 4ull << 20;
-  int staging_buffers = 4;                // pinned buffers (per lane in lanes mode)
+  // Pinned buffers (per lane in lanes mode), 2..16: one fills while another is in DMA.
+  int staging_buffers = 4;
   uint64_t staging_min_unit = 256 << 10;  // smallest unit a copy is cut into (smaller DMAs lose)
   int staging_units_per_lane = 2;         // a copy is cut into >= lanes x this many units
   int staging_spin_us = 1000;             // idle lanes poll this long before they sleep
@@ -179,7 +180,7 @@ struct TransferOptions {
   // the seed's block, before.
   bool staging_sm_copy = false;
   uint64_t staging_sm_copy_upto = 64ull << 20;
-  uint64_t staging_sm_piece = 32 << 10;
+  uint64_t staging_sm_piece = 32 << 10;  // a multiple of 4 KiB
   // The SM copy's kernel: this many blocks of 512 threads, at most one per SM (more are cut to
   // the device's SM count). A program's kernel beside the copy keeps the other SMs. H100
   // (docs/hil/2026-11-24-h100-staged8, smx2-run1), the copy's own speed in % of pinned:
@@ -452,6 +453,8 @@ class TransferEngine {
   // Moves [host_offset, +length) of the mapping to or from [dev_offset, +length) of `dev`.
   // Stats: bytes, seconds (steady clock for real backends, the modelled copy time for a virtual
   // clock), path = PathName(choice().path). Not for concurrent calls on one engine when staged.
+  // Either range outside its memory is refused (InvalidArgument) before anything moves; a copy
+  // that fails returns with none of its DMAs still running.
   Result<CopyStats> Copy(CopyDirection dir, uint64_t host_offset, DeviceBuffer& dev,
                          uint64_t dev_offset, uint64_t length);
   // Host-to-device copies of a sequence of blocks with the segments flowing continuously: block

@@ -67,6 +67,9 @@ class FakeGpu : public Gpu {
   Result<CopyStats> Copy(CopyDirection dir, HostMemory& host, uint64_t ho, DeviceBuffer& dev,
                          uint64_t dof, uint64_t len) override {
     auto& d = static_cast<HeapBuffer&>(dev).bytes;
+    ++calls;
+    // As the runtime does: a range outside the allocation is refused (cudaErrorInvalidValue).
+    if (dof > d.size() || len > d.size() - dof) return Status::Cuda(1, "cudaMemcpy -> 1");
     if (dir == CopyDirection::kHostToDevice)
       std::memcpy(d.data() + dof, host.data() + ho, len);
     else
@@ -84,7 +87,8 @@ class FakeGpu : public Gpu {
     std::lock_guard<std::mutex> l(mu_);
     return regs_.size();
   }
-  std::atomic<int> copies{0};
+  std::atomic<int> copies{0};  // copies that moved their bytes
+  std::atomic<int> calls{0};   // every Copy call, refused ones too
   int pinned_allocs = 0;
 
  private:
@@ -113,25 +117,82 @@ TEST(TransferEngine, MemfdTakesRegisteredDirectAndUnregistersAtTheEnd) {
   EXPECT_EQ(gpu.registrations(), 0u);
 }
 
-// Options the engine cannot run with are refused at Open, naming the option.
+// Options the engine cannot run with are refused at Open, naming the option and the value.
 TEST(TransferEngine, BadStagingOptionsAreRefusedNamingTheOption) {
   FakeGpu gpu(1ull << 40);
   SteadyClock clock;
   auto mem = Map(host::HostKind::kMemfd, 4 << 20);
-  struct Case { const char* option; void (*set)(TransferOptions*); };
-  for (const Case& c : {Case{"--sm-blocks", [](TransferOptions* o) { o->staging_sm_blocks = 0; }},
-                        Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 5000; }},
-                        Case{"--frontier-unit", [](TransferOptions* o) { o->staging_frontier_unit = 0; }},
-                        Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = -1; }},
-                        Case{"--sm-start-us", [](TransferOptions* o) { o->staging_sm_start_us = -1; }},
-                        Case{"--frontier-lead-us", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }},
-                        Case{"--chunk-h2d", [](TransferOptions* o) { o->staging_chunk_h2d = 5000; }}}) {
+  struct Case { const char* option; const char* value; void (*set)(TransferOptions*); };
+  for (const Case& c : {Case{"--sm-blocks", "0", [](TransferOptions* o) { o->staging_sm_blocks = 0; }},
+                        Case{"--frontier-unit", "5000", [](TransferOptions* o) { o->staging_frontier_unit = 5000; }},
+                        Case{"--frontier-unit", "0", [](TransferOptions* o) { o->staging_frontier_unit = 0; }},
+                        Case{"--frontier-lead-us", "-1", [](TransferOptions* o) { o->staging_frontier_lead_us = -1; }},
+                        Case{"--sm-start-us", "-1", [](TransferOptions* o) { o->staging_sm_start_us = -1; }},
+                        Case{"--frontier-lead-us", "nan", [](TransferOptions* o) { o->staging_frontier_lead_us = std::nan(""); }},
+                        Case{"--chunk-h2d", "5000", [](TransferOptions* o) { o->staging_chunk_h2d = 5000; }},
+                        Case{"--lanes", "0", [](TransferOptions* o) { o->staging_lanes = 0; }},
+                        Case{"--lanes", "1025", [](TransferOptions* o) { o->staging_lanes = 1025; }},
+                        Case{"--chunk", "4095", [](TransferOptions* o) { o->staging_chunk = 4095; }},
+                        Case{"register_chunk", "4095", [](TransferOptions* o) { o->register_chunk = 4095; }},
+                        // One buffer cannot fill while the other is in DMA: at least 2.
+                        Case{"--buffers", "1", [](TransferOptions* o) { o->staging_buffers = 1; }},
+                        Case{"--buffers", "17", [](TransferOptions* o) { o->staging_buffers = 17; }},
+                        Case{"--min-unit", "4095", [](TransferOptions* o) { o->staging_min_unit = 4095; }},
+                        Case{"--spin-us", "-1", [](TransferOptions* o) { o->staging_spin_us = -1; }},
+                        Case{"--ramp-first", "5000", [](TransferOptions* o) { o->staging_ramp_first = 5000; }},
+                        Case{"--edge-segment", "5000", [](TransferOptions* o) { o->staging_edge_segment = 5000; }},
+                        Case{"--min-segments", "0", [](TransferOptions* o) { o->staging_min_segments = 0; }},
+                        Case{"--min-segments-d2h", "-1", [](TransferOptions* o) { o->staging_min_segments_d2h = -1; }},
+                        // The piece the lanes and the kernel hand over is whole pages.
+                        Case{"--sm-piece", "45000", [](TransferOptions* o) { o->staging_sm_piece = 45000; }},
+                        Case{"--sm-piece", "0", [](TransferOptions* o) { o->staging_sm_piece = 0; }}}) {
     TransferOptions o;
     c.set(&o);
     auto e = TransferEngine::Open(gpu, *mem, clock, o);
-    ASSERT_FALSE(e.ok()) << c.option;
+    ASSERT_FALSE(e.ok()) << c.option << " " << c.value;
     EXPECT_EQ(e.status().code(), kInvalidArgument);
-    EXPECT_NE(e.status().message().find(c.option), std::string::npos) << e.status().message();
+    const std::string m = e.status().message();
+    EXPECT_NE(m.find(c.option), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("got ") + c.value), std::string::npos) << m;
+    // A refusal names the option it is about, not another one.
+    if (std::string(c.option) == "--min-segments") {
+      EXPECT_EQ(m.find("--min-segments-d2h"), std::string::npos) << m;
+    }
+  }
+}
+
+// A copy that reaches past the end of its device buffer is refused before any copy reaches the
+// GPU (a segment copy would otherwise have queued the DMAs before the one that fails), naming the
+// offset, the length and the buffer's size: both directions, on a direct and the staged path.
+TEST(TransferEngine, ACopyPastTheDeviceBufferIsRefusedBeforeAnyCopy) {
+  FakeGpu gpu(1ull << 40);
+  SteadyClock clock;
+  auto mem = Map(host::HostKind::kMemfd, 4 << 20);
+  HeapBuffer dev(3 << 20);
+  struct Span { uint64_t offset, length; };
+  for (Path p : {Path::kRegisteredDirect, Path::kStaged}) {
+    TransferOptions o;
+    o.allowed = {p};
+    auto e = TransferEngine::Open(gpu, *mem, clock, o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost}) {
+      for (const Span& s : {Span{0, 4 << 20}, Span{2 << 20, (1 << 20) + 4096},
+                            Span{(3 << 20) + 4096, 4096}, Span{~0ull - 4095, 8192}}) {
+        const std::string what = std::string(PathName(p)) + " " + std::to_string(s.offset) +
+                                 " +" + std::to_string(s.length);
+        const int before = gpu.calls.load();
+        auto r = (*e)->Copy(dir, 0, dev, s.offset, s.length);
+        ASSERT_FALSE(r.ok()) << what;
+        EXPECT_EQ(r.status().code(), kInvalidArgument) << what << ": " << r.status().ToString();
+        EXPECT_EQ(gpu.calls.load(), before) << what << ": a copy reached the GPU";
+        const std::string m = r.status().message();
+        for (const std::string& n : {std::to_string(s.offset), std::to_string(s.length),
+                                     std::to_string(dev.size())})
+          EXPECT_NE(m.find(n), std::string::npos) << what << ": no " << n << " in: " << m;
+      }
+    }
+    // The last byte of the buffer is still in.
+    EXPECT_TRUE((*e)->Copy(CopyDirection::kHostToDevice, 0, dev, (3 << 20) - 4096, 4096).ok());
   }
 }
 
