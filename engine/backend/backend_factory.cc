@@ -112,6 +112,9 @@ Result<BackendSpec> ResolveBackendSpec(const std::string& text) {
   spec.platform = "sim";
   spec.region = "sim";
   spec.gpu = "sim";
+  std::map<std::string, std::string*> parts = {
+      {"platform", &spec.platform}, {"region", &spec.region}, {"gpu", &spec.gpu}};
+  std::map<std::string, std::string> given;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -119,13 +122,30 @@ Result<BackendSpec> ResolveBackendSpec(const std::string& text) {
     if (eq == std::string::npos)
       return Status::InvalidArgument("backend part '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key == "platform") spec.platform = value;
-    else if (key == "region") spec.region = value;
-    else if (key == "gpu") spec.gpu = value;
-    else
+    if (!parts.count(key))
       return Status::InvalidArgument("backend part '" + key + "' is not platform, region or gpu");
+    if (given.count(key))
+      return Status::InvalidArgument("backend part '" + key + "' is given twice (" + key + "=" +
+                                     given[key] + ", then " + key + "=" + value +
+                                     "); give each of platform, region and gpu once");
+    given[key] = value;
+    *parts[key] = value;
   }
   return spec;
+}
+
+const std::map<std::string, std::string>& PartOptionKeys() {
+  static const std::map<std::string, std::string> keys = {
+      {"card_devices", "the kmod card's devices, a glob (default /dev/resmem[0-9]*)"},
+      {"card_mailbox", "the kmod card's mailbox bus address (default 0x800 into the window)"},
+      {"cuda_device", "the CUDA device of the cuda gpu and its managed memory (default 0)"},
+      {"edu_devices", "the kmod GPUDirect part's resmem_edu devices, a glob"},
+      {"gpudirect", "the GPUDirect RDMA part (default: the gpu part's, or the preset's)"},
+      {"host_region_size", "each host-memory region part's size (default 1G)"},
+      {"kmod_devices", "the kmod region's devices, a glob (default /dev/resmem*)"},
+      {"p2p_provider", "the kmod GPUDirect part's provider node"},
+  };
+  return keys;
 }
 
 Result<Backend> MakeBackend(const BackendSpec& spec, PartContext& ctx) {

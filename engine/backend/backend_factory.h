@@ -72,9 +72,12 @@ struct BackendSpec {
   std::string platform, region, gpu;
   std::string gpudirect;  // the GPUDirect part a preset names; "": the gpu part's
 };
-// Resolves a preset name or "platform=..,region=..,gpu=..". Unknown names -> InvalidArgument
-// listing what exists.
+// Resolves a preset name or "platform=..,region=..,gpu=..". Unknown names, and a part given twice
+// (gpu=sim,gpu=cuda) -> InvalidArgument listing what exists.
 Result<BackendSpec> ResolveBackendSpec(const std::string& text);
+// The keys the parts read from PartContext::options (`resmem run --option KEY=VALUE`), each with
+// what it sets. Any other key reaches no part: run refuses it, listing these.
+const std::map<std::string, std::string>& PartOptionKeys();
 std::vector<std::string> BackendPresetNames();
 std::vector<std::string> RegisteredParts(const std::string& kind);  // "platform", "region", "gpu"
 

@@ -30,6 +30,31 @@ TEST(BackendFactory, ResolvesPresetsAndSpelledOutSpecs) {
   EXPECT_FALSE(ResolveBackendSpec("disk=ssd").ok());
 }
 
+// "gpu=sim,gpu=cuda" ran on the last one named; a part given twice is refused, naming both.
+TEST(BackendFactory, APartGivenTwiceIsRefused) {
+  auto twice = ResolveBackendSpec("platform=sim,region=sim,gpu=sim,gpu=cuda");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().code(), kInvalidArgument);
+  EXPECT_NE(twice.status().message().find(
+                "backend part 'gpu' is given twice (gpu=sim, then gpu=cuda); give each of "
+                "platform, region and gpu once"),
+            std::string::npos)
+      << twice.status().message();
+  EXPECT_FALSE(ResolveBackendSpec("region=sim,region=sim").ok());
+  auto once = ResolveBackendSpec("gpu=cuda");
+  ASSERT_TRUE(once.ok());
+  EXPECT_EQ(once->gpu, "cuda");
+  EXPECT_EQ(once->platform, "sim");
+}
+
+// The keys --option may set are the ones the parts read; run refuses others by this list.
+TEST(BackendFactory, PartOptionKeysAreThoseThePartsRead) {
+  for (const char* key : {"card_devices", "card_mailbox", "cuda_device", "edu_devices",
+                          "gpudirect", "host_region_size", "kmod_devices", "p2p_provider"})
+    EXPECT_EQ(PartOptionKeys().count(key), 1u) << key;
+  EXPECT_EQ(PartOptionKeys().count("platform"), 0u);  // MakeBackend sets it from the spec
+}
+
 // The kmod preset's GPUDirect part is the real one (backends/kmod/kmod_gpudirect.h): it opens
 // nothing until p2p_setup, which names the module to load where its nodes are missing.
 TEST(BackendFactory, KmodGpuDirectPartSaysWhatIsMissing) {

@@ -1,4 +1,5 @@
 // `resmem bench`: registers the command (engine/cli/command.h).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -8,6 +9,7 @@
 #include "engine/bench/managed_bench.h"
 #include "engine/bench/registration.h"
 #include "engine/cli/command.h"
+#include "engine/cli/memory_fit.h"
 #include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/transfer/gpu_backend.h"
@@ -31,7 +33,7 @@ struct BenchArgs {
 };
 
 int Fail(const Status& st, int code) {
-  std::fprintf(stderr, "resmem bench: %s\n", st.ToString().c_str());
+  std::fprintf(stderr, "resmem bench: %s\n", st.message().c_str());
   return code;
 }
 
@@ -61,6 +63,18 @@ Status CheckFiles(const BenchArgs& a, bool plots) {
                            {{"--replot", a.replot, ""}, {"--nvbandwidth", a.nvbandwidth, ""}});
 }
 
+// The largest --sizes block is held at once in device memory and in each path's host memory:
+// one that cannot be had is refused before anything is measured (it was a cudaMalloc error,
+// exit 4, for --sizes 1T).
+Status CheckSizesFit(const BenchOptions& o, Gpu& gpu) {
+  if (o.sizes.empty()) return Status::Ok();  // the defaults, up to 256M
+  const uint64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
+  const std::string what = "the largest of --sizes";
+  const std::string way_out = "give smaller --sizes";
+  RESMEM_RETURN_IF_ERROR(cli::CheckFitsGpu(gpu, what, largest, way_out));
+  return cli::CheckFitsRam(what, largest, way_out);
+}
+
 // --json FILE once measured: written whole or not at all; 4 when that failed after the check.
 int WriteJson(const BenchArgs& a, const std::string& json) {
   if (a.json.empty()) return cli::kExitOk;
@@ -72,6 +86,54 @@ int Run(const BenchArgs& a);
 int RunRegistration(const BenchArgs& a);
 int RunManaged(const BenchArgs& a);
 int Dispatch(const BenchArgs& a);  // the files checked up front, then one of the three
+
+// The --registration group: cudaHostRegister time instead of copies.
+void AddRegistrationOptions(CLI::App& app, BenchArgs* a) {
+  const std::string reg = "registration (--registration)";
+  app.add_flag("--registration", a->registration,
+               "time cudaHostRegister instead of copies")
+      ->group(reg);
+  cli::AddSizeListOption(app, "--reg-sizes", &a->reg.sizes, "range sizes (default 1G,4G,16G)")
+      ->group(reg);
+  app.add_option("--reg-backings", a->reg.backings, "backings (default: all)")
+      ->type_name("BACKING,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember(RegistrationBackings()))
+      ->group(reg);
+  app.add_option("--reg-pieces", a->reg_pieces,
+                 "piece sizes, each a run of its own; 0 or whole: one call (default)")
+      ->type_name("SIZE,...")
+      ->delimiter(',')
+      ->group(reg);
+  app.add_option("--reg-state", a->reg_state, "untouched, touched (default both)")
+      ->type_name("STATE,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"untouched", "touched"}))
+      ->group(reg);
+  app.add_option("--reg-repeats", a->reg.repeats, "registrations per case (median)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000))
+      ->group(reg);
+}
+
+// The --managed group: managed memory (seed 004) instead of copies.
+void AddManagedOptions(CLI::App& app, BenchArgs* a) {
+  const std::string man = "managed memory (--managed)";
+  app.add_flag("--managed", a->managed,
+               "managed memory instead (seed 004): first-touch migration, prefetch, fault-back, "
+               "ping-pong, as ratios to pinned cudaMemcpy of the same run")
+      ->group(man);
+  cli::AddSizeOption(app, "--managed-size", &a->managed_options.size,
+                     "bytes per migration row (default 1G)")
+      ->group(man);
+  cli::AddSizeOption(app, "--pingpong-size", &a->managed_options.pingpong_size,
+                     "bytes each side writes per ping-pong round (default 2M)")
+      ->group(man);
+  app.add_option("--pingpong-rounds", a->managed_options.pingpong_rounds, "rounds per ping-pong pass (default 100)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000))
+      ->group(man);
+}
 
 cli::Action Define(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
@@ -99,10 +161,15 @@ cli::Action Define(CLI::App& app) {
   app.add_option("--seed", o.seed, "the fault injector's seed (sim)")
       ->type_name("N")
       ->check(cli::NonNegativeInteger());
-  app.add_option("--json", a->json, "also write the results as JSON")->type_name("FILE");
-  app.add_option("--plot", a->plot, "also draw the results (gnuplot)")->type_name("FILE.png");
+  app.add_option("--json", a->json, "also write the results as JSON")
+      ->type_name("FILE")
+      ->check(cli::PathNamed());
+  app.add_option("--plot", a->plot, "also draw the results (gnuplot)")
+      ->type_name("FILE.png")
+      ->check(cli::PathNamed());
   app.add_option("--replot", a->replot, "redraw the plot of a bench.json (with --plot FILE.png)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(cli::PathNamed());
   app.add_flag("--verbose", o.verbose, "print every pass");
   app.add_flag("--warm-cells", o.warm_cells,
                "before each cell's timed copies, one untimed copy of the same path and size, so "
@@ -119,51 +186,14 @@ cli::Action Define(CLI::App& app) {
                      "block size of the overlap rows (default 16M)");
   app.add_option("--nvbandwidth", a->nvbandwidth,
                  "nvbandwidth -j output of this host: the pinned row is checked against it")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(cli::PathNamed());
   cli::AddSizeOption(app, "--nvbandwidth-size", &a->nvbandwidth_size,
                      "the buffer size nvbandwidth ran with (-b; default: compare at the largest "
                      "size)")
       ->needs("--nvbandwidth");
-  const std::string reg = "registration (--registration)";
-  app.add_flag("--registration", a->registration,
-               "time cudaHostRegister instead of copies")
-      ->group(reg);
-  cli::AddSizeListOption(app, "--reg-sizes", &a->reg.sizes, "range sizes (default 1G,4G,16G)")
-      ->group(reg);
-  app.add_option("--reg-backings", a->reg.backings, "backings (default: all)")
-      ->type_name("BACKING,...")
-      ->delimiter(',')
-      ->check(CLI::IsMember(RegistrationBackings()))
-      ->group(reg);
-  app.add_option("--reg-pieces", a->reg_pieces,
-                 "piece sizes, each a run of its own; 0 or whole: one call (default)")
-      ->type_name("SIZE,...")
-      ->delimiter(',')
-      ->group(reg);
-  app.add_option("--reg-state", a->reg_state, "untouched, touched (default both)")
-      ->type_name("STATE,...")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"untouched", "touched"}))
-      ->group(reg);
-  app.add_option("--reg-repeats", a->reg.repeats, "registrations per case (median)")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1000))
-      ->group(reg);
-  const std::string man = "managed memory (--managed)";
-  app.add_flag("--managed", a->managed,
-               "managed memory instead (seed 004): first-touch migration, prefetch, fault-back, "
-               "ping-pong, as ratios to pinned cudaMemcpy of the same run")
-      ->group(man);
-  cli::AddSizeOption(app, "--managed-size", &a->managed_options.size,
-                     "bytes per migration row (default 1G)")
-      ->group(man);
-  cli::AddSizeOption(app, "--pingpong-size", &a->managed_options.pingpong_size,
-                     "bytes each side writes per ping-pong round (default 2M)")
-      ->group(man);
-  app.add_option("--pingpong-rounds", a->managed_options.pingpong_rounds, "rounds per ping-pong pass (default 100)")
-      ->type_name("N")
-      ->check(CLI::Range(1, 100000))
-      ->group(man);
+  AddRegistrationOptions(app, a.get());
+  AddManagedOptions(app, a.get());
   transfer::AddStagingOptions(app, &o.staging);
   return [a] { return Dispatch(*a); };
 }
@@ -252,6 +282,7 @@ int Run(const BenchArgs& a) {
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
                                                                           : cli::kExitBadInput);
+  if (Status st = CheckSizesFit(o, *backend->gpu); !st.ok()) return Fail(st, cli::kExitBadInput);
   auto r = RunBench(*backend->gpu, *backend->clock, backend->name, o);
   if (!r.ok())
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput
@@ -260,7 +291,7 @@ int Run(const BenchArgs& a) {
   if (int rc = WriteJson(a, r->ToJson()); rc != cli::kExitOk) return rc;
   if (!a.plot.empty()) {
     auto note = WritePlot(*r, a.plot);
-    std::puts(note.ok() ? note->c_str() : note.status().ToString().c_str());
+    std::puts(note.ok() ? note->c_str() : note.status().message().c_str());
   }
   for (const auto& c : r->cells)
     if (c.verify_failures) return cli::kExitCheckFailed;

@@ -40,7 +40,7 @@ CLI::Validator PercentBelow100() {
 }
 
 int Fail(const Status& st, int code) {
-  std::fprintf(stderr, "resmem calibrate: %s\n", st.ToString().c_str());
+  std::fprintf(stderr, "resmem calibrate: %s\n", st.message().c_str());
   return code;
 }
 
@@ -120,15 +120,19 @@ cli::Action Define(CLI::App& app) {
       "Exit: 0 ok, 1 disagreements, 2 bad input, 3 no GPU, 4 internal.");
   transfer::AddGpuBackendOption(app, &a->backend);
   CLI::Option* out =
-      app.add_option("--out", a->out, "write the profile here")->type_name("PROFILE.json");
+      app.add_option("--out", a->out, "write the profile here")
+          ->type_name("PROFILE.json")
+          ->check(cli::PathNamed());
   CLI::Option* compare =
       app.add_option("--compare", a->compare,
                      "compare a profile made earlier with the simulator (measures nothing)")
-          ->type_name("PROFILE.json");
+          ->type_name("PROFILE.json")
+          ->check(cli::PathNamed());
   app.add_option("--merge", a->merge,
                  "merge profiles written earlier into one (format 2) instead of measuring")
       ->type_name("PROFILE.json")
       ->expected(1, -1)
+      ->check(cli::PathNamed())
       ->check(CLI::Validator(
           [](std::string& file) -> std::string {
             return file.rfind("-", 0) == 0 ? "needs profile files before '" + file +
@@ -139,8 +143,11 @@ cli::Action Define(CLI::App& app) {
       ->excludes(compare)
       ->needs(out);
   app.add_option("--report", a->report, "the fidelity report as Markdown (default: stdout)")
-      ->type_name("FIDELITY.md");
-  app.add_option("--json", a->json, "the fidelity report as JSON")->type_name("FIDELITY.json");
+      ->type_name("FIDELITY.md")
+      ->check(cli::PathNamed());
+  app.add_option("--json", a->json, "the fidelity report as JSON")
+      ->type_name("FIDELITY.json")
+      ->check(cli::PathNamed());
   app.add_option("--margin", a->margin_pct,
                  "widen each measured bandwidth spread by this many percent")
       ->type_name("PCT")

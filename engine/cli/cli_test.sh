@@ -162,5 +162,36 @@ unchanged bench_replot_kept "$O/b.json" "$BJ"
 check calibrate_out_unwritable_up_front 2 "cannot write the profile --out $O/no/p.json: No such file or directory" -- calibrate --backend sim --out "$O/no/p.json"
 check calibrate_report_unwritable 2 "cannot write the fidelity report --report $O/no/r.md: No such file or directory" -- calibrate --compare "$3" --report "$O/no/r.md"
 check calibrate_json_unwritable 2 "cannot write the fidelity report --json $O/no/r.json: No such file or directory" -- calibrate --compare "$3" --json "$O/no/r.json"
+# A review's bad input: each used to pass (exit 0, nothing done or the wrong thing done), fail as
+# "internal" (exit 4), or hide its problem behind another message. Exit 2, naming the option.
+check plan_align_no_power_of_two 2 "resmem plan: --align 3 B is not a power of two of 4 KiB or more; give e.g. 2M or 1G" -- plan --machine seed000-workstation --align 3 --replace 1G
+check plan_at_past_2_64 2 "--at 0xfffffffffffff000 for 1 GiB: the range would end at or past 2\^64" -- plan --machine seed000-workstation --at 0xfffffffffffff000 1G
+for s in 0x -1M 0 16Q; do
+  check "plan_size_after_dashes_$s" 2 "resmem plan: SIZE: '$s' is" -- plan --machine seed000-workstation -- "$s"
+done
+cp "$O/a.toml" "$O/b.toml"
+check run_paths_after_dashes 0 "2 scenario cases" -- run "$O/a.toml" -- "$O/b.toml"
+check unexpected_in_order 2 "not expected: x.xml --junk" -- doctor --machine qemu-q35-2g x.xml --junk
+check run_json_empty 2 "resmem run: --json: '' names no file or folder; give a path, or leave the option out" -- run --json "" "$O/a.toml"
+check run_json_equals_nothing 2 "resmem run: --json: '--json=' has nothing after the '=', so the next argument \($O/a.toml\) would be taken as its value" -- run --json= "$O/a.toml"
+check run_junit_equals_nothing 2 "resmem run: --junit: '--junit=' has nothing after the '='" -- run "$O/a.toml" --junit=
+check run_option_unknown_key 2 "--option: no part of a backend reads 'typo'; the keys are card_devices, .*gpudirect" -- run --option typo=1 "$O/a.toml"
+check run_option_no_key 2 "--option: '=bar' names no key" -- run --option =bar "$O/a.toml"
+check run_backend_part_twice 2 "backend part 'gpu' is given twice \(gpu=sim, then gpu=cuda\)" -- run --backend platform=sim,region=sim,gpu=sim,gpu=cuda "$O/a.toml"
+check bench_size_past_the_gpu 2 "resmem bench: the largest of --sizes is 1 TiB, more than (the GPU's [0-9.]+ GiB of memory|this machine's [0-9.]+ [GT]iB of RAM)" -- bench --backend sim --sizes 1T --passes 1
+check stream_ring_past_ram 2 "resmem stream: the ring, --block 1G x --slots 1048576, is 1 PiB, more than this machine's [0-9.]+ [GTP]iB of RAM \(MemTotal\); give fewer --slots" -- stream --backend sim --block 1G --slots 1048576 --quiet
+check stream_card_faults_no_card 2 "--card-faults is the card's fault script, .*add --producer card" -- stream --backend sim --card-faults 'stall 50ms at 1s' --blocks 2 --quiet
+check stream_no_blocks 2 "--blocks: '0' is less than 1" -- stream --backend sim --blocks 0 --quiet
+check stream_rate_negative 2 "--rate: '-5' is not a number of 0 or more" -- stream --backend sim --rate -5
+nothing_ran stream_rate_no_dbl_max "179769313486231"
+check calibrate_no_status_code 2 "^resmem calibrate: cannot read profile $O/nope.json" -- calibrate --compare "$O/nope.json"
+check bench_no_status_code 2 "^resmem bench: cannot read $O/nope.json" -- bench --backend sim --replot "$O/nope.json" --plot "$O/n.png"
+check fuse_mount_a_file 2 "--mount: $O/a.toml is a file, not a directory" -- fuse --machine seed000-workstation --mount "$O/a.toml"
+mkdir -p "$O/rec2"; { echo "# the user's own"; cat "$O/box.toml"; } >"$O/rec2/machine.toml"; M=$(cat "$O/rec2/machine.toml")
+check doctor_record_over_machine 2 "--record $O/rec2/machine.toml is the same file as the input --machine $O/rec2/machine.toml" -- doctor --machine "$O/rec2/machine.toml" --record "$O/rec2"
+unchanged doctor_record_machine_kept "$O/rec2/machine.toml" "$M"
+check doctor_record_and_json 2 "--json $O/rec2/scenario.toml and --record $O/rec2/scenario.toml are the same file" -- doctor --machine qemu-q35-2g --json "$O/rec2/scenario.toml" --record "$O/rec2"
+absent doctor_record_and_json_write_nothing "$O/rec2/scenario.toml"
+check doctor_record_a_file 2 "--record $O/a.toml is a file, not a folder" -- doctor --machine qemu-q35-2g --record "$O/a.toml"
 echo "cli: $fails failed"
 exit $((fails > 0))

@@ -67,6 +67,7 @@ Action Define(CLI::App& app) {
                  "check this module file's signature (resmem.ko, .ko.xz, .ko.zst, .ko.gz) instead of "
                  "the installed resmem.ko's")
       ->type_name("PATH")
+      ->check(PathNamed())
       ->excludes(machine);
   app.add_flag("--bandwidth", a->bandwidth,
                "also measure host<->GPU bandwidth (pinned and pageable 256 MiB both ways, one "
@@ -74,12 +75,15 @@ Action Define(CLI::App& app) {
                "and judge it against this GPU's measured profile on the PCIe link it trained at, "
                "with the link, NUMA node, IOMMU and THP; the real GPU (cuda), or the simulated "
                "one with --machine");
-  app.add_option("--json", a->json, "write the report as JSON ('-' for stdout)")->type_name("FILE");
+  app.add_option("--json", a->json, "write the report as JSON ('-' for stdout)")
+      ->type_name("FILE")
+      ->check(PathNamed());
   app.add_option("--record", a->record,
                  "also write this machine's facts into DIR: raw copies of the sources above, "
                  "machine.toml (the machine format) and scenario.toml, which replays the machine "
                  "on the simulator and expects the same findings")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(PathNamed());
   return [a] { return Doctor(*a); };
 }
 
@@ -182,10 +186,35 @@ int ExitFor(const Status& st) {
                                                                              : kExitUnavailable;
 }
 
+// The files `--record DIR` writes (engine/doctor/record.h): the raw sources, machine.toml and
+// scenario.toml.
+constexpr const char* kRecordedFiles[] = {
+    "iomem.txt",       "firmware_memmap.txt", "mtrr.txt",        "cmdline.txt",
+    "meminfo.txt",     "version.txt",         "cpuinfo.txt",     "iommu_units.txt",
+    "iommu_groups.txt", "acpi_tables.txt",    "machine.toml",    "scenario.toml",
+};
+
+// Every file doctor writes, checked before anything is read: --json, and --record's files where
+// DIR exists (a missing DIR is made; nothing in it can be an input then). A DIR that is a file
+// is refused.
+Status CheckFiles(const DoctorArgs& a) {
+  std::vector<NamedPath> outputs = {JsonFile(a)};
+  const std::string dir = a.record.value_or("");
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::is_directory(dir, ec))
+      return Status::InvalidArgument("--record " + dir + " is a file, not a folder; give a folder "
+                                     "(it is made if missing)");
+    for (const char* name : kRecordedFiles)
+      outputs.push_back({"--record", (std::filesystem::path(dir) / name).string(),
+                         std::string("the recorded ") + name});
+  }
+  return CheckOutputs(outputs, {{"--machine", a.machine, ""},
+                                {"--module", a.module.value_or(""), ""}});
+}
+
 int Doctor(const DoctorArgs& a) {
-  if (Status st = CheckOutputs({JsonFile(a)}, {{"--machine", a.machine, ""},
-                                               {"--module", a.module.value_or(""), ""}});
-      !st.ok()) {
+  if (Status st = CheckFiles(a); !st.ok()) {
     std::cerr << "resmem doctor: " << st.message() << "\n";
     return kExitBadInput;
   }

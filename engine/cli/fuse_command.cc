@@ -36,8 +36,10 @@ CLI::Validator OwnDirectory() {
   return CLI::Validator(
       [](std::string& dir) -> std::string {
         struct stat dir_stat;
-        if (stat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode))
+        if (stat(dir.c_str(), &dir_stat) != 0)
           return dir + " is not a directory: create it first (mkdir " + dir + ")";
+        if (!S_ISDIR(dir_stat.st_mode))
+          return dir + " is a file, not a directory: give a directory you own (mkdir DIR)";
         if (dir_stat.st_uid != geteuid())
           return dir + " is owned by uid " + std::to_string(dir_stat.st_uid) + ", not by you (uid " +
                  std::to_string(geteuid()) +
@@ -66,6 +68,7 @@ cli::Action Define(CLI::App& app) {
                  "where to mount: a directory you own (the mount is shared)")
       ->type_name("DIR")
       ->required()
+      ->check(cli::PathNamed(/*required=*/true))
       ->check(OwnDirectory());
   app.add_option("--seed", a->seed, "the simulated world's seed")
       ->type_name("N")
@@ -88,13 +91,13 @@ int FuseServeMain(const FuseArgs& a) {
   if (!map_mode || !cache_type) return cli::kExitInternal;  // the definition's choices admit none else
   auto spec = sim::MachinePreset(machine);
   if (!spec.ok()) {
-    std::fprintf(stderr, "resmem fuse: %s\n", spec.status().ToString().c_str());
+    std::fprintf(stderr, "resmem fuse: %s\n", spec.status().message().c_str());
     return cli::kExitBadInput;
   }
   auto world = sim::MakeSimWorld(spec.value(), seed);
   if (!world.ok()) {
     std::fprintf(stderr, "resmem fuse: machine %s does not boot: %s\n", machine.c_str(),
-                 world.status().ToString().c_str());
+                 world.status().message().c_str());
     return cli::kExitBadInput;
   }
   sim::SimDriverSpec driver;
@@ -116,7 +119,7 @@ int FuseServeMain(const FuseArgs& a) {
   opts.faults = world.value()->faults;
   auto dev = FuseDevice::Mount(*provider, opts);
   if (!dev.ok()) {
-    std::fprintf(stderr, "resmem fuse: %s\n", dev.status().ToString().c_str());
+    std::fprintf(stderr, "resmem fuse: %s\n", dev.status().message().c_str());
     const Status& st = dev.status();
     if (st.space() == ErrorSpace::kResmem && st.code() == kUnavailable) return cli::kExitUnavailable;
     if (st.space() == ErrorSpace::kResmem && st.code() == kInvalidArgument) return cli::kExitBadInput;

@@ -115,16 +115,19 @@ Action Define(CLI::App& app) {
       app.add_option("-o,--output", a->output,
                      "write the scenario here (default: standard output)")
           ->type_name("FILE")
+          ->check(PathNamed())
           ->check(toml_text);
   app.add_option("--machine-file", a->machine_file,
                  "write the machine to its own file too (a path from here, as -o is); the "
                  "scenario names it with from =, relative to itself")
       ->type_name("FILE")
+      ->check(PathNamed())
       ->check(toml_text)
       ->needs(output);
   app.add_option("--report", a->report,
                  "the per-line report goes here (default: standard error)")
       ->type_name("FILE")
+      ->check(PathNamed())
       ->check(toml_text);
   app.add_option("--name", a->name, "the scenario's name (default: imported-FIRST-FILE)")
       ->type_name("NAME")

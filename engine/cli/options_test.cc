@@ -167,6 +167,72 @@ TEST(Program, PositionalAfterDoubleDash) {
   EXPECT_EQ(Call({"plan", "--machine", "seed000-workstation", "64G", "--replace"}).rc, kExitOk);
 }
 
+// After a `--` the value is the command's own: its error is the one shown, not "The following
+// argument was not expected: --" (CLI11 keeps the `--` among the leftovers).
+TEST(Program, ErrorsOfAValueAfterDoubleDashNameTheValue) {
+  const std::vector<std::pair<std::string, std::string>> sizes = {
+      {"0x", "'0x' is no size"}, {"-1M", "'-1M' is no size"}, {"0", "'0' is below the least"},
+      {"16Q", "'16Q' is no size"}};
+  for (const auto& [size, words] : sizes) {
+    ExpectBadInput({"plan", "--machine", "seed000-workstation", "--", size}, "SIZE", words);
+    EXPECT_EQ(Call({"plan", "--machine", "seed000-workstation", "--", size}).err.find("--\n"),
+              std::string::npos);
+  }
+}
+
+// What nobody took is listed in the order given (CLI11 joins its list last first), the command's
+// own before what followed a `--` once its positionals were full.
+TEST(Program, UnexpectedArgumentsInTheOrderGiven) {
+  ExpectBadInput({"doctor", "a", "b", "--", "c"}, "a b c", "not expected: a b c");
+  ExpectBadInput({"plan", "1G", "2G", "3G"}, "2G 3G", "not expected: 2G 3G");
+  ExpectBadInput({"plan", "--machine", "seed000-workstation", "1G", "--", "2G", "-3G"}, "2G -3G",
+                 "not expected: 2G -3G");
+  ExpectBadInput({"run", "x.toml", "--fast", "y", "--bogus"}, "--fast --bogus",
+                 "not expected: --fast --bogus");
+}
+
+// "--json=" takes the next argument as the file (run --json= a.toml then wanted its PATH): the
+// option is named, and what it would have taken.
+TEST(Program, AnOptionWithNothingAfterItsEqualsSignIsNamed) {
+  ExpectBadInput({"run", "--json=", "a.toml"}, "--json",
+                 "'--json=' has nothing after the '=', so the next argument (a.toml) would be "
+                 "taken as its value; write --json=VALUE or --json VALUE");
+  ExpectBadInput({"run", "a.toml", "--junit="}, "--junit", "'--junit=' has nothing after the '='");
+  ExpectBadInput({"run", "a.toml", "b.toml", "--junit=", "c.toml"}, "--junit", "(c.toml)");
+}
+
+// An empty path names no file: `--json ""` wrote nothing and said nothing.
+TEST(Definitions, AnEmptyPathIsRefused) {
+  const std::string words = "'' names no file or folder; give a path, or leave the option out";
+  ExpectBadInput({"run", "--json", "", "x.toml"}, "--json", words);
+  ExpectBadInput({"run", "--junit", "", "x.toml"}, "--junit", words);
+  ExpectBadInput({"plan", "--json", "", "1G"}, "--json", words);
+  ExpectBadInput({"doctor", "--record", ""}, "--record", words);
+  ExpectBadInput({"import", "f.log", "-o", ""}, "--output", words);
+  ExpectBadInput({"bench", "--json", ""}, "--json", words);
+  ExpectBadInput({"stream", "--json", ""}, "--json", words);
+  ExpectBadInput({"calibrate", "--out", ""}, "--out", words);
+  ExpectBadInput({"fuse", "--machine", "h100-host", "--mount", ""}, "--mount",
+                 "'' names no file or folder; give a path\n");
+}
+
+// What was dropped in silence: an --option no part reads, a backend part named twice, a stream
+// of no blocks; and a rate's range no longer spells out DBL_MAX.
+TEST(Definitions, ValuesThatWereIgnoredAreRefused) {
+  ExpectBadInput({"run", "--option", "typo=1", "x.toml"}, "--option",
+                 "no part of a backend reads 'typo'; the keys are card_devices, card_mailbox, "
+                 "cuda_device, edu_devices, gpudirect, host_region_size, kmod_devices, "
+                 "p2p_provider");
+  ExpectBadInput({"run", "--option", "=bar", "x.toml"}, "--option", "'=bar' names no key");
+  ExpectBadInput({"run", "--backend", "platform=sim,region=sim,gpu=sim,gpu=cuda", "x.toml"},
+                 "--backend", "backend part 'gpu' is given twice");
+  ExpectBadInput({"stream", "--blocks", "0"}, "--blocks", "'0' is less than 1, the least allowed");
+  ExpectBadInput({"stream", "--slots", "1"}, "--slots", "Value 1 not in range 2 to");
+  ExpectBadInput({"stream", "--rate", "-5"}, "--rate", "'-5' is not a number of 0 or more");
+  EXPECT_EQ(Call({"stream", "--rate", "-5"}).err.find("1797693"), std::string::npos);
+  ExpectBadInput({"stream", "--rate", "nan"}, "--rate", "'nan' is not a number of 0 or more");
+}
+
 // The value kinds on an app of their own (ParseArgs, as a probe binary uses it).
 TEST(Values, SizesCountsAndTheirMessages) {
   uint64_t block = 16ull << 20, count = 3;
@@ -193,6 +259,35 @@ TEST(Values, SizesCountsAndTheirMessages) {
   EXPECT_EQ(SpellSize(4096), "4K");
   EXPECT_EQ(SpellSize(188ull << 30), "188G");
   EXPECT_EQ(SpellSize(1000), "1000");
+}
+
+// A count with a least value, a number of 0 or more, a path; a probe's leftovers in order.
+TEST(Values, LeastCountsRatesPathsAndLeftovers) {
+  uint64_t blocks = 5;
+  double rate = 1;
+  std::string file = "x";
+  auto app = MakeApp("probe", "probe");
+  app->add_option("--blocks", blocks, "blocks")->check(WholeNumberFrom(1));
+  app->add_option("--rate", rate, "rate")->check(NonNegativeReal());
+  app->add_option("--file", file, "file")->check(PathNamed());
+  std::ostringstream out, err;
+  EXPECT_EQ(ParseArgs(*app, {"--blocks", "1", "--rate", "0", "--file", "f"}, out, err),
+            std::nullopt)
+      << err.str();
+  EXPECT_EQ(blocks, 1u);
+  EXPECT_EQ(rate, 0);
+  for (const auto& [args, words] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--blocks", "0"}, "--blocks: '0' is less than 1, the least allowed"},
+           {{"--rate", "-0.5"}, "--rate: '-0.5' is not a number of 0 or more"},
+           {{"--rate", "1e999"}, "--rate: '1e999' is not a number of 0 or more"},
+           {{"--file", ""}, "--file: '' names no file or folder"},
+           {{"--file=", "g"}, "--file: '--file=' has nothing after the '='"},
+           {{"a", "--x", "b"}, "The following arguments were not expected: a --x b"}}) {
+    std::ostringstream o, e;
+    EXPECT_EQ(ParseArgs(*app, args, o, e), kExitBadInput) << words;
+    EXPECT_NE(e.str().find("probe: " + words), std::string::npos) << e.str();
+  }
 }
 
 // A count is decimal (or 0x hex): CLI11's strtoull(..., 0) read "010" as octal 8 and refused

@@ -84,7 +84,8 @@ Action Define(CLI::App& app) {
                "keep them and plan around them; mem= is always dropped: memmap= alone reserves, "
                "and the kernel keeps every other byte)");
   app.add_option("--json", a->json, "also write the plan as JSON ('-' for stdout only)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(PathNamed());
   return [a] { return Plan(*a); };
 }
 

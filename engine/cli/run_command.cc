@@ -25,12 +25,19 @@ struct RunArgs {
   bool require_all = false;
 };
 
-CLI::Validator KeyEqualsValue() {
-  return CLI::Validator(
-      [](std::string& kv) -> std::string {
-        return kv.find('=') == std::string::npos ? "takes KEY=VALUE, got '" + kv + "'" : "";
-      },
-      "", "K=V");
+// --option KEY=VALUE: KEY one the backend's parts read (engine::PartOptionKeys); any other key
+// reached no part and was dropped in silence (--option typo=1, --option =bar).
+Status CheckPartOption(const std::string& kv) {
+  const auto eq = kv.find('=');
+  if (eq == std::string::npos) return Status::InvalidArgument("takes KEY=VALUE, got '" + kv + "'");
+  const std::string key = kv.substr(0, eq);
+  if (engine::PartOptionKeys().count(key)) return Status::Ok();
+  std::string known;
+  for (const auto& [name, what] : engine::PartOptionKeys())
+    known += (known.empty() ? "" : ", ") + name;
+  return Status::InvalidArgument(
+      (key.empty() ? "'" + kv + "' names no key" : "no part of a backend reads '" + key + "'") +
+      "; the keys are " + known + " (docs/commands.md says what each sets)");
 }
 
 int Run(RunArgs& a);
@@ -59,16 +66,18 @@ Action Define(CLI::App& app) {
       ->check(NonNegativeInteger());
   app.add_option("--json", a->json_path,
                  "also write the JSON report to FILE ('-' for stdout, table to stderr)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(PathNamed());
   app.add_option("--junit", a->junit_path,
                  "also write a JUnit XML report to FILE (one testcase per case, a testsuite per "
                  "folder; N/A and UNAVAILABLE skipped, FAILED with the step and the replay command)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(PathNamed());
   app.add_option("--option", a->backend_options,
                  "pass an option to the backend's parts (repeatable)")
       ->type_name("K=V")
       ->allow_extra_args(false)
-      ->check(KeyEqualsValue());
+      ->check(CheckedBy("K=V", CheckPartOption));
   app.add_flag("--verbose", a->verbose, "print every step of every scenario");
   app.add_flag("--require-all", a->require_all,
                "exit 1 unless every case reproduced/fixed/passed (n/a and unavailable count as "

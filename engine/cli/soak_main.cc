@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   auto judge = [&](const resmem::Result<SoakResult>& r, const std::string& title) {
     if (!r.ok()) {
-      std::fprintf(stderr, "stream_soak: %s: %s\n", title.c_str(), r.status().ToString().c_str());
+      std::fprintf(stderr, "stream_soak: %s: %s\n", title.c_str(), r.status().message().c_str());
       if (rc == 0) rc = r.status().code() == resmem::kUnavailable ? 3 : r.status().code() == resmem::kInvalidArgument ? 2 : 4;
       return;
     }

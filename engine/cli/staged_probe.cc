@@ -95,7 +95,7 @@ void Pause(int us) {
 }
 
 int Fail(const Status& st, int code) {
-  std::fprintf(stderr, "staged_probe: %s\n", st.ToString().c_str());
+  std::fprintf(stderr, "staged_probe: %s\n", st.message().c_str());
   return code;
 }
 
@@ -715,7 +715,7 @@ struct ProbeRig {
 std::optional<int> SetUpRig(const ProbeArgs& a, ProbeRig& rig) {
   auto backend = transfer::MakeGpuBackend("cuda");
   if (!backend.ok()) {
-    std::printf("skipped: staged_probe (%s)\n", backend.status().ToString().c_str());
+    std::printf("skipped: staged_probe (%s)\n", backend.status().message().c_str());
     return 3;
   }
   rig.backend = std::move(backend).value();

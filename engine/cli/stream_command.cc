@@ -4,6 +4,7 @@
 
 #include "backends/host/host_region.h"
 #include "engine/cli/command.h"
+#include "engine/cli/memory_fit.h"
 #include "engine/cli/output_files.h"
 #include "engine/cli/values.h"
 #include "engine/stream/stream.h"
@@ -21,7 +22,7 @@ struct StreamArgs {
 };
 
 int Fail(const Status& st, int code) {
-  std::fprintf(stderr, "resmem stream: %s\n", st.ToString().c_str());
+  std::fprintf(stderr, "resmem stream: %s\n", st.message().c_str());
   return code;
 }
 
@@ -54,13 +55,13 @@ cli::Action Define(CLI::App& app) {
   cli::AddSizeOption(app, "--block", &o.block_bytes, "bytes of each block", 1);
   app.add_option("--rate", o.rate_hz, "blocks per second the producer writes (0: flat out)")
       ->type_name("HZ")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::NonNegativeReal());
   app.add_option("--blocks", o.blocks, "blocks to produce")
       ->type_name("N")
-      ->check(cli::NonNegativeInteger());
+      ->check(cli::WholeNumberFrom(1));
   app.add_option("--slots", o.slots, "ring slots in the region")
       ->type_name("N")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(2, 1 << 20));
   app.add_option("--consumers", o.consumers, "concurrent consumers")
       ->type_name("N")
       ->check(CLI::Range(1, 1024));
@@ -88,21 +89,41 @@ cli::Action Define(CLI::App& app) {
   app.add_option("--card-faults", o.card_faults,
                  "with --producer card: the card's fault script, e.g. 'stall 50ms at 1s' (docs/digitizer.md)")
       ->type_name("SCRIPT");
-  app.add_option("--json", a->json, "also write the results as JSON")->type_name("FILE");
+  app.add_option("--json", a->json, "also write the results as JSON")
+      ->type_name("FILE")
+      ->check(cli::PathNamed());
   app.add_flag_callback(
       "--quiet", [a] { a->options.progress = false; }, "no live progress on stderr");
   transfer::AddStagingOptions(app, &o.staging);
   return [a] { return Run(*a); };
 }
 
+// What the options ask that cannot be, before anything runs: a card's fault script without the
+// card, a ring larger than this machine's RAM.
+Status CheckRequest(const StreamOptions& o) {
+  if (!o.card_faults.empty() && o.producer != "card")
+    return Status::InvalidArgument(
+        "--card-faults is the card's fault script, and the blocks come from --producer " +
+        o.producer + ": add --producer card, or leave --card-faults out");
+  return cli::CheckFitsRam("the ring, --block " + cli::SpellSize(o.block_bytes) + " x --slots " +
+                               std::to_string(o.slots) + ",",
+                           cli::SaturatingProduct(o.block_bytes, static_cast<uint64_t>(o.slots)),
+                           "give fewer --slots or a smaller --block");
+}
+
 int Run(const StreamArgs& a) {
   const StreamOptions& o = a.options;
   const cli::NamedPath json{"--json", a.json, "the results"};
+  if (Status st = CheckRequest(o); !st.ok()) return Fail(st, cli::kExitBadInput);
   if (Status st = cli::CheckOutputs({json}); !st.ok()) return Fail(st, cli::kExitBadInput);
   auto backend = transfer::MakeGpuBackend(a.backend, o.seed);
   if (!backend.ok())
     return Fail(backend.status(), backend.status().code() == kUnavailable ? cli::kExitUnavailable
                                                                           : cli::kExitBadInput);
+  if (Status st = cli::CheckFitsGpu(*backend->gpu, "--block", o.block_bytes,
+                                    "give a smaller --block");
+      !st.ok())
+    return Fail(st, cli::kExitBadInput);
   auto r = RunStream(*backend->gpu, *backend->clock, backend->name, o);
   if (!r.ok())
     return Fail(r.status(), r.status().code() == kInvalidArgument ? cli::kExitBadInput

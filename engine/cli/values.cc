@@ -1,6 +1,7 @@
 #include "engine/cli/values.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
@@ -51,8 +52,35 @@ std::string WholeNumberProblem(const std::string& text) {
 
 }  // namespace
 
-CLI::Validator NonNegativeInteger() {
-  return CLI::Validator([](std::string& text) { return WholeNumberProblem(text); }, "", "N");
+CLI::Validator NonNegativeInteger() { return WholeNumberFrom(0); }
+
+CLI::Validator WholeNumberFrom(uint64_t least) {
+  return CLI::Validator(
+      [least](std::string& text) {
+        const std::string problem = WholeNumberProblem(text);
+        if (!problem.empty() || std::strtoull(text.c_str(), nullptr, 0) >= least) return problem;
+        return "'" + text + "' is less than " + std::to_string(least) + ", the least allowed";
+      },
+      "", "N");
+}
+
+CLI::Validator NonNegativeReal() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0)
+          return "'" + text + "' is not a number of 0 or more";
+        return std::string();
+      },
+      "", "NUMBER");
+}
+
+CLI::Validator PathNamed(bool required) {
+  const std::string problem = std::string("'' names no file or folder; give a path") +
+                              (required ? "" : ", or leave the option out");
+  return CLI::Validator(
+      [problem](std::string& path) { return path.empty() ? problem : std::string(); }, "", "PATH");
 }
 
 CLI::Validator ByteSize(uint64_t least_bytes) {

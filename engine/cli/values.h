@@ -21,6 +21,18 @@ namespace resmem::cli {
 // a leading zero is refused, naming the number meant.)
 CLI::Validator NonNegativeInteger();
 
+// The same with a least value: `--blocks 0` measures nothing ("'0' is less than 1, the least").
+CLI::Validator WholeNumberFrom(uint64_t least);
+
+// A number (a rate, a fraction), finite and 0 or more: "-5" is refused as "not a number of 0 or
+// more" (CLI::NonNegativeNumber would print the range up to DBL_MAX, all 309 digits of it).
+CLI::Validator NonNegativeReal();
+
+// A FILE or DIR option's check: '' names nothing (a script's unset variable, where `--json ""`
+// wrote no report and said nothing); the message says to give a path, or, unless `required`, to
+// leave the option out.
+CLI::Validator PathNamed(bool required = false);
+
 // A check that answers with a Status (a parser of the engine): its message when the value is
 // refused. `name` is what the value is ("BACKEND").
 // --machine's check: '' names no machine (a script's unset variable would otherwise send the

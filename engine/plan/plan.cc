@@ -180,6 +180,14 @@ Status CheckRequest(const PlanRequest& req) {
   if (req.at && *req.at % kPage != 0)
     return Status::InvalidArgument("--at " + HexAddress(*req.at) +
                                    " is not page-aligned; the kernel reserves whole pages");
+  if (req.at && *req.at > UINT64_MAX - req.size)  // its end, at + size, would not fit 64 bits
+    return Status::InvalidArgument("--at " + HexAddress(*req.at) + " for " + FormatSize(req.size) +
+                                   ": the range would end at or past 2^64, the end of the 64-bit "
+                                   "address space; give a lower --at or a smaller size");
+  if (req.align != 0 && (req.align % kPage != 0 || (req.align & (req.align - 1)) != 0))
+    return Status::InvalidArgument("--align " + FormatSize(req.align) +
+                                   " is not a power of two of 4 KiB or more; give e.g. 2M or 1G "
+                                   "(or leave --align out: 1G for 1 GiB and more, else 2M)");
   if (req.dma_bits < 32 || req.dma_bits > 64)
     return Status::InvalidArgument("--dma-bits " + std::to_string(req.dma_bits) +
                                    " is outside 32..64");

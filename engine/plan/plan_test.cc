@@ -169,6 +169,40 @@ TEST(Plan, TooLargeSaysTheMostThatFits) {
   EXPECT_EQ(PlanReservation(*m, req).status().code(), kInvalidArgument);
 }
 
+// --align 3 planned memmap=1G$0x100000002 (no page boundary); --at near 2^64 showed a range
+// that wrapped to 0. Both are bad requests now, each naming the way out.
+TEST(Plan, AnAlignThatIsNoPowerOfTwoOfPagesAndARangePast2To64AreRefused) {
+  auto m = sim::MachinePreset("seed000-workstation");
+  ASSERT_TRUE(m.ok());
+  PlanRequest req;
+  req.size = kGiB;
+  req.replace_reservations = true;
+  for (uint64_t align : {3, 6 << 10, 0x3000, 2048}) {
+    req.align = align;
+    auto plan = PlanReservation(*m, req);
+    ASSERT_FALSE(plan.ok()) << align << ": " << plan->option;
+    EXPECT_EQ(plan.status().code(), kInvalidArgument) << align;
+    EXPECT_NE(plan.status().message().find("is not a power of two of 4 KiB or more; give e.g. 2M"),
+              std::string::npos)
+        << plan.status().message();
+  }
+  for (uint64_t align : {uint64_t{4096}, 2 * kMiB, kGiB}) {
+    req.align = align;
+    auto plan = PlanReservation(*m, req);
+    ASSERT_TRUE(plan.ok()) << align << ": " << plan.status().message();
+    EXPECT_EQ(plan->start % align, 0u) << plan->option;
+  }
+  req.align = 0;
+  for (uint64_t at : {uint64_t{0xfffffffffffff000}, uint64_t{0xffffffffc0000000}}) {
+    req.at = at;
+    auto plan = PlanReservation(*m, req);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), kInvalidArgument);
+    EXPECT_NE(plan.status().message().find("would end at or past 2^64"), std::string::npos)
+        << plan.status().message();
+  }
+}
+
 TEST(Plan, APinnedCrashKernelIsAvoided) {
   auto m = sim::MachinePreset("h100-host");
   ASSERT_TRUE(m.ok());
