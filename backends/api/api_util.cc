@@ -145,6 +145,14 @@ Status CheckSpan(const HostMemory& mem, uint64_t offset, uint64_t len, const cha
   return Status::Ok();
 }
 
+Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, const char* what) {
+  if (offset <= dev.size() && len <= dev.size() - offset) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + ": device range [offset " +
+                                 std::to_string(offset) + ", length " + std::to_string(len) +
+                                 ") is outside the device buffer of " + std::to_string(dev.size()) +
+                                 " bytes (" + FormatSize(dev.size()) + ")");
+}
+
 namespace {
 
 // The digits after "0x" of `text`: hexadecimal digits only (strtoull would take a sign and wrap

@@ -57,6 +57,12 @@ class DeviceBuffer {
   virtual int device() const = 0;
 };
 
+// The device twin of CheckSpan (memory.h): InvalidArgument unless [offset, +len) lies inside
+// `dev`, naming the offset, the length and the buffer's size, after `what` ("transfer", "staged
+// queue"). The staged copies check it before they queue any DMA, so none of a copy past the
+// buffer's end runs.
+Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, const char* what);
+
 // What one copy did: how long it took on the backend's clock and which way the driver moved it.
 struct CopyStats {
   uint64_t bytes = 0;

@@ -18,14 +18,6 @@ uint64_t SegmentPiece(uint64_t seg, int lanes, uint64_t min_piece) {
                             ((seg + fillers - 1) / fillers + 4095) / 4096 * 4096);
 }
 
-Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, const char* what) {
-  if (offset <= dev.size() && len <= dev.size() - offset) return Status::Ok();
-  return Status::InvalidArgument(std::string(what) + ": device range [offset " +
-                                 std::to_string(offset) + ", length " + std::to_string(len) +
-                                 ") is outside the device buffer of " + std::to_string(dev.size()) +
-                                 " bytes (" + FormatSize(dev.size()) + ")");
-}
-
 uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir) {
   if (dir == CopyDirection::kHostToDevice && o.staging_chunk_h2d != 0)
     return std::min(o.staging_chunk, o.staging_chunk_h2d);  // a larger one: the buffer size

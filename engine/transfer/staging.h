@@ -120,11 +120,6 @@ void SizeSegmentTimes(StagedTrace* t, uint64_t segments);
 // them started a piece; `returned_us` when the lane pool returned.
 void FinishTrace(StagedTrace* t, double returned_us, const LaneTimes& lanes);
 
-// InvalidArgument unless [offset, +len) lies inside `dev`, naming the offset, the length and the
-// buffer's size, after `what` ("transfer", "staged queue"): checked before a copy queues any DMA,
-// so none of a copy past the buffer's end runs.
-Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, const char* what);
-
 // The largest segment of a copy in direction `dir` (TransferOptions::staging_chunk_h2d for host
 // to device where set and smaller, else staging_chunk).
 uint64_t SegmentCap(const TransferOptions& o, CopyDirection dir);
