@@ -534,11 +534,20 @@ void ParseFaultError(const toml::table& t, const std::string& effect, const Scen
     if (r->effect == FaultEffect::kError || r->effect == FaultEffect::kSignal)
       errors.Add(LineOf(t), "fault.error",
                  "effect '" + effect + "' needs error = \"cudaError...\", \"EIO\" or \"SIGBUS\"");
+    else if (t.get("code"))
+      errors.Add(LineOf(*t.get("code")), "fault.code",
+                 "code = N numbers the CUDA error of error = \"cudaError...\", and effect '" +
+                     effect + "' has none; remove code");
     return;
   }
   const int code_override = static_cast<int>(
       GetIntIn(t, "code", "fault", 1, INT32_MAX, "the CUDA error number, in the profile's numbering", errors)
           .value_or(-1));
+  // code = N numbers a CUDA error only: with an errno or a signal it would be dropped unseen.
+  if (code_override >= 0 && err->rfind("cuda", 0) != 0)
+    errors.Add(LineOf(*t.get("code")), "fault.code",
+               "code = N numbers a CUDA error, but error = \"" + *err +
+                   "\" is not one; remove code, or name a cudaError... in error");
   if (err->rfind("SIG", 0) == 0) {
     const int sig = SignalFromName(*err);
     if (sig < 0) errors.Add(LineOf(*t.get("error")), "fault.error", "unknown signal '" + *err + "'");

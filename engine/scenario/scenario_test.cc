@@ -209,6 +209,27 @@ TEST(Scenario, FaultAndDriverNumbersOutsideTheirRange) {
   EXPECT_DOUBLE_EQ((*ok)[0].faults[1].delay_seconds, 0.0005);
 }
 
+// code = N with error = "EIO" or "SIGBUS", or with no error at all (effect = "delay"), was
+// dropped unseen: the run injected the errno, the signal or the delay, never the number written.
+TEST(Scenario, FaultCodeOnlyWithACudaError) {
+  const std::string head = "[scenario]\nname = \"x\"\n[machine]\npreset = \"seed000-workstation\"\n";
+  const std::string fault = "[[fault]]\npoint = \"gpu.copy\"\n";
+  const std::string step = "[[step]]\ndo = \"open\"\n";
+  auto refused = [&](const std::string& body, const std::string& want) {
+    auto r = ParseScenarioText(head + fault + body + step, "bad.toml");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  };
+  refused("error = \"EIO\"\ncode = 5\n",
+          "bad.toml:8: key 'fault.code': code = N numbers a CUDA error, but error = \"EIO\" is not "
+          "one; remove code, or name a cudaError... in error");
+  refused("effect = \"signal\"\nerror = \"SIGBUS\"\ncode = 5\n",
+          "bad.toml:9: key 'fault.code': code = N numbers a CUDA error, but error = \"SIGBUS\"");
+  refused("effect = \"delay\"\ndelay_ms = 1\ncode = 5\n",
+          "bad.toml:9: key 'fault.code': code = N numbers the CUDA error of error = "
+          "\"cudaError...\", and effect 'delay' has none; remove code");
+}
+
 // tolerance = -5 or nan, and mbps_min above mbps_max, gave FAILED (exit 1) on every backend; a
 // stream's rate_hz = -10 or nan ran. They are mistakes in the file: load errors.
 TEST(Scenario, ExpectedNumbersAndRatesAreFiniteAndNotNegative) {
