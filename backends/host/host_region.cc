@@ -258,16 +258,25 @@ Result<std::unique_ptr<RegionHandle>> HostRegionProvider::Open(const OpenRequest
       new HostHandle(path, kind.value(), size_, options_, request.writable));
 }
 
-uint64_t MemTotalBytes() {
+namespace {
+
+// /proc/meminfo's line `field` ("MemTotal:"), in bytes; 0 when it cannot be read.
+uint64_t MeminfoBytes(const std::string& field) {
   std::ifstream in("/proc/meminfo");
   std::string key;
   uint64_t kb = 0;
   while (in >> key >> kb) {
-    if (key == "MemTotal:") return kb * 1024;
+    if (key == field) return kb * 1024;
     in.ignore(1 << 10, '\n');
   }
   return 0;
 }
+
+}  // namespace
+
+uint64_t MemTotalBytes() { return MeminfoBytes("MemTotal:"); }
+
+uint64_t MemAvailableBytes() { return MeminfoBytes("MemAvailable:"); }
 
 namespace {
 

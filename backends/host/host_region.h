@@ -62,6 +62,9 @@ Result<std::unique_ptr<HostMemory>> WrapForeignMapping(uint64_t address, uint64_
 // MemTotal of this machine from /proc/meminfo, in bytes; 0 when it cannot be read.
 uint64_t MemTotalBytes();
 
+// MemAvailable (the kernel's estimate of what can be had now without swapping), the same way.
+uint64_t MemAvailableBytes();
+
 // The reserved-memory device as the GPU machine can stand it in (it loads no module; FACTS.md
 // "The GPU machine"). The device itself (its name, size, mode, and any refusal to open it) is
 // the one `devices` describes (the scenario's simulated driver); only the memory behind a

@@ -223,6 +223,17 @@ TEST(StandinRegion, PfnmapMappingsThatFitAreTheReadOnlyVvar) {
   EXPECT_EQ((*longer)->facts().backing, Backing::kShmem);
 }
 
+// Both read /proc/meminfo (every Linux kernel since 3.14 has MemAvailable): what is free now
+// is never more than the RAM.
+TEST(Meminfo, MemAvailableIsReadAndNoMoreThanMemTotal) {
+  const uint64_t total = MemTotalBytes();
+  const uint64_t available = MemAvailableBytes();
+  ASSERT_GT(total, 0u);
+  ASSERT_GT(available, 0u);
+  EXPECT_LE(available, total);
+  EXPECT_NE(available, total);  // the kernel and its caches hold some
+}
+
 TEST(StandinRegion, PagesAreMemfdAndPastMemTotalNoreserve) {
   const uint64_t mem_total = MemTotalBytes();
   ASSERT_GT(mem_total, 0u);

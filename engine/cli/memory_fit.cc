@@ -26,6 +26,14 @@ Status CheckFitsRam(const std::string& what, uint64_t bytes, const std::string& 
                   way_out);
 }
 
+std::string RamWarning(const std::string& what, uint64_t bytes, uint64_t available,
+                       const std::string& way_out) {
+  if (available == 0 || bytes <= available) return "";
+  return what + " is " + FormatSize(bytes) + ", more than the " + FormatSize(available) +
+         " this machine has free now (MemAvailable): the kernel may swap or end the run for "
+         "memory; " + way_out;
+}
+
 Status CheckFitsGpu(Gpu& gpu, const std::string& what, uint64_t bytes,
                     const std::string& way_out) {
   auto device = gpu.Attributes(0);

@@ -22,6 +22,15 @@ uint64_t SaturatingProduct(uint64_t a, uint64_t b);
 // of RAM (MemTotal); WAY_OUT".
 Status CheckFitsRam(const std::string& what, uint64_t bytes, const std::string& way_out);
 
+// `bytes` that fit the RAM (CheckFitsRam) but not what this machine has free now (MemAvailable):
+// a warning to print before the work starts ("WHAT is 20 GiB, more than the 17 GiB this machine
+// has free now (MemAvailable): the kernel may swap or end the run for memory; WAY_OUT"), not a
+// refusal, as the kernel can often free more (caches it counts as not available, swap). Empty
+// when they fit or `available` is 0 (MemAvailable could not be read). `available`: the caller's
+// host::MemAvailableBytes().
+std::string RamWarning(const std::string& what, uint64_t bytes, uint64_t available,
+                       const std::string& way_out);
+
 // The same for one allocation on device 0 of `gpu` (its total memory).
 Status CheckFitsGpu(Gpu& gpu, const std::string& what, uint64_t bytes, const std::string& way_out);
 

@@ -105,10 +105,14 @@ Status CheckRequest(const StreamOptions& o) {
     return Status::InvalidArgument(
         "--card-faults is the card's fault script, and the blocks come from --producer " +
         o.producer + ": add --producer card, or leave --card-faults out");
-  return cli::CheckFitsRam("the ring, --block " + cli::SpellSize(o.block_bytes) + " x --slots " +
-                               std::to_string(o.slots) + ",",
-                           cli::SaturatingProduct(o.block_bytes, static_cast<uint64_t>(o.slots)),
-                           "give fewer --slots or a smaller --block");
+  const std::string ring = "the ring, --block " + cli::SpellSize(o.block_bytes) + " x --slots " +
+                           std::to_string(o.slots) + ",";
+  const uint64_t bytes = cli::SaturatingProduct(o.block_bytes, static_cast<uint64_t>(o.slots));
+  const std::string way_out = "give fewer --slots or a smaller --block";
+  RESMEM_RETURN_IF_ERROR(cli::CheckFitsRam(ring, bytes, way_out));
+  const std::string short_now = cli::RamWarning(ring, bytes, host::MemAvailableBytes(), way_out);
+  if (!short_now.empty()) std::fprintf(stderr, "resmem stream: warning: %s\n", short_now.c_str());
+  return Status::Ok();
 }
 
 int Run(const StreamArgs& a) {
