@@ -200,9 +200,6 @@ void MarkUnreliable(BenchResult* r, const std::vector<uint64_t>& sizes);
 
 // Reads a bench JSON back (for plotting on another machine).
 Result<BenchResult> BenchResultFromJson(const std::string& json);
-// Writes <prefix>.dat and <prefix>.gp and runs gnuplot to make `png` when gnuplot is on PATH.
-// Returns a note saying what was made.
-Result<std::string> WritePlot(const BenchResult& result, const std::string& png);
 
 }  // namespace resmem::bench
 

@@ -8,6 +8,7 @@
 #include "backends/host/host_region.h"
 #include "engine/bench/bench.h"
 #include "engine/bench/managed_bench.h"
+#include "engine/bench/plot.h"
 #include "engine/bench/registration.h"
 #include "engine/cli/command.h"
 #include "engine/cli/memory_fit.h"
@@ -54,8 +55,7 @@ Status CheckFiles(const BenchArgs& a, bool plots) {
                           : a.replot.empty() ? ""
                                              : "bench.png";
   if (!png.empty()) {
-    const bool suffix = png.size() > 4 && png.compare(png.size() - 4, 4, ".png") == 0;
-    const std::string prefix = suffix ? png.substr(0, png.size() - 4) : png;
+    const std::string prefix = PlotPrefix(png);
     outputs.push_back({"--plot", png, "the plot"});
     outputs.push_back({"--plot", prefix + ".dat", "the plot's data"});
     outputs.push_back({"--plot", prefix + ".gp", "the plot's gnuplot script"});
@@ -255,6 +255,23 @@ int RunRegistration(const BenchArgs& a) {
   return cli::kExitOk;
 }
 
+// --plot PNG: its data and script written like every output (checked up front by CheckFiles),
+// then drawn; without gnuplot a note says how to draw it later (exit 0). 4 when a write or
+// gnuplot failed.
+int Plot(const BenchResult& r, const std::string& png) {
+  const PlotFiles files = MakePlotFiles(r, png);
+  if (Status st = cli::WriteOutput({"--plot", files.dat_path, "the plot's data"}, files.dat);
+      !st.ok())
+    return Fail(st, cli::kExitInternal);
+  if (Status st = cli::WriteOutput({"--plot", files.gp_path, "the plot's gnuplot script"}, files.gp);
+      !st.ok())
+    return Fail(st, cli::kExitInternal);
+  auto note = DrawPlot(r, png);
+  if (!note.ok() && note.status().code() != kUnavailable) return Fail(note.status(), cli::kExitInternal);
+  std::puts(note.ok() ? note->c_str() : note.status().message().c_str());
+  return cli::kExitOk;
+}
+
 int Run(const BenchArgs& a) {
   if (!a.replot.empty()) {
     std::ifstream in(a.replot);
@@ -263,10 +280,7 @@ int Run(const BenchArgs& a) {
     ss << in.rdbuf();
     auto r = BenchResultFromJson(ss.str());
     if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
-    auto note = WritePlot(*r, a.plot.empty() ? "bench.png" : a.plot);
-    if (!note.ok()) return Fail(note.status(), cli::kExitInternal);
-    std::puts(note->c_str());
-    return cli::kExitOk;
+    return Plot(*r, a.plot.empty() ? "bench.png" : a.plot);
   }
   BenchOptions o = a.options;
   if (!a.nvbandwidth.empty()) {
@@ -293,10 +307,8 @@ int Run(const BenchArgs& a) {
                                                                   : cli::kExitInternal);
   std::fputs(r->ToTable().c_str(), stdout);
   if (int rc = WriteJson(a, r->ToJson()); rc != cli::kExitOk) return rc;
-  if (!a.plot.empty()) {
-    auto note = WritePlot(*r, a.plot);
-    std::puts(note.ok() ? note->c_str() : note.status().message().c_str());
-  }
+  if (!a.plot.empty())
+    if (int rc = Plot(*r, a.plot); rc != cli::kExitOk) return rc;
   for (const auto& c : r->cells)
     if (c.verify_failures) return cli::kExitCheckFailed;
   return cli::kExitOk;

@@ -193,5 +193,23 @@ unchanged doctor_record_machine_kept "$O/rec2/machine.toml" "$M"
 check doctor_record_and_json 2 "--json $O/rec2/scenario.toml and --record $O/rec2/scenario.toml are the same file" -- doctor --machine qemu-q35-2g --json "$O/rec2/scenario.toml" --record "$O/rec2"
 absent doctor_record_and_json_write_nothing "$O/rec2/scenario.toml"
 check doctor_record_a_file 2 "--record $O/a.toml is a file, not a folder" -- doctor --machine qemu-q35-2g --record "$O/a.toml"
+# --plot: the data, the script and the picture, whatever the name (a quote in it once broke the
+# script); a gnuplot that fails is exit 4 and leaves the earlier picture, and no file of its own.
+P="$O/it's a plot"
+if command -v gnuplot >/dev/null; then
+  check bench_replot_draws 0 "plot $P.png" -- bench --replot "$O/b.json" --plot "$P.png"
+  if [[ "$(head -c 4 "$P.png" | tail -c 3)" == PNG ]] && grep -q "^# H2D pinned" "$P.dat" &&
+    grep -qF "'$O/it''s a plot.dat' index 0" "$P.gp"; then echo "ok   bench_replot_files"
+  else echo "FAIL bench_replot_files: $(ls -l "$O")"; fails=$((fails + 1)); fi
+else
+  echo "FAIL bench_replot_draws: gnuplot is not on PATH here (ci/setup.sh installs gnuplot-nox)"; fails=$((fails + 1))
+fi
+mkdir -p "$O/fakebin" "$O/pl"
+printf '#!/bin/sh\ncat >/dev/null\necho "fake gnuplot: no"\nexit 3\n' >"$O/fakebin/gnuplot"; chmod +x "$O/fakebin/gnuplot"
+echo "the earlier plot" >"$O/pl/p.png"
+PATH="$O/fakebin:$PATH" check bench_plot_gnuplot_fails 4 "resmem bench: drawing $O/pl/p.png from $O/pl/p.gp: gnuplot failed \(exit 3\)" -- bench --replot "$O/b.json" --plot "$O/pl/p.png"
+unchanged bench_plot_gnuplot_fails_keeps_png "$O/pl/p.png" "the earlier plot"
+if [[ "$(ls "$O/pl")" == "$(printf 'p.dat\np.gp\np.png')" ]]; then echo "ok   bench_plot_gnuplot_fails_leaves_no_file"
+else echo "FAIL bench_plot_gnuplot_fails_leaves_no_file: $(ls "$O/pl")"; fails=$((fails + 1)); fi
 echo "cli: $fails failed"
 exit $((fails > 0))
