@@ -193,6 +193,12 @@ unchanged doctor_record_machine_kept "$O/rec2/machine.toml" "$M"
 check doctor_record_and_json 2 "--json $O/rec2/scenario.toml and --record $O/rec2/scenario.toml are the same file" -- doctor --machine qemu-q35-2g --json "$O/rec2/scenario.toml" --record "$O/rec2"
 absent doctor_record_and_json_write_nothing "$O/rec2/scenario.toml"
 check doctor_record_a_file 2 "--record $O/a.toml is a file, not a folder" -- doctor --machine qemu-q35-2g --record "$O/a.toml"
+# --record under a file: refused before the diagnosis (it was found only once all was read).
+check doctor_record_under_a_file 2 "^resmem doctor: --record $O/a.toml/sub/rec cannot be made: $O/a.toml is a file, not a folder" -- doctor --machine qemu-q35-2g --record "$O/a.toml/sub/rec"
+nothing_ran doctor_record_under_a_file_reads_nothing "MemTotal"
+# A machine that names no kernel: its missing /proc/version is noted as that, not as a file the
+# simulator lacks (the note listed /proc/version among those it serves).
+check doctor_record_no_version 0 "record note: /proc/version not recorded: /proc/version: the simulated machine names no kernel version \(machine key kernel = " -- doctor --machine qemu-q35-2g --record "$O/rec3/deeper"
 # --plot: the data, the script and the picture, whatever the name (a quote in it once broke the
 # script); a gnuplot that fails is exit 4 and leaves the earlier picture, and no file of its own.
 P="$O/it's a plot"

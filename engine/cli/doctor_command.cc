@@ -1,4 +1,8 @@
 // `resmem doctor`: which known failures this machine (or a simulated one) would hit.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -186,28 +190,36 @@ int ExitFor(const Status& st) {
                                                                              : kExitUnavailable;
 }
 
-// The files `--record DIR` writes (engine/doctor/record.h): the raw sources, machine.toml and
-// scenario.toml.
-constexpr const char* kRecordedFiles[] = {
-    "iomem.txt",       "firmware_memmap.txt", "mtrr.txt",        "cmdline.txt",
-    "meminfo.txt",     "version.txt",         "cpuinfo.txt",     "iommu_units.txt",
-    "iommu_groups.txt", "acpi_tables.txt",    "machine.toml",    "scenario.toml",
-};
+// A --record DIR that does not exist yet can be made: the nearest folder above it that exists is
+// a folder this process may write (it was found out only after the whole diagnosis).
+Status CheckCanMake(const std::string& dir) {
+  std::filesystem::path above = std::filesystem::absolute(dir).parent_path();
+  std::error_code ec;
+  while (!std::filesystem::exists(above, ec) && above.has_relative_path()) above = above.parent_path();
+  if (!std::filesystem::is_directory(above, ec))
+    return Status::InvalidArgument("--record " + dir + " cannot be made: " + above.string() +
+                                   " is a file, not a folder; give a folder that exists or can be made");
+  if (access(above.c_str(), W_OK | X_OK) != 0)
+    return Status::Errno(errno, "--record " + dir + " cannot be made in " + above.string() + ": " +
+                                    std::strerror(errno) + "; give a folder you may write");
+  return Status::Ok();
+}
 
 // Every file doctor writes, checked before anything is read: --json, and --record's files where
-// DIR exists (a missing DIR is made; nothing in it can be an input then). A DIR that is a file
-// is refused.
+// DIR exists (a missing DIR is made; nothing in it can be an input then, and CheckCanMake says
+// whether it can be). A DIR that is a file is refused.
 Status CheckFiles(const DoctorArgs& a) {
   std::vector<NamedPath> outputs = {JsonFile(a)};
   const std::string dir = a.record.value_or("");
   std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) RESMEM_RETURN_IF_ERROR(CheckCanMake(dir));
   if (!dir.empty() && std::filesystem::exists(dir, ec)) {
     if (!std::filesystem::is_directory(dir, ec))
       return Status::InvalidArgument("--record " + dir + " is a file, not a folder; give a folder "
                                      "(it is made if missing)");
-    for (const char* name : kRecordedFiles)
+    for (const std::string& name : engine::RecordedFileNames())
       outputs.push_back({"--record", (std::filesystem::path(dir) / name).string(),
-                         std::string("the recorded ") + name});
+                         "the recorded " + name});
   }
   return CheckOutputs(outputs, {{"--machine", a.machine, ""},
                                 {"--module", a.module.value_or(""), ""}});

@@ -1,5 +1,6 @@
 #include "engine/doctor/record.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,11 @@ namespace {
 namespace fs = std::filesystem;
 
 Status WriteFile(const fs::path& path, const std::string& text, Recording* rec) {
+  const auto& names = RecordedFileNames();
+  if (std::find(names.begin(), names.end(), path.filename().string()) == names.end())
+    return Status::Internal("the recording's file " + path.filename().string() +
+                            " is not in RecordedFileNames() (engine/doctor/record.cc): add it there, "
+                            "so that doctor checks it before it reads anything");
   std::ofstream out(path);
   out << text;
   if (!out) return Status::Errno(errno ? errno : EIO, "cannot write " + path.string());
@@ -191,6 +197,15 @@ Result<sim::MachineSpec> ReadMachine(Platform& platform, const DoctorReport& rep
   if (!notes) notes = &dropped;
   notes->insert(notes->end(), src.notes.begin(), src.notes.end());
   return MachineFromSources(src, "", platform.name(), report, notes);
+}
+
+const std::vector<std::string>& RecordedFileNames() {
+  static const std::vector<std::string> names = {
+      "iomem.txt",        "firmware_memmap.txt", "mtrr.txt",     "cmdline.txt",
+      "meminfo.txt",      "version.txt",         "cpuinfo.txt",  "iommu_units.txt",
+      "iommu_groups.txt", "acpi_tables.txt",     "machine.toml", "scenario.toml",
+  };
+  return names;
 }
 
 Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, const std::string& dir) {

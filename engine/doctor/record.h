@@ -40,6 +40,10 @@ struct Recording {
 // `report` is the doctor's diagnosis of `platform` without devices (Diagnose(platform, nullptr)).
 Result<Recording> RecordMachine(Platform& platform, const DoctorReport& report, const std::string& dir);
 
+// The names of every file RecordMachine may write into its folder (those above), for a caller to
+// check up front; RecordMachine refuses (kInternal) to write one not listed here.
+const std::vector<std::string>& RecordedFileNames();
+
 // The machine RecordMachine would write as machine.toml, read without writing anything (`resmem
 // plan` of this machine). `notes` (optional) gets what could not be read, as Recording::notes.
 Result<sim::MachineSpec> ReadMachine(Platform& platform, const DoctorReport& report,

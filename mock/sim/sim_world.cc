@@ -87,8 +87,13 @@ class SimPlatform : public Platform {
     // /proc/version (fs/proc/version.c: the linux_banner): the version the machine names. A
     // machine that names none runs the newest rules the model knows, which have no version
     // string: the file is absent rather than invented, so a recording replays the same rules.
-    if (path == "/proc/version" && !spec.kernel_version.empty())
+    if (path == "/proc/version") {
+      if (spec.kernel_version.empty())
+        return Status::Errno(ENOENT, path + ": the simulated machine names no kernel version "
+                                            "(machine key kernel = \"6.8.0\"), so it runs the "
+                                            "newest rules the model knows and has no version string");
       return "Linux version " + spec.kernel_version + " (resmem simulator) #1 SMP\n";
+    }
     if (path == "/sys/kernel/debug/x86/pat_memtype_list") {
       // The debugfs file exists only when PAT is on (memtype.c, pat_memtype_list_init).
       if (!spec.pat_enabled)
