@@ -199,6 +199,8 @@ nothing_ran doctor_record_under_a_file_reads_nothing "MemTotal"
 # A machine that names no kernel: its missing /proc/version is noted as that, not as a file the
 # simulator lacks (the note listed /proc/version among those it serves).
 check doctor_record_no_version 0 "record note: /proc/version not recorded: /proc/version: the simulated machine names no kernel version \(machine key kernel = " -- doctor --machine qemu-q35-2g --record "$O/rec3/deeper"
+# The recording reads /proc/cmdline: no note that "the paste" has no command line.
+nothing_ran doctor_record_has_its_cmdline "no command line"
 # --plot: the data, the script and the picture, whatever the name (a quote in it once broke the
 # script); a gnuplot that fails is exit 4 and leaves the earlier picture, and no file of its own.
 P="$O/it's a plot"

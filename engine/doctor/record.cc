@@ -72,7 +72,7 @@ sim::ModulePolicySpec RecordedModulePolicy(const MachineFacts::ModulePolicy& mp,
 // (those `resmem import` reads first, in the order it reads them), and what could not be read.
 struct MachineSources {
   std::vector<std::pair<std::string, std::string>> pasted;  // read by `resmem import`
-  std::vector<std::pair<std::string, std::string>> sysfs;   // cmdline and the IOMMU's sysfs
+  std::vector<std::pair<std::string, std::string>> sysfs;   // the IOMMU's sysfs
   std::vector<std::string> notes;
 };
 
@@ -107,7 +107,9 @@ MachineSources ReadMachineSources(Platform& platform) {
   keep("cpuinfo.txt", FirstLineStartingWith(read("/proc/cpuinfo"), "address sizes"));
   keep("meminfo.txt", read("/proc/meminfo"));
   keep("version.txt", read("/proc/version"));
-  if (std::string cmdline = read("/proc/cmdline"); !cmdline.empty()) src.sysfs.push_back({"cmdline.txt", cmdline});
+  // `resmem import` reads a one-line file named *cmdline* as /proc/cmdline (the machine takes the
+  // doctor's reading of it below; read here too, the import does not warn of a paste without one).
+  keep("cmdline.txt", read("/proc/cmdline"));
   // The IOMMU's sysfs as the platform renders it (proc_parsers.h); an empty folder is kept as an
   // empty file, which says "read, nothing there".
   for (const auto& [source, name] : {std::pair<std::string, std::string>{"/sys/class/iommu", "iommu_units.txt"},
