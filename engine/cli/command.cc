@@ -124,6 +124,18 @@ std::vector<std::pair<CLI::App*, CLI::Option*>> KeepAfterDashes(
   return added;
 }
 
+// The help words (--help, -h) that come after the line's first `--`, when none comes before it:
+// after a `--` nothing is an option, yet CLI11 2.1 hands what a command leaves there to the
+// program, which answered `plan 1G -- --help` with the help. Empty otherwise.
+std::vector<std::string> HelpAfterDashes(const std::vector<std::string>& args) {
+  const auto is_help = [](const std::string& a) { return a == "--help" || a == "-h"; };
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> after;
+  if (dashes == args.end() || std::any_of(args.begin(), dashes, is_help)) return after;
+  std::copy_if(dashes, args.end(), std::back_inserter(after), is_help);
+  return after;
+}
+
 // Why a line is refused, or its help: a value left out after '=' first, then what nobody took
 // (CLI11 checks what is required before it complains of what it did not expect; a mistyped
 // option is the likelier cause of both), then CLI11's own error. `command`: the command chosen,
@@ -131,7 +143,11 @@ std::vector<std::pair<CLI::App*, CLI::Option*>> KeepAfterDashes(
 int Explain(const CLI::ParseError& e, const CLI::App& app, const CLI::App* command,
             const std::string& who, const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
-  if (AsksForHelp(e)) return Report(e, app, who, out, err);
+  if (AsksForHelp(e)) {
+    const std::vector<std::string> words = HelpAfterDashes(args);
+    return words.empty() ? Report(e, app, who, out, err)
+                         : Report(NotExpected(words), app, who, out, err);
+  }
   if (auto left_out = ValueLeftOut(args)) return Report(*left_out, app, who, out, err);
   std::vector<std::string> unexpected = command ? Leftover(*command) : std::vector<std::string>();
   for (const std::string& a : Leftover(app)) unexpected.push_back(a);

@@ -180,6 +180,19 @@ TEST(Program, ErrorsOfAValueAfterDoubleDashNameTheValue) {
   }
 }
 
+// After a `--` nothing is an option: a --help or -h there is an argument nobody took (it printed
+// the command's help, exit 0), and one before the `--` still asks for the help.
+TEST(Program, HelpAfterDoubleDashIsNoOption) {
+  for (const std::string h : {"--help", "-h"}) {
+    ExpectBadInput({"plan", "1G", "--", h}, "The following argument was not expected: " + h, "");
+    ExpectBadInput({"doctor", "--machine", "seed000-workstation", "--", h},
+                   "The following argument was not expected: " + h, "");
+    const Outcome help = Call({"plan", h, "1G", "--", h});
+    EXPECT_EQ(help.rc, kExitOk) << help.err;
+    EXPECT_NE(help.out.find("Usage: resmem plan"), std::string::npos) << help.out;
+  }
+}
+
 // What nobody took is listed in the order given (CLI11 joins its list last first), the command's
 // own before what followed a `--` once its positionals were full.
 TEST(Program, UnexpectedArgumentsInTheOrderGiven) {
