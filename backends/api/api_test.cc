@@ -74,6 +74,26 @@ TEST(ParseSize, ExactAbove2To53) {
 }
 
 // strtoull took a sign after 0x and wrapped: "0x-1" was 2^64-1, "0x-40000000" 16384 PiB.
+// The digits of a size's 0x and of a count (engine/cli/values.cc): digits of the base only, and
+// no more than 2^64-1 (one past it is no value, not a wrapped one).
+TEST(ReadDigits, OnlyTheBasesDigitsAndAt64Bits) {
+  EXPECT_EQ(ReadDigits("4096", 10).value, 4096u);
+  EXPECT_EQ(ReadDigits("ffFF", 16).value, 0xffffu);
+  EXPECT_TRUE(ReadDigits("18446744073709551615", 10).fits);
+  EXPECT_EQ(ReadDigits("ffffffffffffffff", 16).value, UINT64_MAX);
+  for (const auto& [digits, base] : std::vector<std::pair<std::string, int>>{
+           {"18446744073709551616", 10}, {"10000000000000000", 16}, {"99999999999999999999999", 10}}) {
+    const DigitsRead r = ReadDigits(digits, base);
+    EXPECT_TRUE(r.digits_only) << digits;
+    EXPECT_FALSE(r.fits) << digits;
+  }
+  for (const auto& [digits, base] : std::vector<std::pair<std::string, int>>{
+           {"", 10}, {"-1", 10}, {"+1", 16}, {"1a", 10}, {"0x1", 16}, {"1 ", 10}, {"g", 16}}) {
+    EXPECT_FALSE(ReadDigits(digits, base).digits_only) << "'" << digits << "'";
+    EXPECT_FALSE(ReadDigits(digits, base).fits) << "'" << digits << "'";
+  }
+}
+
 TEST(ParseSize, HexHasNoSignAndFitsIn64Bits) {
   EXPECT_EQ(*ParseSize("0xffffffffffffffff"), UINT64_MAX);
   EXPECT_EQ(*ParseSize("0X4000_0000"), 1ull << 30);

@@ -155,23 +155,42 @@ Status CheckDeviceSpan(const DeviceBuffer& dev, uint64_t offset, uint64_t len, c
 
 namespace {
 
-// The digits after "0x" of `text`: hexadecimal digits only (strtoull would take a sign and wrap
-// "0x-1" round to 2^64-1), at most 64 bits.
+// The digits after "0x" of `text`, at most 64 bits.
 Result<uint64_t> ParseHexSize(const std::string& digits, const std::string& text) {
-  uint64_t v = 0;
-  for (char c : digits) {
-    if (!std::isxdigit(static_cast<unsigned char>(c)))
-      return Status::InvalidArgument("bad hexadecimal size '" + text + "': after 0x only the digits "
-                                     "0-9 and a-f, e.g. 0x40000000");
-    if (v > (UINT64_MAX >> 4))
-      return Status::InvalidArgument("size '" + text + "' does not fit in 64 bits");
-    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  return v;
+  const DigitsRead r = ReadDigits(digits, 16);
+  if (!r.digits_only)
+    return Status::InvalidArgument("bad hexadecimal size '" + text + "': after 0x only the digits "
+                                   "0-9 and a-f, e.g. 0x40000000");
+  if (!r.fits) return Status::InvalidArgument("size '" + text + "' does not fit in 64 bits");
+  return r.value;
 }
 
 }  // namespace
+
+namespace {
+
+// The value of `c` as a digit, `base` or more when it is none of base's digits.
+int DigitValue(char c, int base) {
+  const unsigned char u = static_cast<unsigned char>(c);
+  if (std::isdigit(u)) return c - '0';
+  return std::isxdigit(u) ? std::tolower(u) - 'a' + 10 : base;
+}
+
+}  // namespace
+
+DigitsRead ReadDigits(const std::string& digits, int base) {
+  DigitsRead r;
+  r.digits_only = !digits.empty();
+  for (char c : digits) r.digits_only = r.digits_only && DigitValue(c, base) < base;
+  if (!r.digits_only) return r;
+  for (char c : digits) {
+    const uint64_t d = static_cast<uint64_t>(DigitValue(c, base));
+    if (r.value > (UINT64_MAX - d) / static_cast<uint64_t>(base)) return r;  // fits stays false
+    r.value = r.value * static_cast<uint64_t>(base) + d;
+  }
+  r.fits = true;
+  return r;
+}
 
 Result<uint64_t> ParseSize(const std::string& text) {
   std::string t;

@@ -100,6 +100,16 @@ Status CheckSpan(const HostMemory& mem, uint64_t offset, uint64_t len, const cha
 // K/M/G/T are binary (as on the kernel command line).
 Result<uint64_t> ParseSize(const std::string& text);
 std::string FormatSize(uint64_t bytes);  // "188 GiB", "16 MiB", "4 KiB", "123 B"
+
+// The unsigned number `digits` spells in `base` (10 or 16): digits of that base only, at least
+// one (no sign, prefix, space or '_': strtoull would take a sign and wrap "-1" round to 2^64-1).
+// `digits_only` false where another character (or none) is there; `fits` false past 2^64-1.
+struct DigitsRead {
+  bool digits_only = false;
+  bool fits = false;
+  uint64_t value = 0;  // when both hold
+};
+DigitsRead ReadDigits(const std::string& digits, int base);
 // "0x1f0000": addresses, tokens and versions as the kernel and the NVIDIA driver print them.
 std::string HexAddress(uint64_t value);
 

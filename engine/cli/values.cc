@@ -1,6 +1,5 @@
 #include "engine/cli/values.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -36,17 +35,12 @@ namespace {
 std::string WholeNumberProblem(const std::string& text) {
   const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
   const std::string digits = hex ? text.substr(2) : text;
-  const int base = hex ? 16 : 10;
-  if (digits.empty() || digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") !=
-                            std::string::npos)
-    return "'" + text + "' is not a whole number of 0 or more";
-  errno = 0;
-  const unsigned long long value = std::strtoull(digits.c_str(), nullptr, base);
-  if (errno == ERANGE)
-    return "'" + text + "' is too large (at most " + std::to_string(UINT64_MAX) + ")";
+  const DigitsRead r = ReadDigits(digits, hex ? 16 : 10);
+  if (!r.digits_only) return "'" + text + "' is not a whole number of 0 or more";
+  if (!r.fits) return "'" + text + "' is too large (at most " + std::to_string(UINT64_MAX) + ")";
   if (!hex && digits.size() > 1 && digits[0] == '0')
     return "'" + text + "' starts with 0, which would read as octal: write it without the leading "
-           "zeros (" + std::to_string(value) + ")";
+           "zeros (" + std::to_string(r.value) + ")";
   return std::string();
 }
 
