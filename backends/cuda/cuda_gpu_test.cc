@@ -114,6 +114,40 @@ TEST_F(CudaGpuTest, RegistrationCodesMatchTheMeasuredDriver) {
   EXPECT_EQ(gpu_->Unregister(*anon, 0).code(), 713);                // not registered
 }
 
+// A range past its buffer or mapping: the backend refuses it before CUDA sees it, with CUDA's
+// own answer, which the test takes from CUDA itself on this machine (the H200, r580: 1
+// cudaErrorInvalidValue, also with a second allocation right after the first).
+TEST_F(CudaGpuTest, RangesPastTheEndAnswerAsCudaDoes) {
+  const uint64_t m4 = 4 << 20;
+  void* raw = nullptr;
+  void* after = nullptr;
+  ASSERT_EQ(cudaMalloc(&raw, m4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&after, m4), cudaSuccess);
+  auto pinned = gpu_->AllocPinned(2 * m4, 0);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
+  const int cuda_says = static_cast<int>(
+      cudaMemcpy(static_cast<char*>(raw) + m4 / 2, (*pinned)->data(), m4, cudaMemcpyHostToDevice));
+  cudaGetLastError();
+  cudaFree(raw);
+  cudaFree(after);
+  EXPECT_EQ(cuda_says, static_cast<int>(cudaErrorInvalidValue));
+  auto dev = gpu_->AllocDevice(m4);
+  ASSERT_TRUE(dev.ok());
+  auto expect_cuda = [&](const Status& st, const char* what) {
+    EXPECT_EQ(st.space(), ErrorSpace::kCuda) << what << ": " << st.ToString();
+    EXPECT_EQ(st.code(), cuda_says) << what << ": " << st.ToString();
+  };
+  for (CopyDirection dir : {CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost})
+    expect_cuda(gpu_->Copy(dir, **pinned, 0, **dev, m4 / 2, m4).status(), "copy past the device buffer");
+  expect_cuda(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 6 << 20, **dev, 0, m4).status(),
+              "copy past the host span");
+  expect_cuda(gpu_->DeviceChecksum(**dev, m4 / 2, m4).status(), "checksum past the device buffer");
+  auto anon = Map(host::HostKind::kAnonymous, 64 << 10);
+  ASSERT_TRUE(anon);
+  expect_cuda(gpu_->Register(*anon, 32 << 10, 64 << 10, 0), "registration past the mapping");
+  EXPECT_TRUE(gpu_->Copy(CopyDirection::kHostToDevice, **pinned, 0, **dev, 0, m4).ok());
+}
+
 TEST_F(CudaGpuTest, PfnmapNeedsIoMemory) {
   auto vvar = host::FindNamedVma("[vvar]");
   if (!vvar.ok()) GTEST_SKIP() << "skipped: no [vvar] mapping on this kernel";

@@ -373,10 +373,8 @@ class SimGpu : public Gpu {
     if (!sdev)
       return Cuda(profile_.error_invalid_value,
                   "checksum: the device buffer was not allocated by this simulated GPU");
-    if (offset > dev.size() || length > dev.size() - offset)
-      return Cuda(profile_.error_invalid_value,
-                  "checksum of " + FormatSize(length) + " at +" + Hex(offset) +
-                      ": runs past the end of the buffer (" + FormatSize(dev.size()) + ")");
+    if (Status range = CheckDeviceSpan(dev, offset, length, "checksum"); !range.ok())
+      return Cuda(profile_.error_invalid_value, range.message());  // as Checked
     FaultOutcome fault;
     if (faults_) fault = faults_->Check("gpu.checksum", offset, length);
     if (fault.fired && (fault.effect == FaultEffect::kError || fault.effect == FaultEffect::kSignal))
@@ -510,12 +508,12 @@ class SimGpu : public Gpu {
     if (!sdev)
       return Cuda(profile_.error_invalid_value,
                   what + ": the device buffer was not allocated by this simulated GPU");
-    if (host_offset > host.size() || length > host.size() - host_offset)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the host range runs past the end of the span (" + FormatSize(host.size()) + ")");
-    if (dev_offset > dev.size() || length > dev.size() - dev_offset)
-      return Cuda(profile_.error_invalid_value,
-                  what + ": the device range runs past the end of the buffer (" + FormatSize(dev.size()) + ")");
+    // CUDA's answer for a range past an allocation (the H200, r580: 1 cudaErrorInvalidValue for
+    // cudaMemcpy, cudaMemcpyAsync and cudaMemset; the cuda backend refuses it up front the same
+    // way, backends/cuda/cuda_gpu.cc PastTheEnd), in the profile's numbering.
+    Status range = CheckSpan(host, host_offset, length, what.c_str());
+    if (range.ok()) range = CheckDeviceSpan(dev, dev_offset, length, what.c_str());
+    if (!range.ok()) return Cuda(profile_.error_invalid_value, range.message());
     return sdev;
   }
 
