@@ -37,7 +37,7 @@ check "a one-run profile with a 5% margin flags noise" 1 $? "$T/one.out" "bandwi
 "$GPU" calibrate --merge --out "$T/x.json" >"$T/e1.out" 2>&1
 check "--merge without files" 2 $? "$T/e1.out" "--merge: needs profile files before '--out'"
 "$GPU" calibrate --merge "$T/missing.json" --out "$T/x.json" >"$T/e2.out" 2>&1
-check "--merge of a missing file" 2 $? "$T/e2.out" "cannot read profile $T/missing.json"
+check "--merge of a missing file" 2 $? "$T/e2.out" "cannot read profile '$T/missing.json': No such file or directory; check the path"
 echo '{"format": 1}' >"$T/notprofile.json"
 "$GPU" calibrate --merge "$ONE" "$T/notprofile.json" --out "$T/x.json" >"$T/e3.out" 2>&1
 check "--merge of a file that is no profile" 2 $? "$T/e3.out" "notprofile.json is not a calibration profile"

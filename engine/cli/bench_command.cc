@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backends/host/host_region.h"
+#include "backends/api/text_file.h"
 #include "engine/bench/bench.h"
 #include "engine/bench/managed_bench.h"
 #include "engine/bench/plot.h"
@@ -274,23 +275,17 @@ int Plot(const BenchResult& r, const std::string& png) {
 
 int Run(const BenchArgs& a) {
   if (!a.replot.empty()) {
-    std::ifstream in(a.replot);
-    if (!in) return Fail(Status::InvalidArgument("cannot read " + a.replot), cli::kExitBadInput);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto r = BenchResultFromJson(ss.str());
+    auto text = ReadTextFile(a.replot, "--replot ");
+    if (!text.ok()) return Fail(text.status(), cli::kExitBadInput);
+    auto r = BenchResultFromJson(*text);
     if (!r.ok()) return Fail(r.status(), cli::kExitBadInput);
     return Plot(*r, a.plot.empty() ? "bench.png" : a.plot);
   }
   BenchOptions o = a.options;
   if (!a.nvbandwidth.empty()) {
-    std::ifstream in(a.nvbandwidth);
-    if (!in)
-      return Fail(Status::InvalidArgument("--nvbandwidth: cannot read " + a.nvbandwidth),
-                  cli::kExitBadInput);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto ref = ReferenceFromNvbandwidthJson(ss.str(), a.nvbandwidth_size);
+    auto text = ReadTextFile(a.nvbandwidth, "--nvbandwidth ");
+    if (!text.ok()) return Fail(text.status(), cli::kExitBadInput);
+    auto ref = ReferenceFromNvbandwidthJson(*text, a.nvbandwidth_size);
     if (!ref.ok())
       return Fail(ref.status().WithContext("--nvbandwidth " + a.nvbandwidth), cli::kExitBadInput);
     o.reference = *ref;

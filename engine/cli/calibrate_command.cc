@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "backends/api/text_file.h"
 #include "engine/calibrate/calibrate.h"
 #include "engine/cli/command.h"
 #include "engine/cli/output_files.h"
@@ -45,11 +46,8 @@ int Fail(const Status& st, int code) {
 }
 
 Result<nlohmann::json> ReadProfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::InvalidArgument("cannot read profile " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto profile = nlohmann::json::parse(ss.str(), nullptr, false);
+  RESMEM_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "profile "));
+  auto profile = nlohmann::json::parse(text, nullptr, false);
   if (profile.is_discarded())
     return Status::InvalidArgument(path + " is not JSON (a profile written by resmem calibrate)");
   return profile;

@@ -184,8 +184,9 @@ check stream_card_faults_no_card 2 "--card-faults is the card's fault script, .*
 check stream_no_blocks 2 "--blocks: '0' is less than 1" -- stream --backend sim --blocks 0 --quiet
 check stream_rate_negative 2 "--rate: '-5' is not a number of 0 or more" -- stream --backend sim --rate -5
 nothing_ran stream_rate_no_dbl_max "179769313486231"
-check calibrate_no_status_code 2 "^resmem calibrate: cannot read profile $O/nope.json" -- calibrate --compare "$O/nope.json"
-check bench_no_status_code 2 "^resmem bench: cannot read $O/nope.json" -- bench --backend sim --replot "$O/nope.json" --plot "$O/n.png"
+check calibrate_no_status_code 2 "^resmem calibrate: cannot read profile '$O/nope.json': No such file or directory; check the path" -- calibrate --compare "$O/nope.json"
+check bench_replot_a_folder 2 "^resmem bench: cannot read --replot '$O': Is a directory; give a file, not a folder" -- bench --backend sim --replot "$O" --plot "$O/n.png"
+check bench_no_status_code 2 "^resmem bench: cannot read --replot '$O/nope.json': No such file or directory; check the path" -- bench --backend sim --replot "$O/nope.json" --plot "$O/n.png"
 check fuse_mount_a_file 2 "--mount: $O/a.toml is a file, not a directory" -- fuse --machine seed000-workstation --mount "$O/a.toml"
 mkdir -p "$O/rec2"; { echo "# the user's own"; cat "$O/box.toml"; } >"$O/rec2/machine.toml"; M=$(cat "$O/rec2/machine.toml")
 check doctor_record_over_machine 2 "--record $O/rec2/machine.toml is the same file as the input --machine $O/rec2/machine.toml" -- doctor --machine "$O/rec2/machine.toml" --record "$O/rec2"
@@ -219,5 +220,38 @@ PATH="$O/fakebin:$PATH" check bench_plot_gnuplot_fails 4 "resmem bench: drawing 
 unchanged bench_plot_gnuplot_fails_keeps_png "$O/pl/p.png" "the earlier plot"
 if [[ "$(ls "$O/pl")" == "$(printf 'p.dat\np.gp\np.png')" ]]; then echo "ok   bench_plot_gnuplot_fails_leaves_no_file"
 else echo "FAIL bench_plot_gnuplot_fails_leaves_no_file: $(ls "$O/pl")"; fails=$((fails + 1)); fi
-echo "cli: $fails failed"
+# Files and folders this user may not read or write (root may do both: as root the commands run
+# as nobody, through setpriv, from a copy of the binary in a folder nobody can reach).
+skipped=0
+if [[ $(id -u) != 0 ]] || command -v setpriv >/dev/null; then
+  P=$(mktemp -d /tmp/resmem-cli-perm.XXXXXX); chmod 755 "$P"; trap 'chmod -R u+rwx "$P"; rm -rf "$P"' EXIT
+  cp "$R" "$P/resmem"; chmod 755 "$P/resmem"
+  AS=(); [[ $(id -u) != 0 ]] || AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  mkdir -p "$P/locked" "$P/w" "$P/shut" "$P/tree/sub"; chmod 555 "$P/locked"; chmod 777 "$P/w"
+  # Mode 000: no reader but root, whoever owns them (the folders' owner could chmod them back).
+  cp "$O/a.toml" "$P/secret.toml"; chmod 000 "$P/secret.toml"
+  cp "$O/a.toml" "$P/shut/a.toml"; chmod 000 "$P/shut"
+  cp "$O/a.toml" "$P/tree/a.toml"; cp "$O/a.toml" "$P/tree/sub/b.toml"; chmod 000 "$P/tree/sub"
+  chmod 755 "$P/tree"; chmod 644 "$P/tree/a.toml"; cp "$O/a.toml" "$P/ok.toml"; chmod 644 "$P/ok.toml"
+  RU=("${AS[@]}" "$P/resmem")
+  perm() {  # perm NAME WANT_RC PATTERN -- ARGS...: check, as the user who may not
+    local name=$1 want=$2 pat=$3; shift 4
+    out=$("${RU[@]}" "$@" 2>&1); rc=$?
+    if ! [[ $rc =~ ^($want)$ ]] || ! grep -qzE -- "$pat" <<<"$out"; then
+      echo "FAIL $name: rc $rc (want $want), output:"; echo "$out" | head -20; fails=$((fails + 1))
+    else echo "ok   $name"; fi
+  }
+  perm perm_scenario_unreadable 2 "cannot read scenario file '$P/secret.toml': Permission denied; make it readable" -- run "$P/secret.toml"
+  perm perm_folder_unlistable 2 "cannot list the scenario folder '$P/shut' \(under '$P/shut'\): Permission denied; make it readable" -- run "$P/shut"
+  perm perm_subfolder_unlistable 2 "cannot list the scenario folder '$P/tree/sub' \(under '$P/tree'\): Permission denied" -- run "$P/tree"
+  perm perm_machine_unreadable 2 "cannot read machine file '$P/secret.toml': Permission denied" -- doctor --machine "$P/secret.toml"
+  perm perm_paste_unreadable 2 "cannot read '$P/secret.toml': Permission denied" -- import "$P/secret.toml" -o "$P/w/out.toml"
+  perm perm_json_folder_unwritable 2 "cannot write the JSON report --json $P/locked/r.json: Permission denied" -- run --json "$P/locked/r.json" "$P/ok.toml"
+  perm perm_record_cannot_be_made 2 "--record $P/locked/new/rec cannot be made in $P/locked: Permission denied; give a folder you may write" -- doctor --machine qemu-q35-2g --record "$P/locked/new/rec"
+  nothing_ran perm_record_reads_nothing "MemTotal"
+else
+  echo "SKIP perm_*: the permission cases need a user who may not read: this runs as root and setpriv is missing (util-linux)"
+  skipped=7
+fi
+echo "cli: $fails failed, $skipped skipped"
 exit $((fails > 0))

@@ -24,6 +24,7 @@
 #include "mock/machine/linux_rules.h"
 #include "mock/machine/machine_file.h"
 #include "backends/api/memory.h"
+#include "backends/api/text_file.h"
 
 namespace resmem::import {
 namespace {
@@ -221,11 +222,8 @@ Result<std::string> DumpFirmwareMemmapDir(const std::string& dir) {
 Result<std::vector<PasteInput>> ReadPasteFiles(const std::vector<std::string>& paths) {
   std::vector<PasteInput> out;
   auto read_file = [&](const std::string& path) -> Status {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Errno(ENOENT, "cannot read '" + path + "'; check the path");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out.push_back({path, ss.str()});
+    RESMEM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, ""));
+    out.push_back({path, std::move(text)});
     return Status::Ok();
   };
   for (const auto& path : paths) {

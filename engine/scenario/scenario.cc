@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "backends/api/memory.h"
+#include "backends/api/text_file.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/paste/paste.h"
 #include "engine/scenario/step_defs.h"
@@ -353,10 +354,7 @@ Result<sim::MachineSpec> LoadMachineSourceIn(const std::vector<std::string>& pat
   const fs::path first(paths[0]);
   std::error_code ec;
   if (paths.size() == 1 && fs::is_regular_file(first, ec)) {
-    std::ifstream in(first);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    RESMEM_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(first.string(), "machine file "));
     // A scenario file's [machine] is a machine too (`resmem plan --machine scenarios/x.toml`):
     // the one the scenario boots, with its preset or from= resolved and its keys applied.
     if (text.find("[scenario]") != std::string::npos) {
@@ -833,13 +831,8 @@ Result<std::vector<Scenario>> ParseScenarioText(const std::string& text, const s
 }
 
 Result<std::vector<Scenario>> LoadScenarioFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    return Status::Errno(errno ? errno : ENOENT,
-                         "cannot read scenario file '" + path + "'; check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseScenarioText(ss.str(), path);
+  RESMEM_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "scenario file "));
+  return ParseScenarioText(text, path);
 }
 
 Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path) {
@@ -848,10 +841,19 @@ Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path) {
   if (!fs::is_directory(path, ec))
     return Status::Errno(ENOENT, "'" + path + "' is neither a scenario file nor a folder of them");
   std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(path, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (ec) break;
+  // A folder that cannot be listed is an error, not a folder without scenarios: its files would
+  // be left out unseen.
+  std::string listing = path;
+  auto it = fs::recursive_directory_iterator(path, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory(ec)) listing = it->path().string();
     if (it->is_regular_file() && it->path().extension() == ".toml") files.push_back(it->path().string());
+  }
+  if (ec) {
+    const std::string way_out = WayOutOfReadError(ec.value());
+    return Status::Errno(ec.value(), "cannot list the scenario folder '" + listing + "' (under '" +
+                                         path + "'): " + ec.message() +
+                                         (way_out.empty() ? "" : "; " + way_out));
   }
   std::sort(files.begin(), files.end());
   if (files.empty())
