@@ -112,7 +112,7 @@ Status SignalRun::Drive() {
   if (!st.ok()) {
     // Stop the lanes, then release every wait queued on the stream so it drains.
     abort_.store(true, std::memory_order_release);
-    for (int b = 0; b < nbuf_; ++b) lane_word_[b] = Token(nseg_ - 1);
+    for (int b = 0; b < nbuf_; ++b) RaiseToken(&lane_word_[b], Token(nseg_ - 1));
     Status sync = s_.cuda->SyncStream();
     (void)sync;  // the first error is the one reported
     return st;
@@ -202,9 +202,10 @@ void SignalRun::MoveSegment(int lane, uint64_t g) {
     }
     if (moved_[g].fetch_add(len, std::memory_order_acq_rel) + len == n) {
       // The last piece in: publish the segment to the stream (x86 keeps this store after
-      // the other lanes' bytes, which the acq_rel add ordered before it).
+      // the other lanes' bytes, which the acq_rel add ordered before it). Raised, never
+      // lowered: lane 0 may have released every wait with the copy's last token on an error.
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      lane_word_[b] = Token(g);
+      RaiseToken(&lane_word_[b], Token(g));
       if (tracing_) s_.trace.filled_us[g] = us_();
     }
   }

@@ -630,6 +630,64 @@ TEST_F(StagedCudaLongTest, SmCopyReturnsAnErrorWhenItsKernelDies) {
               "the copy returned: ");
 }
 
+// What SignalledCopyEndsOnAQueueErrorWithGpuWaits copies with: 64 MiB host to device in equal
+// segments (no plan, no SM copy), their DMAs queued behind stream waits (--signals --gpu-waits).
+TransferOptions GpuWaitOptions() {
+  TransferOptions o;
+  o.allowed = {Path::kStaged};
+  o.staging_signals = o.staging_gpu_waits = true;
+  o.staging_sm_copy_upto = 0;
+  o.staging_plan_upto = o.staging_plan_d2h_from = 0;
+  return o;
+}
+constexpr uint64_t kGpuWaitCopy = 64ull << 20;
+
+// Its child: 200 such copies, the k-th DMA of each refused as it is queued (k from 2 to 13:
+// past the buffers' count, so waits for two segments of one buffer are queued), and lane 0
+// releases the waits it queued while the lanes still fill. Exits 0 when every copy returned the
+// injected error, 1 when one returned Ok or another error, 2 when the set-up failed, 3 when the
+// watchdog found a copy still running after 30 s.
+[[noreturn]] void QueueErrorsBehindStreamWaits(cuda::CudaGpu& gpu, Clock& clock) {
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+    Leave(3, "hung: a copy had not returned after 30 s");
+  }).detach();
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, kGpuWaitCopy);
+  auto dev = gpu.AllocDevice(kGpuWaitCopy);
+  if (!host.ok() || !dev.ok()) Leave(2, "set-up: no host mapping or device buffer");
+  auto e = TransferEngine::Open(gpu, **host, clock, GpuWaitOptions());
+  if (!e.ok()) Leave(2, "set-up: " + e.status().ToString());
+  for (int round = 0; round < 200; ++round) {
+    auto faults = std::make_shared<FaultInjector>(300 + round);
+    const int k = 2 + round % 12;
+    if (!faults->AddRule(FaultRule::ErrorOnCall("gpu.copy", k, Status::Cuda(999, "injected"))).ok())
+      Leave(2, "set-up: the fault rule");
+    gpu.set_faults(faults);
+    auto r = (*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, kGpuWaitCopy);
+    gpu.set_faults(nullptr);
+    if (r.ok() || r.status().code() != 999)
+      Leave(1, "round " + std::to_string(round) + ": " + (r.ok() ? "Ok" : r.status().ToString()));
+  }
+  Leave(0, "every copy returned its error: 200 rounds (" + (*e)->choice().detail + ")");
+}
+
+// A copy through stream signals with the GPU waiting (--gpu-waits) whose DMA cannot be queued
+// returns that error: lane 0 releases every wait it queued with the copy's last token, and a lane
+// that finishes a segment afterwards raises its buffer's word, never lowers it (staging.h,
+// RaiseToken). With a plain store such a lane set the word back to its own segment's token, and
+// a wait queued for a later segment of that buffer was never met: the stream never drained.
+TEST_F(StagedCudaLongTest, SignalledCopyEndsOnAQueueErrorWithGpuWaits) {
+  ASSERT_NO_FATAL_FAILURE(MapBoth(kGpuWaitCopy));
+  auto e = TransferEngine::Open(*gpu_, *host_, clock_, GpuWaitOptions());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  if ((*e)->choice().detail.find("DMAs queued behind stream signals") == std::string::npos)
+    GTEST_SKIP() << "skipped: no stream signals (" << (*e)->choice().detail << ")";
+  e->reset();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(QueueErrorsBehindStreamWaits(*gpu_, clock_), ::testing::ExitedWithCode(0),
+              "every copy returned its error: 200 rounds");
+}
+
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                          ::testing::Values(Variant{"sm_h2d", false, false, false, 0, true, 1, false, true},
                                            // one block takes every piece: a 40 MiB copy goes

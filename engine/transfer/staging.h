@@ -93,6 +93,18 @@ inline bool Reached(const volatile uint32_t* word, uint32_t value) {
   return static_cast<int32_t>(*word - value) >= 0;
 }
 
+// Raises *word to `value` unless it has reached it already, in the same cyclic order: a word a
+// stream waits on only goes up. (A lane that finished a segment after lane 0 had released every
+// wait with a later token, on an error, lowered the word again by a plain store: a wait queued
+// behind it was then never met and the stream's synchronize never returned.)
+inline void RaiseToken(volatile uint32_t* word, uint32_t value) {
+  uint32_t seen = *word;
+  while (static_cast<int32_t>(seen - value) < 0 &&
+         !__atomic_compare_exchange_n(const_cast<uint32_t*>(word), &seen, value, false,
+                                      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
+}
+
 // Microseconds since it was made: the time origin of a staged copy's trace.
 class MicrosSince {
  public:
