@@ -37,6 +37,11 @@ class PieceRun {
   // Polls until every piece is moved and the kernel's done word reads the copy's last number,
   // or the kernel's stream failed (status_).
   void WatchDone();
+  // Before the lanes start: every word the copy compares reads "nothing yet" for this copy's
+  // numbers. The words compare cyclically, and one an earlier copy left 2^31 numbers behind
+  // (the intent, written only when a kernel starts late; a slot only large copies use) read as
+  // reached: the kernel left at once and the lanes waited for it forever.
+  void ClearWords();
 
   Staging& s_;
   cuda::CudaGpu::PieceRing& r_;
@@ -93,6 +98,18 @@ PieceRun::PieceRun(Staging& s, cuda::CudaGpu::PieceRing& r, const CopyRequest& c
     StartTrace(&s_.trace, c.length, piece_, lanes_);
     s_.trace.sm_pieces = n_;
   }
+  ClearWords();
+}
+
+void PieceRun::ClearWords() {
+  // Pieces are numbered base + 1 on: base is "no piece yet" for the slots' words and the done
+  // word, and base - 1 is no copy's start, intent or verdict (a kernel given to the DMAs earlier
+  // and still queued reads an intent past its own base and leaves, as before).
+  for (uint32_t slot = 0; slot < slots_; ++slot)
+    cpu_words_[slot * kStride] = gpu_words_[slot * kStride] = base_;
+  *done_word_ = base_;
+  *started_word_ = *intent_word_ = *verdict_word_ = base_ - 1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void PieceRun::MovePieces(bool lead) {

@@ -40,12 +40,13 @@ class PieceCopy : public CopyStrategy {
   Result<CopyOutcome> Copy(const CopyRequest& c) override;
 
  private:
-  PieceCopy(Staging& s, cuda::CudaGpu::PieceRing ring) : s_(s), ring_(std::move(ring)) {}
+  PieceCopy(Staging& s, cuda::CudaGpu::PieceRing ring)
+      : s_(s), ring_(std::move(ring)), seq_(s.o.staging_first_number) {}
 
   Staging& s_;
   // The piece ring and the number of the next copy's first piece - 1.
   cuda::CudaGpu::PieceRing ring_;
-  uint32_t seq_ = 1;
+  uint32_t seq_;
 };
 
 }  // namespace resmem::transfer

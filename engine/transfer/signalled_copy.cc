@@ -101,6 +101,11 @@ SignalRun::SignalRun(Staging& s, const cuda::CudaGpu::Signals& signals, const Co
     SizeSegmentTimes(&s_.trace, nseg_);
   }
   for (uint64_t i = 0; i < nseg_; ++i) claimed_[i].store(0), moved_[i].store(0);
+  // Every buffer's words read "nothing yet" (base - 1): one that no copy had set for 2^31
+  // numbers read as reached, and a lane refilled a buffer its DMA still read. The stream is idle
+  // here (every copy ends with it synchronized).
+  for (int b = 0; b < nbuf_; ++b) lane_word_[b] = stream_word_[b] = base_ - 1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 Status SignalRun::Drive() {

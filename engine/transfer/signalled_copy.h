@@ -38,11 +38,12 @@ class SignalledCopy : public CopyStrategy {
   Result<CopyOutcome> Copy(const CopyRequest& c) override;
 
  private:
-  SignalledCopy(Staging& s, cuda::CudaGpu::Signals signals) : s_(s), signals_(signals) {}
+  SignalledCopy(Staging& s, cuda::CudaGpu::Signals signals)
+      : s_(s), signals_(signals), seq_(s.o.staging_first_number - 1) {}
 
   Staging& s_;
   cuda::CudaGpu::Signals signals_;
-  uint32_t seq_ = 0;  // every segment takes the next number
+  uint32_t seq_;  // every segment takes the next number
 };
 
 }  // namespace resmem::transfer

@@ -688,6 +688,65 @@ TEST_F(StagedCudaLongTest, SignalledCopyEndsOnAQueueErrorWithGpuWaits) {
               "every copy returned its error: 200 rounds");
 }
 
+// The child of CopiesCrossTheWordsWrap: `copies` copies of `len` both ways in turn (host to
+// device, back into the other half of the mapping), each checked, with the word protocols
+// counting from `first` (TransferOptions::staging_first_number). `o` picks the strategy, whose
+// name must be in the engine's choice. Exits 0 when every copy arrived whole, 1 at the first that
+// did not (or failed), 2 when the set-up failed, 3 when the watchdog found a copy still running
+// after 30 s.
+[[noreturn]] void CopiesAcrossTheWrap(cuda::CudaGpu& gpu, Clock& clock, TransferOptions o,
+                                      const std::string& strategy, uint64_t len, int copies) {
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+    Leave(3, "hung: a copy had not returned after 30 s");
+  }).detach();
+  auto host = host::MapHostMemory(host::HostKind::kMemfd, 2 * len);
+  auto dev = gpu.AllocDevice(len);
+  if (!host.ok() || !dev.ok()) Leave(2, "set-up: no host mapping or device buffer");
+  auto e = TransferEngine::Open(gpu, **host, clock, o);
+  if (!e.ok()) Leave(2, "set-up: " + e.status().ToString());
+  if ((*e)->choice().detail.find(strategy) == std::string::npos)
+    Leave(2, "set-up: not " + strategy + " (" + (*e)->choice().detail + ")");
+  for (int i = 0; i < copies; ++i) {
+    const std::string what = "copy " + std::to_string(i);
+    if (!FillPattern(**host, 0, len, 1000 + i, 5).ok()) Leave(2, "set-up: the pattern");
+    auto up = (*e)->Copy(CopyDirection::kHostToDevice, 0, **dev, 0, len);
+    if (!up.ok()) Leave(1, what + " to the device: " + up.status().ToString());
+    auto bad = DeviceMismatches(gpu, **dev, 0, len, 1000 + i, 5);
+    if (!bad.ok() || *bad != 0) Leave(1, what + " reached the device with mismatches");
+    auto down = (*e)->Copy(CopyDirection::kDeviceToHost, len, **dev, 0, len);
+    if (!down.ok()) Leave(1, what + " to the host: " + down.status().ToString());
+    auto back = HostMismatches(**host, len, len, 1000 + i, 5);
+    if (!back.ok() || *back != 0) Leave(1, what + " came back with mismatches");
+  }
+  Leave(0, "every copy arrived whole: " + std::to_string(copies));
+}
+
+// The word protocols count on across 2^31 (their words compare cyclically): an engine that lives
+// long enough gets there (the SM copy after about 64 TiB in 32 KiB pieces). Each copy sets its
+// words to "nothing yet" before it starts. Before: the SM copy's intent word, written only when
+// a kernel starts late, still read 0, which reads as reached past 2^31: the first copy there
+// hung (its kernel left at once). Stream signals' words that no copy had set for 2^31 numbers
+// (here the fresh ring's zeros, just past 2^31) read as reached too: DMAs went before their
+// segments were filled and lanes refilled buffers being read.
+TEST_F(StagedCudaLongTest, CopiesCrossTheWordsWrap) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  TransferOptions sm;
+  sm.allowed = {Path::kStaged};
+  sm.staging_first_number = 0x7fffff00u;  // 1 MiB copies take 33 numbers: the 8th crosses
+  EXPECT_EXIT(CopiesAcrossTheWrap(*gpu_, clock_, sm, "moved by the SMs", 1 << 20, 40),
+              ::testing::ExitedWithCode(0), "every copy arrived whole: 40");
+  TransferOptions signals;
+  signals.allowed = {Path::kStaged};
+  signals.staging_signals = true;
+  signals.staging_sm_copy_upto = 0;
+  signals.staging_plan_upto = signals.staging_plan_d2h_from = 0;
+  signals.staging_first_number = 0x80000100u;
+  EXPECT_EXIT(CopiesAcrossTheWrap(*gpu_, clock_, signals, "DMAs queued behind stream signals",
+                                  64ull << 20, 20),
+              ::testing::ExitedWithCode(0), "every copy arrived whole: 20");
+}
+
 INSTANTIATE_TEST_SUITE_P(Pipelines, StagedCudaTest,
                          ::testing::Values(Variant{"sm_h2d", false, false, false, 0, true, 1, false, true},
                                            // one block takes every piece: a 40 MiB copy goes

@@ -307,6 +307,12 @@ struct TransferOptions {
   // Debug: keep per-phase timestamps of the last staged segment copy (last_trace()). Costs one
   // steady-clock read per piece and per segment event.
   bool staging_trace = false;
+  // Tests: the number the SM copy's piece ring and the stream signals count from. Their words
+  // compare cyclically (as CU_STREAM_WAIT_VALUE_GEQ does), so an engine that lives long enough
+  // crosses 2^31 (the SM copy after about 64 TiB in 32 KiB pieces: half an hour of 64 MiB copies
+  // on an H200); a test starts just below it to cross it at once. Every copy sets its words to
+  // "nothing yet" before it starts (piece_copy.cc, signalled_copy.cc), so none is stale then.
+  uint32_t staging_first_number = 1;
 };
 
 // Where one staged segment copy's time went (TransferOptions::staging_trace), in microseconds
