@@ -180,6 +180,7 @@ check run_option_no_key 2 "--option: '=bar' names no key" -- run --option =bar "
 check run_backend_part_twice 2 "backend part 'gpu' is given twice \(gpu=sim, then gpu=cuda\)" -- run --backend platform=sim,region=sim,gpu=sim,gpu=cuda "$O/a.toml"
 check bench_size_past_the_gpu 2 "resmem bench: the largest of --sizes is 1 TiB, more than (the GPU's [0-9.]+ GiB of memory|this machine's [0-9.]+ [GT]iB of RAM)" -- bench --backend sim --sizes 1T --passes 1
 check stream_ring_past_ram 2 "resmem stream: the ring, --block 1G x --slots 1048576, is 1 PiB, more than this machine's [0-9.]+ [GTP]iB of RAM \(MemTotal\); give fewer --slots" -- stream --backend sim --block 1G --slots 1048576 --quiet
+check stream_blocks_past_ram 2 "resmem stream: the ring, --block 4K x --slots 8 and 40 B kept a block for --blocks 10000000000000, is 363.80 TiB, more than this machine's [0-9.]+ [GTP]iB of RAM \(MemTotal\); give fewer --blocks" -- stream --backend sim --block 4K --slots 8 --blocks 10000000000000 --quiet
 check stream_card_faults_no_card 2 "--card-faults is the card's fault script, .*add --producer card" -- stream --backend sim --card-faults 'stall 50ms at 1s' --blocks 2 --quiet
 check stream_no_blocks 2 "--blocks: '0' is less than 1" -- stream --backend sim --blocks 0 --quiet
 check stream_rate_negative 2 "--rate: '-5' is not a number of 0 or more" -- stream --backend sim --rate -5

@@ -99,7 +99,7 @@ cli::Action Define(CLI::App& app) {
 }
 
 // What the options ask that cannot be, before anything runs: a card's fault script without the
-// card, a ring larger than this machine's RAM.
+// card, a ring larger than this machine's RAM, or the ring with what the run keeps of its blocks.
 Status CheckRequest(const StreamOptions& o) {
   if (!o.card_faults.empty() && o.producer != "card")
     return Status::InvalidArgument(
@@ -110,7 +110,17 @@ Status CheckRequest(const StreamOptions& o) {
   const uint64_t bytes = cli::SaturatingProduct(o.block_bytes, static_cast<uint64_t>(o.slots));
   const std::string way_out = "give fewer --slots or a smaller --block";
   RESMEM_RETURN_IF_ERROR(cli::CheckFitsRam(ring, bytes, way_out));
-  const std::string short_now = cli::RamWarning(ring, bytes, host::MemAvailableBytes(), way_out);
+  // With what the run keeps of every block (stream.h, kStreamBytesPerBlock): a --blocks meant as
+  // "until I stop it" (10^10) was a bad_alloc, exit 134, with no summary.
+  const std::string whole = ring.substr(0, ring.size() - 1) + " and " +
+                            std::to_string(kStreamBytesPerBlock) + " B kept a block for --blocks " +
+                            std::to_string(o.blocks) + ",";
+  const uint64_t all = bytes + cli::SaturatingProduct(o.blocks, kStreamBytesPerBlock) < bytes
+                           ? UINT64_MAX
+                           : bytes + cli::SaturatingProduct(o.blocks, kStreamBytesPerBlock);
+  const std::string fewer = "give fewer --blocks (several runs), fewer --slots or a smaller --block";
+  RESMEM_RETURN_IF_ERROR(cli::CheckFitsRam(whole, all, fewer));
+  const std::string short_now = cli::RamWarning(whole, all, host::MemAvailableBytes(), fewer);
   if (!short_now.empty()) std::fprintf(stderr, "resmem stream: warning: %s\n", short_now.c_str());
   return Status::Ok();
 }
