@@ -73,7 +73,6 @@ TEST(ParseSize, ExactAbove2To53) {
   EXPECT_FALSE(ParseSize("-0").ok());
 }
 
-// strtoull took a sign after 0x and wrapped: "0x-1" was 2^64-1, "0x-40000000" 16384 PiB.
 // The digits of a size's 0x and of a count (engine/cli/values.cc): digits of the base only, and
 // no more than 2^64-1 (one past it is no value, not a wrapped one).
 TEST(ReadDigits, OnlyTheBasesDigitsAndAt64Bits) {
@@ -94,6 +93,7 @@ TEST(ReadDigits, OnlyTheBasesDigitsAndAt64Bits) {
   }
 }
 
+// strtoull took a sign after 0x and wrapped: "0x-1" was 2^64-1, "0x-40000000" 16384 PiB.
 TEST(ParseSize, HexHasNoSignAndFitsIn64Bits) {
   EXPECT_EQ(*ParseSize("0xffffffffffffffff"), UINT64_MAX);
   EXPECT_EQ(*ParseSize("0X4000_0000"), 1ull << 30);

@@ -165,10 +165,6 @@ Result<uint64_t> ParseHexSize(const std::string& digits, const std::string& text
   return r.value;
 }
 
-}  // namespace
-
-namespace {
-
 // The value of `c` as a digit, `base` or more when it is none of base's digits.
 int DigitValue(char c, int base) {
   const unsigned char u = static_cast<unsigned char>(c);

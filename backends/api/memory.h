@@ -110,6 +110,7 @@ struct DigitsRead {
   uint64_t value = 0;  // when both hold
 };
 DigitsRead ReadDigits(const std::string& digits, int base);
+
 // "0x1f0000": addresses, tokens and versions as the kernel and the NVIDIA driver print them.
 std::string HexAddress(uint64_t value);
 

@@ -9,26 +9,25 @@
 
 namespace resmem {
 
-std::string WayOutOfReadError(int err) {
+std::string WhyUnreadable(int err) {
+  const std::string why = std::strerror(err);
   switch (err) {
     case ENOENT:
     case ENOTDIR:
-      return "check the path";
+      return why + "; check the path";
     case EACCES:
     case EPERM:
-      return "make it readable (chmod a+r; a folder also a+x) or run as a user who may read it";
+      return why + "; make it readable (chmod a+r; a folder also a+x) or run as a user who may read it";
     case EISDIR:
-      return "give a file, not a folder";
+      return why + "; give a file, not a folder";
     default:
-      return "";
+      return why;
   }
 }
 
 Result<std::string> ReadTextFile(const std::string& path, const std::string& what) {
   const auto refused = [&](int err) {
-    const std::string way_out = WayOutOfReadError(err);
-    return Status::Errno(err, "cannot read " + what + "'" + path + "': " + std::strerror(err) +
-                                  (way_out.empty() ? "" : "; " + way_out));
+    return Status::Errno(err, "cannot read " + what + "'" + path + "': " + WhyUnreadable(err));
   };
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return refused(errno);

@@ -15,9 +15,10 @@ namespace resmem {
 // EISDIR: a folder where a file is wanted).
 Result<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
-// The way out of a file or folder that could not be read or listed with `err`, as above ("check
-// the path"); empty for an errno with no advice.
-std::string WayOutOfReadError(int err);
+// Why a file or folder could not be read or listed with `err`, and the way out, as above:
+// "STRERROR; WAY_OUT" ("No such file or directory; check the path"), STRERROR alone for an errno
+// with no advice.
+std::string WhyUnreadable(int err);
 
 }  // namespace resmem
 

@@ -5,7 +5,6 @@
 #include <memory>
 #include <sstream>
 
-#include "backends/host/host_region.h"
 #include "backends/api/text_file.h"
 #include "engine/bench/bench.h"
 #include "engine/bench/managed_bench.h"
@@ -74,10 +73,7 @@ Status CheckSizesFit(const BenchOptions& o, Gpu& gpu) {
   const std::string what = "the largest of --sizes";
   const std::string way_out = "give smaller --sizes";
   RESMEM_RETURN_IF_ERROR(cli::CheckFitsGpu(gpu, what, largest, way_out));
-  RESMEM_RETURN_IF_ERROR(cli::CheckFitsRam(what, largest, way_out));
-  const std::string short_now = cli::RamWarning(what, largest, host::MemAvailableBytes(), way_out);
-  if (!short_now.empty()) std::fprintf(stderr, "resmem bench: warning: %s\n", short_now.c_str());
-  return Status::Ok();
+  return cli::CheckRamBeforeStart("bench", what, largest, way_out);
 }
 
 // --json FILE once measured: written whole or not at all; 4 when that failed after the check.

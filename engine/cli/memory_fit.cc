@@ -1,5 +1,7 @@
 #include "engine/cli/memory_fit.h"
 
+#include <cstdio>
+
 #include "backends/api/memory.h"
 #include "backends/host/host_region.h"
 
@@ -32,6 +34,15 @@ std::string RamWarning(const std::string& what, uint64_t bytes, uint64_t availab
   return what + " is " + FormatSize(bytes) + ", more than the " + FormatSize(available) +
          " this machine has free now (MemAvailable): the kernel may swap or end the run for "
          "memory; " + way_out;
+}
+
+Status CheckRamBeforeStart(const std::string& command, const std::string& what, uint64_t bytes,
+                           const std::string& way_out) {
+  RESMEM_RETURN_IF_ERROR(CheckFitsRam(what, bytes, way_out));
+  const std::string short_now = RamWarning(what, bytes, host::MemAvailableBytes(), way_out);
+  if (!short_now.empty())
+    std::fprintf(stderr, "resmem %s: warning: %s\n", command.c_str(), short_now.c_str());
+  return Status::Ok();
 }
 
 Status CheckFitsGpu(Gpu& gpu, const std::string& what, uint64_t bytes,

@@ -31,6 +31,12 @@ Status CheckFitsRam(const std::string& what, uint64_t bytes, const std::string& 
 std::string RamWarning(const std::string& what, uint64_t bytes, uint64_t available,
                        const std::string& way_out);
 
+// What bench and stream check of host memory before they start: CheckFitsRam, and where that
+// holds but `bytes` are more than the machine has free now, RamWarning printed on stderr as
+// "resmem COMMAND: warning: ...".
+Status CheckRamBeforeStart(const std::string& command, const std::string& what, uint64_t bytes,
+                           const std::string& way_out);
+
 // The same for one allocation on device 0 of `gpu` (its total memory).
 Status CheckFitsGpu(Gpu& gpu, const std::string& what, uint64_t bytes, const std::string& way_out);
 

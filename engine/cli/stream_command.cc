@@ -115,14 +115,10 @@ Status CheckRequest(const StreamOptions& o) {
   const std::string whole = ring.substr(0, ring.size() - 1) + " and " +
                             std::to_string(kStreamBytesPerBlock) + " B kept a block for --blocks " +
                             std::to_string(o.blocks) + ",";
-  const uint64_t all = bytes + cli::SaturatingProduct(o.blocks, kStreamBytesPerBlock) < bytes
-                           ? UINT64_MAX
-                           : bytes + cli::SaturatingProduct(o.blocks, kStreamBytesPerBlock);
-  const std::string fewer = "give fewer --blocks (several runs), fewer --slots or a smaller --block";
-  RESMEM_RETURN_IF_ERROR(cli::CheckFitsRam(whole, all, fewer));
-  const std::string short_now = cli::RamWarning(whole, all, host::MemAvailableBytes(), fewer);
-  if (!short_now.empty()) std::fprintf(stderr, "resmem stream: warning: %s\n", short_now.c_str());
-  return Status::Ok();
+  const uint64_t kept = cli::SaturatingProduct(o.blocks, kStreamBytesPerBlock);
+  const uint64_t all = kept > UINT64_MAX - bytes ? UINT64_MAX : bytes + kept;
+  return cli::CheckRamBeforeStart(
+      "stream", whole, all, "give fewer --blocks (several runs), fewer --slots or a smaller --block");
 }
 
 int Run(const StreamArgs& a) {

@@ -849,12 +849,9 @@ Result<std::vector<std::string>> CollectScenarioFiles(const std::string& path) {
     if (it->is_directory(ec)) listing = it->path().string();
     if (it->is_regular_file() && it->path().extension() == ".toml") files.push_back(it->path().string());
   }
-  if (ec) {
-    const std::string way_out = WayOutOfReadError(ec.value());
+  if (ec)
     return Status::Errno(ec.value(), "cannot list the scenario folder '" + listing + "' (under '" +
-                                         path + "'): " + ec.message() +
-                                         (way_out.empty() ? "" : "; " + way_out));
-  }
+                                         path + "'): " + WhyUnreadable(ec.value()));
   std::sort(files.begin(), files.end());
   if (files.empty())
     return Status::Errno(ENOENT, "no *.toml scenario files under '" + path + "'");
